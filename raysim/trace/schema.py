@@ -1,0 +1,69 @@
+"""The Arrow job schema every trace reader produces (DESIGN.md §3).
+
+A trace is one Arrow table, one row per job, sorted by submit time (row order of the source is the
+final tie-breaker), with metadata naming the cluster, the time origin and the source file.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+DICT_STR = pa.dictionary(pa.int32(), pa.string())
+
+#: Columns every trace has, with their Arrow types.
+REQUIRED = {
+    "job_id": pa.int64(),
+    "vc": DICT_STR,
+    "user": DICT_STR,
+    "gpu_num": pa.int32(),
+    "cpu_num": pa.int32(),
+    "submit_time": pa.int64(),  # seconds since the trace origin
+    "duration": pa.int64(),  # seconds
+    "state": DICT_STR,
+}
+
+#: Optional workload-profile columns (Lucid's full log). Missing ones are filled with nulls.
+OPTIONAL = {
+    "model": DICT_STR,
+    "dataset": DICT_STR,
+    "batchsize": pa.int32(),
+    "amp": pa.int8(),
+    "speed": pa.float64(),
+    "gpu_util": pa.float64(),
+    "gmem_util": pa.float64(),
+    "gmem": pa.float64(),
+}
+
+JOB_SCHEMA = pa.schema([pa.field(n, t) for n, t in {**REQUIRED, **OPTIONAL}.items()])
+
+META_KEY = b"raysim"
+
+
+def with_metadata(table: pa.Table, *, cluster: str, origin: str, source: str, **extra) -> pa.Table:
+    """Attach raysim's trace metadata (cluster name, ISO time origin, source file)."""
+    meta = {"cluster": cluster, "origin": origin, "source": source, **extra}
+    return table.replace_schema_metadata({META_KEY: json.dumps(meta, sort_keys=True).encode()})
+
+
+def metadata(table: pa.Table) -> dict:
+    """Return the raysim metadata of a trace table ({} when absent)."""
+    raw = (table.schema.metadata or {}).get(META_KEY)
+    return json.loads(raw) if raw else {}
+
+
+def conform(table: pa.Table) -> pa.Table:
+    """Cast a table with the required columns to JOB_SCHEMA, adding absent optional columns as nulls."""
+    cols = []
+    for field in JOB_SCHEMA:
+        if field.name in table.column_names:
+            col = table.column(field.name)
+            if col.type != field.type:
+                col = col.cast(field.type)
+        else:
+            if field.name in REQUIRED:
+                raise KeyError(field.name)
+            col = pa.nulls(table.num_rows, field.type)
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=JOB_SCHEMA.with_metadata(table.schema.metadata))
