@@ -1,0 +1,22 @@
+"""Placers find GPUs for a job; they never decide which job goes next (that is the policy's job).
+
+A placer is a class with ``select(vc, gpu_num) -> list[(node, gpu_count)] | None``; register it in
+PLACERS and it is available as ``placer=<name>``.
+"""
+
+from __future__ import annotations
+
+from raysim.placement.consolidate import Consolidate
+from raysim.placement.first_fit import FirstFit
+from raysim.placement.random_fit import RandomFit
+
+PLACERS = {"consolidate": Consolidate, "first_fit": FirstFit, "random": RandomFit}
+
+
+def make_placer(name: str, *, params, vc_index: int = 0):
+    """Build the placer called `name` for one VC."""
+    try:
+        cls = PLACERS[name]
+    except KeyError:
+        raise ValueError(f"unknown placer {name!r}; choose one of {sorted(PLACERS)}") from None
+    return cls(params=params, vc_index=vc_index)

@@ -1,0 +1,10 @@
+"""First in, first out: submit order, head-of-line blocking, non-preemptive."""
+
+from raysim.policy.base import BlockingQueuePolicy
+
+
+class FIFO(BlockingQueuePolicy):
+    name = "fifo"
+
+    def key(self, sim, j):
+        return (sim.jobs.submit[j],)

@@ -1,0 +1,10 @@
+"""Shortest job first with oracle durations: blocking, non-preemptive."""
+
+from raysim.policy.base import BlockingQueuePolicy
+
+
+class SJF(BlockingQueuePolicy):
+    name = "sjf"
+
+    def key(self, sim, j):
+        return (sim.jobs.duration[j],)

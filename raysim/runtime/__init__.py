@@ -1,0 +1,1 @@
+"""Runtimes that drive the per-VC simulators: in-process (`local`) and, later, Ray actors."""

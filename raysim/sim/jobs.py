@@ -1,0 +1,94 @@
+"""Column-oriented job table of one VC: trace columns in, per-job results out.
+
+Columns are plain Python lists (fast scalar access in the event loop) filled from Arrow/numpy
+batches; results come back out as numpy arrays. There is no object per job.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+UNSET = -1
+
+#: Input columns a batch must provide (name -> numpy dtype).
+INPUT_COLUMNS = {
+    "job_id": np.int64,
+    "seq": np.int64,  # row order in the trace: the final tie-breaker everywhere
+    "submit_time": np.int64,
+    "duration": np.int64,
+    "gpu_num": np.int64,
+    "gpu_util": np.float64,
+    "gmem": np.float64,
+    "estimate": np.float64,  # estimated duration (s) for QSSF/Lucid; NaN when none
+}
+
+RESULT_COLUMNS = ("start_time", "end_time", "queue", "preemptions", "first_node", "num_nodes")
+
+
+class JobTable:
+    """Per-job inputs and simulation state of one VC, indexed 0..n-1 in arrival order."""
+
+    def __init__(self):
+        self.n = 0
+        self.job_id: list[int] = []
+        self.seq: list[int] = []
+        self.submit: list[int] = []
+        self.duration: list[int] = []
+        self.gpu: list[int] = []
+        self.util_milli: list[int] = []
+        self.gmem: list[float] = []
+        self.estimate: list[float] = []
+        # results
+        self.start: list[int] = []
+        self.end: list[int] = []
+        self.queue: list[int] = []
+        self.preemptions: list[int] = []
+        self.first_node: list[int] = []
+        self.num_nodes: list[int] = []
+        # state used by preemptive policies
+        self.remain: list[int] = []  # remaining seconds while pending
+        self.end_due: list[int] = []  # completion time while running
+        self.attained: list[int] = []  # GPU-seconds of service before the current run
+        self.run_since: list[int] = []  # time of the current placement
+        self.ckpt_time: list[int] = []  # time of the last preemption
+        self.version: list[int] = []  # invalidates stale completion events
+
+    def extend(self, cols: dict[str, np.ndarray]) -> None:
+        """Append a batch of jobs (numpy columns of INPUT_COLUMNS, sorted by submit time then seq)."""
+        k = len(cols["job_id"])
+        if k == 0:
+            return
+        self.job_id += cols["job_id"].tolist()
+        self.seq += cols["seq"].tolist()
+        self.submit += cols["submit_time"].tolist()
+        duration = cols["duration"].tolist()
+        self.duration += duration
+        self.gpu += cols["gpu_num"].tolist()
+        util = np.nan_to_num(cols["gpu_util"], nan=0.0)
+        self.util_milli += np.rint(util * 1000).astype(np.int64).tolist()
+        self.gmem += np.nan_to_num(cols["gmem"], nan=0.0).tolist()
+        self.estimate += cols["estimate"].tolist()
+        for name in ("start", "end", "first_node", "end_due", "ckpt_time", "run_since"):
+            getattr(self, name).extend([UNSET] * k)
+        for name in ("queue", "preemptions", "num_nodes", "attained", "version"):
+            getattr(self, name).extend([0] * k)
+        self.remain += duration
+        self.n += k
+
+    def results(self, lo: int = 0, hi: int | None = None) -> dict[str, np.ndarray]:
+        """Inputs and results of jobs lo..hi as numpy columns (end_time -1 = not finished)."""
+        sl = slice(lo, hi)
+        out = {
+            "job_id": np.array(self.job_id[sl], dtype=np.int64),
+            "seq": np.array(self.seq[sl], dtype=np.int64),
+            "submit_time": np.array(self.submit[sl], dtype=np.int64),
+            "duration": np.array(self.duration[sl], dtype=np.int64),
+            "gpu_num": np.array(self.gpu[sl], dtype=np.int32),
+            "start_time": np.array(self.start[sl], dtype=np.int64),
+            "end_time": np.array(self.end[sl], dtype=np.int64),
+            "queue": np.array(self.queue[sl], dtype=np.int64),
+            "preemptions": np.array(self.preemptions[sl], dtype=np.int32),
+            "first_node": np.array(self.first_node[sl], dtype=np.int32),
+            "num_nodes": np.array(self.num_nodes[sl], dtype=np.int32),
+        }
+        return out

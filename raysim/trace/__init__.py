@@ -1,0 +1,1 @@
+"""Traces: the Arrow job schema, readers and the seeded synthetic generator."""

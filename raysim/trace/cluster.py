@@ -1,0 +1,39 @@
+"""Cluster layout: VC name -> node count, from Lucid's vc_config.csv (`,num` header)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from raysim.trace.errors import TraceError
+
+
+def read_vc_config(path: str | Path) -> dict[str, int]:
+    """Read a vc_config.csv: first column the VC name, a `num` column the node count."""
+    path = Path(path)
+    if not path.exists():
+        raise TraceError(str(path), "VC layout file not found (expected a CSV with a VC column and 'num')")
+    with path.open(newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if not header or "num" not in header:
+            raise TraceError(str(path), "missing column", column="num")
+        num_col = header.index("num")
+        layout: dict[str, int] = {}
+        for row_no, row in enumerate(reader, start=1):
+            if not row:
+                continue
+            name = row[0].strip()
+            try:
+                nodes = int(row[num_col])
+            except (ValueError, IndexError):
+                raise TraceError(str(path), "node count is not an integer", row=row_no, column="num",
+                                 value=row[num_col] if num_col < len(row) else None) from None
+            if nodes <= 0:
+                raise TraceError(str(path), "node count must be positive", row=row_no, column="num", value=nodes)
+            if name in layout:
+                raise TraceError(str(path), "duplicate VC", row=row_no, column=header[0] or "vc", value=name)
+            layout[name] = nodes
+    if not layout:
+        raise TraceError(str(path), "no VC listed")
+    return layout

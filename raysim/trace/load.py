@@ -1,0 +1,112 @@
+"""Load a trace from a file or folder: pick the reader, validate, cache as Parquet beside the source."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from raysim.trace.cluster import read_vc_config
+from raysim.trace.errors import SkipReport, TraceError
+from raysim.trace.readers import read_csv_trace, read_parquet_trace
+from raysim.trace.schema import metadata
+
+#: Files looked for, in order, when trace.path is a folder.
+FOLDER_FILES = ("cluster_full_log.csv", "cluster_log.csv", "jobs.parquet")
+READERS = {"lucid": read_csv_trace, "helios": read_csv_trace, "csv": read_csv_trace,
+           "parquet": read_parquet_trace}
+CACHE_VERSION = "1"
+
+
+@dataclass
+class Trace:
+    """A validated trace: the job table, the VC layout and what loading dropped."""
+
+    table: pa.Table
+    vc_nodes: dict[str, int]
+    report: SkipReport
+    source: str
+    from_cache: bool = False
+
+    @property
+    def origin(self) -> str:
+        return metadata(self.table).get("origin", "0")
+
+
+def resolve_source(path: str | Path) -> Path:
+    """The trace file for `path` (a file, or a folder holding one of FOLDER_FILES)."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        for name in FOLDER_FILES:
+            if (p / name).exists():
+                return p / name
+        raise TraceError(str(p), f"no trace file in this folder (looked for {', '.join(FOLDER_FILES)})")
+    if not p.exists():
+        raise TraceError(str(p), "trace file not found")
+    return p
+
+
+def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 8,
+               on_error: str = "raise", state_filter=None, origin: str = "auto", cache: bool = True,
+               cache_dir=None, cluster: str = "") -> Trace:
+    """Read, validate and (optionally) cache the trace at `path`."""
+    source = resolve_source(path)
+    vc_path = Path(vc_config) if vc_config else source.parent / "vc_config.csv"
+    vc_nodes = read_vc_config(vc_path)
+    if fmt == "auto":
+        fmt = "parquet" if source.suffix == ".parquet" else "csv"
+    if fmt not in READERS:
+        raise ValueError(f"trace.format must be auto or one of {sorted(READERS)}, not {fmt!r}")
+    options = dict(vc_nodes=vc_nodes, gpus_per_node=gpus_per_node, on_error=on_error,
+                   state_filter=list(state_filter) if state_filter else None, origin=str(origin),
+                   cluster=cluster or source.parent.name)
+    key = _cache_key(source, vc_path, fmt, options)
+    cache_file = _cache_path(source, cache_dir) if cache and fmt != "parquet" else None
+    if cache_file is not None and cache_file.exists():
+        table = pq.read_table(cache_file)
+        meta = metadata(table)
+        if meta.get("cache_key") == key:
+            report = SkipReport(file=str(source))
+            report.counts.update(meta.get("skipped", {}))
+            report.examples = meta.get("skip_examples", {})
+            return Trace(table, vc_nodes, report, str(source), from_cache=True)
+    table, report = READERS[fmt](source, **options)
+    if cache_file is not None:
+        meta = {**metadata(table), "cache_key": key, "skipped": dict(report.counts),
+                "skip_examples": report.examples}
+        table = table.replace_schema_metadata({b"raysim": json.dumps(meta, sort_keys=True).encode()})
+        _write_cache(table, cache_file)
+    return Trace(table, vc_nodes, report, str(source))
+
+
+def _cache_key(source: Path, vc_path: Path, fmt: str, options: dict) -> str:
+    parts = [CACHE_VERSION, fmt, json.dumps(options, sort_keys=True, default=str)]
+    for p in (source, vc_path):
+        st = p.stat()
+        parts += [str(p.resolve()), str(st.st_size), str(st.st_mtime_ns)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _cache_path(source: Path, cache_dir) -> Path:
+    """Beside the source when that folder is writable, else in cache_dir (default ~/.cache/raysim)."""
+    name = source.name + ".raysim-cache.parquet"
+    if cache_dir is None and os.access(source.parent, os.W_OK):
+        return source.parent / name
+    base = Path(cache_dir) if cache_dir else Path.home() / ".cache" / "raysim"
+    digest = hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:12]
+    return base / f"{digest}-{name}"
+
+
+def _write_cache(table: pa.Table, cache_file: Path) -> None:
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_file.with_suffix(".tmp")
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, cache_file)
+    except OSError:
+        pass  # a cache that cannot be written only costs the next run a re-parse

@@ -1,0 +1,518 @@
+"""Seeded synthetic traces: Venus-like jobs drawn from a compact table of statistics.
+
+A preset (:class:`SynthPreset`) holds a few numbers per VC (nodes, job share, offered load, users,
+job-size mix), a duration quantile table per size class, a 24-hour and a 7-day arrival profile and a
+handful of behaviour parameters. :func:`generate` draws a trace from those distributions, fully
+vectorised (no per-job Python loop), so the same code scales from the shipped one-week trace to
+multi-month, datacenter-sized ones.
+
+Model, in generation order (every random aspect draws from its own named stream, so adding an aspect
+later does not reshuffle the others):
+
+1. ``round(jobs_per_day * days)`` jobs are split into *batches*: bursts of jobs a user submits
+   together (sweeps, retries). Batch sizes follow a Zipf law truncated at ``batch_max``.
+2. Batch start times follow a non-homogeneous Poisson process with hourly rate
+   ``hourly[hour] * weekday[day of week] * day factor`` (log-normal day-to-day factor); the jobs of a
+   batch follow each other with exponential gaps of mean ``batch_gap``. Jobs past the span are
+   dropped.
+3. Each batch gets a VC (by job share), a user of that VC (Zipf activity), a size class (the user's
+   favourite with probability ``user_size_repeat``, else from the VC's mix), a workload (the user's
+   favourite model with probability ``user_model_repeat``) and a CPU-per-GPU ratio.
+4. Durations come from the size class's quantile table (log-linear between knots) through a
+   Gaussian copula: jobs of one batch share part of their normal score (``batch_corr``), so retries
+   and sweeps have similar lengths. Each VC's durations are scaled so that its expected offered load
+   ``sum(gpu_num * duration) / (VC GPUs * span)`` equals the preset's ``load``.
+5. The final state depends on the duration band (short jobs fail more often).
+
+Regenerate the shipped trace with::
+
+    python -m raysim.trace.synth --preset venus --days 7 --seed 0 --out traces/venus_synth
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from scipy.special import ndtr
+
+from raysim.trace.schema import DICT_STR, conform, with_metadata
+
+DAY = 86400
+HOUR = 3600
+
+# Named random streams, one per aspect (append new names at the end to keep old traces stable).
+_STREAMS = ("batch_size", "day_factor", "batch_time", "vc", "user", "user_fav", "size", "workload",
+            "gap", "duration", "state", "cpu")
+
+
+@dataclass(frozen=True)
+class VCStats:
+    """What a preset says about one virtual cluster."""
+
+    name: str
+    nodes: int
+    job_share: float  # fraction of the cluster's jobs submitted to this VC
+    load: float  # target offered load: sum(gpu_num * duration) / (GPUs * span)
+    users: int  # distinct users submitting to this VC
+    size_mix: tuple[float, ...]  # probability of each SynthPreset.size_classes entry
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A typical training job's single-GPU profile (keys match profiles/single_data.csv)."""
+
+    model: str
+    dataset: str
+    batchsize: int
+    amp: int
+    speed: float
+    gpu_util: float
+    gmem_util: float
+    gmem: float
+    weight: float  # relative frequency among jobs
+
+
+@dataclass(frozen=True)
+class SynthPreset:
+    """Everything the generator needs to imitate one cluster; all numbers are summary statistics."""
+
+    name: str
+    cluster: str  # cluster name written into the trace metadata
+    origin: str  # default time origin (ISO, local time of the cluster)
+    gpus_per_node: int
+    jobs_per_day: float
+    vcs: tuple[VCStats, ...]
+    size_classes: tuple[int, ...]  # GPUs per job (capped at the VC's GPUs)
+    duration_probs: tuple[float, ...]  # quantile levels, 0 ... 1
+    duration_quantiles: tuple[tuple[int, ...], ...]  # seconds at duration_probs, per size class
+    batch_corr: float  # correlation of the duration normal scores of jobs in one batch
+    hourly: tuple[float, ...]  # 24 relative arrival rates by hour of day
+    weekday: tuple[float, ...]  # 7 relative arrival rates, Monday first
+    daily_sigma: float  # log-sd of the day-to-day arrival-rate factor
+    batch_zipf: float  # Zipf exponent of jobs per batch
+    batch_max: int  # largest batch
+    batch_gap: float  # mean seconds between consecutive jobs of a batch
+    user_zipf: float  # Zipf exponent of user activity within a VC
+    user_size_repeat: float  # probability a batch uses its user's favourite size class
+    user_model_repeat: float  # probability a batch uses its user's favourite workload
+    states: tuple[str, ...]
+    state_edges: tuple[int, ...]  # duration band upper edges (s), inclusive
+    state_probs: tuple[tuple[float, ...], ...]  # per band (len(state_edges) + 1), over `states`
+    cpu_ratios: tuple[float, ...]  # CPUs per GPU
+    cpu_ratio_probs: tuple[float, ...]
+    workloads: tuple[Workload, ...]
+
+    def __post_init__(self):
+        k = len(self.size_classes)
+        problems = []
+        if len(self.hourly) != 24:
+            problems.append("hourly needs 24 values")
+        if len(self.weekday) != 7:
+            problems.append("weekday needs 7 values")
+        if len(self.duration_quantiles) != k:
+            problems.append("duration_quantiles needs one row per size class")
+        if any(len(q) != len(self.duration_probs) for q in self.duration_quantiles):
+            problems.append("each duration_quantiles row needs one value per duration_probs")
+        if any(np.diff(q).min() < 0 or q[0] < 1 for q in self.duration_quantiles):
+            problems.append("duration quantiles must be >= 1 and non-decreasing")
+        if self.duration_probs[0] != 0 or self.duration_probs[-1] != 1:
+            problems.append("duration_probs must run from 0 to 1")
+        if len(self.state_probs) != len(self.state_edges) + 1:
+            problems.append("state_probs needs one row per duration band")
+        if len(self.cpu_ratios) != len(self.cpu_ratio_probs):
+            problems.append("cpu_ratios and cpu_ratio_probs differ in length")
+        for vc in self.vcs:
+            if len(vc.size_mix) != k or vc.nodes < 1 or vc.users < 1:
+                problems.append(f"VC {vc.name}: size_mix length, nodes and users")
+        if problems:
+            raise ValueError(f"preset {self.name!r}: " + "; ".join(problems))
+
+    @property
+    def vc_nodes(self) -> dict[str, int]:
+        return {vc.name: vc.nodes for vc in self.vcs}
+
+
+# ---------------------------------------------------------------------------------------------
+# Venus (SenseTime Helios, Sept 2020). Every number was measured once from the 23,859-job Lucid
+# "full log" of Venus (2020-09-01..26, CC BY 4.0 Helios data); no job rows are kept.
+#  - nodes: Lucid's vc_config.csv (8 GPUs per node, 135 nodes).
+#  - job_share, users: jobs and distinct users per VC.
+#  - load: sum(gpu_num * duration) / (8 * nodes * 26 days), capped at 0.95 (vcgkz measured 1.30,
+#    vcvGl 1.09: both driven by a few multi-day jobs submitted late in the month; their loads within
+#    the month are 0.81 and 0.97). Cluster-wide: 0.89.
+#  - size_mix: gpu_num rounded to the nearest power of two, per VC (rounded to 3 decimals).
+#  - duration quantiles: per size class at the 0, 5, 10, 25, 50, 75, 90, 95, 99, 99.9, 100th
+#    percentiles (64 and 128 GPUs share one row, from the 704 jobs of >= 48 GPUs).
+#    All jobs: median 193 s, mean 11,769 s.
+#  - hourly / weekday: submissions per hour of day / per day of week relative to the mean.
+#  - batches: a user's consecutive jobs with the same VC and gpu_num less than 10 min apart form a
+#    batch: 60 % singletons, mean 3.0 jobs, 34 % of jobs in batches of > 16; median gap 84 s; the
+#    log-duration sd within a batch is 1.53 vs 2.43 overall (correlation 0.78).
+#  - user_zipf: fitted to the mean top-user share of a VC's jobs (0.47).
+#  - states: by duration band (<= 60 s, <= 1 h, longer); NODE_FAIL/TIMEOUT (0.05 %) folded in.
+#  - cpu ratios: cpu_num / gpu_num, the eight most common values (99 % of jobs).
+#  - workloads: the most common (batchsize, amp) row of each model in profiles/single_data.csv,
+#    weighted by the model's share of jobs.
+# ---------------------------------------------------------------------------------------------
+
+_VENUS_SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
+
+VENUS = SynthPreset(
+    name="venus",
+    cluster="venus_synth",
+    origin="2020-09-01T00:00:00",
+    gpus_per_node=8,
+    jobs_per_day=917.7,
+    vcs=(
+        #      name     nodes share   load  users  1     2      4      8      16     32     64     128
+        VCStats("vcEwI", 9, 0.3187, 0.894, 13, (0.860, 0.033, 0.040, 0.027, 0.001, 0.039, 0.0, 0.0)),
+        VCStats("vcWoR", 5, 0.1184, 0.897, 17, (0.588, 0.126, 0.212, 0.073, 0.0, 0.0, 0.0, 0.0)),
+        VCStats("vcHvQ", 8, 0.1112, 0.768, 19, (0.544, 0.011, 0.066, 0.355, 0.015, 0.008, 0.0, 0.0)),
+        VCStats("vcvGl", 20, 0.0609, 0.95, 5, (0.045, 0.054, 0.093, 0.236, 0.094, 0.037, 0.042, 0.399)),
+        VCStats("vc8Gr", 6, 0.0298, 0.788, 17, (0.099, 0.079, 0.261, 0.449, 0.065, 0.048, 0.0, 0.0)),
+        VCStats("vcKeu", 12, 0.0964, 0.800, 29, (0.684, 0.009, 0.006, 0.265, 0.023, 0.013, 0.0, 0.0)),
+        VCStats("vcKrE", 4, 0.0179, 0.844, 9, (0.514, 0.467, 0.019, 0.0, 0.0, 0.0, 0.0, 0.0)),
+        VCStats("vcYVn", 11, 0.0639, 0.838, 24, (0.730, 0.031, 0.038, 0.186, 0.010, 0.005, 0.0, 0.0)),
+        VCStats("vchbv", 4, 0.0082, 0.771, 6, (0.184, 0.0, 0.0, 0.770, 0.0, 0.046, 0.0, 0.0)),
+        VCStats("vcLTP", 8, 0.0217, 0.849, 11, (0.168, 0.019, 0.019, 0.757, 0.037, 0.0, 0.0, 0.0)),
+        VCStats("vchA3", 3, 0.0273, 0.622, 13, (0.682, 0.094, 0.071, 0.154, 0.0, 0.0, 0.0, 0.0)),
+        VCStats("vcJsw", 32, 0.0777, 0.909, 8, (0.058, 0.070, 0.043, 0.297, 0.087, 0.410, 0.013, 0.021)),
+        VCStats("vcefl", 10, 0.0285, 0.916, 6, (0.147, 0.371, 0.130, 0.352, 0.0, 0.0, 0.0, 0.0)),
+        VCStats("vcvlY", 2, 0.0174, 0.911, 7, (0.024, 0.0, 0.0, 0.870, 0.106, 0.0, 0.0, 0.0)),
+        VCStats("vcgkz", 1, 0.0021, 0.95, 4, (0.265, 0.0, 0.020, 0.714, 0.0, 0.0, 0.0, 0.0)),
+    ),
+    size_classes=_VENUS_SIZES,
+    duration_probs=(0.0, 0.05, 0.10, 0.25, 0.50, 0.75, 0.90, 0.95, 0.99, 0.999, 1.0),
+    duration_quantiles=(
+        (1, 16, 30, 87, 173, 593, 3680, 19484, 178928, 434792, 1209614),  # 1 GPU (mean 6,502)
+        (1, 5, 19, 103, 221, 1190, 78824, 173677, 416272, 660209, 693247),  # 2 (mean 25,825)
+        (1, 9, 19, 66, 203, 3172, 27208, 80674, 260715, 677976, 1181491),  # 4 (mean 14,487)
+        (1, 13, 29, 86, 265, 1914, 44401, 116096, 464381, 1040746, 1286670),  # 8 (mean 20,506)
+        (1, 3, 6, 92, 455, 9390, 60663, 174420, 422275, 558673, 564488),  # 16 (mean 26,182)
+        (1, 14, 42, 68, 83, 646, 8989, 65158, 337345, 562693, 1033825),  # 32 (mean 13,280)
+        (2, 4, 5, 5, 20, 211, 1140, 4480, 158044, 330293, 373385),  # 64 (>= 48 GPUs, mean 4,242)
+        (2, 4, 5, 5, 20, 211, 1140, 4480, 158044, 330293, 373385),  # 128
+    ),
+    batch_corr=0.78,
+    hourly=(0.81, 0.77, 0.68, 0.60, 0.31, 0.27, 0.26, 0.28, 0.39, 0.69, 1.09, 1.29,
+            1.30, 1.30, 1.67, 1.75, 1.67, 1.67, 1.34, 1.32, 1.30, 1.45, 1.02, 0.78),
+    weekday=(1.17, 1.07, 1.66, 1.33, 0.87, 0.44, 0.46),
+    daily_sigma=0.2,
+    batch_zipf=1.95,
+    batch_max=64,
+    batch_gap=120.0,
+    user_zipf=1.4,
+    user_size_repeat=0.5,
+    user_model_repeat=0.7,
+    states=("COMPLETED", "CANCELLED", "FAILED"),
+    state_edges=(60, 3600),
+    state_probs=((0.253, 0.307, 0.440), (0.633, 0.219, 0.148), (0.612, 0.337, 0.051)),
+    cpu_ratios=(1.0, 5.0, 0.125, 4.0, 0.5, 0.25, 3.0, 8.0),
+    cpu_ratio_probs=(0.726, 0.094, 0.046, 0.036, 0.027, 0.024, 0.020, 0.014),
+    workloads=(
+        Workload("PointNet", "ShapeNet", 64, 0, 138.0, 7.8, 6.6, 6346.0, 0.192),
+        Workload("EfficientNet", "CIFAR-10", 32, 1, 681.0, 20.6, 1.3, 2176.0, 0.154),
+        Workload("MobileNetV2", "CIFAR-10", 32, 0, 1108.4, 42.8, 17.0, 2508.0, 0.152),
+        Workload("ResNet18", "CIFAR-10", 32, 1, 1649.0, 40.7, 20.3, 2330.0, 0.105),
+        Workload("VGG", "CIFAR-10", 32, 1, 3556.9, 48.0, 19.0, 2762.0, 0.100),
+        Workload("PPO", "LunarLander", 128, 0, 46.5, 15.0, 0.0, 2051.0, 0.069),
+        Workload("TD3", "BipedalWalker", 128, 0, 67.4, 14.1, 0.0, 2059.0, 0.068),
+        Workload("NeuMF", "MovieLens", 128, 0, 29774.0, 10.5, 2.0, 2050.0, 0.064),
+        Workload("MobileNetV3", "ImageNet", 64, 0, 2537.4, 80.5, 44.3, 3266.0, 0.031),
+        Workload("BERT", "SQuAD", 32, 1, 119.9, 99.6, 74.2, 16334.0, 0.027),
+        Workload("LSTM", "Wikitext2", 64, 0, 4496.1, 97.0, 74.9, 3884.0, 0.010),
+        Workload("DCGAN", "LSUN", 64, 0, 3275.8, 72.9, 31.0, 2322.0, 0.010),
+        Workload("ResNet50", "ImageNet", 64, 1, 708.8, 97.7, 72.5, 5376.0, 0.009),
+        Workload("Transformer", "Multi30k", 64, 0, 857.9, 75.2, 31.8, 11801.0, 0.009),
+    ),
+)
+
+PRESETS: dict[str, SynthPreset] = {"venus": VENUS}
+
+
+# ---------------------------------------------------------------------------------------------
+# Derived quantities
+# ---------------------------------------------------------------------------------------------
+
+
+def _normalise(p) -> np.ndarray:
+    p = np.asarray(p, dtype=float)
+    if p.ndim == 1:
+        return p / p.sum()
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def vc_gpus(preset: SynthPreset) -> np.ndarray:
+    return np.array([vc.nodes * preset.gpus_per_node for vc in preset.vcs], dtype=np.int64)
+
+
+def class_gpus(preset: SynthPreset) -> np.ndarray:
+    """GPUs per (VC, size class): the class size capped at the VC's GPUs."""
+    return np.minimum(np.asarray(preset.size_classes)[None, :], vc_gpus(preset)[:, None])
+
+
+def class_mean_duration(preset: SynthPreset) -> np.ndarray:
+    """Mean of each size class's (log-linear) duration distribution, before VC scaling."""
+    p = np.asarray(preset.duration_probs, dtype=float)
+    lq = np.log(np.asarray(preset.duration_quantiles, dtype=float))
+    w = np.diff(p)[None, :]
+    l0, l1 = lq[:, :-1], lq[:, 1:]
+    dl = l1 - l0
+    flat = np.abs(dl) < 1e-12
+    seg = np.where(flat, np.exp(l0), (np.exp(l1) - np.exp(l0)) / np.where(flat, 1.0, dl))
+    return (w * seg).sum(axis=1)
+
+
+def vc_duration_scale(preset: SynthPreset) -> np.ndarray:
+    """Per-VC duration factor that makes each VC's expected offered load equal its target."""
+    mix = _normalise([vc.size_mix for vc in preset.vcs])
+    share = _normalise([vc.job_share for vc in preset.vcs])
+    work = (mix * class_gpus(preset) * class_mean_duration(preset)[None, :]).sum(axis=1)
+    rate = preset.jobs_per_day * share / DAY  # jobs per second
+    load = rate * work / vc_gpus(preset)
+    return np.array([vc.load for vc in preset.vcs]) / load
+
+
+def expected_stats(preset: SynthPreset) -> dict:
+    """The statistics a long generated trace should show (targets for tests and reports)."""
+    share = _normalise([vc.job_share for vc in preset.vcs])
+    mix = _normalise([vc.size_mix for vc in preset.vcs])
+    hourly = np.asarray(preset.hourly, dtype=float)
+    return {
+        "vc_share": dict(zip((vc.name for vc in preset.vcs), share)),
+        "vc_load": {vc.name: vc.load for vc in preset.vcs},
+        "size_mix": dict(zip(preset.size_classes, share @ mix)),
+        "diurnal_ratio": float(hourly.max() / hourly.min()),
+        "jobs_per_day": preset.jobs_per_day,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Sampling helpers (all vectorised)
+# ---------------------------------------------------------------------------------------------
+
+
+def _categorical(rng: np.random.Generator, probs, rows=None, n: int | None = None) -> np.ndarray:
+    """Draw category indices: from one distribution (1-D probs, n draws) or row `rows[i]` of a
+    matrix of distributions, with one uniform per draw (inverse CDF on offset cumulative sums)."""
+    p = _normalise(probs)
+    if p.ndim == 1:
+        cdf = np.cumsum(p)
+        cdf[-1] = 1.0
+        idx = np.searchsorted(cdf, rng.random(n), side="right")
+        return np.minimum(idx, len(p) - 1)
+    g, k = p.shape
+    cdf = np.cumsum(p, axis=1)
+    cdf[:, -1] = 1.0
+    rows = np.asarray(rows, dtype=np.int64)
+    flat = (cdf + np.arange(g)[:, None]).ravel()
+    pos = np.searchsorted(flat, rows + rng.random(len(rows)), side="right")
+    return np.clip(pos - rows * k, 0, k - 1)
+
+
+def _zipf_weights(n: int, s: float, width: int | None = None) -> np.ndarray:
+    w = np.arange(1, n + 1, dtype=float) ** -s
+    if width is not None:
+        w = np.pad(w, (0, width - n))
+    return w
+
+
+def _segment_cumsum(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Cumulative sum of `values` restarting at every segment start."""
+    c = np.cumsum(values)
+    before = np.concatenate(([0.0], c))[starts]
+    return c - np.repeat(before, lengths)
+
+
+def _dictionary(indices: np.ndarray, names) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(list(names), pa.string()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Generation
+# ---------------------------------------------------------------------------------------------
+
+
+def generate(preset: SynthPreset, *, days: float, seed: int, origin: str | None = None
+             ) -> tuple[pa.Table, dict[str, int]]:
+    """Draw a trace of `days` days from `preset`; return (trace table, VC -> node count).
+
+    Deterministic in (preset, days, seed, origin). The table conforms to JOB_SCHEMA, is sorted by
+    submit time and carries raysim metadata (cluster, origin, source, preset, days, seed).
+    """
+    if not days > 0:
+        raise ValueError(f"days must be positive, got {days!r}")
+    origin = origin or preset.origin
+    t0 = dt.datetime.fromisoformat(origin)
+    span = int(round(days * DAY))
+    rng = {name: np.random.Generator(np.random.PCG64(s))
+           for name, s in zip(_STREAMS, np.random.SeedSequence(seed).spawn(len(_STREAMS)))}
+    n_vc = len(preset.vcs)
+    gpus = vc_gpus(preset)
+
+    # 1. batches that add up to the target number of jobs
+    n_jobs = max(1, round(preset.jobs_per_day * days))
+    size_p = _zipf_weights(preset.batch_max, preset.batch_zipf)
+    mean_batch = float((np.arange(1, preset.batch_max + 1) * size_p).sum() / size_p.sum())
+    chunks, total = [], 0
+    while total < n_jobs:
+        draw = _categorical(rng["batch_size"], size_p, n=int(n_jobs / mean_batch * 1.2) + 16) + 1
+        chunks.append(draw)
+        total += int(draw.sum())
+    bsize = np.concatenate(chunks)
+    cum = np.cumsum(bsize)
+    n_batch = int(np.searchsorted(cum, n_jobs)) + 1
+    bsize = bsize[:n_batch]
+    bsize[-1] -= int(cum[n_batch - 1]) - n_jobs
+
+    # 2. batch start times: piecewise-constant hourly intensity
+    sod = t0.hour * HOUR + t0.minute * 60 + t0.second
+    bin_start = np.arange(0, span, HOUR, dtype=np.int64)
+    width = np.minimum(HOUR, span - bin_start)
+    wall = sod + bin_start
+    day = wall // DAY
+    day_factor = np.exp(preset.daily_sigma * rng["day_factor"].standard_normal(int(day[-1]) + 1)
+                        - preset.daily_sigma**2 / 2)
+    rate = (np.asarray(preset.hourly)[(wall // HOUR) % 24]
+            * np.asarray(preset.weekday)[(t0.weekday() + day) % 7] * day_factor[day] * width / HOUR)
+    bins = _categorical(rng["batch_time"], rate, n=n_batch)
+    btime = bin_start[bins] + rng["batch_time"].random(n_batch) * width[bins]
+
+    # 3. who submits what
+    share = [vc.job_share for vc in preset.vcs]
+    bvc = _categorical(rng["vc"], share, n=n_batch)
+    users = np.array([vc.users for vc in preset.vcs])
+    user_off = np.concatenate(([0], np.cumsum(users)[:-1]))
+    user_w = np.stack([_zipf_weights(u, preset.user_zipf, users.max()) for u in users])
+    buser = user_off[bvc] + _categorical(rng["user"], user_w, rows=bvc)
+    user_vc = np.repeat(np.arange(n_vc), users)
+    mix = np.array([vc.size_mix for vc in preset.vcs])
+    wl_w = [w.weight for w in preset.workloads]
+    fav_size = _categorical(rng["user_fav"], mix, rows=user_vc)
+    fav_wl = _categorical(rng["user_fav"], wl_w, n=len(user_vc))
+    fresh_size = _categorical(rng["size"], mix, rows=bvc)
+    bclass = np.where(rng["size"].random(n_batch) < preset.user_size_repeat, fav_size[buser], fresh_size)
+    fresh_wl = _categorical(rng["workload"], wl_w, n=n_batch)
+    bwl = np.where(rng["workload"].random(n_batch) < preset.user_model_repeat, fav_wl[buser], fresh_wl)
+    bcpu = np.asarray(preset.cpu_ratios)[_categorical(rng["cpu"], preset.cpu_ratio_probs, n=n_batch)]
+
+    # 4. jobs: expand batches, spread them in time, drop those past the span
+    jb = np.repeat(np.arange(n_batch), bsize)
+    starts = np.concatenate(([0], np.cumsum(bsize)[:-1]))
+    gaps = rng["gap"].exponential(preset.batch_gap, n_jobs)
+    gaps[starts] = 0.0
+    submit = np.floor(btime[jb] + _segment_cumsum(gaps, starts, bsize)).astype(np.int64)
+
+    # 5. durations: Gaussian copula over the size class's log-linear quantile function
+    rho = preset.batch_corr
+    z = rho * rng["duration"].standard_normal(n_batch)[jb] + math.sqrt(1 - rho * rho) * rng[
+        "duration"].standard_normal(n_jobs)
+    u = ndtr(z)
+    probs = np.asarray(preset.duration_probs)
+    lq = np.log(np.asarray(preset.duration_quantiles, dtype=float))
+    k = np.clip(np.searchsorted(probs, u, side="right") - 1, 0, len(probs) - 2)
+    frac = (u - probs[k]) / (probs[k + 1] - probs[k])
+    c = bclass[jb]
+    logd = lq[c, k] + frac * (lq[c, k + 1] - lq[c, k])
+    vc = bvc[jb]
+    duration = np.maximum(1, np.rint(np.exp(logd) * vc_duration_scale(preset)[vc])).astype(np.int64)
+
+    # 6. the rest of the row
+    gpu_num = class_gpus(preset)[vc, c]
+    cpu_num = np.maximum(1, np.rint(gpu_num * bcpu[jb])).astype(np.int64)
+    band = np.searchsorted(np.asarray(preset.state_edges), duration, side="left")
+    state = _categorical(rng["state"], preset.state_probs, rows=band)
+    wl = bwl[jb]
+
+    keep = submit < span
+    order = np.flatnonzero(keep)[np.argsort(submit[keep], kind="stable")]
+    n = len(order)
+
+    wls = preset.workloads
+    models = list(dict.fromkeys(w.model for w in wls))
+    datasets = list(dict.fromkeys(w.dataset for w in wls))
+    wl_model = np.array([models.index(w.model) for w in wls])
+    wl_dataset = np.array([datasets.index(w.dataset) for w in wls])
+    wl_col = lambda attr, dtype: np.array([getattr(w, attr) for w in wls], dtype=dtype)[wl[order]]  # noqa: E731
+    user_names = [f"u{i:04d}" for i in range(int(users.sum()))]
+
+    table = pa.table({
+        "job_id": pa.array(np.arange(1, n + 1, dtype=np.int64)),
+        "vc": _dictionary(vc[order], (v.name for v in preset.vcs)),
+        "user": _dictionary(buser[jb][order], user_names),
+        "gpu_num": pa.array(gpu_num[order].astype(np.int32)),
+        "cpu_num": pa.array(cpu_num[order].astype(np.int32)),
+        "submit_time": pa.array(submit[order]),
+        "duration": pa.array(duration[order]),
+        "state": _dictionary(state[order], preset.states),
+        "model": _dictionary(wl_model[wl[order]], models),
+        "dataset": _dictionary(wl_dataset[wl[order]], datasets),
+        "batchsize": pa.array(wl_col("batchsize", np.int32)),
+        "amp": pa.array(wl_col("amp", np.int8)),
+        "speed": pa.array(wl_col("speed", np.float64)),
+        "gpu_util": pa.array(wl_col("gpu_util", np.float64)),
+        "gmem_util": pa.array(wl_col("gmem_util", np.float64)),
+        "gmem": pa.array(wl_col("gmem", np.float64)),
+    })
+    table = with_metadata(conform(table), cluster=preset.cluster, origin=t0.isoformat(),
+                          source=f"raysim.trace.synth:{preset.name}", preset=preset.name,
+                          days=days, seed=seed, generator="raysim.trace.synth")
+    return table, preset.vc_nodes
+
+
+def offered_load(table: pa.Table, vc_nodes: dict[str, int], days: float,
+                 gpus_per_node: int = 8) -> dict[str, float]:
+    """Per-VC offered load: sum(gpu_num * duration) / (VC GPUs * span)."""
+    vc = table.column("vc").combine_chunks()
+    names = np.asarray(vc.dictionary.to_pylist(), dtype=object)[vc.indices.to_numpy()]
+    work = table.column("gpu_num").to_numpy().astype(float) * table.column("duration").to_numpy()
+    out = {}
+    for name, nodes in vc_nodes.items():
+        out[name] = float(work[names == name].sum() / (nodes * gpus_per_node * days * DAY))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------
+
+
+def write_trace(folder, table: pa.Table, vc_nodes: dict[str, int]) -> Path:
+    """Write `jobs.parquet` (zstd) and `vc_config.csv` (Lucid's `,num` format) into `folder`."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, folder / "jobs.parquet", compression="zstd", compression_level=9)
+    lines = [",num"] + [f"{name},{int(nodes)}" for name, nodes in vc_nodes.items()]
+    (folder / "vc_config.csv").write_text("\n".join(lines) + "\n", encoding="utf-8", newline="\n")
+    return folder
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m raysim.trace.synth",
+                                     description="Generate a seeded synthetic trace from a preset.")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="venus")
+    parser.add_argument("--days", type=float, default=7.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--origin", default=None, help="ISO time origin (default: the preset's)")
+    parser.add_argument("--out", required=True, help="output folder (jobs.parquet + vc_config.csv)")
+    args = parser.parse_args(argv)
+    preset = PRESETS[args.preset]
+    table, vc_nodes = generate(preset, days=args.days, seed=args.seed, origin=args.origin)
+    folder = write_trace(args.out, table, vc_nodes)
+    load = offered_load(table, vc_nodes, args.days, preset.gpus_per_node)
+    gpus = sum(vc_nodes.values()) * preset.gpus_per_node
+    total = sum(load[v] * n for v, n in vc_nodes.items()) * preset.gpus_per_node / gpus
+    print(f"wrote {table.num_rows} jobs, {len(vc_nodes)} VCs, {gpus} GPUs, offered load {total:.2f} "
+          f"to {folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
