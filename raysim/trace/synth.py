@@ -20,8 +20,11 @@ later does not reshuffle the others):
    favourite model with probability ``user_model_repeat``) and a CPU-per-GPU ratio.
 4. Durations come from the size class's quantile table (log-linear between knots) through a
    Gaussian copula: jobs of one batch share part of their normal score (``batch_corr``), so retries
-   and sweeps have similar lengths. Each VC's durations are scaled so that its expected offered load
-   ``sum(gpu_num * duration) / (VC GPUs * span)`` equals the preset's ``load``.
+   and sweeps have similar lengths. The scores are turned into stratified uniforms per (VC, size
+   class), so even a short trace covers each distribution's whole range. Each VC's durations are
+   scaled to put its median at ``median_duration``; then its tail (quantiles above the median) is
+   stretched or shrunk so that its offered load ``sum(gpu_num * duration) / (VC GPUs * span)``
+   equals ``load_factor * load`` exactly (a VC with very few jobs may not reach it).
 5. The final state depends on the duration band (short jobs fail more often).
 
 Regenerate the shipped trace with::
@@ -42,7 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from scipy.special import ndtr
 
-from raysim.trace.schema import DICT_STR, conform, with_metadata
+from raysim.trace.schema import conform, with_metadata
 
 DAY = 86400
 HOUR = 3600
@@ -59,8 +62,9 @@ class VCStats:
     name: str
     nodes: int
     job_share: float  # fraction of the cluster's jobs submitted to this VC
-    load: float  # target offered load: sum(gpu_num * duration) / (GPUs * span)
-    users: int  # distinct users submitting to this VC
+    load: float  # offered load: sum(gpu_num * duration) / (GPUs * span)
+    median_duration: float  # median job duration (seconds)
+    users: int  # distinct users submitting to this VC (each user belongs to one VC)
     size_mix: tuple[float, ...]  # probability of each SynthPreset.size_classes entry
 
 
@@ -89,9 +93,11 @@ class SynthPreset:
     gpus_per_node: int
     jobs_per_day: float
     vcs: tuple[VCStats, ...]
+    load_factor: float  # generated offered load = load_factor * VCStats.load
     size_classes: tuple[int, ...]  # GPUs per job (capped at the VC's GPUs)
     duration_probs: tuple[float, ...]  # quantile levels, 0 ... 1
     duration_quantiles: tuple[tuple[int, ...], ...]  # seconds at duration_probs, per size class
+    max_duration: int  # no job runs longer (seconds)
     batch_corr: float  # correlation of the duration normal scores of jobs in one batch
     hourly: tuple[float, ...]  # 24 relative arrival rates by hour of day
     weekday: tuple[float, ...]  # 7 relative arrival rates, Monday first
@@ -126,6 +132,8 @@ class SynthPreset:
             problems.append("duration_probs must run from 0 to 1")
         if len(self.state_probs) != len(self.state_edges) + 1:
             problems.append("state_probs needs one row per duration band")
+        if not self.load_factor > 0 or not 0 <= self.batch_corr < 1:
+            problems.append("load_factor must be > 0 and batch_corr in [0, 1)")
         if len(self.cpu_ratios) != len(self.cpu_ratio_probs):
             problems.append("cpu_ratios and cpu_ratio_probs differ in length")
         for vc in self.vcs:
@@ -143,23 +151,34 @@ class SynthPreset:
 # Venus (SenseTime Helios, Sept 2020). Every number was measured once from the 23,859-job Lucid
 # "full log" of Venus (2020-09-01..26, CC BY 4.0 Helios data); no job rows are kept.
 #  - nodes: Lucid's vc_config.csv (8 GPUs per node, 135 nodes).
-#  - job_share, users: jobs and distinct users per VC.
+#  - jobs_per_day: 23,859 jobs / 26 days.
+#  - job_share, users, median_duration: jobs, distinct users and median duration per VC (34 of the
+#    118 users submit to several VCs; generated users stay in one, so there are more of them).
 #  - load: sum(gpu_num * duration) / (8 * nodes * 26 days), capped at 0.95 (vcgkz measured 1.30,
 #    vcvGl 1.09: both driven by a few multi-day jobs submitted late in the month; their loads within
 #    the month are 0.81 and 0.97). Cluster-wide: 0.89.
+#  - load_factor 0.8: generated arrivals are open-loop, Venus's users are not (they submit when GPUs
+#    free up), so at the measured loads a generated week queues ~1.5x more than the real month
+#    (FIFO / SJF mean queue, median of 5 seeds: 83k / 11k s vs 54k / 7k s). At 0.8 x the measured
+#    loads it matches the real month (51k / 7k s).
 #  - size_mix: gpu_num rounded to the nearest power of two, per VC (rounded to 3 decimals).
 #  - duration quantiles: per size class at the 0, 5, 10, 25, 50, 75, 90, 95, 99, 99.9, 100th
 #    percentiles (64 and 128 GPUs share one row, from the 704 jobs of >= 48 GPUs).
-#    All jobs: median 193 s, mean 11,769 s.
-#  - hourly / weekday: submissions per hour of day / per day of week relative to the mean.
+#    All jobs: median 193 s, mean 11,769 s. max_duration: the longest job (14.9 days).
+#  - hourly / weekday: submissions per hour of day / per day of week relative to the mean (peak
+#    15:00, trough 06:00, ratio 6.7). daily_sigma: log-sd of daily job counts after the weekday
+#    profile.
 #  - batches: a user's consecutive jobs with the same VC and gpu_num less than 10 min apart form a
-#    batch: 60 % singletons, mean 3.0 jobs, 34 % of jobs in batches of > 16; median gap 84 s; the
-#    log-duration sd within a batch is 1.53 vs 2.43 overall (correlation 0.78).
-#  - user_zipf: fitted to the mean top-user share of a VC's jobs (0.47).
+#    batch: 60 % singletons, mean 3.0 jobs, 34 % of jobs in batches of > 16 (Zipf 1.95 truncated
+#    at 64 gives 60 %, 3.1, 31 %); gaps: median 84 s (exponential, mean 120 s); the log-duration sd
+#    within a batch is 1.53 vs 2.43 overall (correlation 0.78).
+#  - user_zipf: fitted to the mean top-user share of a VC's jobs (0.47). user_size_repeat: 60 % of
+#    a user's batches use the user's most common gpu_num. user_model_repeat: a modelling choice
+#    (Lucid assigned workloads to jobs at random; users in practice rerun their model).
 #  - states: by duration band (<= 60 s, <= 1 h, longer); NODE_FAIL/TIMEOUT (0.05 %) folded in.
 #  - cpu ratios: cpu_num / gpu_num, the eight most common values (99 % of jobs).
-#  - workloads: the most common (batchsize, amp) row of each model in profiles/single_data.csv,
-#    weighted by the model's share of jobs.
+#  - workloads: one (batchsize, amp) profile row per model from profiles/single_data.csv (Lucid's
+#    single-job profiles, values rounded), weighted by the model's share of jobs in the log.
 # ---------------------------------------------------------------------------------------------
 
 _VENUS_SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -170,23 +189,24 @@ VENUS = SynthPreset(
     origin="2020-09-01T00:00:00",
     gpus_per_node=8,
     jobs_per_day=917.7,
+    load_factor=0.8,
     vcs=(
-        #      name     nodes share   load  users  1     2      4      8      16     32     64     128
-        VCStats("vcEwI", 9, 0.3187, 0.894, 13, (0.860, 0.033, 0.040, 0.027, 0.001, 0.039, 0.0, 0.0)),
-        VCStats("vcWoR", 5, 0.1184, 0.897, 17, (0.588, 0.126, 0.212, 0.073, 0.0, 0.0, 0.0, 0.0)),
-        VCStats("vcHvQ", 8, 0.1112, 0.768, 19, (0.544, 0.011, 0.066, 0.355, 0.015, 0.008, 0.0, 0.0)),
-        VCStats("vcvGl", 20, 0.0609, 0.95, 5, (0.045, 0.054, 0.093, 0.236, 0.094, 0.037, 0.042, 0.399)),
-        VCStats("vc8Gr", 6, 0.0298, 0.788, 17, (0.099, 0.079, 0.261, 0.449, 0.065, 0.048, 0.0, 0.0)),
-        VCStats("vcKeu", 12, 0.0964, 0.800, 29, (0.684, 0.009, 0.006, 0.265, 0.023, 0.013, 0.0, 0.0)),
-        VCStats("vcKrE", 4, 0.0179, 0.844, 9, (0.514, 0.467, 0.019, 0.0, 0.0, 0.0, 0.0, 0.0)),
-        VCStats("vcYVn", 11, 0.0639, 0.838, 24, (0.730, 0.031, 0.038, 0.186, 0.010, 0.005, 0.0, 0.0)),
-        VCStats("vchbv", 4, 0.0082, 0.771, 6, (0.184, 0.0, 0.0, 0.770, 0.0, 0.046, 0.0, 0.0)),
-        VCStats("vcLTP", 8, 0.0217, 0.849, 11, (0.168, 0.019, 0.019, 0.757, 0.037, 0.0, 0.0, 0.0)),
-        VCStats("vchA3", 3, 0.0273, 0.622, 13, (0.682, 0.094, 0.071, 0.154, 0.0, 0.0, 0.0, 0.0)),
-        VCStats("vcJsw", 32, 0.0777, 0.909, 8, (0.058, 0.070, 0.043, 0.297, 0.087, 0.410, 0.013, 0.021)),
-        VCStats("vcefl", 10, 0.0285, 0.916, 6, (0.147, 0.371, 0.130, 0.352, 0.0, 0.0, 0.0, 0.0)),
-        VCStats("vcvlY", 2, 0.0174, 0.911, 7, (0.024, 0.0, 0.0, 0.870, 0.106, 0.0, 0.0, 0.0)),
-        VCStats("vcgkz", 1, 0.0021, 0.95, 4, (0.265, 0.0, 0.020, 0.714, 0.0, 0.0, 0.0, 0.0)),
+        #      name    nodes share   load  median users  size mix: 1, 2, 4, 8, 16, 32, 64, 128 GPUs
+        VCStats("vcEwI", 9, 0.3187, 0.894, 123, 13, (0.860, 0.033, 0.040, 0.027, 0.001, 0.039, 0.0, 0.0)),
+        VCStats("vcWoR", 5, 0.1184, 0.897, 139, 17, (0.588, 0.126, 0.212, 0.073, 0.0, 0.0, 0.0, 0.0)),
+        VCStats("vcHvQ", 8, 0.1112, 0.768, 351, 19, (0.544, 0.011, 0.066, 0.355, 0.015, 0.008, 0.0, 0.0)),
+        VCStats("vcvGl", 20, 0.0609, 0.95, 80, 5, (0.045, 0.054, 0.093, 0.236, 0.094, 0.037, 0.042, 0.399)),
+        VCStats("vc8Gr", 6, 0.0298, 0.788, 183, 17, (0.099, 0.079, 0.261, 0.449, 0.065, 0.048, 0.0, 0.0)),
+        VCStats("vcKeu", 12, 0.0964, 0.800, 277, 29, (0.684, 0.009, 0.006, 0.265, 0.023, 0.013, 0.0, 0.0)),
+        VCStats("vcKrE", 4, 0.0179, 0.844, 424, 9, (0.514, 0.467, 0.019, 0.0, 0.0, 0.0, 0.0, 0.0)),
+        VCStats("vcYVn", 11, 0.0639, 0.838, 452, 24, (0.730, 0.031, 0.038, 0.186, 0.010, 0.005, 0.0, 0.0)),
+        VCStats("vchbv", 4, 0.0082, 0.771, 428, 6, (0.184, 0.0, 0.0, 0.770, 0.0, 0.046, 0.0, 0.0)),
+        VCStats("vcLTP", 8, 0.0217, 0.849, 2014, 11, (0.168, 0.019, 0.019, 0.757, 0.037, 0.0, 0.0, 0.0)),
+        VCStats("vchA3", 3, 0.0273, 0.622, 235, 13, (0.682, 0.094, 0.071, 0.154, 0.0, 0.0, 0.0, 0.0)),
+        VCStats("vcJsw", 32, 0.0777, 0.909, 123, 8, (0.058, 0.070, 0.043, 0.297, 0.087, 0.410, 0.013, 0.021)),
+        VCStats("vcefl", 10, 0.0285, 0.916, 203, 6, (0.147, 0.371, 0.130, 0.352, 0.0, 0.0, 0.0, 0.0)),
+        VCStats("vcvlY", 2, 0.0174, 0.911, 192, 7, (0.024, 0.0, 0.0, 0.870, 0.106, 0.0, 0.0, 0.0)),
+        VCStats("vcgkz", 1, 0.0021, 0.95, 171, 4, (0.265, 0.0, 0.020, 0.714, 0.0, 0.0, 0.0, 0.0)),
     ),
     size_classes=_VENUS_SIZES,
     duration_probs=(0.0, 0.05, 0.10, 0.25, 0.50, 0.75, 0.90, 0.95, 0.99, 0.999, 1.0),
@@ -200,6 +220,7 @@ VENUS = SynthPreset(
         (2, 4, 5, 5, 20, 211, 1140, 4480, 158044, 330293, 373385),  # 64 (>= 48 GPUs, mean 4,242)
         (2, 4, 5, 5, 20, 211, 1140, 4480, 158044, 330293, 373385),  # 128
     ),
+    max_duration=1286670,
     batch_corr=0.78,
     hourly=(0.81, 0.77, 0.68, 0.60, 0.31, 0.27, 0.26, 0.28, 0.39, 0.69, 1.09, 1.29,
             1.30, 1.30, 1.67, 1.75, 1.67, 1.67, 1.34, 1.32, 1.30, 1.45, 1.02, 0.78),
@@ -258,26 +279,24 @@ def class_gpus(preset: SynthPreset) -> np.ndarray:
     return np.minimum(np.asarray(preset.size_classes)[None, :], vc_gpus(preset)[:, None])
 
 
-def class_mean_duration(preset: SynthPreset) -> np.ndarray:
-    """Mean of each size class's (log-linear) duration distribution, before VC scaling."""
-    p = np.asarray(preset.duration_probs, dtype=float)
+def _duration_cdf(preset: SynthPreset, log_grid: np.ndarray) -> np.ndarray:
+    """CDF of each size class's unscaled duration distribution on `log_grid` (classes x grid)."""
+    probs = np.asarray(preset.duration_probs, dtype=float)
     lq = np.log(np.asarray(preset.duration_quantiles, dtype=float))
-    w = np.diff(p)[None, :]
-    l0, l1 = lq[:, :-1], lq[:, 1:]
-    dl = l1 - l0
-    flat = np.abs(dl) < 1e-12
-    seg = np.where(flat, np.exp(l0), (np.exp(l1) - np.exp(l0)) / np.where(flat, 1.0, dl))
-    return (w * seg).sum(axis=1)
+    return np.stack([np.interp(log_grid, q, probs) for q in lq])
+
+
+def _log_grid(preset: SynthPreset) -> np.ndarray:
+    return np.linspace(0.0, math.log(preset.max_duration) + 4.0, 8001)
 
 
 def vc_duration_scale(preset: SynthPreset) -> np.ndarray:
-    """Per-VC duration factor that makes each VC's expected offered load equal its target."""
-    mix = _normalise([vc.size_mix for vc in preset.vcs])
-    share = _normalise([vc.job_share for vc in preset.vcs])
-    work = (mix * class_gpus(preset) * class_mean_duration(preset)[None, :]).sum(axis=1)
-    rate = preset.jobs_per_day * share / DAY  # jobs per second
-    load = rate * work / vc_gpus(preset)
-    return np.array([vc.load for vc in preset.vcs]) / load
+    """Per-VC duration factor that puts the median of each VC's durations at its `median_duration`
+    (the tail is then calibrated to the VC's load at generation time)."""
+    grid = _log_grid(preset)
+    cdf = _normalise([vc.size_mix for vc in preset.vcs]) @ _duration_cdf(preset, grid)
+    medians = np.exp([np.interp(0.5, row, grid) for row in cdf])
+    return np.array([vc.median_duration for vc in preset.vcs]) / medians
 
 
 def expected_stats(preset: SynthPreset) -> dict:
@@ -285,10 +304,16 @@ def expected_stats(preset: SynthPreset) -> dict:
     share = _normalise([vc.job_share for vc in preset.vcs])
     mix = _normalise([vc.size_mix for vc in preset.vcs])
     hourly = np.asarray(preset.hourly, dtype=float)
+    grid = _log_grid(preset)
+    scale = np.log(vc_duration_scale(preset))
+    cdf = sum(share[v] * (mix[v] @ _duration_cdf(preset, grid - scale[v])) for v in range(len(share)))
+    names = [vc.name for vc in preset.vcs]
     return {
-        "vc_share": dict(zip((vc.name for vc in preset.vcs), share)),
-        "vc_load": {vc.name: vc.load for vc in preset.vcs},
-        "size_mix": dict(zip(preset.size_classes, share @ mix)),
+        "vc_share": dict(zip(names, share.tolist())),
+        "vc_load": {vc.name: vc.load * preset.load_factor for vc in preset.vcs},
+        "vc_median_duration": {vc.name: vc.median_duration for vc in preset.vcs},
+        "size_mix": dict(zip(preset.size_classes, (share @ mix).tolist())),
+        "duration_median": float(np.exp(np.interp(0.5, cdf, grid))),
         "diurnal_ratio": float(hourly.max() / hourly.min()),
         "jobs_per_day": preset.jobs_per_day,
     }
@@ -331,6 +356,42 @@ def _segment_cumsum(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray)
     return c - np.repeat(before, lengths)
 
 
+def _rank_uniform(z: np.ndarray, group: np.ndarray, n_group: int, rng: np.random.Generator
+                  ) -> np.ndarray:
+    """Stratified uniforms in the order of `z` within each group: the i-th smallest of n gets a
+    uniform draw from [i/n, (i+1)/n). Keeps the dependence of `z`, removes sampling gaps."""
+    order = np.lexsort((z, group))
+    counts = np.bincount(group, minlength=n_group)
+    first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    g = group[order]
+    u = np.empty(len(z))
+    u[order] = (np.arange(len(z)) - first[g] + rng.random(len(z))) / counts[g]
+    return u
+
+
+def _calibrate_tail(logd: np.ndarray, u: np.ndarray, gpu_num: np.ndarray, group: np.ndarray,
+                    target: np.ndarray, log_cap: float, max_factor: float = 100.0,
+                    iterations: int = 48) -> np.ndarray:
+    """Log-durations adjusted so that each group's sum(gpu_num * duration) equals `target`.
+
+    Job i is multiplied by f_g ** w_i with w_i = clip(2 u_i - 1, 0, 1) and capped at exp(log_cap):
+    durations below the median quantile stay as drawn, the tail stretches or shrinks most. f_g is
+    found by bisection on log f (vectorised over groups), bounded to [1/max_factor, max_factor];
+    a group whose target is out of reach ends at the bound."""
+    n_group = len(target)
+    w = np.clip(2.0 * u - 1.0, 0.0, 1.0)
+    gpus = gpu_num.astype(float)
+    lo = np.full(n_group, -math.log(max_factor))
+    hi = -lo
+    for _ in range(iterations):
+        mid = (lo + hi) / 2
+        work = gpus * np.exp(np.minimum(logd + w * mid[group], log_cap))
+        high = np.bincount(group, work, minlength=n_group) > target
+        hi = np.where(high, mid, hi)
+        lo = np.where(high, lo, mid)
+    return np.minimum(logd + w * ((lo + hi) / 2)[group], log_cap)
+
+
 def _dictionary(indices: np.ndarray, names) -> pa.DictionaryArray:
     return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(list(names), pa.string()))
 
@@ -349,6 +410,7 @@ def generate(preset: SynthPreset, *, days: float, seed: int, origin: str | None 
     """
     if not days > 0:
         raise ValueError(f"days must be positive, got {days!r}")
+    days = float(days)
     origin = origin or preset.origin
     t0 = dt.datetime.fromisoformat(origin)
     span = int(round(days * DAY))
@@ -409,30 +471,35 @@ def generate(preset: SynthPreset, *, days: float, seed: int, origin: str | None 
     gaps = rng["gap"].exponential(preset.batch_gap, n_jobs)
     gaps[starts] = 0.0
     submit = np.floor(btime[jb] + _segment_cumsum(gaps, starts, bsize)).astype(np.int64)
+    keep = submit < span
+    jb, submit = jb[keep], submit[keep]
+    vc, c = bvc[jb], bclass[jb]
+    gpu_num = class_gpus(preset)[vc, c]
 
-    # 5. durations: Gaussian copula over the size class's log-linear quantile function
+    # 5. durations: Gaussian copula (jobs of a batch share part of their normal score), made
+    #    uniform by rank within each (VC, size class), mapped through the size class's log-linear
+    #    quantile function, scaled to the VC's median and tail-calibrated to the VC's load
     rho = preset.batch_corr
-    z = rho * rng["duration"].standard_normal(n_batch)[jb] + math.sqrt(1 - rho * rho) * rng[
-        "duration"].standard_normal(n_jobs)
-    u = ndtr(z)
+    z = (rho * rng["duration"].standard_normal(n_batch)[jb]
+         + math.sqrt(1 - rho * rho) * rng["duration"].standard_normal(len(jb)))
+    n_class = len(preset.size_classes)
+    u = _rank_uniform(z, vc * n_class + c, n_vc * n_class, rng["duration"])
     probs = np.asarray(preset.duration_probs)
     lq = np.log(np.asarray(preset.duration_quantiles, dtype=float))
     k = np.clip(np.searchsorted(probs, u, side="right") - 1, 0, len(probs) - 2)
     frac = (u - probs[k]) / (probs[k + 1] - probs[k])
-    c = bclass[jb]
-    logd = lq[c, k] + frac * (lq[c, k + 1] - lq[c, k])
-    vc = bvc[jb]
-    duration = np.maximum(1, np.rint(np.exp(logd) * vc_duration_scale(preset)[vc])).astype(np.int64)
+    logd = lq[c, k] + frac * (lq[c, k + 1] - lq[c, k]) + np.log(vc_duration_scale(preset))[vc]
+    target = np.array([v.load for v in preset.vcs]) * preset.load_factor * gpus * span
+    logd = _calibrate_tail(logd, u, gpu_num, vc, target, math.log(preset.max_duration))
+    duration = np.maximum(1, np.rint(np.exp(logd))).astype(np.int64)
 
     # 6. the rest of the row
-    gpu_num = class_gpus(preset)[vc, c]
     cpu_num = np.maximum(1, np.rint(gpu_num * bcpu[jb])).astype(np.int64)
     band = np.searchsorted(np.asarray(preset.state_edges), duration, side="left")
     state = _categorical(rng["state"], preset.state_probs, rows=band)
     wl = bwl[jb]
 
-    keep = submit < span
-    order = np.flatnonzero(keep)[np.argsort(submit[keep], kind="stable")]
+    order = np.argsort(submit, kind="stable")
     n = len(order)
 
     wls = preset.workloads
@@ -440,7 +507,10 @@ def generate(preset: SynthPreset, *, days: float, seed: int, origin: str | None 
     datasets = list(dict.fromkeys(w.dataset for w in wls))
     wl_model = np.array([models.index(w.model) for w in wls])
     wl_dataset = np.array([datasets.index(w.dataset) for w in wls])
-    wl_col = lambda attr, dtype: np.array([getattr(w, attr) for w in wls], dtype=dtype)[wl[order]]  # noqa: E731
+
+    def wl_col(attr, dtype):
+        return pa.array(np.array([getattr(w, attr) for w in wls], dtype=dtype)[wl[order]])
+
     user_names = [f"u{i:04d}" for i in range(int(users.sum()))]
 
     table = pa.table({
@@ -454,12 +524,12 @@ def generate(preset: SynthPreset, *, days: float, seed: int, origin: str | None 
         "state": _dictionary(state[order], preset.states),
         "model": _dictionary(wl_model[wl[order]], models),
         "dataset": _dictionary(wl_dataset[wl[order]], datasets),
-        "batchsize": pa.array(wl_col("batchsize", np.int32)),
-        "amp": pa.array(wl_col("amp", np.int8)),
-        "speed": pa.array(wl_col("speed", np.float64)),
-        "gpu_util": pa.array(wl_col("gpu_util", np.float64)),
-        "gmem_util": pa.array(wl_col("gmem_util", np.float64)),
-        "gmem": pa.array(wl_col("gmem", np.float64)),
+        "batchsize": wl_col("batchsize", np.int32),
+        "amp": wl_col("amp", np.int8),
+        "speed": wl_col("speed", np.float64),
+        "gpu_util": wl_col("gpu_util", np.float64),
+        "gmem_util": wl_col("gmem_util", np.float64),
+        "gmem": wl_col("gmem", np.float64),
     })
     table = with_metadata(conform(table), cluster=preset.cluster, origin=t0.isoformat(),
                           source=f"raysim.trace.synth:{preset.name}", preset=preset.name,

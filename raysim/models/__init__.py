@@ -1,0 +1,1 @@
+"""Models raysim uses inside simulations: duration estimates (file-based for now)."""

@@ -1,0 +1,1 @@
+"""Results of a run: job and time-series tables, summaries, plots and sweep comparisons."""

@@ -1,0 +1,47 @@
+"""Helpers for building tiny traces and running one VC in tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from raysim.placement import make_placer
+from raysim.policy import make_policy
+from raysim.sim import SimParams, VCSimulator
+
+
+def batch(jobs, start_id=1):
+    """jobs: list of (submit, duration, gpu[, estimate]) in trace order -> numpy column batch."""
+    n = len(jobs)
+    est = [j[3] if len(j) > 3 else np.nan for j in jobs]
+    return {
+        "job_id": np.arange(start_id, start_id + n, dtype=np.int64),
+        "seq": np.arange(n, dtype=np.int64),
+        "submit_time": np.array([j[0] for j in jobs], dtype=np.int64),
+        "duration": np.array([j[1] for j in jobs], dtype=np.int64),
+        "gpu_num": np.array([j[2] for j in jobs], dtype=np.int64),
+        "gpu_util": np.full(n, 50.0),
+        "gmem": np.full(n, 1000.0),
+        "estimate": np.array(est, dtype=np.float64),
+    }
+
+
+def run_vc(jobs, policy, *, nodes=1, compat="lucid", placer="consolidate", seed=0):
+    """Simulate one VC to completion; return (simulator, results dict)."""
+    params = SimParams.for_mode(compat, seed=seed)
+    sim = VCSimulator("vc", nodes, make_policy(policy, params=params),
+                      make_placer(placer, params=params), params)
+    sim.add_jobs(batch(jobs))
+    sim.run()
+    return sim, sim.jobs.results()
+
+
+def random_jobs(rng, n, horizon, max_gpu=16, long_tail=False):
+    """Random small trace (sorted by submit), with GPU counts drawn from a Venus-like mix."""
+    submit = np.sort(rng.integers(0, horizon, n))
+    sizes = np.array([1, 1, 1, 2, 4, 8, 8, 12, 16, 24])
+    gpu = rng.choice(sizes[sizes <= max_gpu], n)
+    hi = 20000 if long_tail else 400
+    duration = rng.integers(1, hi, n)
+    est = rng.integers(-50, 500, n)
+    est = np.where(est < 0, 1000, est)
+    return [(int(s), int(d), int(g), float(e)) for s, d, g, e in zip(submit, duration, gpu, est)]

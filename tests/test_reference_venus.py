@@ -1,0 +1,33 @@
+"""compat=lucid reproduces the reference simulator's figures on the real Venus trace (needs ../shared)."""
+
+import pytest
+
+from raysim.cluster_run import simulate
+from raysim.models.estimates import estimates_for
+from raysim.runtime.spec import RunSpec
+from raysim.sim import SimParams
+from raysim.trace.load import load_trace
+
+# LUCID_SEMANTICS.md, reference figures (avg over all 23,859 jobs, seconds, truncated)
+REFERENCE = {"fifo": (65720, 53951), "sjf": (21095, 9325), "srtf": (12609, 829),
+             "qssf": (15548, 3779), "tiresias": (14700, 2915)}
+
+
+@pytest.fixture(scope="module")
+def venus(venus_dir, tmp_path_factory):
+    return load_trace(venus_dir, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("policy", sorted(REFERENCE))
+def test_lucid_compat_matches_reference_averages(policy, venus, venus_dir):
+    assert venus.table.num_rows == 23859
+    est = None
+    if policy == "qssf":
+        est = estimates_for(venus.table, source="file",
+                            path=venus_dir / "lucid_artifacts" / "duration_estimates_ebm.csv")
+    spec = RunSpec(policy, "consolidate", SimParams.for_mode("lucid"), venus.vc_nodes)
+    jobs, _ = simulate(venus, spec, est)
+    jct = jobs.column("jct").to_numpy()
+    queue = jobs.column("queue").to_numpy()
+    assert (int(jct.mean()), int(queue.mean())) == REFERENCE[policy]
