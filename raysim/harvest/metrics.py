@@ -1,0 +1,97 @@
+"""Summary figures and result tables of a harvest replay.
+
+Definitions (samples are the tasks' work unit):
+
+- ``total_samples`` (net): samples the tasks processed, = sum of the step log's Thr.
+- ``gross_samples``: what the allocated nodes would have processed at the allocation's rates,
+  = sum over steps of Rate x time to the next event = net + ``precost`` (preemptions) + ``rescost``
+  (rescaling) + ``overshoot`` (progress past Pmax, trimmed: a finished task holds its nodes until
+  the next event; ~0 in precise mode).
+- ``efficiency`` = net / gross.
+- ``makespan_h``: from the first task's arrival (its submit time, or the replay start if earlier)
+  to the last completion; null when some task did not finish before the log ended.
+- ``idle_node_hours``: integral of the slice's idle pool from the replay start to its end (the last
+  step); ``busy_node_hours``: integral of the nodes allocated to tasks; ``harvested_fraction`` is
+  their ratio.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from raysim.harvest.engine import HarvestResult
+from raysim.harvest.replay import to_datetime64
+
+
+def summarize(res: HarvestResult) -> dict:
+    """Summary dict (JSON-ready) of a replay."""
+    st = res.steps
+    dt = np.diff(st["evtTime"])
+    idle_nh = float(np.sum(st["nNd"][:-1] * dt) / 3600)
+    busy_nh = float(np.sum(st["nNrun"][:-1] * dt) / 3600)
+    net = float(res.samples.sum())
+    precost, rescost = float(res.precost.sum()), float(res.rescost.sum())
+    gross = float(np.sum(st["Rate"][:-1] * dt))
+    done = ~np.isnan(res.finished)
+    all_done = bool(done.all())
+    first = max(0.0, float(res.tsub.min())) if len(res.tsub) else 0.0
+    makespan = float(res.finished.max() - first) / 3600 if all_done and len(res.tsub) else None
+    end = float(st["evtTime"][-1])
+    return {
+        "makespan_h": makespan,
+        "efficiency": net / gross if gross > 0 else None,
+        "total_samples": net,
+        "gross_samples": gross,
+        "jobs_total": len(res.tasks),
+        "jobs_finished": int(done.sum()),
+        "precost": precost,
+        "rescost": rescost,
+        "overshoot": float(res.overshoot.sum()),
+        "preemptions": int(res.preemptions.sum()),
+        "rescales": int(res.rescales.sum()),
+        "busy_node_hours": busy_nh,
+        "idle_node_hours": idle_nh,
+        "harvested_fraction": busy_nh / idle_nh if idle_nh > 0 else None,
+        "start": str(to_datetime64(res.t0_ns, [0.0])[0]),
+        "end": str(to_datetime64(res.t0_ns, [end])[0]),
+        "replay_h": end / 3600,
+        "events": int(len(st["evt"])),
+        "decisions": res.decisions,
+        "allocator_seconds": res.alloc_seconds,
+    }
+
+
+def steps_table(res: HarvestResult) -> pa.Table:
+    """The per-event step log (reference column names; evtTime as a timestamp, plus t_s in seconds)."""
+    cols = dict(res.steps)
+    t = cols.pop("evtTime")
+    return pa.table({"evt": cols.pop("evt"), "evtTime": to_datetime64(res.t0_ns, t), "t_s": t, **cols})
+
+
+def jobs_table(res: HarvestResult) -> pa.Table:
+    """One row per task: submit, admission, completion, samples, costs, preemptions and rescales."""
+    tk = res.tasks
+    arrive = np.maximum(res.tsub, 0.0)
+    return pa.table({
+        "job": tk.names,
+        "Tsub": tk.tsub_ns.astype("datetime64[ns]"),
+        "admitted": _times(res.t0_ns, res.admitted),
+        "finished": _times(res.t0_ns, res.finished),
+        "done": ~np.isnan(res.finished),
+        "wait_h": (res.admitted - arrive) / 3600,
+        "jct_h": (res.finished - arrive) / 3600,
+        "samples": res.samples,
+        "Pmax": tk.pmax,
+        "precost": res.precost,
+        "rescost": res.rescost,
+        "preemptions": res.preemptions,
+        "rescales": res.rescales,
+    })
+
+
+def _times(t0_ns: int, seconds: np.ndarray) -> pa.Array:
+    """Timestamps for `seconds` after t0, null where NaN."""
+    valid = ~np.isnan(seconds)
+    ts = to_datetime64(t0_ns, np.where(valid, seconds, 0.0))
+    return pa.array(ts, mask=~valid)
