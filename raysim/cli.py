@@ -1,7 +1,13 @@
-"""Command line: `raysim <hydra overrides>` runs an experiment (like `python -m raysim`)."""
+"""Command line.
+
+``raysim <hydra overrides>`` runs an experiment exactly like ``python -m raysim``; the first word may
+instead name a tool: ``raysim trace ...`` (convert, stats, synth), ``raysim models ...`` (train,
+report) and ``raysim report <multirun folder>``.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -14,6 +20,9 @@ from raysim.paths import CONF_DIR, project_path
 if not OmegaConf.has_resolver("raysim_path"):
     OmegaConf.register_new_resolver("raysim_path", project_path)
 
+#: `raysim <word> ...` -> module whose main(argv) handles the rest of the command line.
+TOOLS = {"trace": "raysim.trace.cli", "models": "raysim.models.cli", "report": "raysim.report.cli"}
+
 
 @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
 def hydra_main(cfg: DictConfig) -> None:
@@ -22,7 +31,11 @@ def hydra_main(cfg: DictConfig) -> None:
     run(cfg, Path(HydraConfig.get().runtime.output_dir))
 
 
-def main() -> None:
-    """Console script `raysim`: every argument is a Hydra override."""
-    sys.argv[0] = "raysim"
+def main(argv: list[str] | None = None) -> None:
+    """Console script `raysim`."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in TOOLS:
+        tool = importlib.import_module(TOOLS[argv[0]])
+        sys.exit(tool.main(argv[1:]))
+    sys.argv = ["raysim", *argv]
     hydra_main()
