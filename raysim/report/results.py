@@ -47,25 +47,35 @@ def jobs_table(trace: pa.Table, per_vc: dict[str, dict[str, np.ndarray]]) -> pa.
 
 
 def timeseries_table(per_vc: dict[str, dict[str, np.ndarray]]) -> pa.Table:
-    """Per-VC samples plus cluster-wide rows (vc = "all") at every sample time."""
-    frames = []
-    for vc, s in per_vc.items():
-        frames.append({"vc": np.full(len(s["time"]), vc, dtype=object), **s})
-    if not frames:
-        return pa.table({"vc": pa.array([], pa.string()), "time": pa.array([], pa.int64())})
-    cols = {k: np.concatenate([f[k] for f in frames]) for k in frames[0]}
-    times, inv = np.unique(cols["time"], return_inverse=True)
-    total = np.bincount(inv, weights=cols["total_gpu_num"], minlength=len(times))
-    allrows = {"vc": np.full(len(times), "all", dtype=object), "time": times}
+    """Per-VC samples plus cluster-wide rows (vc = "all") at every sample time.
+
+    Every VC is sampled on the same grid up to the cluster's last event (see the runtimes), so the
+    cluster rows are plain sums (GPU-weighted means for the utilisation columns).
+    """
+    names = list(per_vc)
+    series = [per_vc[v] for v in names]
+    if not series:
+        return pa.table({"vc": pa.array([], pa.dictionary(pa.int32(), pa.string())),
+                         "time": pa.array([], pa.int64())})
+    grid = series[0]["time"]
+    if any(not np.array_equal(s["time"], grid) for s in series):
+        raise AssertionError("VC time series are not on one grid")
+    total = np.sum([s["total_gpu_num"] for s in series], axis=0)
+    cluster = {"time": grid}
     for name in SERIES_COLUMNS:
+        stacked = np.stack([s[name] for s in series])
         if name in ("sm_util", "gmem_mb"):  # GPU-weighted means
-            w = np.bincount(inv, weights=cols[name] * cols["total_gpu_num"], minlength=len(times))
-            allrows[name] = np.divide(w, total, out=np.zeros_like(w), where=total > 0)
+            weighted = (stacked * np.stack([s["total_gpu_num"] for s in series])).sum(axis=0)
+            cluster[name] = np.divide(weighted, total, out=np.zeros(len(grid)), where=total > 0)
         else:
-            allrows[name] = np.bincount(inv, weights=cols[name], minlength=len(times)).astype(np.int64)
-    out = {k: np.concatenate([cols[k], allrows[k]]) for k in cols}
-    util = np.divide(out["total_gpu_num"] - out["idle_gpu_num"], out["total_gpu_num"],
-                     out=np.zeros(len(out["time"])), where=out["total_gpu_num"] > 0)
-    out["gpu_utilization"] = util
-    table = pa.table({k: (pa.array(v.tolist(), pa.string()) if k == "vc" else pa.array(v)) for k, v in out.items()})
-    return table.cast(table.schema.set(0, pa.field("vc", pa.dictionary(pa.int32(), pa.string()))))
+            cluster[name] = stacked.sum(axis=0)
+    blocks = series + [cluster]
+    m = len(grid)
+    codes = np.repeat(np.arange(len(blocks), dtype=np.int32), m)
+    out = {"vc": pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(names + ["all"]))}
+    for col in ("time", *SERIES_COLUMNS):
+        out[col] = pa.array(np.concatenate([b[col] for b in blocks]))
+    tot = np.concatenate([b["total_gpu_num"] for b in blocks])
+    idle = np.concatenate([b["idle_gpu_num"] for b in blocks])
+    out["gpu_utilization"] = pa.array(np.divide(tot - idle, tot, out=np.zeros(len(tot)), where=tot > 0))
+    return pa.table(out)

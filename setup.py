@@ -1,0 +1,21 @@
+"""Package layout for setuptools (metadata lives in pyproject.toml).
+
+The top-level conf/ (Hydra configs) and traces/ (shipped sample traces) folders are installed inside
+the package as raysim.conf and raysim.traces, so `python -m raysim +experiment=venus` also works from
+a wheel, without a checkout.
+"""
+
+from setuptools import find_namespace_packages, find_packages, setup
+
+DATA_DIRS = {"raysim.conf": ("conf", ["*.yaml"]), "raysim.traces": ("traces", ["*.md", "*.parquet", "*.csv"])}
+
+packages = find_packages(include=["raysim", "raysim.*"])
+package_dir = {"raysim": "raysim"}
+package_data = {}
+for name, (folder, patterns) in DATA_DIRS.items():
+    package_dir[name] = folder
+    for pkg in [name] + [f"{name}.{sub}" for sub in find_namespace_packages(folder)]:
+        packages.append(pkg)
+        package_data[pkg] = patterns
+
+setup(packages=packages, package_dir=package_dir, package_data=package_data)
