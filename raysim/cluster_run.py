@@ -12,9 +12,11 @@ from omegaconf import DictConfig
 
 from raysim.models.estimates import estimates_for
 from raysim.policy import NEEDS_ESTIMATE
-from raysim.report.results import jobs_table, timeseries_table
+from raysim.report.results import jobs_table, series_by_vc, timeseries_table
+from raysim.runtime.codec import jobs_batch
+from raysim.runtime.coordinator import Coordinator
 from raysim.report.summary import summarize, to_markdown
-from raysim.runtime.spec import RunSpec, vc_batches
+from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
 from raysim.trace.load import Trace, load_trace
 
@@ -37,16 +39,43 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> RunSpec:
                    gpus_per_node=int(cfg.cluster.gpus_per_node))
 
 
-def simulate(trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "local"):
-    """Simulate every VC of `trace`; return the (jobs, time series) Arrow tables."""
-    batches = vc_batches(trace.table, estimates)
-    if runtime == "local":
-        from raysim.runtime.local import run_local
+def vc_groups(vc_nodes: dict, vcs_per_actor: int) -> list[list[str]]:
+    """VCs in layout order, packed `vcs_per_actor` to a group (one process/actor per group)."""
+    names = list(vc_nodes)
+    k = max(1, int(vcs_per_actor))
+    return [names[i:i + k] for i in range(0, len(names), k)]
 
-        per_vc_jobs, per_vc_series = run_local(spec, batches, progress=_progress_line)
-    else:
-        raise ValueError(f"unknown runtime {runtime!r}")
-    return jobs_table(trace.table, per_vc_jobs), timeseries_table(per_vc_series)
+
+def simulate(trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "local", window_s: int = 86_400,
+             vcs_per_actor: int = 1, ray_options: dict | None = None, checkpoint_dir=None,
+             checkpoint_every: int = 1, resume: bool = False, progress: bool = False, executor=None):
+    """Simulate every VC of `trace`; return the (jobs, time series) Arrow tables.
+
+    `runtime` is "local" (in-process) or "ray" (actors); both give identical jobs tables.
+    """
+    groups = vc_groups(trace.vc_nodes, vcs_per_actor)
+    if executor is None:
+        executor = make_executor(runtime, spec, groups, ray_options or {})
+    coordinator = Coordinator(executor, jobs_batch(trace.table, estimates), groups, t0=spec.t0,
+                              window_s=window_s, checkpoint_dir=checkpoint_dir,
+                              checkpoint_every=checkpoint_every, resume=resume, progress=progress,
+                              origin=trace.origin)
+    records, samples, end = coordinator.run()
+    series = series_by_vc(samples, list(trace.vc_nodes), last=end)
+    return jobs_table(trace.table, records), timeseries_table(series)
+
+
+def make_executor(runtime: str, spec: RunSpec, groups, ray_options: dict):
+    if runtime == "local":
+        from raysim.runtime.local import LocalExecutor
+
+        return LocalExecutor(spec, groups)
+    if runtime == "ray":
+        from raysim.runtime.ray_backend import RayExecutor, ensure_ray
+
+        ensure_ray(ray_options.get("address"), ray_options.get("num_cpus"))
+        return RayExecutor(spec, groups, actor_cpus=float(ray_options.get("actor_cpus", 0.1)))
+    raise ValueError(f"runtime.name must be 'local' or 'ray', not {runtime!r}")
 
 
 def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
@@ -68,7 +97,11 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
              cfg.sim.compat, cfg.runtime.name)
 
     sim_start = time.perf_counter()
-    jobs, series = simulate(trace, spec, estimates, runtime=cfg.runtime.name)
+    rt = cfg.runtime
+    jobs, series = simulate(trace, spec, estimates, runtime=rt.name, window_s=int(rt.window_s),
+                            vcs_per_actor=int(cfg.ray.vcs_per_actor), ray_options=dict(cfg.ray),
+                            checkpoint_dir=rt.checkpoint_dir, checkpoint_every=int(rt.checkpoint_every),
+                            resume=bool(rt.resume), progress=True)
     sim_wall = time.perf_counter() - sim_start
     summary = summarize(jobs, series)
     write_outputs(run_dir, jobs, series, summary, trace, title=f"{spec.policy} / {spec.placer} / {cfg.sim.compat}")
@@ -90,6 +123,3 @@ def write_outputs(run_dir: Path, jobs, series, summary, trace: Trace, title: str
         {"source": trace.source, "origin": trace.origin, "jobs": trace.table.num_rows,
          "vcs": trace.vc_nodes, "from_cache": trace.from_cache, **trace.report.to_dict()}, indent=2))
 
-
-def _progress_line(sim) -> None:
-    log.info("VC %-8s done: %6d jobs, %7d events, simulated to t=%d", sim.name, sim.jobs.n, sim.events, sim.now)

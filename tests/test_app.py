@@ -27,7 +27,7 @@ def test_venus_experiment_defaults_to_the_shipped_trace():
     cfg = composed("+experiment=venus")
     assert Path(cfg.trace.path) == REPO / "traces" / "venus_synth"
     assert (cfg.policy.name, cfg.placer.name, cfg.runtime.name, cfg.sim.compat) == (
-        "fifo", "consolidate", "local", "clean")
+        "fifo", "consolidate", "ray", "clean")
 
 
 @pytest.mark.parametrize("override,key,value", [
@@ -57,7 +57,7 @@ def run_module(args, cwd, env=None):
 
 def test_python_m_raysim_writes_results(tmp_path):
     out = tmp_path / "run"
-    res = run_module(["+experiment=venus", "policy=srtf", f"hydra.run.dir={out}"], cwd=REPO)
+    res = run_module(["+experiment=venus", "policy=srtf", "runtime=local", f"hydra.run.dir={out}"], cwd=REPO)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "avg JCT" in res.stdout
     jobs = pq.read_table(out / "jobs.parquet")
@@ -71,13 +71,14 @@ def test_python_m_raysim_writes_results(tmp_path):
 
 
 def test_bad_trace_path_gives_a_clear_error(tmp_path):
-    res = run_module(["+experiment=venus", f"trace.path={tmp_path}/nope", f"hydra.run.dir={tmp_path}/r"], cwd=REPO)
+    res = run_module(["+experiment=venus", "runtime=local", f"trace.path={tmp_path}/nope",
+                      f"hydra.run.dir={tmp_path}/r"], cwd=REPO)
     assert res.returncode != 0
     assert "trace file not found" in res.stderr
 
 
 def test_qssf_without_estimates_explains_what_to_set(tmp_path):
-    res = run_module(["+experiment=venus", "policy=qssf", f"hydra.run.dir={tmp_path}/r"], cwd=REPO)
+    res = run_module(["+experiment=venus", "runtime=local", "policy=qssf", f"hydra.run.dir={tmp_path}/r"], cwd=REPO)
     assert res.returncode != 0
     assert "estimator.source=file" in res.stderr
 
@@ -95,6 +96,6 @@ def test_runs_from_an_installed_wheel(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(site)}
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()
-    res = run_module(["+experiment=venus", f"hydra.run.dir={tmp_path}/run"], cwd=elsewhere, env=env)
+    res = run_module(["+experiment=venus", "runtime=local", f"hydra.run.dir={tmp_path}/run"], cwd=elsewhere, env=env)
     assert res.returncode == 0, res.stderr[-2000:]
     assert str(site) in res.stdout or (tmp_path / "run" / "jobs.parquet").exists()

@@ -8,24 +8,23 @@ import pyarrow as pa
 from raysim.sim.recorder import COLUMNS as SERIES_COLUMNS
 
 
-def jobs_table(trace: pa.Table, per_vc: dict[str, dict[str, np.ndarray]]) -> pa.Table:
+def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
     """One row per trace job, in trace order: inputs, start/end/queue/jct, preemptions, placement.
 
-    Times are seconds on the trace clock; end_time and jct are null for jobs unfinished at the horizon.
+    `records` holds one simulator record per job (seq = trace row). Times are seconds on the trace
+    clock; start/end/jct are null for jobs that had not started/finished at the horizon.
     """
     n = trace.num_rows
-    parts = [r for r in per_vc.values() if len(r["seq"])]
-    merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
-    if len(merged.get("seq", [])) != n:
-        raise AssertionError(f"conservation violated: {len(merged.get('seq', []))} results for {n} trace jobs")
-    order = np.argsort(merged["seq"], kind="stable")
-    r = {k: v[order] for k, v in merged.items()}
-    if not np.array_equal(r["seq"], np.arange(n)):
+    seq = records.column("seq").to_numpy()
+    if len(seq) != n:
+        raise AssertionError(f"conservation violated: {len(seq)} job records for {n} trace jobs")
+    order = np.argsort(seq, kind="stable")
+    if not np.array_equal(seq[order], np.arange(n)):
         raise AssertionError("conservation violated: some trace job appears twice or not at all")
+    r = {name: records.column(name).to_numpy()[order] for name in records.column_names}
     finished = r["end_time"] >= 0
     started = r["start_time"] >= 0
-    end = pa.array(r["end_time"], mask=~finished)
-    jct = pa.array(r["end_time"] - r["submit_time"], mask=~finished)
+    submit = trace.column("submit_time").to_numpy()
     return pa.table({
         "job_id": trace.column("job_id"),
         "vc": trace.column("vc"),
@@ -34,16 +33,37 @@ def jobs_table(trace: pa.Table, per_vc: dict[str, dict[str, np.ndarray]]) -> pa.
         "submit_time": trace.column("submit_time"),
         "duration": trace.column("duration"),
         "start_time": pa.array(r["start_time"], mask=~started),
-        "end_time": end,
+        "end_time": pa.array(r["end_time"], mask=~finished),
         "queue": pa.array(r["queue"]),
-        "jct": jct,
-        "preemptions": pa.array(r["preemptions"]),
-        "first_node": pa.array(r["first_node"], mask=~started),
-        "num_nodes": pa.array(r["num_nodes"]),
+        "jct": pa.array(r["end_time"] - submit, mask=~finished),
+        "preemptions": pa.array(r["preemptions"].astype(np.int32)),
+        "first_node": pa.array(r["first_node"].astype(np.int32), mask=~started),
+        "num_nodes": pa.array(r["num_nodes"].astype(np.int32)),
         "shared": pa.array(np.zeros(n, dtype=bool)),
         "profiled": pa.array(np.zeros(n, dtype=bool)),
         "finished": pa.array(finished),
     })
+
+
+def series_by_vc(samples: pa.Table, vc_order, last: int | None = None) -> dict[str, dict[str, np.ndarray]]:
+    """Split a samples table (vc column + SERIES_COLUMNS) into per-VC numpy dicts, time-sorted,
+    keeping samples at times <= `last`."""
+    if not samples.num_rows:
+        return {}
+    vc = samples.column("vc").combine_chunks()
+    vc = vc if pa.types.is_dictionary(vc.type) else vc.dictionary_encode()
+    codes = vc.indices.to_numpy(zero_copy_only=False)
+    names = vc.dictionary.to_pylist()
+    cols = {c: samples.column(c).to_numpy() for c in ("time", *SERIES_COLUMNS)}
+    keep = np.ones(len(codes), dtype=bool) if last is None else cols["time"] <= last
+    out = {}
+    for vc_name in vc_order:
+        if vc_name not in names:
+            continue
+        idx = np.flatnonzero((codes == names.index(vc_name)) & keep)
+        order = idx[np.argsort(cols["time"][idx], kind="stable")]
+        out[vc_name] = {c: v[order] for c, v in cols.items()}
+    return out
 
 
 def timeseries_table(per_vc: dict[str, dict[str, np.ndarray]]) -> pa.Table:

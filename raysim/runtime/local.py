@@ -1,27 +1,41 @@
-"""The in-process runtime: every VC simulated here, one after another."""
+"""The in-process executor: the profiler stage and every VC group run in this process."""
 
 from __future__ import annotations
 
-import numpy as np
-
+from raysim.profiler.passthrough import PassThroughProfiler
 from raysim.runtime.spec import RunSpec
+from raysim.runtime.vcgroup import VCGroup
 
 
-def run_local(spec: RunSpec, batches: dict[str, dict[str, np.ndarray]], progress=None):
-    """Simulate every VC to completion; return ({vc: job results}, {vc: time-series samples}).
+class LocalExecutor:
+    """Executes the coordinator's calls directly (handles are the results themselves)."""
 
-    Every VC's time series runs to the cluster's last event, so cluster-wide rows add up.
-    """
-    sims = []
-    for vc in spec.vc_nodes:
-        sim = spec.make_simulator(vc)
-        if vc in batches:
-            sim.add_jobs(batches[vc])
-        sim.run()
-        sims.append(sim)
-        if progress is not None:
-            progress(sim)
-    end = max(sim.now for sim in sims)
-    jobs = {sim.name: sim.jobs.results() for sim in sims}
-    series = {sim.name: sim.recorder.emit(end) for sim in sims}
-    return jobs, series
+    def __init__(self, spec: RunSpec, groups: list[list[str]]):
+        self.spec = spec
+        self.groups = groups
+        self.profiler = PassThroughProfiler({vc: g for g, vcs in enumerate(groups) for vc in vcs}, len(groups))
+        self.vcgroups: list[VCGroup] = []
+
+    def start(self, groups):
+        self.vcgroups = [VCGroup(self.spec, vcs) for vcs in groups]
+
+    def profile(self, jobs, t_start, t_end):
+        return self.profiler.process(jobs, t_start, t_end)
+
+    def run_window(self, g, batch, t_end):
+        return self.vcgroups[g].run_window(batch, t_end)
+
+    def get(self, g, handle):
+        """(window output, kept state): in-process groups cannot be lost, so no state is kept."""
+        return handle, None
+
+    def materialize(self, g, state):
+        return self.vcgroups[g].checkpoint()
+
+    def restore(self, g, state):
+        self.vcgroups[g] = VCGroup.restore(state)
+
+    rebuild = restore
+
+    def unfinished(self, g):
+        return self.vcgroups[g].unfinished()

@@ -41,6 +41,8 @@ class VCSimulator:
         self.pending_small = 0
         self.finished = 0
         self.events = 0
+        self.last_event = t0  # time of the last processed event
+        self.finished_log: list[int] = []  # jobs finished since the caller last drained it
         self._completions: list[tuple[int, int, int]] = []  # (time, version, job)
         self._next_arrival = 0
         self._wakeup = NEVER
@@ -92,6 +94,7 @@ class VCSimulator:
             policy.schedule(self, t)
             self._wakeup = policy.next_wakeup(self, t)
             self._snapshot(t)
+            self.last_event = t
         if until is not NEVER and until - 1 > self.now:
             self.now = int(until) - 1
 
@@ -174,6 +177,7 @@ class VCSimulator:
         self.vc.release(j, jobs.util_milli[j], jobs.gmem[j])
         del self.running[j]
         self.finished += 1
+        self.finished_log.append(j)
         self.policy.on_complete(self, j)
 
     def _snapshot(self, t: int) -> None:

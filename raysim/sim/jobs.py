@@ -75,20 +75,10 @@ class JobTable:
         self.remain += duration
         self.n += k
 
-    def results(self, lo: int = 0, hi: int | None = None) -> dict[str, np.ndarray]:
-        """Inputs and results of jobs lo..hi as numpy columns (end_time -1 = not finished)."""
-        sl = slice(lo, hi)
-        out = {
-            "job_id": np.array(self.job_id[sl], dtype=np.int64),
-            "seq": np.array(self.seq[sl], dtype=np.int64),
-            "submit_time": np.array(self.submit[sl], dtype=np.int64),
-            "duration": np.array(self.duration[sl], dtype=np.int64),
-            "gpu_num": np.array(self.gpu[sl], dtype=np.int32),
-            "start_time": np.array(self.start[sl], dtype=np.int64),
-            "end_time": np.array(self.end[sl], dtype=np.int64),
-            "queue": np.array(self.queue[sl], dtype=np.int64),
-            "preemptions": np.array(self.preemptions[sl], dtype=np.int32),
-            "first_node": np.array(self.first_node[sl], dtype=np.int32),
-            "num_nodes": np.array(self.num_nodes[sl], dtype=np.int32),
-        }
-        return out
+    def results(self, rows=None) -> dict[str, np.ndarray]:
+        """Results of the given job indices (all by default) as numpy columns (-1 = not yet)."""
+        rows = range(self.n) if rows is None else rows
+        pick = [(self.seq[j], self.start[j], self.end[j], self.queue[j], self.preemptions[j],
+                 self.first_node[j], self.num_nodes[j]) for j in rows]
+        cols = np.array(pick, dtype=np.int64).reshape(len(pick), 7).T
+        return {name: cols[i] for i, name in enumerate(("seq",) + RESULT_COLUMNS)}

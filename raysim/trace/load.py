@@ -13,13 +13,23 @@ import pyarrow.parquet as pq
 
 from raysim.trace.cluster import read_vc_config
 from raysim.trace.errors import SkipReport, TraceError
+from raysim.trace.helios import GPU_NUMBER_FILE, read_helios
+from raysim.trace.pai import TASK_FILE, read_pai
+from raysim.trace.philly import read_philly
 from raysim.trace.readers import read_csv_trace, read_parquet_trace
 from raysim.trace.schema import metadata
 
 #: Files looked for, in order, when trace.path is a folder.
-FOLDER_FILES = ("cluster_full_log.csv", "cluster_log.csv", "jobs.parquet")
-READERS = {"lucid": read_csv_trace, "helios": read_csv_trace, "csv": read_csv_trace,
-           "parquet": read_parquet_trace}
+FOLDER_FILES = ("cluster_full_log.csv", "cluster_log.csv", "jobs.parquet", "cluster_job_log",
+                "pai_job_table.csv")
+READERS = {"lucid": read_csv_trace, "helios": read_helios, "philly": read_philly, "pai": read_pai,
+           "csv": read_csv_trace, "parquet": read_parquet_trace}
+#: trace.format=auto: format by file name, else parquet by suffix, else csv.
+AUTO_FORMATS = {"cluster_log.csv": "helios", "cluster_job_log": "philly", "pai_job_table.csv": "pai"}
+#: Formats whose reader derives the VC layout itself when there is no vc_config.csv (it records the
+#: layout in the table's metadata as "vc_nodes"), and the files beside the trace each reader reads.
+OWN_LAYOUT = ("helios", "philly", "pai")
+SIDE_FILES = {"helios": (GPU_NUMBER_FILE,), "pai": (TASK_FILE,)}
 CACHE_VERSION = "1"
 
 
@@ -53,19 +63,25 @@ def resolve_source(path: str | Path) -> Path:
 
 def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 8,
                on_error: str = "raise", state_filter=None, origin: str = "auto", cache: bool = True,
-               cache_dir=None, cluster: str = "") -> Trace:
-    """Read, validate and (optionally) cache the trace at `path`."""
+               cache_dir=None, cluster: str = "", reader_options: dict | None = None) -> Trace:
+    """Read, validate and (optionally) cache the trace at `path`.
+
+    The VC layout is trace.vc_config, else vc_config.csv beside the trace, else (formats in
+    OWN_LAYOUT) what the reader derives. `reader_options` go to the reader (e.g. Helios' vc_size).
+    """
     source = resolve_source(path)
-    vc_path = Path(vc_config) if vc_config else source.parent / "vc_config.csv"
-    vc_nodes = read_vc_config(vc_path)
     if fmt == "auto":
-        fmt = "parquet" if source.suffix == ".parquet" else "csv"
+        fmt = AUTO_FORMATS.get(source.name, "parquet" if source.suffix == ".parquet" else "csv")
     if fmt not in READERS:
         raise ValueError(f"trace.format must be auto or one of {sorted(READERS)}, not {fmt!r}")
+    vc_path = Path(vc_config) if vc_config else source.parent / "vc_config.csv"
+    own_layout = fmt in OWN_LAYOUT and not vc_config and not vc_path.exists()
+    vc_nodes = None if own_layout else read_vc_config(vc_path)
     options = dict(vc_nodes=vc_nodes, gpus_per_node=gpus_per_node, on_error=on_error,
                    state_filter=list(state_filter) if state_filter else None, origin=str(origin),
-                   cluster=cluster or source.parent.name)
-    key = _cache_key(source, vc_path, fmt, options)
+                   cluster=cluster or source.parent.name, **dict(reader_options or {}))
+    side = [source.parent / name for name in SIDE_FILES.get(fmt, ())]
+    key = _cache_key(source, [vc_path, *side], fmt, options)
     cache_file = _cache_path(source, cache_dir) if cache and fmt != "parquet" else None
     if cache_file is not None and cache_file.exists():
         table = pq.read_table(cache_file)
@@ -74,21 +90,28 @@ def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 
             report = SkipReport(file=str(source))
             report.counts.update(meta.get("skipped", {}))
             report.examples = meta.get("skip_examples", {})
-            return Trace(table, vc_nodes, report, str(source), from_cache=True)
+            return Trace(table, vc_nodes or _recorded_layout(table), report, str(source), from_cache=True)
     table, report = READERS[fmt](source, **options)
     if cache_file is not None:
         meta = {**metadata(table), "cache_key": key, "skipped": dict(report.counts),
                 "skip_examples": report.examples}
         table = table.replace_schema_metadata({b"raysim": json.dumps(meta, sort_keys=True).encode()})
         _write_cache(table, cache_file)
-    return Trace(table, vc_nodes, report, str(source))
+    return Trace(table, vc_nodes or _recorded_layout(table), report, str(source))
 
 
-def _cache_key(source: Path, vc_path: Path, fmt: str, options: dict) -> str:
+def _recorded_layout(table: pa.Table) -> dict[str, int]:
+    return {vc: int(n) for vc, n in metadata(table)["vc_nodes"].items()}
+
+
+def _cache_key(source: Path, inputs: list[Path], fmt: str, options: dict) -> str:
     parts = [CACHE_VERSION, fmt, json.dumps(options, sort_keys=True, default=str)]
-    for p in (source, vc_path):
-        st = p.stat()
-        parts += [str(p.resolve()), str(st.st_size), str(st.st_mtime_ns)]
+    for p in (source, *inputs):
+        if p.exists():
+            st = p.stat()
+            parts += [str(p.resolve()), str(st.st_size), str(st.st_mtime_ns)]
+        else:
+            parts += [str(p), "absent"]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

@@ -1,0 +1,71 @@
+"""Arrow batch codec: what travels between the coordinator, the profiler and the VC actors.
+
+Jobs go out as Arrow tables (one row per job: the simulator's input columns plus `vc`); finished-job
+records and time-series samples come back as Arrow tables. Ray moves Arrow buffers without copies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from raysim.sim.jobs import INPUT_COLUMNS, RESULT_COLUMNS
+
+RESULT_SCHEMA = pa.schema([pa.field("seq", pa.int64())] + [pa.field(c, pa.int64()) for c in RESULT_COLUMNS])
+
+
+def jobs_batch(table: pa.Table, estimates: np.ndarray | None) -> pa.Table:
+    """The trace as one job batch: simulator input columns (+ vc), `seq` = trace row index."""
+    n = table.num_rows
+    est = np.full(n, np.nan) if estimates is None else np.asarray(estimates, dtype=np.float64)
+    cols = {
+        "vc": table.column("vc"),
+        "job_id": table.column("job_id"),
+        "seq": pa.array(np.arange(n, dtype=np.int64)),
+        "submit_time": table.column("submit_time"),
+        "duration": table.column("duration"),
+        "gpu_num": table.column("gpu_num").cast(pa.int64()),
+        "gpu_util": table.column("gpu_util").cast(pa.float64()).fill_null(0.0),
+        "gmem": table.column("gmem").cast(pa.float64()).fill_null(0.0),
+        "estimate": pa.array(est),
+    }
+    return pa.table(cols)
+
+
+def split_by_vc(batch: pa.Table) -> dict[str, dict[str, np.ndarray]]:
+    """Per-VC numpy column dicts (row order kept) from a job batch."""
+    if batch.num_rows == 0:
+        return {}
+    vc = batch.column("vc").combine_chunks()
+    if pa.types.is_dictionary(vc.type):
+        codes, names = vc.indices.to_numpy(zero_copy_only=False), vc.dictionary.to_pylist()
+    else:
+        names, codes = np.unique(np.asarray(vc.to_pylist(), dtype=object), return_inverse=True)
+        names = list(names)
+    cols = {k: batch.column(k).to_numpy() for k in INPUT_COLUMNS}
+    out = {}
+    for code, name in enumerate(names):
+        idx = np.flatnonzero(codes == code)
+        if len(idx):
+            out[name] = {k: np.ascontiguousarray(v[idx], dtype=INPUT_COLUMNS[k]) for k, v in cols.items()}
+    return out
+
+
+def results_table(parts: list[dict[str, np.ndarray]]) -> pa.Table:
+    """Finished-job records (numpy column dicts) as one Arrow table."""
+    if not parts:
+        return RESULT_SCHEMA.empty_table()
+    return pa.table({f.name: np.concatenate([p[f.name] for p in parts]) for f in RESULT_SCHEMA},
+                    schema=RESULT_SCHEMA)
+
+
+def samples_table(per_vc: dict[str, dict[str, np.ndarray]]) -> pa.Table:
+    """Time-series samples of several VCs as one Arrow table with a `vc` column."""
+    names = list(per_vc)
+    sizes = [len(per_vc[v]["time"]) for v in names]
+    codes = np.repeat(np.arange(len(names), dtype=np.int32), sizes)
+    cols = {"vc": pa.array(np.asarray(names, dtype=object)[codes] if len(codes) else [], pa.string())}
+    if names:
+        for c in per_vc[names[0]]:
+            cols[c] = np.concatenate([per_vc[v][c] for v in names])
+    return pa.table(cols)

@@ -1,0 +1,208 @@
+"""The coordinator: owns simulated time and drives the profiler stage and the VC groups in windows.
+
+Window k covers [t0 + kW, t0 + (k+1)W). For each window the profiler stage turns the trace's
+arrivals into per-group job batches; each VC group simulates every event before the window's end
+and returns finished-job records, time-series samples and its status. Empty stretches are skipped
+(cost follows events, not seconds). The profiler already works on the next window while the VC
+groups run the current one. Group states are kept at every window boundary, so a lost group is
+rebuilt and its window replayed; with a checkpoint folder an interrupted run resumes from there.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import pickle
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from raysim.runtime.codec import RESULT_SCHEMA
+
+log = logging.getLogger("raysim")
+
+
+class GroupLost(RuntimeError):
+    """The process running VC group `group` died (raised by executors)."""
+
+    def __init__(self, group: int, cause: BaseException | None = None):
+        super().__init__(f"VC group {group} was lost: {cause}")
+        self.group = group
+
+
+@dataclass
+class RunState:
+    """Everything needed to continue a run at a window boundary."""
+
+    t: int  # start of the next window to run
+    pos: int  # next trace row to dispatch
+    group_states: list  # per group: executor handle or bytes of VCGroup.checkpoint()
+    results: list = field(default_factory=list)  # finished-job record tables so far
+    samples: list = field(default_factory=list)  # time-series sample tables so far
+    status: dict = field(default_factory=dict)  # per VC: last reported status
+    windows: int = 0
+
+
+class Coordinator:
+    """Runs one simulation over an executor (in-process or Ray actors)."""
+
+    def __init__(self, executor, batch: pa.Table, groups: list[list[str]], *, t0: int, window_s: int,
+                 checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
+                 progress: bool = True, origin: str = "0"):
+        if window_s <= 0:
+            raise ValueError("runtime.window_s must be a positive number of seconds")
+        self.ex = executor
+        self.batch = batch
+        self.submit = batch.column("submit_time").to_numpy()
+        self.groups = groups
+        self.t0, self.W = int(t0), int(window_s)
+        self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
+        self.checkpoint_every = max(1, int(checkpoint_every))
+        self.resume = resume
+        self.progress = progress
+        self.origin = origin
+        self.recoveries = 0
+        self.windows_run = 0
+
+    # ------------------------------------------------------------------ main loop
+    def run(self) -> tuple[pa.Table, pa.Table, int]:
+        """Simulate to completion; return (job records, time-series samples, time of the last event).
+
+        Samples after the last event (the rest of the final window) are the caller's to drop."""
+        state = self._initial_state()
+        n = len(self.submit)
+        wall = time.perf_counter()
+        prof_window, prof_out = None, None
+        while True:
+            if state.pos >= n and all(s["done"] for s in state.status.values()):
+                break
+            t_start = self._next_window(state)
+            if t_start is None:
+                break
+            t_end = t_start + self.W
+            if prof_window == t_start:
+                current, prof_window = prof_out, None
+            else:  # a window with events in the VCs but no arrivals: empty batches
+                current = self._profile(state.pos, t_start, t_end)
+            hi = int(np.searchsorted(self.submit, t_end, side="left"))
+            outputs = self._run_groups(state, current, t_end)
+            state.pos = hi
+            # the profiler already takes on the next window with arrivals while the groups run
+            if prof_window is None and hi < n:
+                prof_window = self._window_of(int(self.submit[hi]))
+                prof_out = self._profile(hi, prof_window, prof_window + self.W)
+            for res, samples, status in outputs:
+                if res.num_rows:
+                    state.results.append(res)
+                if samples.num_rows:
+                    state.samples.append(samples)
+                state.status.update(status)
+            state.t, state.windows = t_end, state.windows + 1
+            self._keep_state(state)
+            if self.progress:
+                self._report(state, t_end, time.perf_counter() - wall)
+        if self.progress and sys.stderr.isatty():
+            sys.stderr.write("\n")
+        self.windows_run = state.windows
+        return self._finish(state)
+
+    def _run_groups(self, state: RunState, prof_out, t_end: int) -> list:
+        handles = [self.ex.run_window(g, prof_out[g], t_end) for g in range(len(self.groups))]
+        outputs = []
+        for g, h in enumerate(handles):
+            while True:
+                try:
+                    out, group_state = self.ex.get(g, h)
+                    outputs.append(out)
+                    if group_state is not None:
+                        state.group_states[g] = group_state
+                    break
+                except GroupLost as lost:
+                    self.recoveries += 1
+                    log.warning("VC group %d (%s) lost in the window ending at t=%d: rebuilding it from "
+                                "the last window boundary and replaying the window (%s)",
+                                g, ",".join(self.groups[g]), t_end, lost)
+                    if state.group_states[g] is None and state.windows:
+                        raise RuntimeError(f"VC group {g} lost and no state was kept to rebuild it") from lost
+                    self.ex.rebuild(g, state.group_states[g])
+                    h = self.ex.run_window(g, prof_out[g], t_end)
+        return outputs
+
+    def _profile(self, pos: int, t_start: int, t_end: int):
+        hi = int(np.searchsorted(self.submit, t_end, side="left"))
+        return self.ex.profile(self.batch.slice(pos, hi - pos), t_start, t_end)
+
+    # ------------------------------------------------------------------ windows and state
+    def _window_of(self, t: int) -> int:
+        return self.t0 + ((t - self.t0) // self.W) * self.W
+
+    def _next_window(self, state: RunState) -> int | None:
+        candidates = [s["next_event"] for s in state.status.values() if s["next_event"] is not None]
+        if state.pos < len(self.submit):
+            candidates.append(int(self.submit[state.pos]))
+        if not candidates:
+            return None
+        return max(state.t, self._window_of(min(candidates)))
+
+    def _initial_state(self) -> RunState:
+        self.ex.start(self.groups)
+        ckpt = self.checkpoint_dir / "checkpoint.pkl" if self.checkpoint_dir else None
+        if self.resume and ckpt is not None and ckpt.exists():
+            state = pickle.loads(ckpt.read_bytes())  # noqa: S301 - written by this coordinator
+            if len(state.group_states) != len(self.groups):
+                raise ValueError(f"{ckpt} holds {len(state.group_states)} VC groups, this run has "
+                                 f"{len(self.groups)}: resume with the same ray.vcs_per_actor")
+            for g, blob in enumerate(state.group_states):
+                self.ex.restore(g, blob)
+            log.info("resumed from %s at t=%d after %d windows", ckpt, state.t, state.windows)
+            return state
+        if self.resume:
+            log.warning("runtime.resume: no checkpoint in %s, starting from the beginning", self.checkpoint_dir)
+        status = {vc: {"next_event": None, "done": True, "last_event": self.t0, "jobs": 0, "finished": 0,
+                       "running": 0, "pending": 0, "events": 0} for grp in self.groups for vc in grp}
+        return RunState(t=self.t0, pos=0, status=status, group_states=[None] * len(self.groups))
+
+    def _keep_state(self, state: RunState) -> None:
+        """Write a resumable checkpoint every `checkpoint_every` windows (when a folder is set)."""
+        if self.checkpoint_dir is not None and state.windows % self.checkpoint_every == 0:
+            self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+            blobs = [self.ex.materialize(g, s) for g, s in enumerate(state.group_states)]
+            payload = pickle.dumps(RunState(state.t, state.pos, blobs, state.results, state.samples,
+                                            state.status, state.windows))
+            tmp = self.checkpoint_dir / "checkpoint.pkl.tmp"
+            tmp.write_bytes(payload)
+            tmp.replace(self.checkpoint_dir / "checkpoint.pkl")
+
+    def _finish(self, state: RunState) -> tuple[pa.Table, pa.Table, int]:
+        unfinished = [self.ex.unfinished(g) for g in range(len(self.groups))]
+        results = pa.concat_tables(state.results + [u for u in unfinished if u.num_rows] or
+                                   [RESULT_SCHEMA.empty_table()])
+        end = max((s["last_event"] for s in state.status.values()), default=self.t0)
+        samples = pa.concat_tables(state.samples) if state.samples else pa.table({"vc": pa.array([], pa.string())})
+        return results, samples, end
+
+    def _report(self, state: RunState, t: int, wall: float) -> None:
+        st = state.status.values()
+        done = sum(s["finished"] for s in st)
+        line = (f"sim {_clock(self.origin, t)} | windows {state.windows} | finished {done:,}/{len(self.submit):,}"
+                f" | running {sum(s['running'] for s in st):,} | pending {sum(s['pending'] for s in st):,}"
+                f" | {wall:6.1f} s wall, {done / wall if wall > 0 else math.inf:,.0f} jobs/s")
+        if sys.stderr.isatty():
+            sys.stderr.write("\r" + line)
+            sys.stderr.flush()
+        else:
+            log.info("%s", line)
+
+
+def _clock(origin: str, t: int) -> str:
+    """Simulated time as a date when the trace has a datetime origin, else seconds."""
+    try:
+        import datetime as dt
+
+        return (dt.datetime.fromisoformat(origin) + dt.timedelta(seconds=int(t))).strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return f"t={t}"

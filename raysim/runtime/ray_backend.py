@@ -1,0 +1,146 @@
+"""The Ray executor: one actor per VC group (one VC each by default) plus one profiler actor.
+
+Jobs travel as Arrow tables by object reference: the profiler actor's per-group outputs are passed
+to the VC actors as refs, never fetched by the driver. Actors are kept in a pool and reset between
+runs in the same driver, so a Hydra sweep pays for their start-up once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import ray
+from ray.exceptions import RayActorError
+
+from raysim.profiler.passthrough import PassThroughProfiler
+from raysim.runtime.coordinator import GroupLost
+from raysim.runtime.spec import RunSpec
+from raysim.runtime.vcgroup import VCGroup
+
+log = logging.getLogger("raysim")
+
+
+def ensure_ray(address=None, num_cpus=None, namespace: str = "raysim") -> None:
+    """Start a local Ray instance, or connect to `address` ("auto" or host:port); never re-initialise."""
+    if ray.is_initialized():
+        return
+    # RAY_AUTH_MODE=token clusters need RAY_AUTH_TOKEN (or its file) in this environment; say so clearly.
+    if os.environ.get("RAY_AUTH_MODE", "").lower() == "token" and not (
+            os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")):
+        log.warning("RAY_AUTH_MODE=token but neither RAY_AUTH_TOKEN nor RAY_AUTH_TOKEN_PATH is set: "
+                    "connecting will fail unless Ray finds the token in its default location")
+    kwargs = {"namespace": namespace, "logging_level": logging.WARNING, "log_to_driver": True}
+    if address:
+        ray.init(address=address, **kwargs)
+    else:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, **kwargs)
+
+
+class _GroupActor:
+    """Actor body hosting a VCGroup."""
+
+    def __init__(self):
+        self.group = None
+
+    def reset(self, spec: RunSpec, vcs: list[str]) -> bool:
+        self.group = VCGroup(spec, vcs)
+        return True
+
+    def restore(self, state: bytes) -> bool:
+        self.group = VCGroup.restore(state)
+        return True
+
+    def run_window(self, batch, t_end):
+        """The window's output and the group's state at the window's end (kept by the driver)."""
+        return self.group.run_window(batch, t_end), self.group.checkpoint()
+
+    def unfinished(self):
+        return self.group.unfinished()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+class _ProfilerActor:
+    """Actor body hosting the profiler stage."""
+
+    def __init__(self):
+        self.profiler = None
+
+    def reset(self, group_of_vc: dict, n_groups: int) -> bool:
+        self.profiler = PassThroughProfiler(group_of_vc, n_groups)
+        return True
+
+    def process(self, jobs, t_start, t_end):
+        out = self.profiler.process(jobs, t_start, t_end)
+        return out[0] if len(out) == 1 else tuple(out)
+
+
+_POOL: dict[str, list] = {"groups": [], "profiler": []}
+
+
+class RayExecutor:
+    """Runs the coordinator's calls on Ray actors (handles are ObjectRefs)."""
+
+    def __init__(self, spec: RunSpec, groups: list[list[str]], *, actor_cpus: float = 0.1):
+        self.spec = spec
+        self.groups = groups
+        self.actor_cpus = actor_cpus
+        self.group_cls = ray.remote(num_cpus=actor_cpus, max_restarts=0)(_GroupActor)
+        self.prof_cls = ray.remote(num_cpus=actor_cpus, max_restarts=0)(_ProfilerActor)
+        self.actors: list = []
+        self.profiler = None
+
+    def start(self, groups):
+        pool = _POOL["groups"]
+        while len(pool) < len(groups):
+            pool.append(self.group_cls.remote())
+        self.actors = pool[: len(groups)]
+        if not _POOL["profiler"]:
+            _POOL["profiler"].append(self.prof_cls.remote())
+        self.profiler = _POOL["profiler"][0]
+        routing = {vc: g for g, vcs in enumerate(groups) for vc in vcs}
+        ray.get([a.reset.remote(self.spec, vcs) for a, vcs in zip(self.actors, groups)]
+                + [self.profiler.reset.remote(routing, len(groups))])
+
+    def profile(self, jobs, t_start, t_end):
+        n = len(self.groups)
+        refs = self.profiler.process.options(num_returns=n).remote(ray.put(jobs), t_start, t_end)
+        return [refs] if n == 1 else list(refs)
+
+    def run_window(self, g, batch_ref, t_end):
+        return self.actors[g].run_window.options(num_returns=2).remote(batch_ref, t_end)
+
+    def get(self, g, handle):
+        """(window output, ref to the group's state at the window's end); GroupLost if the actor died.
+
+        The state object lives in the object store, owned by the driver, so it outlives the actor."""
+        out_ref, state_ref = handle
+        try:
+            return ray.get(out_ref), state_ref
+        except RayActorError as exc:
+            raise GroupLost(g, exc) from exc
+
+    def materialize(self, g, state):
+        return ray.get(state) if isinstance(state, ray.ObjectRef) else state
+
+    def restore(self, g, state):
+        ray.get(self.actors[g].restore.remote(state))
+
+    def rebuild(self, g, state):
+        """A fresh actor for group g, from its last state (or empty when it died in the first window)."""
+        actor = self.group_cls.remote()
+        if state is None:
+            ray.get(actor.reset.remote(self.spec, self.groups[g]))
+        else:
+            ray.get(actor.restore.remote(state))
+        self.actors[g] = actor
+        _POOL["groups"][g] = actor
+
+    def unfinished(self, g):
+        return ray.get(self.actors[g].unfinished.remote())
+
+    def actor(self, g):
+        """The actor running group g (tests use it to kill one)."""
+        return self.actors[g]

@@ -1,0 +1,68 @@
+"""A group of VC simulators: the unit of work a runtime places in one process (a Ray actor).
+
+Pure Python: the Ray backend wraps it in an actor, the local backend calls it directly.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pyarrow as pa
+
+from raysim.runtime.codec import results_table, samples_table, split_by_vc
+from raysim.runtime.spec import RunSpec
+
+
+class VCGroup:
+    """Simulators of the VCs `vcs`, advanced window by window."""
+
+    def __init__(self, spec: RunSpec, vcs: list[str]):
+        self.vcs = list(vcs)
+        self.sims = {vc: spec.make_simulator(vc) for vc in self.vcs}
+
+    def run_window(self, batch: pa.Table | None, t_end: int) -> tuple[pa.Table, pa.Table, dict]:
+        """Add the jobs of `batch` (arrivals in this window), simulate every event before `t_end`.
+
+        Returns (finished-job records, time-series samples up to t_end - 1, per-VC status).
+        """
+        if batch is not None and batch.num_rows:
+            for vc, cols in split_by_vc(batch).items():
+                self.sims[vc].add_jobs(cols)
+        finished, samples, status = [], {}, {}
+        for vc, sim in self.sims.items():
+            sim.run(until=t_end)
+            if sim.finished_log:
+                finished.append(sim.jobs.results(sim.finished_log))
+                sim.finished_log = []
+            samples[vc] = sim.recorder.emit(t_end - 1)
+            status[vc] = self._status(sim)
+        return results_table(finished), samples_table(samples), status
+
+    def unfinished(self) -> pa.Table:
+        """Records of jobs that have not finished (at the end of a run with a horizon)."""
+        parts = []
+        for sim in self.sims.values():
+            rows = [j for j in range(sim.jobs.n) if sim.jobs.end[j] < 0]
+            if rows:
+                parts.append(sim.jobs.results(rows))
+        return results_table(parts)
+
+    def checkpoint(self) -> bytes:
+        """The whole group's state, to rebuild it after a crash or resume an interrupted run."""
+        return pickle.dumps(self.sims, protocol=pickle.HIGHEST_PROTOCOL)
+
+    @classmethod
+    def restore(cls, state: bytes) -> "VCGroup":
+        """Rebuild a group from `checkpoint()` output (raysim's own bytes, never user input)."""
+        group = cls.__new__(cls)
+        group.sims = pickle.loads(state)  # noqa: S301 - produced by checkpoint() of this run
+        group.vcs = list(group.sims)
+        return group
+
+    @staticmethod
+    def _status(sim) -> dict:
+        nxt = sim.next_event_time()
+        return {"next_event": None if nxt == np.inf else int(nxt), "done": sim.done,
+                "last_event": sim.last_event, "jobs": sim.jobs.n, "finished": sim.finished,
+                "running": len(sim.running), "pending": len(sim.pending), "events": sim.events}
