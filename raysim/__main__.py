@@ -1,6 +1,6 @@
 """`python -m raysim +experiment=venus ...`: the Hydra entry point."""
 
-from raysim.cli import hydra_main
+from raysim.cli import main
 
 if __name__ == "__main__":
-    hydra_main()
+    main()

@@ -104,6 +104,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
                             resume=bool(rt.resume), progress=True)
     sim_wall = time.perf_counter() - sim_start
     summary = summarize(jobs, series)
+    _plots(jobs, series, summary, run_dir, label=spec.policy)
     write_outputs(run_dir, jobs, series, summary, trace, title=f"{spec.policy} / {spec.placer} / {cfg.sim.compat}")
     overall = summary[summary.vc == "all"].iloc[0].to_dict()
     print(to_markdown(summary, title=f"raysim: {spec.policy}, {cfg.sim.compat} semantics"))
@@ -111,6 +112,14 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
           f"{overall['jobs']} jobs; simulated in {sim_wall:.2f} s ({time.perf_counter() - wall:.2f} s total)")
     print(f"results: {run_dir}")
     return overall
+
+
+def _plots(jobs, series, summary, run_dir: Path, label: str) -> None:
+    from raysim.report.plots import run_plots
+
+    ts = series.select(["vc", "time", "gpu_utilization", "pending_gpujob_num"]).to_pandas()
+    ts["vc"] = ts["vc"].astype(str)
+    run_plots(jobs.select(["jct"]).to_pandas(), ts, summary, run_dir / "plots", label=label)
 
 
 def write_outputs(run_dir: Path, jobs, series, summary, trace: Trace, title: str) -> None:

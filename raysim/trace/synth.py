@@ -35,6 +35,7 @@ Regenerate the shipped trace with::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import math
 from dataclasses import dataclass
@@ -255,9 +256,6 @@ VENUS = SynthPreset(
     ),
 )
 
-PRESETS: dict[str, SynthPreset] = {"venus": VENUS}
-
-
 # ---------------------------------------------------------------------------------------------
 # Derived quantities
 # ---------------------------------------------------------------------------------------------
@@ -317,6 +315,160 @@ def expected_stats(preset: SynthPreset) -> dict:
         "diurnal_ratio": float(hourly.max() / hourly.min()),
         "jobs_per_day": preset.jobs_per_day,
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Helios: Venus, Earth, Saturn and Uranus (SenseTime, SC'21), 2020-04-01 .. 09-30 (183 days).
+# Published per cluster, GPU jobs only: HELIOS_PUBLISHED (HeliosData README; HeliosArtifact
+# helios_cluster_summary.csv): 1,580,464 GPU jobs on 6,218 GPUs (six-month averages of the daily GPU
+# counts in cluster_gpu_number.csv).
+# Per-VC data is public only for Venus (the VENUS preset, measured on September). Earth, Saturn and
+# Uranus reuse everything VENUS measured that is not per VC (duration quantiles per size class,
+# arrival profiles, batching, users' repetition, CPU ratios, workloads) and take from the table:
+#  - jobs_per_day = GPU jobs / 183; nodes = GPUs / 8 rounded up, split over VCs of our choice (shaped
+#    like Venus and like the public Earth per-VC GPU file of HeliosArtifact: a few VCs of 20-30 nodes,
+#    many of 4-12, some of 1-2);
+#  - each VC is one of the _VC_KINDS below (size mixes that span Venus's VCs); the kinds are assigned
+#    so the cluster's mean GPUs per job matches the table (1-GPU share ~0.8 Earth, ~0.65 Saturn and
+#    Uranus: our choice, constrained by the published median of 1 GPU and the mean);
+#  - per-VC loads (our choice, 0.55-0.95) are scaled so the GPU-weighted load equals the published
+#    GPU time / (GPUs x 183 days); VCStats.median_duration values are scaled so the cluster's median
+#    duration equals the table; users per VC are our choice;
+#  - states: VENUS's table per duration band with its columns reweighted to the published shares.
+# VENUS_6M is VENUS re-rated to Venus's six-month numbers (jobs, GPU time, states) for `helios`.
+# ---------------------------------------------------------------------------------------------
+
+HELIOS_DAYS = 183
+HELIOS_ORIGIN = "2020-04-01T00:00:00"
+
+#: Published statistics of the GPU jobs of each Helios cluster over the 183 days (durations in s,
+#: state shares of GPU jobs, GPU time = sum of gpu_num * duration in GPU-seconds).
+HELIOS_PUBLISHED = {
+    "venus": dict(gpus=1022, gpu_jobs=125_303, mean_gpus=6.736, median_duration=204, mean_duration=13_041,
+                  completed=0.526, cancelled=0.272, failed=0.202, gpu_time=1.2346e10),
+    "earth": dict(gpus=997, gpu_jobs=427_148, mean_gpus=2.101, median_duration=234, mean_duration=5_131,
+                  completed=0.735, cancelled=0.136, failed=0.129, gpu_time=1.1439e10),
+    "saturn": dict(gpus=2080, gpu_jobs=698_896, mean_gpus=4.010, median_duration=124, mean_duration=5_253,
+                   completed=0.582, cancelled=0.272, failed=0.145, gpu_time=2.7652e10),
+    "uranus": dict(gpus=2119, gpu_jobs=329_117, mean_gpus=4.038, median_duration=280, mean_duration=9_164,
+                   completed=0.607, cancelled=0.201, failed=0.192, gpu_time=2.6561e10),
+}
+
+#: Size mixes over _VENUS_SIZES (1 ... 128 GPUs) of four kinds of VC; classes larger than a VC are
+#: dropped from its mix. Venus has all four (vcEwI single, vcKeu mixed, vcHvQ multi, vcJsw large).
+_VC_KINDS = {
+    "single": (0.90, 0.04, 0.03, 0.03, 0.0, 0.0, 0.0, 0.0),
+    "mixed": (0.62, 0.09, 0.09, 0.17, 0.02, 0.01, 0.0, 0.0),
+    "multi": (0.30, 0.08, 0.12, 0.35, 0.08, 0.05, 0.01, 0.01),
+    "large": (0.10, 0.05, 0.08, 0.27, 0.12, 0.18, 0.08, 0.12),
+}
+
+
+def _gpu_weighted_load(vcs) -> float:
+    return sum(vc.load * vc.nodes for vc in vcs) / sum(vc.nodes for vc in vcs)
+
+
+def _helios_preset(name: str, *, state_probs, rows) -> SynthPreset:
+    """A Helios cluster preset from VENUS, HELIOS_PUBLISHED[name] and a compact VC table.
+
+    `rows`: (VC, nodes, job share, relative load, relative median duration, users, kind). Loads are
+    scaled to the published GPU time (GPU-weighted) and medians to the published median duration.
+    """
+    published = HELIOS_PUBLISHED[name]
+    raw = []
+    for vc, nodes, share, load, med, users, kind in rows:
+        mix = [p if size <= nodes * VENUS.gpus_per_node else 0.0
+               for p, size in zip(_VC_KINDS[kind], _VENUS_SIZES)]
+        raw.append(VCStats(vc, nodes, share, load, med, users, tuple(_normalise(mix).tolist())))
+    gpus = sum(vc.nodes for vc in raw) * VENUS.gpus_per_node
+    scale = published["gpu_time"] / (gpus * HELIOS_DAYS * DAY) / _gpu_weighted_load(raw)
+    vcs = tuple(dataclasses.replace(vc, load=round(vc.load * scale, 4)) for vc in raw)
+    preset = dataclasses.replace(VENUS, name=name, cluster=f"{name}_synth", origin=HELIOS_ORIGIN,
+                                 jobs_per_day=round(published["gpu_jobs"] / HELIOS_DAYS, 1), vcs=vcs,
+                                 state_probs=state_probs)
+    factor = published["median_duration"] / expected_stats(preset)["duration_median"]
+    vcs = tuple(dataclasses.replace(vc, median_duration=round(vc.median_duration * factor, 1)) for vc in vcs)
+    return dataclasses.replace(preset, vcs=vcs)
+
+
+EARTH = _helios_preset(
+    "earth", state_probs=VENUS.state_probs,
+    rows=(
+        ("vc01", 27, 0.14, 0.85, 1.5, 40, "mixed"),
+        ("vc02", 22, 0.10, 0.80, 1.2, 30, "mixed"),
+        ("vc03", 12, 0.12, 0.75, 0.8, 35, "single"),
+        ("vc04", 12, 0.09, 0.70, 1.0, 25, "single"),
+        ("vc05", 8, 0.08, 0.75, 1.0, 20, "single"),
+        ("vc06", 8, 0.07, 0.70, 1.5, 18, "mixed"),
+        ("vc07", 8, 0.08, 0.65, 0.7, 22, "single"),
+        ("vc08", 8, 0.06, 0.75, 2.0, 15, "multi"),
+        ("vc09", 7, 0.07, 0.65, 1.0, 20, "single"),
+        ("vc10", 4, 0.06, 0.70, 0.7, 15, "single"),
+        ("vc11", 4, 0.05, 0.75, 2.5, 12, "mixed"),
+        ("vc12", 2, 0.03, 0.65, 1.0, 8, "single"),
+        ("vc13", 2, 0.03, 0.60, 0.5, 8, "single"),
+        ("vc14", 1, 0.02, 0.55, 1.0, 5, "single"),
+    ),
+)
+
+SATURN = _helios_preset(
+    "saturn", state_probs=VENUS.state_probs,
+    rows=(
+        ("vc01", 44, 0.10, 0.90, 1.5, 30, "large"),
+        ("vc02", 36, 0.09, 0.90, 1.2, 30, "multi"),
+        ("vc03", 24, 0.10, 0.85, 1.0, 35, "mixed"),
+        ("vc04", 20, 0.08, 0.85, 1.0, 25, "mixed"),
+        ("vc05", 16, 0.09, 0.80, 0.6, 35, "single"),
+        ("vc06", 16, 0.07, 0.85, 1.5, 20, "multi"),
+        ("vc07", 16, 0.08, 0.80, 0.8, 30, "single"),
+        ("vc08", 12, 0.06, 0.80, 1.0, 20, "mixed"),
+        ("vc09", 12, 0.07, 0.75, 0.7, 25, "single"),
+        ("vc10", 12, 0.05, 0.85, 2.0, 15, "multi"),
+        ("vc11", 10, 0.05, 0.75, 1.0, 18, "mixed"),
+        ("vc12", 8, 0.05, 0.75, 0.8, 20, "single"),
+        ("vc13", 8, 0.03, 0.80, 1.5, 10, "multi"),
+        ("vc14", 8, 0.03, 0.70, 1.0, 12, "mixed"),
+        ("vc15", 6, 0.02, 0.70, 1.0, 8, "single"),
+        ("vc16", 4, 0.02, 0.65, 0.8, 8, "single"),
+        ("vc17", 4, 0.005, 0.60, 1.0, 5, "mixed"),
+        ("vc18", 4, 0.005, 0.55, 1.0, 4, "single"),
+    ),
+)
+
+URANUS = _helios_preset(
+    "uranus", state_probs=VENUS.state_probs,
+    rows=(
+        ("vc01", 52, 0.10, 0.90, 1.5, 20, "large"),
+        ("vc02", 32, 0.10, 0.85, 1.2, 22, "multi"),
+        ("vc03", 28, 0.11, 0.85, 1.0, 25, "mixed"),
+        ("vc04", 24, 0.11, 0.80, 0.8, 28, "single"),
+        ("vc05", 20, 0.08, 0.85, 1.5, 15, "multi"),
+        ("vc06", 16, 0.09, 0.80, 0.8, 22, "single"),
+        ("vc07", 16, 0.08, 0.80, 1.0, 18, "mixed"),
+        ("vc08", 16, 0.07, 0.80, 1.0, 18, "single"),
+        ("vc09", 12, 0.06, 0.75, 1.0, 14, "mixed"),
+        ("vc10", 12, 0.05, 0.80, 2.0, 10, "multi"),
+        ("vc11", 10, 0.05, 0.75, 0.7, 12, "single"),
+        ("vc12", 8, 0.04, 0.70, 1.0, 10, "single"),
+        ("vc13", 8, 0.03, 0.70, 1.2, 8, "mixed"),
+        ("vc14", 7, 0.02, 0.65, 1.0, 6, "single"),
+        ("vc15", 4, 0.01, 0.60, 1.0, 4, "single"),
+    ),
+)
+
+VENUS_6M = dataclasses.replace(
+    VENUS, name="venus_6m", cluster="venus_6m_synth", origin=HELIOS_ORIGIN,
+    jobs_per_day=round(HELIOS_PUBLISHED["venus"]["gpu_jobs"] / HELIOS_DAYS, 1),
+    load_factor=round(VENUS.load_factor * HELIOS_PUBLISHED["venus"]["gpu_time"]
+                      / (1080 * HELIOS_DAYS * DAY) / _gpu_weighted_load(VENUS.vcs), 4),
+)
+
+PRESETS: dict[str, SynthPreset] = {p.name: p for p in (VENUS, VENUS_6M, EARTH, SATURN, URANUS)}
+#: Multi-cluster presets: the clusters generated together, VC and user names prefixed with the
+#: cluster ("saturn/vc01"); `helios` is the whole datacenter over its six months.
+COMBINED: dict[str, tuple[tuple[str, SynthPreset], ...]] = {
+    "helios": (("venus", VENUS_6M), ("earth", EARTH), ("saturn", SATURN), ("uranus", URANUS)),
+}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,284 @@
+"""`raysim models ...`: train the models from files, and write the evaluation report.
+
+    raysim models train throughput --data cluster_throughput.csv --out forecast.csv [--kind ebm]
+    raysim models train duration --trace traces/venus_sept --out estimates.csv [--kind ebm]
+    raysim models train packing --single single_data.csv [--colocation colocate_info.csv] --out labels.csv
+    raysim models report --shared ../shared --out models_report/
+
+The duration output has Lucid's estimate-file columns (job_id, priority = estimated seconds), so
+`estimator.source=file estimator.path=<it>` uses it directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from raysim.models import duration as dur
+from raysim.models import packing as pk
+from raysim.models import throughput as tp
+from raysim.models.features import EBM_SETTINGS, KINDS, accuracy, macro_f1, mae
+from raysim.models.plots import plot_importances, plot_shapes
+from raysim.trace.errors import TraceError
+
+#: files the report reads, relative to --shared (the Lucid artifact files are optional)
+THROUGHPUT_CSV = "traces/venus_sept/cluster_throughput.csv"
+TRACE_DIR = "traces/venus_sept"
+LUCID_FORECAST = "traces/venus_sept/lucid_artifacts/throughput_forecast.csv"
+LUCID_ESTIMATES = {"lucid artifact (ebm)": "traces/venus_sept/lucid_artifacts/duration_estimates_ebm.csv",
+                   "lucid artifact (lightgbm)": "traces/venus_sept/lucid_artifacts/duration_estimates_lgb.csv"}
+SINGLE_CSV = "profiles/single_data.csv"
+COLOCATION_CSV = "profiles/colocate_info.csv"
+COLUMNS = ["section", "target", "kind", "metric", "value", "n_train", "n_test", "fit_s"]
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of `raysim models`; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (TraceError, ValueError, FileNotFoundError) as err:
+        print(f"raysim models: error: {err}", file=sys.stderr)
+        return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="raysim models", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    train = sub.add_parser("train", help="train one model and write what it predicts").add_subparsers(
+        dest="model", required=True)
+
+    p = train.add_parser("throughput", help="forecast of submitted GPU jobs/GPUs per 10 minutes")
+    p.add_argument("--data", required=True, help="cluster_throughput.csv")
+    p.add_argument("--out", required=True, help="forecast CSV to write (Lucid's throughput_forecast format)")
+    p.add_argument("--split", default=tp.DEFAULT_SPLIT, help="first forecast bin; earlier bins train (%(default)s)")
+    _common(p, "--kind")
+    p.set_defaults(run=_train_throughput)
+
+    p = train.add_parser("duration", help="weekly-retrained duration estimates for a trace")
+    p.add_argument("--trace", required=True, help="trace file or folder (as for trace.path)")
+    p.add_argument("--out", required=True, help="CSV to write: job_id, priority (estimated seconds)")
+    p.add_argument("--period-days", type=float, default=7.0, help="retraining period (%(default)s days)")
+    p.add_argument("--target", choices=dur.TARGETS, default="log", help="fit log(1+duration) or seconds")
+    p.add_argument("--cache-dir", default=None, help="where to cache the parsed trace (default: no cache)")
+    _common(p, "--kind")
+    p.set_defaults(run=_train_duration)
+
+    p = train.add_parser("packing", help="share-score labels and leave-one-model-out classifier check")
+    p.add_argument("--single", required=True, help="single_data.csv")
+    p.add_argument("--colocation", default=None, help="colocate_info.csv (adds colocation labels)")
+    p.add_argument("--out", required=True, help="per-configuration CSV to write")
+    _common(p, "--classifier")
+    p.set_defaults(run=_train_packing)
+
+    p = sub.add_parser("report", help="EBM vs LightGBM on held-out data, with EBM plots")
+    p.add_argument("--shared", required=True, help="folder holding traces/venus_sept and profiles/")
+    p.add_argument("--out", required=True, help="folder for models_report.md/.csv and the PNGs")
+    p.add_argument("--split", default=tp.DEFAULT_SPLIT, help="throughput: first test bin (%(default)s)")
+    p.add_argument("--test-from-day", type=int, default=14,
+                   help="duration: test on jobs submitted from this day on (%(default)s)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=_report)
+    return parser
+
+
+def _common(p: argparse.ArgumentParser, kind_flag: str) -> None:
+    p.add_argument(kind_flag, dest="kind", choices=KINDS, default="ebm", help="model family (%(default)s)")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _train_throughput(args) -> int:
+    forecast = tp.fit_forecast(tp.read_throughput(args.data), split=args.split, kind=args.kind, seed=args.seed)
+    forecast.write(args.out)
+    for target, err in forecast.mae.items():
+        print(f"{target}: {args.kind} MAE {err:.3f} over {len(forecast.table)} bins "
+              f"(trained on {forecast.n_train} bins in {forecast.fit_seconds[target]:.1f} s)")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _train_duration(args) -> int:
+    from raysim.trace.load import load_trace
+
+    trace = load_trace(args.trace, cache=args.cache_dir is not None, cache_dir=args.cache_dir)
+    table = trace.table
+    submit = table.column("submit_time").to_numpy().astype(np.float64)
+    ends = submit + table.column("duration").to_numpy()
+    t0 = time.perf_counter()
+    est = dur.weekly_estimates(table, ends, trace.origin, period_s=int(args.period_days * 86400),
+                               kind=args.kind, seed=args.seed, target=args.target)
+    out = pd.DataFrame({"job_id": table.column("job_id").to_numpy(), "priority": np.round(est).astype(np.int64)})
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    out.to_csv(args.out, index=False)
+    print(f"{len(out)} jobs, MAE {mae(table.column('duration').to_numpy(), est):.0f} s "
+          f"(completion = submit + duration; {time.perf_counter() - t0:.1f} s); wrote {args.out}")
+    return 0
+
+
+def _train_packing(args) -> int:
+    single = pk.read_single(args.single)
+    table = single.copy()
+    if args.colocation:
+        table = pk.auto_labels(single, pk.colocation_speeds(args.colocation))
+        agree = pk.agreement(table)
+        print(f"colocation labels agree with single_data's label on {agree['agree']}/{agree['measured']} "
+              f"measured configurations ({agree['accuracy']:.1%})")
+    table["cv_prediction"] = pk.cross_validate(single, args.kind, args.seed)
+    print(f"{args.kind} leave-one-model-out: accuracy {accuracy(single['label'], table['cv_prediction']):.3f}, "
+          f"macro-F1 {macro_f1(single['label'], table['cv_prediction'], pk.LABELS):.3f}")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.out, index=False)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _report(args) -> int:
+    rows, notes = report(Path(args.shared), Path(args.out), seed=args.seed, split=args.split,
+                         test_from_day=args.test_from_day)
+    with pd.option_context("display.width", 200, "display.max_rows", 200):
+        print(rows.to_string(index=False))
+    print("\n".join(notes))
+    print(f"wrote {Path(args.out) / 'models_report.md'}")
+    return 0
+
+
+def report(shared: Path, out: Path, *, seed: int = 0, split: str = tp.DEFAULT_SPLIT,
+           test_from_day: int = 14) -> tuple[pd.DataFrame, list[str]]:
+    """Evaluate every model on held-out data, write models_report.md/.csv and EBM plots to `out`.
+
+    Returns the result rows (COLUMNS) and the report's notes.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    rows, notes, plots = [], [], []
+
+    def add(section, target, kind, metric, value, n_train=None, n_test=None, fit_s=None):
+        rows.append(dict(section=section, target=target, kind=kind, metric=metric, value=value,
+                         n_train=n_train, n_test=n_test, fit_s=fit_s))
+
+    # Throughput: train before `split`, forecast from it on.
+    series = tp.read_throughput(shared / THROUGHPUT_CSV)
+    forecasts = {kind: tp.fit_forecast(series, split=split, kind=kind, seed=seed) for kind in KINDS}
+    for kind, fc in forecasts.items():
+        fc.write(out / f"throughput_forecast_{kind}.csv")
+        for target in tp.TARGETS:
+            add("throughput", target, kind, "MAE", fc.mae[target], fc.n_train, len(fc.table), fc.fit_seconds[target])
+    n_test = len(forecasts["ebm"].table)
+    for target, err in tp.persistence_mae(series, split=split).items():
+        add("throughput", target, "persistence (bin k-5)", "MAE", err, None, n_test)
+    if (shared / LUCID_FORECAST).exists():
+        lucid = pd.read_csv(shared / LUCID_FORECAST).merge(forecasts["ebm"].table[["time"]], on="time")
+        for target, pred in tp.TARGETS.items():
+            add("throughput", target, "lucid artifact", "MAE", mae(lucid[target], lucid[pred]), None, len(lucid))
+    for target in tp.TARGETS:
+        ratio = forecasts["ebm"].mae[target] / forecasts["lightgbm"].mae[target]
+        notes.append(f"throughput {target}: EBM MAE / LightGBM MAE = {ratio:.3f} "
+                     f"({'within' if ratio <= 1.10 else 'NOT within'} the 10% bound)")
+        model = forecasts["ebm"].models[target]
+        short = tp.SHORT[target]
+        plots += [plot_importances(model, out / f"throughput_{short}_importance.png", f"EBM throughput: {target}"),
+                  plot_shapes(model, out / f"throughput_{short}_shapes.png", f"EBM throughput: {target}")]
+
+    # Duration: time split without leakage, plus weekly retraining.
+    from raysim.trace.load import load_trace
+
+    trace = load_trace(shared / TRACE_DIR, cache=False)
+    jobs = trace.table.to_pandas()
+    submit, duration = jobs["submit_time"].to_numpy(), jobs["duration"].to_numpy().astype(np.float64)
+    ends = submit + duration
+    day0 = int(np.floor(submit.min() / 86400) * 86400)
+    w = day0 + test_from_day * 86400
+    train, test = ends < w, submit >= w
+    y_test = duration[test]
+    ebm_log = None
+    for kind in KINDS:
+        for target in dur.TARGETS:
+            t0 = time.perf_counter()
+            model = dur.DurationModel(kind, seed, target).fit(jobs[train], trace.origin)
+            fit_s = time.perf_counter() - t0
+            add("duration", f"duration ({target} target)", kind, "MAE", mae(y_test, model.predict(jobs[test])),
+                int(train.sum()), int(test.sum()), fit_s)
+            if kind == "ebm" and target == "log" and model.model is not None:
+                ebm_log = model
+    add("duration", "duration", "median of training jobs", "MAE",
+        mae(y_test, np.full(len(y_test), np.median(duration[train]) if train.any() else dur.DEFAULT_ESTIMATE_S)),
+        int(train.sum()), int(test.sum()))
+    for name, rel in LUCID_ESTIMATES.items():
+        if (shared / rel).exists():
+            est = pd.read_csv(shared / rel).set_index("job_id")["priority"]
+            aligned = est.reindex(jobs["job_id"][test]).to_numpy(dtype=np.float64)
+            add("duration", "duration", name + ", negatives -> 0", "MAE", mae(y_test, np.maximum(aligned, 0)),
+                None, int(test.sum()))
+    period = dur.WEEK_S
+    for kind in KINDS:
+        t0 = time.perf_counter()
+        est = dur.weekly_estimates(trace.table, ends, trace.origin, kind=kind, seed=seed, start=day0)
+        fit_s = time.perf_counter() - t0
+        later = submit >= day0 + period
+        add("duration", "duration (weekly retrain, weeks 2+)", kind, "MAE", mae(duration[later], est[later]),
+            None, int(later.sum()), fit_s)
+    notes.append(f"duration split: train on jobs completing (submit + duration) before day {test_from_day}, "
+                 f"test on jobs submitted from day {test_from_day}; weekly rows: each week predicted by a "
+                 "model trained on jobs completed before it (week 1 has none and is left out)")
+    if ebm_log is not None:
+        plots += [plot_importances(ebm_log.model, out / "duration_importance.png", "EBM duration (log target)"),
+                  plot_shapes(ebm_log.model, out / "duration_shapes.png", "EBM duration (log target)")]
+
+    # Packing: label agreement and leave-one-model-out classification.
+    single = pk.read_single(shared / SINGLE_CSV)
+    labels = pk.auto_labels(single, pk.colocation_speeds(shared / COLOCATION_CSV))
+    agree = pk.agreement(labels)
+    add("packing", "label", "colocation speeds vs single_data label", "agreement (measured configs)",
+        agree["accuracy"], None, agree["measured"])
+    add("packing", "label", "colocation speeds vs single_data label", "agreement (unmeasured -> 2)",
+        agree["reference_accuracy"], None, len(labels))
+    y = single["label"].to_numpy()
+    for kind in KINDS:
+        t0 = time.perf_counter()
+        pred = pk.cross_validate(single, kind, seed)
+        fit_s = time.perf_counter() - t0
+        add("packing", "label", kind, "accuracy (leave-one-model-out)", accuracy(y, pred), None, len(y), fit_s)
+        add("packing", "label", kind, "macro-F1 (leave-one-model-out)", macro_f1(y, pred, pk.LABELS), None, len(y))
+    majority = np.full(len(y), np.bincount(y, minlength=len(pk.LABELS)).argmax())
+    add("packing", "label", "constant: most frequent label", "accuracy", accuracy(y, majority), None, len(y))
+    add("packing", "label", "constant: most frequent label", "macro-F1", macro_f1(y, majority, pk.LABELS),
+        None, len(y))
+    clf = pk.fit_classifier(single, "ebm", seed)
+    if clf.estimator is not None:
+        plots += [plot_importances(clf, out / "packing_importance.png", "EBM share-score classifier"),
+                  plot_shapes(clf, out / "packing_shapes.png", "EBM share-score classifier")]
+
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    table.to_csv(out / "models_report.csv", index=False)
+    (out / "models_report.md").write_text(_markdown(table, notes, agree["confusion"], plots, out))
+    return table, notes
+
+
+def _markdown(table: pd.DataFrame, notes: list[str], confusion: pd.DataFrame, plots, out: Path) -> str:
+    def fmt(v, digits):
+        return "" if v is None or (isinstance(v, float) and np.isnan(v)) else (
+            f"{v:.{digits}f}" if isinstance(v, float) else str(int(v)))
+
+    lines = ["# raysim models report", "",
+             "Produced by `raysim models report`; EBM settings: "
+             + ", ".join(f"{k}={v}" for k, v in EBM_SETTINGS.items()) + "; LightGBM defaults with n_jobs=1.", ""]
+    for section in table["section"].unique():
+        part = table[table["section"] == section]
+        lines += [f"## {section}", "", "| target | model | metric | value | n train | n test | fit s |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in part.itertuples(index=False):
+            digits = 3 if section != "duration" else 0
+            lines.append(f"| {r.target} | {r.kind} | {r.metric} | {fmt(r.value, digits)} | {fmt(r.n_train, 0)} "
+                         f"| {fmt(r.n_test, 0)} | {fmt(r.fit_s, 1)} |")
+        lines.append("")
+    lines += ["Colocation label (columns) vs single_data label (rows), measured configurations:", "",
+              "| label | " + " | ".join(str(c) for c in confusion.columns) + " |",
+              "|---|" + "---|" * len(confusion.columns)]
+    lines += [f"| {i} | " + " | ".join(str(v) for v in row) + " |" for i, row in confusion.iterrows()]
+    lines += ["", "## Notes", ""] + [f"- {n}" for n in notes] + ["", "## EBM plots", ""]
+    lines += [f"![{p.stem}]({p.relative_to(out)})" for p in plots]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,90 @@
+"""Compare the runs of a Hydra multirun: sweep_summary.csv/.md and comparison plots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import yaml
+from hydra.experimental.callback import Callback
+
+from raysim.report.plots import compare_plots
+
+METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queue", "p99.9_jct",
+           "makespan", "gpu_utilization"]
+
+
+def run_labels(run_dirs: list[Path]) -> list[str]:
+    """Label each run by the overrides that differ between the runs (e.g. "policy=srtf")."""
+    overrides = []
+    for run in run_dirs:
+        path = run / ".hydra" / "overrides.yaml"
+        items = yaml.safe_load(path.read_text()) or [] if path.exists() else []
+        overrides.append([o for o in items if not o.startswith("hydra.")])
+    common = set.intersection(*(set(o) for o in overrides)) if overrides else set()
+    labels = [",".join(o for o in items if o not in common) for items in overrides]
+    return [label or run.name for label, run in zip(labels, run_dirs)]
+
+
+def summarize_sweep(sweep_dir: str | Path, plots: bool = True) -> pd.DataFrame:
+    """Build sweep_summary.csv/.md (run x metric, overall and per VC) and plots in `sweep_dir`."""
+    sweep_dir = Path(sweep_dir)
+    runs = sorted(p.parent for p in sweep_dir.glob("*/summary.csv"))
+    if not runs:
+        raise FileNotFoundError(f"{sweep_dir}: no run folder with a summary.csv (is this a multirun folder?)")
+    frames, data = [], {}
+    for run, label in zip(runs, run_labels(runs)):
+        summary = pd.read_csv(run / "summary.csv")
+        frames.append(summary.assign(run=label))
+        if plots and (run / "jobs.parquet").exists():
+            jobs = pq.read_table(run / "jobs.parquet", columns=["jct"]).to_pandas()
+            series = pq.read_table(run / "timeseries.parquet",
+                                   columns=["vc", "time", "gpu_utilization", "pending_gpujob_num"]).to_pandas()
+            series["vc"] = series["vc"].astype(str)
+            data[label] = (jobs, series, summary)
+    table = pd.concat(frames, ignore_index=True)
+    table = table[["run"] + [c for c in table.columns if c != "run"]]
+    table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
+    (sweep_dir / "sweep_summary.md").write_text(_markdown(table))
+    if plots and data:
+        compare_plots(data, sweep_dir / "plots")
+    return table
+
+
+def _markdown(table: pd.DataFrame) -> str:
+    overall = table[table["vc"] == "all"].set_index("run")[[m for m in METRICS if m in table.columns]]
+    lines = ["# Sweep summary", "", "## All VCs", "", _md_table(overall.reset_index())]
+    for metric in ("avg_queue", "avg_jct"):
+        per_vc = table[table["vc"] != "all"].pivot(index="vc", columns="run", values=metric)
+        lines += ["", f"## {metric} per VC (s)", "", _md_table(per_vc.reset_index())]
+    return "\n".join(lines) + "\n"
+
+
+def _md_table(df: pd.DataFrame) -> str:
+    cols = list(df.columns)
+    out = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
+    for _, r in df.iterrows():
+        cells = []
+        for c in cols:
+            v = r[c]
+            if isinstance(v, str):
+                cells.append(v)
+            elif c == "gpu_utilization":
+                cells.append(f"{v:.3f}")
+            else:
+                cells.append("" if pd.isna(v) else f"{v:,.1f}" if c.startswith("avg") else f"{v:,.0f}")
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+class SweepSummary(Callback):
+    """Hydra callback: after a multirun, write the comparison table and plots into its folder."""
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        try:
+            table = summarize_sweep(sweep_dir)
+        except FileNotFoundError:
+            return  # e.g. a harvest sweep: its runs write their own summaries
+        print(f"sweep summary ({len(table['run'].unique())} runs): {sweep_dir / 'sweep_summary.md'}")

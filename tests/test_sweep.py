@@ -1,0 +1,38 @@
+"""Hydra multirun writes a comparison table and plots; `raysim report` rebuilds them."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_multirun_summary_and_report(tmp_path):
+    sweep = tmp_path / "sweep"
+    res = subprocess.run([sys.executable, "-m", "raysim", "-m", "+experiment=venus", "runtime=local",
+                          "policy=fifo,srtf", f"hydra.sweep.dir={sweep}"],
+                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    table = pd.read_csv(sweep / "sweep_summary.csv")
+    assert sorted(table["run"].unique()) == ["policy=fifo", "policy=srtf"]
+    overall = table[table.vc == "all"].set_index("run")
+    assert overall.loc["policy=srtf", "avg_queue"] < overall.loc["policy=fifo", "avg_queue"]
+    assert len(table) == 2 * 16  # 15 VCs + all, per run
+    md = (sweep / "sweep_summary.md").read_text()
+    assert "avg_queue per VC" in md and "policy=srtf" in md
+    for name in ("jct_cdf", "queue_per_vc", "gpu_utilization", "pending_jobs"):
+        assert (sweep / "plots" / f"{name}.png").stat().st_size > 1000
+        assert next(sweep.glob("0_*")).joinpath("plots", f"{name}.png").exists()
+    (sweep / "sweep_summary.csv").unlink()
+    rep = subprocess.run([sys.executable, "-m", "raysim", "report", str(sweep), "--no-plots"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert rep.returncode == 0, rep.stderr[-2000:]
+    assert pd.read_csv(sweep / "sweep_summary.csv").equals(table)
+
+
+def test_report_on_a_folder_without_runs_is_a_clear_error(tmp_path):
+    rep = subprocess.run([sys.executable, "-m", "raysim", "report", str(tmp_path)], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert rep.returncode == 2 and "no run folder with a summary.csv" in rep.stderr
