@@ -56,7 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     p = train.add_parser("throughput", help="forecast of submitted GPU jobs/GPUs per 10 minutes")
     p.add_argument("--data", required=True, help="cluster_throughput.csv")
     p.add_argument("--out", required=True, help="forecast CSV to write (Lucid's throughput_forecast format)")
-    p.add_argument("--split", default=tp.DEFAULT_SPLIT, help="first forecast bin; earlier bins train (%(default)s)")
+    p.add_argument("--split", default=tp.DEFAULT_SPLIT,
+                   help="first forecast bin; earlier bins train (%(default)s)")
     _common(p, "--kind")
     p.set_defaults(run=_train_throughput)
 
@@ -147,6 +148,21 @@ def _report(args) -> int:
     return 0
 
 
+class _Results:
+    """Rows, notes and plot paths collected while the report runs."""
+
+    def __init__(self):
+        self.rows, self.notes, self.plots = [], [], []
+
+    def add(self, section, target, kind, metric, value, n_train=None, n_test=None, fit_s=None):
+        self.rows.append(dict(section=section, target=target, kind=kind, metric=metric, value=value,
+                              n_train=n_train, n_test=n_test, fit_s=fit_s))
+
+    def plot(self, model, out: Path, stem: str, title: str):
+        self.plots += [plot_importances(model, out / f"{stem}_importance.png", title),
+                       plot_shapes(model, out / f"{stem}_shapes.png", title)]
+
+
 def report(shared: Path, out: Path, *, seed: int = 0, split: str = tp.DEFAULT_SPLIT,
            test_from_day: int = 14) -> tuple[pd.DataFrame, list[str]]:
     """Evaluate every model on held-out data, write models_report.md/.csv and EBM plots to `out`.
@@ -154,36 +170,46 @@ def report(shared: Path, out: Path, *, seed: int = 0, split: str = tp.DEFAULT_SP
     Returns the result rows (COLUMNS) and the report's notes.
     """
     out.mkdir(parents=True, exist_ok=True)
-    rows, notes, plots = [], [], []
+    res = _Results()
+    _report_throughput(res, shared, out, seed, split)
+    _report_duration(res, shared, out, seed, test_from_day)
+    confusion = _report_packing(res, shared, out, seed)
+    table = pd.DataFrame(res.rows, columns=COLUMNS).astype({"n_train": "Int64", "n_test": "Int64"})
+    table.to_csv(out / "models_report.csv", index=False, float_format="%.6g")
+    (out / "models_report.md").write_text(_markdown(table, res.notes, confusion, res.plots, out))
+    return table, res.notes
 
-    def add(section, target, kind, metric, value, n_train=None, n_test=None, fit_s=None):
-        rows.append(dict(section=section, target=target, kind=kind, metric=metric, value=value,
-                         n_train=n_train, n_test=n_test, fit_s=fit_s))
 
-    # Throughput: train before `split`, forecast from it on.
+def _report_throughput(res: _Results, shared: Path, out: Path, seed: int, split: str) -> None:
+    """Train before `split`, forecast from it on; compare with persistence and Lucid's forecast."""
     series = tp.read_throughput(shared / THROUGHPUT_CSV)
     forecasts = {kind: tp.fit_forecast(series, split=split, kind=kind, seed=seed) for kind in KINDS}
     for kind, fc in forecasts.items():
         fc.write(out / f"throughput_forecast_{kind}.csv")
         for target in tp.TARGETS:
-            add("throughput", target, kind, "MAE", fc.mae[target], fc.n_train, len(fc.table), fc.fit_seconds[target])
+            res.add("throughput", target, kind, "MAE", fc.mae[target], fc.n_train, len(fc.table),
+                    fc.fit_seconds[target])
     n_test = len(forecasts["ebm"].table)
     for target, err in tp.persistence_mae(series, split=split).items():
-        add("throughput", target, "persistence (bin k-5)", "MAE", err, None, n_test)
+        res.add("throughput", target, "persistence (bin k-5)", "MAE", err, None, n_test)
     if (shared / LUCID_FORECAST).exists():
         lucid = pd.read_csv(shared / LUCID_FORECAST).merge(forecasts["ebm"].table[["time"]], on="time")
         for target, pred in tp.TARGETS.items():
-            add("throughput", target, "lucid artifact", "MAE", mae(lucid[target], lucid[pred]), None, len(lucid))
+            res.add("throughput", target, "lucid artifact", "MAE", mae(lucid[target], lucid[pred]), None,
+                    len(lucid))
     for target in tp.TARGETS:
         ratio = forecasts["ebm"].mae[target] / forecasts["lightgbm"].mae[target]
-        notes.append(f"throughput {target}: EBM MAE / LightGBM MAE = {ratio:.3f} "
-                     f"({'within' if ratio <= 1.10 else 'NOT within'} the 10% bound)")
-        model = forecasts["ebm"].models[target]
-        short = tp.SHORT[target]
-        plots += [plot_importances(model, out / f"throughput_{short}_importance.png", f"EBM throughput: {target}"),
-                  plot_shapes(model, out / f"throughput_{short}_shapes.png", f"EBM throughput: {target}")]
+        res.notes.append(f"throughput {target}: EBM MAE / LightGBM MAE = {ratio:.3f} "
+                         f"({'within' if ratio <= 1.10 else 'NOT within'} the 10% bound)")
+        res.plot(forecasts["ebm"].models[target], out, f"throughput_{tp.SHORT[target]}",
+                 f"EBM throughput: {target}")
+    res.notes.append("throughput: features of bin k use only bins <= k-5 (a true forecast for the 5 bins "
+                     "Lucid's packing switch averages); one-step-ahead walk over the test bins with actual "
+                     "past counts")
 
-    # Duration: time split without leakage, plus weekly retraining.
+
+def _report_duration(res: _Results, shared: Path, out: Path, seed: int, test_from_day: int) -> None:
+    """Time split without leakage (train: completed before the test start), plus weekly retraining."""
     from raysim.trace.load import load_trace
 
     trace = load_trace(shared / TRACE_DIR, cache=False)
@@ -191,77 +217,67 @@ def report(shared: Path, out: Path, *, seed: int = 0, split: str = tp.DEFAULT_SP
     submit, duration = jobs["submit_time"].to_numpy(), jobs["duration"].to_numpy().astype(np.float64)
     ends = submit + duration
     day0 = int(np.floor(submit.min() / 86400) * 86400)
-    w = day0 + test_from_day * 86400
-    train, test = ends < w, submit >= w
-    y_test = duration[test]
-    ebm_log = None
+    train, test = ends < day0 + test_from_day * 86400, submit >= day0 + test_from_day * 86400
+    sizes = (int(train.sum()), int(test.sum()))
     for kind in KINDS:
         for target in dur.TARGETS:
             t0 = time.perf_counter()
             model = dur.DurationModel(kind, seed, target).fit(jobs[train], trace.origin)
             fit_s = time.perf_counter() - t0
-            add("duration", f"duration ({target} target)", kind, "MAE", mae(y_test, model.predict(jobs[test])),
-                int(train.sum()), int(test.sum()), fit_s)
+            res.add("duration", f"duration ({target} target)", kind, "MAE",
+                    mae(duration[test], model.predict(jobs[test])), *sizes, fit_s)
             if kind == "ebm" and target == "log" and model.model is not None:
-                ebm_log = model
-    add("duration", "duration", "median of training jobs", "MAE",
-        mae(y_test, np.full(len(y_test), np.median(duration[train]) if train.any() else dur.DEFAULT_ESTIMATE_S)),
-        int(train.sum()), int(test.sum()))
+                res.plot(model.model, out, "duration", "EBM duration (log target)")
+    median = np.median(duration[train]) if train.any() else dur.DEFAULT_ESTIMATE_S
+    res.add("duration", "duration", "median of training jobs", "MAE", mae(duration[test], median), *sizes)
     for name, rel in LUCID_ESTIMATES.items():
         if (shared / rel).exists():
             est = pd.read_csv(shared / rel).set_index("job_id")["priority"]
             aligned = est.reindex(jobs["job_id"][test]).to_numpy(dtype=np.float64)
-            add("duration", "duration", name + ", negatives -> 0", "MAE", mae(y_test, np.maximum(aligned, 0)),
-                None, int(test.sum()))
-    period = dur.WEEK_S
+            res.add("duration", "duration", name + ", negatives -> 0", "MAE",
+                    mae(duration[test], np.maximum(aligned, 0)), None, sizes[1])
+    later = submit >= day0 + dur.WEEK_S
     for kind in KINDS:
         t0 = time.perf_counter()
         est = dur.weekly_estimates(trace.table, ends, trace.origin, kind=kind, seed=seed, start=day0)
-        fit_s = time.perf_counter() - t0
-        later = submit >= day0 + period
-        add("duration", "duration (weekly retrain, weeks 2+)", kind, "MAE", mae(duration[later], est[later]),
-            None, int(later.sum()), fit_s)
-    notes.append(f"duration split: train on jobs completing (submit + duration) before day {test_from_day}, "
-                 f"test on jobs submitted from day {test_from_day}; weekly rows: each week predicted by a "
-                 "model trained on jobs completed before it (week 1 has none and is left out)")
-    if ebm_log is not None:
-        plots += [plot_importances(ebm_log.model, out / "duration_importance.png", "EBM duration (log target)"),
-                  plot_shapes(ebm_log.model, out / "duration_shapes.png", "EBM duration (log target)")]
+        res.add("duration", "duration (weekly retrain, weeks 2+)", kind, "MAE", mae(duration[later], est[later]),
+                None, int(later.sum()), time.perf_counter() - t0)
+    res.notes.append(f"duration split: train on jobs completing (submit + duration) before day {test_from_day}, "
+                     f"test on jobs submitted from day {test_from_day}; weekly rows: each week predicted by a "
+                     "model trained on jobs completed before it (week 1 has none and is left out); the Lucid "
+                     "artifact estimates come from models trained on months before September (not in shared/)")
 
-    # Packing: label agreement and leave-one-model-out classification.
+
+def _report_packing(res: _Results, shared: Path, out: Path, seed: int) -> pd.DataFrame:
+    """Label agreement and leave-one-model-out classification; returns the confusion matrix."""
     single = pk.read_single(shared / SINGLE_CSV)
     labels = pk.auto_labels(single, pk.colocation_speeds(shared / COLOCATION_CSV))
     agree = pk.agreement(labels)
-    add("packing", "label", "colocation speeds vs single_data label", "agreement (measured configs)",
-        agree["accuracy"], None, agree["measured"])
-    add("packing", "label", "colocation speeds vs single_data label", "agreement (unmeasured -> 2)",
-        agree["reference_accuracy"], None, len(labels))
+    source = "colocation speeds vs single_data label"
+    res.add("packing", "label", source, "agreement (measured configs)", agree["accuracy"], None, agree["measured"])
+    res.add("packing", "label", source, "agreement (unmeasured -> 2)", agree["reference_accuracy"], None,
+            len(labels))
     y = single["label"].to_numpy()
     for kind in KINDS:
         t0 = time.perf_counter()
         pred = pk.cross_validate(single, kind, seed)
         fit_s = time.perf_counter() - t0
-        add("packing", "label", kind, "accuracy (leave-one-model-out)", accuracy(y, pred), None, len(y), fit_s)
-        add("packing", "label", kind, "macro-F1 (leave-one-model-out)", macro_f1(y, pred, pk.LABELS), None, len(y))
+        res.add("packing", "label", kind, "accuracy (leave-one-model-out)", accuracy(y, pred), None, len(y), fit_s)
+        res.add("packing", "label", kind, "macro-F1 (leave-one-model-out)", macro_f1(y, pred, pk.LABELS),
+                None, len(y))
     majority = np.full(len(y), np.bincount(y, minlength=len(pk.LABELS)).argmax())
-    add("packing", "label", "constant: most frequent label", "accuracy", accuracy(y, majority), None, len(y))
-    add("packing", "label", "constant: most frequent label", "macro-F1", macro_f1(y, majority, pk.LABELS),
-        None, len(y))
+    res.add("packing", "label", "constant: most frequent label", "accuracy", accuracy(y, majority), None, len(y))
+    res.add("packing", "label", "constant: most frequent label", "macro-F1", macro_f1(y, majority, pk.LABELS),
+            None, len(y))
     clf = pk.fit_classifier(single, "ebm", seed)
     if clf.estimator is not None:
-        plots += [plot_importances(clf, out / "packing_importance.png", "EBM share-score classifier"),
-                  plot_shapes(clf, out / "packing_shapes.png", "EBM share-score classifier")]
-
-    table = pd.DataFrame(rows, columns=COLUMNS)
-    table.to_csv(out / "models_report.csv", index=False)
-    (out / "models_report.md").write_text(_markdown(table, notes, agree["confusion"], plots, out))
-    return table, notes
+        res.plot(clf, out, "packing", "EBM share-score classifier")
+    return agree["confusion"]
 
 
 def _markdown(table: pd.DataFrame, notes: list[str], confusion: pd.DataFrame, plots, out: Path) -> str:
     def fmt(v, digits):
-        return "" if v is None or (isinstance(v, float) and np.isnan(v)) else (
-            f"{v:.{digits}f}" if isinstance(v, float) else str(int(v)))
+        return "" if pd.isna(v) else (f"{v:.{digits}f}" if isinstance(v, float) else str(int(v)))
 
     lines = ["# raysim models report", "",
              "Produced by `raysim models report`; EBM settings: "

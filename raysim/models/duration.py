@@ -111,7 +111,8 @@ class DurationModel:
 
 
 def weekly_estimates(table, completed_before: Callable | np.ndarray, origin: str, *, period_s: int = WEEK_S,
-                     kind: str = "ebm", seed: int = 0, target: str = "log", start: int | None = None) -> np.ndarray:
+                     kind: str = "ebm", seed: int = 0, target: str = "log",
+                     start: int | None = None) -> np.ndarray:
     """Duration estimates per row of `table`, retrained at the start of every period.
 
     Periods are [W, W + period_s) for W = start, start + period_s, ...; `start` defaults to the

@@ -65,7 +65,8 @@ def read_single(path) -> pd.DataFrame:
     dup = out.duplicated(list(KEY))
     if dup.any():
         row = int(np.flatnonzero(dup)[0])
-        raise TraceError(path, "configuration listed twice", row=row + 1, column="model", value=out["model"].iloc[row])
+        raise TraceError(path, "configuration listed twice", row=row + 1, column="model",
+                         value=out["model"].iloc[row])
     return out
 
 
@@ -101,8 +102,9 @@ def agreement(labels: pd.DataFrame) -> dict:
     reference = labels["colocation_label"].where(labels["colocation_label"] >= 0, 2)
     confusion = pd.crosstab(measured["label"], measured["colocation_label"]).reindex(
         index=LABELS, columns=LABELS, fill_value=0)
-    return {"measured": len(measured), "agree": int((measured["label"] == measured["colocation_label"]).sum()),
-            "accuracy": float((measured["label"] == measured["colocation_label"]).mean()) if len(measured) else float("nan"),
+    same = measured["label"] == measured["colocation_label"]
+    return {"measured": len(measured), "agree": int(same.sum()),
+            "accuracy": float(same.mean()) if len(measured) else float("nan"),
             "reference_accuracy": float((labels["label"] == reference).mean()) if len(labels) else float("nan"),
             "unmeasured": int((labels["colocation_label"] < 0).sum()), "confusion": confusion}
 
@@ -154,7 +156,8 @@ class ShareScores:
         labels = {}
         if colocation_csv is not None:
             speeds = colocation_speeds(colocation_csv)
-            for row, label in zip(speeds[list(KEY)].itertuples(index=False), label_from_speed(speeds["mean_speed"])):
+            measured = label_from_speed(speeds["mean_speed"])
+            for row, label in zip(speeds[list(KEY)].itertuples(index=False), measured):
                 labels[tuple(row)] = int(label)
         for row, label in zip(single[list(KEY)].itertuples(index=False), single["label"]):
             labels[tuple(row)] = int(label)

@@ -32,7 +32,7 @@ def plot_importances(model: TabularModel, path, title: str, top: int = 15) -> Pa
     fig = Figure(figsize=(6, 0.35 * len(pairs) + 1.2), layout="constrained")
     ax = fig.subplots()
     ax.barh([n for n, _ in pairs], [v for _, v in pairs], color="tab:blue")
-    ax.set_xlabel("mean |score| (target units; log-odds for classes)")
+    ax.set_xlabel("mean |score| (model output units; log-odds for a classifier)")
     ax.set_title(title)
     ax.grid(axis="x", linestyle=":")
     return _save(fig, path)

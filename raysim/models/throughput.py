@@ -22,7 +22,7 @@ clipped at 0 and rounded to 0.1 like the reference's forecast file.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +31,6 @@ import pandas as pd
 from raysim.models.features import TabularModel, calendar, check_kind, mae, require_columns
 from raysim.trace.errors import TraceError
 
-BIN_S = 600
 #: target column -> forecast column, as in Lucid's throughput_forecast.csv
 TARGETS = {"submit_gpu_job": "pred_gpu_job", "submit_gpu_num": "pred_gpu_num"}
 SHORT = {"submit_gpu_job": "njob", "submit_gpu_num": "ngpu"}
@@ -54,6 +53,8 @@ def read_throughput(path) -> pd.DataFrame:
     except FileNotFoundError:
         raise TraceError(path, "throughput file not found") from None
     require_columns(raw, ["time", *TARGETS], path)
+    if raw.empty:
+        raise TraceError(path, "no bins in the file")
     times = pd.to_datetime(raw["time"], errors="coerce", format="mixed")
     _first_bad(path, "time", times.isna(), raw["time"], "not a date-time")
     _first_bad(path, "time", (times - times.dt.floor("10min")) != pd.Timedelta(0), raw["time"],
@@ -108,7 +109,7 @@ class Forecast:
     models: dict[str, TabularModel]
     mae: dict[str, float]
     n_train: int
-    fit_seconds: dict[str, float] = field(default_factory=dict)
+    fit_seconds: dict[str, float]
 
     def write(self, path) -> None:
         """Write the forecast table as CSV (Lucid's throughput_forecast.csv format)."""
