@@ -7,6 +7,8 @@ import logging
 import time
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 from omegaconf import DictConfig
 
@@ -33,10 +35,16 @@ def load_from_config(cfg: DictConfig) -> Trace:
                       cache_dir=t.cache_dir)
 
 
-def spec_from_config(cfg: DictConfig, trace: Trace) -> RunSpec:
+def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict | None]:
+    """The run's spec, and extra per-job inputs (Lucid: workload ids and share scores)."""
     params = SimParams.for_mode(cfg.sim.compat, sample_interval=int(cfg.sim.sample_interval), seed=int(cfg.seed))
-    return RunSpec(cfg.policy.name, cfg.placer.name, params, dict(trace.vc_nodes),
+    spec = RunSpec(cfg.policy.name, cfg.placer.name, params, dict(trace.vc_nodes),
                    gpus_per_node=int(cfg.cluster.gpus_per_node))
+    if cfg.policy.name != "lucid":
+        return spec, None
+    from raysim.lucid_setup import lucid_inputs
+
+    return lucid_inputs(cfg, trace, spec)
 
 
 def vc_groups(vc_nodes: dict, vcs_per_actor: int) -> list[list[str]]:
@@ -48,21 +56,52 @@ def vc_groups(vc_nodes: dict, vcs_per_actor: int) -> list[list[str]]:
 
 def simulate(trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "local", window_s: int = 86_400,
              vcs_per_actor: int = 1, ray_options: dict | None = None, checkpoint_dir=None,
-             checkpoint_every: int = 1, resume: bool = False, progress: bool = False, executor=None):
+             checkpoint_every: int = 1, resume: bool = False, progress: bool = False, executor=None,
+             job_extra: dict | None = None):
     """Simulate every VC of `trace`; return the (jobs, time series) Arrow tables.
 
     `runtime` is "local" (in-process) or "ray" (actors); both give identical jobs tables.
+    `job_extra` adds per-job inputs (workload ids, share scores) to the job batches.
     """
-    groups = vc_groups(trace.vc_nodes, vcs_per_actor)
+    if spec.profiler and checkpoint_dir:
+        raise ValueError("runtime.checkpoint_dir is not supported with Lucid's profiler stage yet")
+    groups = vc_groups(spec.vc_nodes, vcs_per_actor)
     if executor is None:
         executor = make_executor(runtime, spec, groups, ray_options or {})
-    coordinator = Coordinator(executor, jobs_batch(trace.table, estimates), groups, t0=spec.t0,
+    coordinator = Coordinator(executor, jobs_batch(trace.table, estimates, job_extra), groups, t0=spec.t0,
                               window_s=window_s, checkpoint_dir=checkpoint_dir,
                               checkpoint_every=checkpoint_every, resume=resume, progress=progress,
                               origin=trace.origin)
-    records, samples, end = coordinator.run()
-    series = series_by_vc(samples, list(trace.vc_nodes), last=end)
-    return jobs_table(trace.table, records), timeseries_table(series)
+    records, samples, end, stage = coordinator.run()
+    series = series_by_vc(samples, list(spec.vc_nodes), last=end)
+    return jobs_table(trace.table, merge_profiling(records, stage)), timeseries_table(series)
+
+
+def merge_profiling(records: pa.Table, stage: pa.Table | None) -> pa.Table:
+    """Combine VC job records with the profiler stage's: jobs finished while profiled take the
+    profiler's record; the others add their profiling wait to their queue."""
+    if stage is None or not stage.num_rows:
+        return records
+    n = stage.num_rows
+    finished = stage.column("finished").to_numpy(zero_copy_only=False)
+    seq = stage.column("seq").to_numpy()
+    in_profiler = pa.table({
+        "seq": seq[finished], "start_time": stage.column("prof_start").to_numpy()[finished],
+        "end_time": stage.column("prof_end").to_numpy()[finished],
+        "queue": stage.column("prof_queue").to_numpy()[finished],
+        "preemptions": np.zeros(int(finished.sum()), np.int64), "first_node": np.full(int(finished.sum()), -1),
+        "num_nodes": np.zeros(int(finished.sum()), np.int64), "shared": np.zeros(int(finished.sum()), np.int64),
+    }).cast(records.schema)
+    merged = pa.concat_tables([records, in_profiler])
+    wait = np.zeros(int(merged.column("seq").to_numpy().max()) + 1 if merged.num_rows else 0, np.int64)
+    profiled = np.zeros_like(wait)
+    wait[seq[~finished]] = stage.column("prof_queue").to_numpy()[~finished]
+    profiled[seq] = 1
+    mseq = merged.column("seq").to_numpy()
+    queue = merged.column("queue").to_numpy() + wait[mseq]
+    merged = merged.set_column(merged.schema.get_field_index("queue"), "queue", pa.array(queue))
+    del n
+    return merged.append_column("profiled", pa.array(profiled[mseq]))
 
 
 def make_executor(runtime: str, spec: RunSpec, groups, ray_options: dict):
@@ -90,7 +129,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     if cfg.policy.name in NEEDS_ESTIMATE and estimates is None:
         raise ValueError(f"policy={cfg.policy.name} ranks jobs by estimated duration: set "
                          "estimator.source=file estimator.path=<CSV> (or estimator.source=oracle)")
-    spec = spec_from_config(cfg, trace)
+    spec, job_extra = spec_from_config(cfg, trace)
     log.info("trace %s: %d jobs, %d VCs, %d GPUs; policy=%s placer=%s compat=%s runtime=%s",
              trace.source, trace.table.num_rows, len(trace.vc_nodes),
              sum(trace.vc_nodes.values()) * spec.gpus_per_node, spec.policy, spec.placer,
@@ -101,7 +140,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     jobs, series = simulate(trace, spec, estimates, runtime=rt.name, window_s=int(rt.window_s),
                             vcs_per_actor=int(cfg.ray.vcs_per_actor), ray_options=dict(cfg.ray),
                             checkpoint_dir=rt.checkpoint_dir, checkpoint_every=int(rt.checkpoint_every),
-                            resume=bool(rt.resume), progress=True)
+                            resume=bool(rt.resume), progress=True, job_extra=job_extra)
     sim_wall = time.perf_counter() - sim_start
     summary = summarize(jobs, series)
     _plots(jobs, series, summary, run_dir, label=spec.policy)

@@ -22,6 +22,8 @@ def batch(jobs, start_id=1):
         "gpu_util": np.full(n, 50.0),
         "gmem": np.full(n, 1000.0),
         "estimate": np.array(est, dtype=np.float64),
+        "workload": np.full(n, -1, dtype=np.int64),
+        "share_score": np.zeros(n, dtype=np.int64),
     }
 
 

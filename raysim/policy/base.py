@@ -25,6 +25,9 @@ class Policy:
     def on_arrival(self, sim, j: int) -> None:
         """Job j entered the queue."""
 
+    def on_ending(self, sim, j: int, now: int) -> None:
+        """Job j is about to finish at `now` and still holds its GPUs."""
+
     def on_complete(self, sim, j: int) -> None:
         """Job j finished."""
 

@@ -39,8 +39,8 @@ def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
         "preemptions": pa.array(r["preemptions"].astype(np.int32)),
         "first_node": pa.array(r["first_node"].astype(np.int32), mask=~started),
         "num_nodes": pa.array(r["num_nodes"].astype(np.int32)),
-        "shared": pa.array(np.zeros(n, dtype=bool)),
-        "profiled": pa.array(np.zeros(n, dtype=bool)),
+        "shared": pa.array(r["shared"].astype(bool) if "shared" in r else np.zeros(n, dtype=bool)),
+        "profiled": pa.array(r["profiled"].astype(bool) if "profiled" in r else np.zeros(n, dtype=bool)),
         "finished": pa.array(finished),
     })
 

@@ -14,9 +14,12 @@ from raysim.sim.jobs import INPUT_COLUMNS, RESULT_COLUMNS
 RESULT_SCHEMA = pa.schema([pa.field("seq", pa.int64())] + [pa.field(c, pa.int64()) for c in RESULT_COLUMNS])
 
 
-def jobs_batch(table: pa.Table, estimates: np.ndarray | None) -> pa.Table:
-    """The trace as one job batch: simulator input columns (+ vc), `seq` = trace row index."""
+def jobs_batch(table: pa.Table, estimates: np.ndarray | None, extra: dict | None = None) -> pa.Table:
+    """The trace as one job batch: simulator input columns (+ vc), `seq` = trace row index.
+
+    `extra` may supply per-row `workload` ids and `share_score`s (defaults: -1 and 0)."""
     n = table.num_rows
+    extra = extra or {}
     est = np.full(n, np.nan) if estimates is None else np.asarray(estimates, dtype=np.float64)
     cols = {
         "vc": table.column("vc"),
@@ -28,6 +31,8 @@ def jobs_batch(table: pa.Table, estimates: np.ndarray | None) -> pa.Table:
         "gpu_util": table.column("gpu_util").cast(pa.float64()).fill_null(0.0),
         "gmem": table.column("gmem").cast(pa.float64()).fill_null(0.0),
         "estimate": pa.array(est),
+        "workload": pa.array(np.asarray(extra.get("workload", np.full(n, -1)), dtype=np.int64)),
+        "share_score": pa.array(np.asarray(extra.get("share_score", np.zeros(n)), dtype=np.int64)),
     }
     return pa.table(cols)
 

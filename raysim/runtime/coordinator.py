@@ -45,6 +45,8 @@ class RunState:
     samples: list = field(default_factory=list)  # time-series sample tables so far
     status: dict = field(default_factory=dict)  # per VC: last reported status
     windows: int = 0
+    stage_next: int | None = None  # the profiler stage's next event
+    stage_records: list = field(default_factory=list)  # profiler records (profiling start/end/queue)
 
 
 class Coordinator:
@@ -69,39 +71,43 @@ class Coordinator:
         self.windows_run = 0
 
     # ------------------------------------------------------------------ main loop
-    def run(self) -> tuple[pa.Table, pa.Table, int]:
-        """Simulate to completion; return (job records, time-series samples, time of the last event).
-
-        Samples after the last event (the rest of the final window) are the caller's to drop."""
+    def run(self) -> tuple[pa.Table, pa.Table, int, pa.Table]:
+        """Simulate to completion; return (VC job records, time-series samples, time of the last
+        event, profiler-stage records). Samples after the last event are the caller's to drop."""
         state = self._initial_state()
-        n = len(self.submit)
         wall = time.perf_counter()
-        prof_window, prof_out = None, None
+        queued = None  # (window start, outputs, status handle): the stage's next window, issued ahead
         while True:
-            if state.pos >= n and all(s["done"] for s in state.status.values()):
+            stage = self._stage_window(state) if queued is None else queued[0]
+            vc_next = [s["next_event"] for s in state.status.values() if s["next_event"] is not None]
+            if stage is None and not vc_next:
                 break
-            t_start = self._next_window(state)
-            if t_start is None:
-                break
+            t_start = max(state.t, self._window_of(min(vc_next + ([stage] if stage is not None else []))))
             t_end = t_start + self.W
-            if prof_window == t_start:
-                current, prof_window = prof_out, None
-            else:  # a window with events in the VCs but no arrivals: empty batches
-                current = self._profile(state.pos, t_start, t_end)
-            hi = int(np.searchsorted(self.submit, t_end, side="left"))
-            outputs = self._run_groups(state, current, t_end)
-            state.pos = hi
-            # the profiler already takes on the next window with arrivals while the groups run
-            if prof_window is None and hi < n:
-                prof_window = self._window_of(int(self.submit[hi]))
-                prof_out = self._profile(hi, prof_window, prof_window + self.W)
-            for res, samples, status in outputs:
+            if stage is not None and stage <= t_start:
+                if queued is None:
+                    queued = (t_start, *self._profile(state.pos, t_start, t_end))
+                _, current, status_handle = queued
+                queued = None
+                status = self.ex.profile_status(status_handle)
+                state.pos = int(np.searchsorted(self.submit, t_end, side="left"))
+                state.stage_next = status["next_event"]
+                if status["records"].num_rows:
+                    state.stage_records.append(status["records"])
+            else:  # only the VCs have events in this window: nothing arrives
+                current = [None] * len(self.groups)
+            handles = [self.ex.run_window(g, current[g], t_end) for g in range(len(self.groups))]
+            state.t = t_end
+            nxt = self._stage_window(state)
+            if nxt is not None:  # the stage works on its next window while the VC groups run this one
+                queued = (nxt, *self._profile(state.pos, nxt, nxt + self.W))
+            for res, samples, vc_status in self._collect(state, handles, current, t_end):
                 if res.num_rows:
                     state.results.append(res)
                 if samples.num_rows:
                     state.samples.append(samples)
-                state.status.update(status)
-            state.t, state.windows = t_end, state.windows + 1
+                state.status.update(vc_status)
+            state.windows += 1
             self._keep_state(state)
             if self.progress:
                 self._report(state, t_end, time.perf_counter() - wall)
@@ -110,8 +116,16 @@ class Coordinator:
         self.windows_run = state.windows
         return self._finish(state)
 
-    def _run_groups(self, state: RunState, prof_out, t_end: int) -> list:
-        handles = [self.ex.run_window(g, prof_out[g], t_end) for g in range(len(self.groups))]
+    def _stage_window(self, state: RunState) -> int | None:
+        """Start of the next window in which the profiler stage has work (arrivals or its own events)."""
+        candidates = []
+        if state.pos < len(self.submit):
+            candidates.append(int(self.submit[state.pos]))
+        if state.stage_next is not None:
+            candidates.append(state.stage_next)
+        return max(state.t, self._window_of(min(candidates))) if candidates else None
+
+    def _collect(self, state: RunState, handles, prof_out, t_end: int) -> list:
         outputs = []
         for g, h in enumerate(handles):
             while True:
@@ -140,14 +154,6 @@ class Coordinator:
     def _window_of(self, t: int) -> int:
         return self.t0 + ((t - self.t0) // self.W) * self.W
 
-    def _next_window(self, state: RunState) -> int | None:
-        candidates = [s["next_event"] for s in state.status.values() if s["next_event"] is not None]
-        if state.pos < len(self.submit):
-            candidates.append(int(self.submit[state.pos]))
-        if not candidates:
-            return None
-        return max(state.t, self._window_of(min(candidates)))
-
     def _initial_state(self) -> RunState:
         self.ex.start(self.groups)
         ckpt = self.checkpoint_dir / "checkpoint.pkl" if self.checkpoint_dir else None
@@ -172,18 +178,19 @@ class Coordinator:
             self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
             blobs = [self.ex.materialize(g, s) for g, s in enumerate(state.group_states)]
             payload = pickle.dumps(RunState(state.t, state.pos, blobs, state.results, state.samples,
-                                            state.status, state.windows))
+                                            state.status, state.windows, state.stage_next, state.stage_records))
             tmp = self.checkpoint_dir / "checkpoint.pkl.tmp"
             tmp.write_bytes(payload)
             tmp.replace(self.checkpoint_dir / "checkpoint.pkl")
 
-    def _finish(self, state: RunState) -> tuple[pa.Table, pa.Table, int]:
+    def _finish(self, state: RunState) -> tuple[pa.Table, pa.Table, int, pa.Table]:
         unfinished = [self.ex.unfinished(g) for g in range(len(self.groups))]
         results = pa.concat_tables(state.results + [u for u in unfinished if u.num_rows] or
                                    [RESULT_SCHEMA.empty_table()])
         end = max((s["last_event"] for s in state.status.values()), default=self.t0)
         samples = pa.concat_tables(state.samples) if state.samples else pa.table({"vc": pa.array([], pa.string())})
-        return results, samples, end
+        stage = pa.concat_tables(state.stage_records) if state.stage_records else None
+        return results, samples, end, stage
 
     def _report(self, state: RunState, t: int, wall: float) -> None:
         st = state.status.values()

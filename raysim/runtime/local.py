@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from raysim.profiler.passthrough import PassThroughProfiler
+from raysim.profiler import make_profiler
 from raysim.runtime.spec import RunSpec
 from raysim.runtime.vcgroup import VCGroup
 
@@ -13,14 +13,19 @@ class LocalExecutor:
     def __init__(self, spec: RunSpec, groups: list[list[str]]):
         self.spec = spec
         self.groups = groups
-        self.profiler = PassThroughProfiler({vc: g for g, vcs in enumerate(groups) for vc in vcs}, len(groups))
+        self.profiler = make_profiler(spec.profiler, {vc: g for g, vcs in enumerate(groups) for vc in vcs},
+                                      len(groups), spec.t0)
         self.vcgroups: list[VCGroup] = []
 
     def start(self, groups):
         self.vcgroups = [VCGroup(self.spec, vcs) for vcs in groups]
 
     def profile(self, jobs, t_start, t_end):
+        """(per-group outputs, handle of the stage's status)."""
         return self.profiler.process(jobs, t_start, t_end)
+
+    def profile_status(self, handle):
+        return handle
 
     def run_window(self, g, batch, t_end):
         return self.vcgroups[g].run_window(batch, t_end)

@@ -13,7 +13,7 @@ import os
 import ray
 from ray.exceptions import RayActorError
 
-from raysim.profiler.passthrough import PassThroughProfiler
+from raysim.profiler import make_profiler
 from raysim.runtime.coordinator import GroupLost
 from raysim.runtime.spec import RunSpec
 from raysim.runtime.vcgroup import VCGroup
@@ -68,13 +68,14 @@ class _ProfilerActor:
     def __init__(self):
         self.profiler = None
 
-    def reset(self, group_of_vc: dict, n_groups: int) -> bool:
-        self.profiler = PassThroughProfiler(group_of_vc, n_groups)
+    def reset(self, settings, group_of_vc: dict, n_groups: int, t0: int) -> bool:
+        self.profiler = make_profiler(settings, group_of_vc, n_groups, t0)
         return True
 
     def process(self, jobs, t_start, t_end):
-        out = self.profiler.process(jobs, t_start, t_end)
-        return out[0] if len(out) == 1 else tuple(out)
+        """One return value per VC group, then the stage's status."""
+        outputs, status = self.profiler.process(jobs, t_start, t_end)
+        return (*outputs, status)
 
 
 _POOL: dict[str, list] = {"groups": [], "profiler": []}
@@ -102,12 +103,16 @@ class RayExecutor:
         self.profiler = _POOL["profiler"][0]
         routing = {vc: g for g, vcs in enumerate(groups) for vc in vcs}
         ray.get([a.reset.remote(self.spec, vcs) for a, vcs in zip(self.actors, groups)]
-                + [self.profiler.reset.remote(routing, len(groups))])
+                + [self.profiler.reset.remote(self.spec.profiler, routing, len(groups), self.spec.t0)])
 
     def profile(self, jobs, t_start, t_end):
-        n = len(self.groups)
-        refs = self.profiler.process.options(num_returns=n).remote(ray.put(jobs), t_start, t_end)
-        return [refs] if n == 1 else list(refs)
+        """(per-group output refs, ref of the stage's status): the driver never fetches the outputs."""
+        refs = self.profiler.process.options(num_returns=len(self.groups) + 1).remote(
+            ray.put(jobs), t_start, t_end)
+        return list(refs[:-1]), refs[-1]
+
+    def profile_status(self, handle):
+        return ray.get(handle)
 
     def run_window(self, g, batch_ref, t_end):
         return self.actors[g].run_window.options(num_returns=2).remote(batch_ref, t_end)

@@ -19,12 +19,16 @@ class RunSpec:
     vc_nodes: dict = field(default_factory=dict)
     gpus_per_node: int = 8
     t0: int = 0
+    #: policy-specific inputs (e.g. Lucid's pair speeds and packing switch), passed to the policy
+    policy_options: dict = field(default_factory=dict)
+    #: the profiling stage: None (pass-through) or the Lucid profiler's settings
+    profiler: dict | None = None
 
     def make_simulator(self, vc: str) -> VCSimulator:
         index = list(self.vc_nodes).index(vc)
         return VCSimulator(
             vc, self.vc_nodes[vc],
-            make_policy(self.policy, params=self.params),
+            make_policy(self.policy, params=self.params, **self.policy_options),
             make_placer(self.placer, params=self.params, vc_index=index),
             self.params, gpus_per_node=self.gpus_per_node, t0=self.t0,
         )

@@ -21,14 +21,18 @@ class VCGroup:
         self.vcs = list(vcs)
         self.sims = {vc: spec.make_simulator(vc) for vc in self.vcs}
 
-    def run_window(self, batch: pa.Table | None, t_end: int) -> tuple[pa.Table, pa.Table, dict]:
-        """Add the jobs of `batch` (arrivals in this window), simulate every event before `t_end`.
+    def run_window(self, batch: dict | None, t_end: int) -> tuple[pa.Table, pa.Table, dict]:
+        """Add this window's arrivals (`batch["jobs"]`, an Arrow table) and node loans
+        (`batch["loans"]`: (vc, time, +1/-1)), then simulate every event before `t_end`.
 
         Returns (finished-job records, time-series samples up to t_end - 1, per-VC status).
         """
-        if batch is not None and batch.num_rows:
-            for vc, cols in split_by_vc(batch).items():
+        jobs = batch["jobs"] if batch else None
+        if jobs is not None and jobs.num_rows:
+            for vc, cols in split_by_vc(jobs).items():
                 self.sims[vc].add_jobs(cols)
+        for vc, t, delta in (batch or {}).get("loans", ()):
+            self.sims[vc].add_node_events([(t, delta)])
         finished, samples, status = [], {}, {}
         for vc, sim in self.sims.items():
             sim.run(until=t_end)

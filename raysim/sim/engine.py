@@ -13,6 +13,8 @@ from __future__ import annotations
 import heapq
 import math
 
+import numpy as np
+
 from raysim.sim.jobs import JobTable
 from raysim.sim.params import SimParams
 from raysim.sim.recorder import Recorder
@@ -44,7 +46,10 @@ class VCSimulator:
         self.last_event = t0  # time of the last processed event
         self.finished_log: list[int] = []  # jobs finished since the caller last drained it
         self._completions: list[tuple[int, int, int]] = []  # (time, version, job)
+        self._node_events: list[tuple[int, int, int]] = []  # (time, order, +1 gain / -1 lend)
+        self._node_debt = 0  # nodes owed to a lender but not yet idle (clean semantics)
         self._next_arrival = 0
+        self._starts = 0  # counts starts: run_order of the next one
         self._wakeup = NEVER
         self._snapshot(t0)
 
@@ -66,7 +71,16 @@ class VCSimulator:
             heapq.heappop(heap)
         if heap:
             t = min(t, heap[0][0])
+        if self._node_events:
+            t = min(t, self._node_events[0][0])
         return t
+
+    def add_node_events(self, events) -> None:
+        """Timed node loans: (time, +1) the VC gains a node, (time, -1) it lends an idle one."""
+        for t, delta in events:
+            if t <= self.now:
+                raise ValueError(f"{self.name}: node event at {t} arrives after t={self.now}")
+            heapq.heappush(self._node_events, (int(t), len(self._node_events), int(delta)))
 
     def run(self, until: float = NEVER) -> None:
         """Process every event at a time < `until` (all of them by default)."""
@@ -77,10 +91,15 @@ class VCSimulator:
             if t >= until:
                 break
             self.events += 1
+            ending = []
             while heap and heap[0][0] == t:
                 _, version, j = heapq.heappop(heap)
                 if version == jobs.version[j]:
-                    self._complete(j, t)
+                    ending.append(j)
+            if len(ending) > 1:
+                ending.sort(key=jobs.run_order.__getitem__)  # the reference's run-list order
+            for j in ending:
+                self._complete(j, t)
             arrived = 0
             submit, n = jobs.submit, jobs.n
             while self._next_arrival < n and submit[self._next_arrival] == t:
@@ -93,6 +112,8 @@ class VCSimulator:
             self.now = t
             policy.schedule(self, t)
             self._wakeup = policy.next_wakeup(self, t)
+            if self._node_events and self._node_events[0][0] == t or self._node_debt:
+                self._apply_node_events(t)
             self._snapshot(t)
             self.last_event = t
         if until is not NEVER and until - 1 > self.now:
@@ -118,21 +139,79 @@ class VCSimulator:
         self.pending_gpus -= g
         self.pending_small -= g < 8
         self.running[j] = None
+        self._started(j, now, alloc[0][0], len(alloc))
+        return True
+
+    def start_shared(self, j: int, host: int, now: int, rate: float, host_rate: float,
+                     pair_util: float, pair_gmem: float) -> None:
+        """Start pending job j on the GPUs of running job `host`; both progress at their pair rates."""
+        jobs = self.jobs
+        self.vc.share(j, host, jobs.util_milli[j], jobs.gmem[j], int(round(pair_util * 1000)), pair_gmem)
+        del self.pending[j]
+        self.pending_gpus -= jobs.gpu[j]
+        self.pending_small -= jobs.gpu[j] < 8
+        self.running[j] = None
+        jobs.rate[j] = rate
+        jobs.shared[j] = jobs.shared[host] = True
+        self._started(j, now, jobs.first_node[host], jobs.num_nodes[host])
+        self.set_rate(host, host_rate, now)
+
+    def _started(self, j: int, now: int, first_node: int, num_nodes: int) -> None:
+        jobs = self.jobs
         if jobs.start[j] < 0:
             jobs.start[j] = now
             jobs.queue[j] = now - jobs.submit[j]
         else:
             jobs.queue[j] += now - jobs.ckpt_time[j]
-        jobs.first_node[j] = alloc[0][0]
-        jobs.num_nodes[j] = len(alloc)
+        jobs.first_node[j] = first_node
+        jobs.num_nodes[j] = num_nodes
         jobs.run_since[j] = now
+        jobs.run_order[j] = self._starts
+        self._starts += 1
         if self.policy.countdown:
-            due = now + jobs.remain[j] + self.params.countdown_lag
+            due = self._due(jobs.remain[j], jobs.rate[j], now)
         else:
             due = now + jobs.duration[j]
         jobs.end_due[j] = due
         heapq.heappush(self._completions, (due, jobs.version[j], j))
-        return True
+
+    def set_rate(self, j: int, rate: float, now: int) -> None:
+        """Running job j progresses at `rate` from the next second on (1 = alone on its GPUs)."""
+        jobs = self.jobs
+        if jobs.rate[j] == rate:
+            return
+        jobs.remain[j] = self._remain_at(j, now)
+        jobs.run_since[j] = now
+        jobs.rate[j] = rate
+        jobs.version[j] += 1
+        due = self._due(jobs.remain[j], rate, now)
+        jobs.end_due[j] = due
+        heapq.heappush(self._completions, (due, jobs.version[j], j))
+
+    def _due(self, work, rate: float, since: int) -> int:
+        """Completion time of `work` seconds of work done at `rate` from `since` on.
+
+        With countdown_lag (Lucid) the reference subtracts the rate once per second starting the
+        second after `since` and ends the job the second after the remainder drops to <= 0; its
+        floating-point subtractions are replayed exactly (numpy's accumulate is sequential).
+        """
+        lag = self.params.countdown_lag
+        if rate == 1.0:
+            return since + math.ceil(work) + lag
+        if lag:
+            steps = np.subtract.accumulate(np.concatenate(([work], np.full(int(work / rate) + 3, rate))))
+            return since + int(np.argmax(steps <= 0)) + lag
+        return since + math.ceil(work / rate - 1e-9)
+
+    def _remain_at(self, j: int, now: int):
+        """Remaining work of running job j after the progress of second `now`."""
+        jobs = self.jobs
+        work, rate, elapsed = jobs.remain[j], jobs.rate[j], now - jobs.run_since[j]
+        if rate == 1.0:
+            return work - elapsed
+        if self.params.countdown_lag:
+            return float(np.subtract.accumulate(np.concatenate(([work], np.full(elapsed, rate))))[-1])
+        return work - rate * elapsed
 
     def preempt(self, j: int, now: int) -> None:
         """Stop running job j: it checkpoints, frees its GPUs and waits again (pays the overhead)."""
@@ -144,7 +223,7 @@ class VCSimulator:
         jobs.remain[j] = self.remaining(j, now) + self.params.preempt_overhead(g)
         jobs.version[j] += 1
         jobs.end_due[j] = -1
-        self.vc.release(j, jobs.util_milli[j], jobs.gmem[j])
+        self.vc.release(j)
         del self.running[j]
         self._enqueue(j)
 
@@ -174,11 +253,29 @@ class VCSimulator:
         jobs.end[j] = t
         jobs.end_due[j] = -1
         jobs.remain[j] = 0
-        self.vc.release(j, jobs.util_milli[j], jobs.gmem[j])
+        self.policy.on_ending(self, j, t)
+        self.vc.release(j)
         del self.running[j]
         self.finished += 1
         self.finished_log.append(j)
         self.policy.on_complete(self, j)
+
+    def _apply_node_events(self, t: int) -> None:
+        """Node loans due at t take effect after that second's placements (as in the reference)."""
+        ref = self.params.countdown_lag > 0  # Lucid semantics: the reference's node naming rules
+        while self._node_events and self._node_events[0][0] == t:
+            _, _, delta = heapq.heappop(self._node_events)
+            if delta > 0:
+                if self._node_debt:
+                    self._node_debt -= 1  # the node never left: the loan is simply over
+                else:
+                    self.vc.add_node(ref)
+            elif not self.vc.lend_node(ref) and not ref:
+                self._node_debt += 1  # clean: lend the next node that becomes idle
+        while self._node_debt and self.vc.lend_node(False):
+            self._node_debt -= 1
+        if self.pending:
+            self._wakeup = min(self._wakeup, t + 1)
 
     def _snapshot(self, t: int) -> None:
         vc = self.vc

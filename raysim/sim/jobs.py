@@ -20,9 +20,11 @@ INPUT_COLUMNS = {
     "gpu_util": np.float64,
     "gmem": np.float64,
     "estimate": np.float64,  # estimated duration (s) for QSSF/Lucid; NaN when none
+    "workload": np.int64,  # workload-profile id (model, dataset, batch size, AMP); -1 unknown
+    "share_score": np.int64,  # Lucid's share score 0-2 (how much the job suffers from sharing)
 }
 
-RESULT_COLUMNS = ("start_time", "end_time", "queue", "preemptions", "first_node", "num_nodes")
+RESULT_COLUMNS = ("start_time", "end_time", "queue", "preemptions", "first_node", "num_nodes", "shared")
 
 
 class JobTable:
@@ -46,7 +48,12 @@ class JobTable:
         self.first_node: list[int] = []
         self.num_nodes: list[int] = []
         # state used by preemptive policies
-        self.remain: list[int] = []  # remaining seconds while pending
+        self.workload: list[int] = []
+        self.share_score: list[int] = []
+        self.run_order: list[int] = []  # order of the latest start (the reference's run_list order)
+        self.shared: list[bool] = []  # ever shared GPUs with another job
+        self.rate: list[float] = []  # progress per second while running (1 = alone, pair speed when shared)
+        self.remain: list = []  # remaining work (s) while pending; at run_since while running
         self.end_due: list[int] = []  # completion time while running
         self.attained: list[int] = []  # GPU-seconds of service before the current run
         self.run_since: list[int] = []  # time of the current placement
@@ -68,6 +75,11 @@ class JobTable:
         self.util_milli += np.rint(util * 1000).astype(np.int64).tolist()
         self.gmem += np.nan_to_num(cols["gmem"], nan=0.0).tolist()
         self.estimate += cols["estimate"].tolist()
+        self.workload += cols["workload"].tolist()
+        self.share_score += cols["share_score"].tolist()
+        self.rate += [1.0] * k
+        self.run_order += [-1] * k
+        self.shared += [False] * k
         for name in ("start", "end", "first_node", "end_due", "ckpt_time", "run_since"):
             getattr(self, name).extend([UNSET] * k)
         for name in ("queue", "preemptions", "num_nodes", "attained", "version"):
@@ -79,6 +91,6 @@ class JobTable:
         """Results of the given job indices (all by default) as numpy columns (-1 = not yet)."""
         rows = range(self.n) if rows is None else rows
         pick = [(self.seq[j], self.start[j], self.end[j], self.queue[j], self.preemptions[j],
-                 self.first_node[j], self.num_nodes[j]) for j in rows]
-        cols = np.array(pick, dtype=np.int64).reshape(len(pick), 7).T
+                 self.first_node[j], self.num_nodes[j], self.shared[j]) for j in rows]
+        cols = np.array(pick, dtype=np.int64).reshape(len(pick), 8).T
         return {name: cols[i] for i, name in enumerate(("seq",) + RESULT_COLUMNS)}

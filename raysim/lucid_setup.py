@@ -1,0 +1,60 @@
+"""Everything a Lucid run needs besides the trace: profiler pool, pair speeds, share scores, forecast."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import numpy as np
+from omegaconf import DictConfig
+
+from raysim.models.colocation import pair_table, workload_ids
+from raysim.models.forecast import load_forecast, packing_switch
+from raysim.runtime.spec import RunSpec
+from raysim.trace.load import Trace
+
+log = logging.getLogger("raysim")
+
+
+def lucid_inputs(cfg: DictConfig, trace: Trace, spec: RunSpec, *, forecast_path=None) -> tuple[RunSpec, dict]:
+    """The Lucid run spec (VCs minus the profiler's nodes, policy options, profiler settings) and
+    the per-job extra inputs (workload ids, share scores)."""
+    prof = cfg.profiler
+    vc_nodes = dict(spec.vc_nodes)
+    for vc in prof.take_from or []:
+        if vc not in vc_nodes:
+            raise ValueError(f"profiler.take_from names VC {vc!r}, which is not in the VC layout {sorted(vc_nodes)}")
+        if vc_nodes[vc] < 2:
+            raise ValueError(f"profiler.take_from: VC {vc!r} has {vc_nodes[vc]} node(s), too few to give one")
+        vc_nodes[vc] -= 1
+    if prof.lender is not None and prof.lender not in vc_nodes:
+        raise ValueError(f"profiler.lender {prof.lender!r} is not in the VC layout {sorted(vc_nodes)}")
+    forecast = None
+    if cfg.forecast.source == "file":
+        if not cfg.forecast.path:
+            raise ValueError("forecast.source=file needs forecast.path=<CSV with time, pred_gpu_job, pred_gpu_num>")
+        forecast = load_forecast(cfg.forecast.path, trace.origin)
+    elif cfg.forecast.source != "none":
+        raise ValueError(f"forecast.source must be none or file, not {cfg.forecast.source!r}")
+    ids, keys = workload_ids(trace.table)
+    pairs = pair_table(keys, cfg.profiles.colocation) if cfg.profiles.colocation else {}
+    scores = share_scores(trace, cfg.profiles.single)
+    settings = {"compat": cfg.sim.compat == "lucid", "nodes": int(prof.nodes), "time_limit": int(prof.time_limit),
+                "factor": int(prof.factor), "lender": prof.lender, "forecast": forecast}
+    spec = dataclasses.replace(spec, vc_nodes=vc_nodes, profiler=settings,
+                               policy_options={"pairs": pairs, "switch": packing_switch(forecast)})
+    log.info("lucid: profiler pool of %d node(s) from %s, lender %s; %d measured pairs over %d workloads; "
+             "forecast %s", prof.nodes, list(prof.take_from or []), prof.lender, len(pairs), len(keys),
+             cfg.forecast.path if forecast else "none (packing always on)")
+    return spec, {"workload": ids, "share_score": scores}
+
+
+def share_scores(trace: Trace, single_csv) -> np.ndarray:
+    """Share score per job: the measured label for known workloads (profiles.single), the packing
+    analyzer's prediction otherwise; without profiles, a utilisation rule (>= 80 % -> 2, >= 40 % -> 1)."""
+    if single_csv:
+        from raysim.models.packing import ShareScores
+
+        return np.asarray(ShareScores.from_files(single_csv).scores(trace.table), dtype=np.int64)
+    util = np.nan_to_num(trace.table.column("gpu_util").to_numpy(zero_copy_only=False).astype(float))
+    return np.where(util >= 80, 2, np.where(util >= 40, 1, 0)).astype(np.int64)

@@ -1,0 +1,168 @@
+"""Lucid's non-intrusive profiler: a small pool of nodes that runs each new job briefly first.
+
+Jobs of at most `nodes x factor` GPUs queue for the pool least-GPU-first (blocking, consolidated
+placement) and run for at most `time_limit` seconds; a job no longer than that finishes there.
+Every 10 s the pool borrows a node from the lending VC when more than 10 jobs wait; every 100 s it
+gives it back when fewer than 5 wait, the node is idle and the forecast of submitted GPUs over the
+next bins is low. The pool is simulated by the same event engine as a VC.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from raysim.placement.consolidate import Consolidate
+from raysim.policy.base import NEVER, BlockingQueuePolicy
+from raysim.sim import SimParams, VCSimulator
+from raysim.sim.jobs import INPUT_COLUMNS
+
+PROFILE_RECORD_SCHEMA = pa.schema([("seq", pa.int64()), ("prof_start", pa.int64()), ("prof_end", pa.int64()),
+                                   ("prof_queue", pa.int64()), ("finished", pa.bool_())])
+
+
+class ForecastMean:
+    """Mean forecast over the next `bins` forecast bins strictly after t (the reference's rule:
+    fewer bins -> mean of those left; none left -> `empty`)."""
+
+    def __init__(self, times, values, bins: int = 5, empty: float = -1.0):
+        self.times = np.asarray(times, dtype=np.int64)
+        self.values = np.asarray(values, dtype=np.float64)
+        self.bins, self.empty = bins, empty
+
+    def at(self, t: int) -> float:
+        i = int(np.searchsorted(self.times, t, side="right"))
+        rest = self.values[i:]
+        if len(rest) == 0:
+            return self.empty
+        return float(rest[: self.bins].mean()) if len(rest) > self.bins else float(rest.mean())
+
+
+class LeastGPUFirst(BlockingQueuePolicy):
+    """The pool's queue, least GPUs first, plus its time-aware node scaling."""
+
+    name = "lgf"
+
+    def __init__(self, params, *, base_nodes: int, gpu_limit: int, forecast: ForecastMean | None,
+                 scaling: bool):
+        super().__init__(params)
+        self.base_nodes, self.gpu_limit = base_nodes, gpu_limit
+        self.forecast, self.scaling = forecast, scaling
+        self.loans: list[tuple[int, int]] = []  # (time, +1 borrowed / -1 returned)
+        self._wake = NEVER
+
+    def key(self, sim, j):
+        return (sim.jobs.gpu[j],)
+
+    def schedule(self, sim, now):
+        super().schedule(sim, now)
+        self._wake = NEVER
+        if not self.scaling:
+            return
+        vc, waiting = sim.vc, len(sim.pending)
+        if now % 10 == 0 and waiting > 10 and vc.num_nodes == self.base_nodes:
+            vc.add_node(True)
+            self.loans.append((now, +1))
+            self._wake = now + 1  # the new node takes jobs from the next second on
+        if now % 100 == 0 and waiting < 5 and vc.num_nodes == self.base_nodes + 1 and self._temp_idle(vc):
+            if self.forecast is None or self.forecast.at(now) <= self.gpu_limit * 5:
+                vc.lend_node(True)
+                self.loans.append((now, -1))
+
+    def next_wakeup(self, sim, now):
+        if not self.scaling:
+            return NEVER
+        vc, waiting, t = sim.vc, len(sim.pending), self._wake
+        if waiting > 10 and vc.num_nodes == self.base_nodes:
+            t = min(t, (now // 10 + 1) * 10)
+        if waiting < 5 and vc.num_nodes == self.base_nodes + 1 and self._temp_idle(vc):
+            t = min(t, (now // 100 + 1) * 100)
+        return t
+
+    @staticmethod
+    def _temp_idle(vc) -> bool:
+        return any(vc.name[n] == 9999 and vc.free[n] == vc.gpus_per_node for n in vc.order)
+
+
+class LucidProfiler:
+    """The profiling stage: routes each window's jobs through the pool to the VC groups.
+
+    compat (Lucid): a job that outlives profiling still reaches its VC at its submit time with its
+    full duration; the profiling wait is only added to its queue. clean: it reaches its VC when
+    profiling ends, with the work done there subtracted, and the wait counts in queue and JCT.
+    """
+
+    def __init__(self, settings: dict, group_of_vc: dict[str, int], n_groups: int, t0: int = 0):
+        self.compat = bool(settings["compat"])
+        self.limit = int(settings["time_limit"])
+        self.gpu_limit = int(settings["nodes"]) * int(settings["factor"])
+        self.lender = settings.get("lender")
+        self.group_of_vc, self.n_groups = dict(group_of_vc), n_groups
+        params = SimParams.for_mode("lucid" if self.compat else "clean")
+        fc = settings.get("forecast")
+        forecast = ForecastMean(fc["times"], fc["pred_gpu_num"]) if fc else None
+        self.policy = LeastGPUFirst(params, base_nodes=int(settings["nodes"]), gpu_limit=self.gpu_limit,
+                                    forecast=forecast, scaling=bool(self.lender))
+        self.sim = VCSimulator("profiler", int(settings["nodes"]), self.policy, Consolidate(params=params),
+                               params, t0=t0)
+        self._profiling: dict[int, dict] = {}  # seq -> the job's full input row, while it is profiled
+        self._loans_sent = 0
+
+    def process(self, jobs: pa.Table, t_start: int, t_end: int):
+        """Per-group {"jobs", "loans"} for [t_start, t_end) and the stage's status (records, next event)."""
+        to_vc = []
+        if jobs.num_rows:
+            gpu, duration = jobs.column("gpu_num").to_numpy(), jobs.column("duration").to_numpy()
+            eligible = gpu <= self.gpu_limit
+            finishes = eligible & (duration <= self.limit)
+            if eligible.any():
+                rows = jobs.filter(pa.array(eligible))
+                for row in rows.to_pylist():
+                    self._profiling[row["seq"]] = row
+                prof = {k: rows.column(k).to_numpy() for k in INPUT_COLUMNS}
+                prof["duration"] = np.minimum(prof["duration"], self.limit)
+                self.sim.add_jobs(prof)
+            to_vc.append(jobs.filter(pa.array(~finishes if self.compat else ~eligible)))
+        self.sim.run(until=t_end)
+        records, leaving = self._drain()
+        if leaving:
+            to_vc.append(pa.Table.from_pylist(leaving, schema=jobs.schema))
+        outputs = self._route(_sorted(pa.concat_tables(to_vc)) if to_vc else None)
+        for t, delta in self.policy.loans[self._loans_sent:]:
+            outputs[self.group_of_vc[self.lender]]["loans"].append((self.lender, t, -delta))
+        self._loans_sent = len(self.policy.loans)
+        nxt = self.sim.next_event_time()
+        return outputs, {"records": records, "next_event": None if nxt == np.inf else int(nxt)}
+
+    def _drain(self):
+        """Records of jobs whose profiling ended, and (clean) the rows that now enter their VC."""
+        done, self.sim.finished_log = self.sim.finished_log, []
+        jobs, leaving, rec = self.sim.jobs, [], {f.name: [] for f in PROFILE_RECORD_SCHEMA}
+        for j in done:
+            row = self._profiling.pop(jobs.seq[j])
+            finished = row["duration"] <= self.limit
+            for name, value in (("seq", jobs.seq[j]), ("prof_start", jobs.start[j]), ("prof_end", jobs.end[j]),
+                                ("prof_queue", jobs.queue[j]), ("finished", finished)):
+                rec[name].append(value)
+            if not finished and not self.compat:
+                leaving.append({**row, "submit_time": jobs.end[j], "duration": row["duration"] - self.limit})
+        return pa.table(rec, schema=PROFILE_RECORD_SCHEMA), leaving
+
+    def _route(self, batch):
+        outputs = [{"jobs": None, "loans": []} for _ in range(self.n_groups)]
+        if batch is None or not batch.num_rows:
+            return outputs
+        vc = pc.cast(batch.column("vc"), pa.string()).to_numpy(zero_copy_only=False)
+        group = np.fromiter((self.group_of_vc[v] for v in vc), dtype=np.int64, count=len(vc))
+        for g in range(self.n_groups):
+            mask = group == g
+            if mask.any():
+                outputs[g]["jobs"] = batch.filter(pa.array(mask))
+        return outputs
+
+
+def _sorted(batch: pa.Table) -> pa.Table:
+    """Arrivals in (time, trace row) order."""
+    order = np.lexsort((batch.column("seq").to_numpy(), batch.column("submit_time").to_numpy()))
+    return batch.take(pa.array(order))
