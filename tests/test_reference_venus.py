@@ -31,3 +31,28 @@ def test_lucid_compat_matches_reference_averages(policy, venus, venus_dir):
     jct = jobs.column("jct").to_numpy()
     queue = jobs.column("queue").to_numpy()
     assert (int(jct.mean()), int(queue.mean())) == REFERENCE[policy]
+
+
+@pytest.mark.shared
+def test_lucid_compat_matches_reference(venus, venus_dir, shared_dir, tmp_path):
+    """Lucid (profiler + packing) with the reference's estimates, forecast and profiles."""
+    from omegaconf import OmegaConf
+
+    from raysim.lucid_setup import lucid_inputs
+
+    art = venus_dir / "lucid_artifacts"
+    cfg = OmegaConf.create({
+        "sim": {"compat": "lucid"},
+        "profiler": {"nodes": 2, "time_limit": 200, "factor": 4, "take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn"},
+        "forecast": {"source": "file", "path": str(art / "throughput_forecast.csv")},
+        "profiles": {"colocation": str(shared_dir / "profiles" / "colocate_info.csv"),
+                     "single": str(shared_dir / "profiles" / "single_data.csv")},
+    })
+    est = estimates_for(venus.table, source="file", path=art / "duration_estimates_ebm.csv")
+    spec, extra = lucid_inputs(cfg, venus, RunSpec("lucid", "consolidate", SimParams.for_mode("lucid"),
+                                                   venus.vc_nodes))
+    jobs, _ = simulate(venus, spec, est, job_extra=extra)
+    jct = jobs.column("jct").to_numpy()
+    queue = jobs.column("queue").to_numpy()
+    assert (int(jct.mean()), int(queue.mean())) == (12886, 915)
+    assert jobs.column("profiled").to_numpy().sum() > 0 and jobs.column("shared").to_numpy().sum() > 0
