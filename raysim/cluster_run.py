@@ -28,11 +28,15 @@ log = logging.getLogger("raysim")
 def load_from_config(cfg: DictConfig) -> Trace:
     """The validated trace named by cfg.trace (with cfg.cluster's node size)."""
     t = cfg.trace
+    if t.synth:
+        from raysim.trace.synth import load_synth
+
+        return load_synth(dict(t.synth), cache_dir=t.cache_dir)
     if not t.path:
         raise ValueError("trace.path is not set: give a trace file or folder, or use +experiment=venus")
     return load_trace(t.path, fmt=t.format, vc_config=t.vc_config, gpus_per_node=cfg.cluster.gpus_per_node,
                       on_error=t.on_error, state_filter=t.state_filter, origin=t.origin, cache=t.cache,
-                      cache_dir=t.cache_dir)
+                      cache_dir=t.cache_dir, reader_options=dict(t.reader_options or {}))
 
 
 def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict | None]:

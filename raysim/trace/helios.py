@@ -54,7 +54,8 @@ def read_helios(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = 8
     cpu_only = gpu == 0
     no_start = (df["start_time"].str.strip() == "").to_numpy() if "start_time" in df.columns else False
     never_ran = ~cpu_only & ((duration == 0) | (np.isnan(duration) & no_start))
-    report.counts[CPU_ONLY] += int(cpu_only.sum())
+    if cpu_only.any():
+        report.counts[CPU_ONLY] += int(cpu_only.sum())
     source.skip(report, NEVER_RAN, rows[never_ran], "duration", df["duration"].to_numpy()[never_ran])
     keep = ~(cpu_only | never_ran)
     source.rows = rows[keep]

@@ -39,6 +39,7 @@ class Source:
     columns: dict[str, str] = field(default_factory=dict)
 
     def where(self, row: int) -> str:
+        """How messages name source row `row`."""
         return f"row {row} (line {row + 1})" if self.unit == "row" else f"{self.unit} {row}"
 
     def error(self, reason: str, row: int | None = None, column: str | None = None,
@@ -117,6 +118,7 @@ class RowChecks:
         self.bad[idx] = True
 
     def finish(self, report: SkipReport, on_error: str) -> np.ndarray:
+        """Raise for the earliest flagged row, or count the flagged rows in `report`; ~flagged."""
         if self._found and on_error == "raise":
             reason, idx, columns, values = min(self._found, key=lambda f: self.rows[f[1][0]])
             hint = " (use trace.on_error=skip to drop such rows and count them)"

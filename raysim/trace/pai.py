@@ -67,7 +67,7 @@ def read_pai(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = 8, o
                 "start_time", jobs["start_time"])
     status = jobs["status"].to_numpy(dtype=object)
     known = np.isin(status, list(STATES) + list(UNFINISHED))
-    checks.flag(~known, f"unknown status (expected one of {list(STATES) + list(UNFINISHED)})", "status", status)
+    checks.flag(~known, f"unknown status (expected one of {[*STATES, *UNFINISHED]})", "status", status)
     checks.flag(jobs["job_name"].duplicated().to_numpy(), "duplicate job_name", "job_name", jobs["job_name"])
     keep = checks.finish(report, on_error)
 
@@ -163,7 +163,8 @@ def _tasks(path: Path, report: SkipReport, on_error: str) -> pd.DataFrame:
     frame = pd.DataFrame({
         "job": tasks["job_name"], "bad": ~good, "gpu": np.where(good, gpu, 0.0),
         "cpu": np.where(good, num["inst_num"] * num["plan_cpu"], 0.0),
-        "start": np.where(uses_gpu, num["start_time"], np.nan), "end": np.where(uses_gpu, num["end_time"], np.nan),
+        "start": np.where(uses_gpu, num["start_time"], np.nan),
+        "end": np.where(uses_gpu, num["end_time"], np.nan),
         "timeless": uses_gpu & (np.isnan(num["start_time"]) | np.isnan(num["end_time"])),
         "gpu_type": tasks["gpu_type"].replace("", "unspecified"),
     })

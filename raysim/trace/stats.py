@@ -19,9 +19,13 @@ QUANTILES = (0.25, 0.5, 0.75, 0.9, 0.99)
 TOP_VCS = 12
 
 
-def _names(column: pa.ChunkedArray) -> np.ndarray:
-    """Values of a (dictionary) string column as a NumPy object array."""
-    return column.to_pandas().astype(object).to_numpy()
+def _coded(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """A (dictionary) string column as integer codes and the names they stand for."""
+    values = column.combine_chunks()
+    if not pa.types.is_dictionary(values.type):
+        values = values.dictionary_encode()
+    names = np.asarray(values.dictionary.to_pylist(), dtype=object)
+    return values.indices.to_numpy(zero_copy_only=False), names
 
 
 def _origin(table: pa.Table) -> dt.datetime:
@@ -34,8 +38,11 @@ def trace_stats(table: pa.Table, vc_nodes: dict[str, int], gpus_per_node: int = 
     gpu = table.column("gpu_num").to_numpy().astype(np.int64)
     duration = table.column("duration").to_numpy().astype(np.float64)
     submit = table.column("submit_time").to_numpy()
-    vc, user = _names(table.column("vc")), _names(table.column("user"))
+    vc, vc_names = _coded(table.column("vc"))
+    user, _ = _coded(table.column("user"))
     n = len(gpu)
+    if n == 0:
+        return {"jobs": 0, "GPUs": sum(vc_nodes.values()) * gpus_per_node, "VCs": len(vc_nodes)}
     meta = metadata(table)
     days = float(meta["days"]) if "days" in meta else max(float(submit.max() - submit.min()), 1.0) / DAY
     gpus = sum(vc_nodes.values()) * gpus_per_node
@@ -45,7 +52,7 @@ def trace_stats(table: pa.Table, vc_nodes: dict[str, int], gpus_per_node: int = 
         "GPU jobs per day": round(n / days, 1),
         "GPUs": gpus,
         "VCs": len(vc_nodes),
-        "users": int(pd.unique(user).size),
+        "users": int(np.unique(user).size),
         "mean GPUs per job": round(float(gpu.mean()), 2),
         "max GPUs per job": int(gpu.max()),
         "1-GPU share": round(float((gpu == 1).mean()), 3),
@@ -59,9 +66,11 @@ def trace_stats(table: pa.Table, vc_nodes: dict[str, int], gpus_per_node: int = 
         out[f"duration p{round(q * 100)} (s)"] = round(float(value))
     out["duration mean (s)"] = round(float(duration.mean()))
     out["offered load"] = round(float((gpu * duration).sum() / (gpus * days * DAY)), 3)
-    states = pd.Series(_names(table.column("state"))).value_counts(normalize=True)
-    for state, share in states.items():
-        out[f"state {state}"] = round(float(share), 3)
+    state, state_names = _coded(table.column("state"))
+    counts = np.bincount(state, minlength=len(state_names))
+    for i in np.argsort(-counts, kind="stable"):
+        if counts[i]:
+            out[f"state {state_names[i]}"] = round(float(counts[i] / n), 3)
 
     t0 = _origin(table)
     wall = submit + (t0.hour * 3600 + t0.minute * 60 + t0.second)
@@ -79,7 +88,7 @@ def trace_stats(table: pa.Table, vc_nodes: dict[str, int], gpus_per_node: int = 
     per_user = jobs["user"].value_counts()
     out["top-10 users' job share"] = round(float(per_user.iloc[:10].sum() / n), 3)
 
-    share = pd.Series(vc).value_counts(normalize=True)
+    share = pd.Series(np.bincount(vc, minlength=len(vc_names)) / n).groupby(vc_names).sum()
     for name in sorted(vc_nodes, key=lambda v: -share.get(v, 0.0)):
         out[f"VC {name}"] = f"{share.get(name, 0.0):.3f} of jobs, {vc_nodes[name] * gpus_per_node} GPUs"
     return out

@@ -1,0 +1,118 @@
+"""``raysim trace ...``: generate, inspect and convert traces.
+
+- ``raysim trace synth --preset saturn --days 183 --seed 0 --out DIR``: generate a trace from a
+  preset (``venus``, ``venus_6m``, ``earth``, ``saturn``, ``uranus``, or ``helios`` for all four).
+- ``raysim trace stats TRACE [--compare OTHER]``: print a trace's statistics, side by side with a
+  second trace. TRACE is a file, a folder, or ``synth:PRESET[:DAYS[:SEED]]``.
+- ``raysim trace convert SRC --format helios|philly|pai --out DIR``: read a public trace and write
+  it in raysim's schema (jobs.parquet + vc_config.csv).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from raysim.trace.errors import TraceError
+from raysim.trace.load import READERS, Trace, load_trace
+from raysim.trace.stats import format_stats, trace_stats
+from raysim.trace.synth import load_synth, main as synth_main, write_trace
+
+SYNTH_PREFIX = "synth:"
+
+
+def _reader_option(text: str) -> tuple[str, object]:
+    """KEY=VALUE with VALUE parsed as JSON when it is JSON (numbers, {...}), else kept as text."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def _reading_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", default="auto", choices=["auto", *sorted(READERS)],
+                        help="trace format (auto: by file name)")
+    parser.add_argument("--vc-config", default=None, help="VC layout CSV (default: vc_config.csv beside "
+                        "the trace, else what the reader derives)")
+    parser.add_argument("--on-error", default="raise", choices=["raise", "skip"],
+                        help="skip: drop bad rows and count them instead of stopping at the first")
+    parser.add_argument("-o", "--option", action="append", type=_reader_option, default=[],
+                        metavar="KEY=VALUE", help="reader option, e.g. vc_size=last (helios), "
+                        "duration=span (philly), vc_groups='{\"T4\": \"inference\"}' (pai)")
+
+
+def _load(path: str, args, *, fmt: str, vc_config, cache: bool) -> Trace:
+    if path.startswith(SYNTH_PREFIX):
+        name, days, seed = (path[len(SYNTH_PREFIX):].split(":") + ["7", "0"])[:3]
+        return load_synth({"preset": name, "days": float(days), "seed": int(seed)}, cache_dir=args.cache_dir)
+    return load_trace(path, fmt=fmt, vc_config=vc_config, on_error=args.on_error, cache=cache,
+                      cache_dir=args.cache_dir, reader_options=dict(args.option))
+
+
+def _label(path: str) -> str:
+    if path.startswith(SYNTH_PREFIX):
+        return path
+    p = Path(path)
+    return p.name if p.is_dir() else f"{p.parent.name}/{p.name}"
+
+
+def _report(trace: Trace) -> None:
+    for line in trace.report.lines():
+        print(f"{_label(trace.source)}: {line}")
+
+
+def _stats(args) -> int:
+    columns = {}
+    for path, fmt, vc_config in ((args.trace, args.format, args.vc_config), (args.compare, "auto", None)):
+        if path is None:
+            continue
+        trace = _load(path, args, fmt=fmt, vc_config=vc_config, cache=not args.no_cache)
+        _report(trace)
+        label = _label(path) if _label(path) not in columns else path
+        columns[label] = trace_stats(trace.table, trace.vc_nodes)
+    print(format_stats(columns, top_vcs=args.top_vcs))
+    return 0
+
+
+def _convert(args) -> int:
+    trace = _load(args.src, args, fmt=args.format, vc_config=args.vc_config, cache=False)
+    _report(trace)
+    folder = write_trace(args.out, trace.table, trace.vc_nodes)
+    gpus = sum(trace.vc_nodes.values()) * 8
+    print(f"wrote {trace.table.num_rows} jobs, {len(trace.vc_nodes)} VCs ({gpus} GPUs at 8 per node) to "
+          f"{folder} (skipped {trace.report.total} rows)")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``raysim trace``; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="raysim trace", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("synth", add_help=False, help="generate a trace from a preset (see --help)")
+    stats = sub.add_parser("stats", help="statistics of a trace, optionally next to another")
+    stats.add_argument("trace", help="file, folder or synth:PRESET[:DAYS[:SEED]]")
+    stats.add_argument("--compare", default=None, help="second trace (format auto), shown side by side")
+    stats.add_argument("--top-vcs", type=int, default=12, help="VCs listed per trace (largest first)")
+    stats.add_argument("--no-cache", action="store_true", help="do not read or write the Parquet cache")
+    stats.add_argument("--cache-dir", default=None, help="where caches go (default: beside the trace, or "
+                       "~/.cache/raysim; generated traces: ~/.cache/raysim/synth)")
+    _reading_arguments(stats)
+    convert = sub.add_parser("convert", help="convert a public trace to raysim's schema")
+    convert.add_argument("src", help="trace file or folder")
+    convert.add_argument("--out", required=True, help="output folder (jobs.parquet + vc_config.csv)")
+    convert.set_defaults(cache_dir=None)
+    _reading_arguments(convert)
+
+    if argv and argv[0] == "synth":
+        return synth_main(argv[1:], prog="raysim trace synth")
+    args = parser.parse_args(argv)
+    try:
+        return _stats(args) if args.command == "stats" else _convert(args)
+    except (TraceError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
