@@ -24,7 +24,7 @@ def test_multirun_summary_and_report(tmp_path):
     assert "avg_queue per VC" in md and "policy=srtf" in md
     for name in ("jct_cdf", "queue_per_vc", "gpu_utilization", "pending_jobs"):
         assert (sweep / "plots" / f"{name}.png").stat().st_size > 1000
-        assert next(sweep.glob("0_*")).joinpath("plots", f"{name}.png").exists()
+        assert (sweep / "0" / "plots" / f"{name}.png").exists()
     (sweep / "sweep_summary.csv").unlink()
     rep = subprocess.run([sys.executable, "-m", "raysim", "report", str(sweep), "--no-plots"],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
