@@ -122,7 +122,7 @@ def test_windows_skip_idle_stretches():
     groups = vc_groups(trace.vc_nodes, 3)
     coordinator = Coordinator(LocalExecutor(spec, groups), jobs_batch(trace.table, est), groups, t0=0,
                               window_s=60, progress=False)
-    records, _, end = coordinator.run()
+    records, _, end, _ = coordinator.run()
     assert records.num_rows == trace.table.num_rows
     # one-minute windows over the whole span would be end/60; only windows with events run
     events = sum(1 for _ in range(trace.table.num_rows)) * 2

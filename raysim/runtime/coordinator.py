@@ -184,11 +184,12 @@ class Coordinator:
             tmp.replace(self.checkpoint_dir / "checkpoint.pkl")
 
     def _finish(self, state: RunState) -> tuple[pa.Table, pa.Table, int, pa.Table]:
-        unfinished = [self.ex.unfinished(g) for g in range(len(self.groups))]
-        results = pa.concat_tables(state.results + [u for u in unfinished if u.num_rows] or
-                                   [RESULT_SCHEMA.empty_table()])
         end = max((s["last_event"] for s in state.status.values()), default=self.t0)
-        samples = pa.concat_tables(state.samples) if state.samples else pa.table({"vc": pa.array([], pa.string())})
+        final = [self.ex.finish(g, end) for g in range(len(self.groups))]
+        results = pa.concat_tables(state.results + [u for u, _ in final if u.num_rows] or
+                                   [RESULT_SCHEMA.empty_table()])
+        parts = state.samples + [smp for _, smp in final if smp.num_rows]
+        samples = pa.concat_tables(parts) if parts else pa.table({"vc": pa.array([], pa.string())})
         stage = pa.concat_tables(state.stage_records) if state.stage_records else None
         return results, samples, end, stage
 

@@ -42,5 +42,5 @@ class LocalExecutor:
 
     rebuild = restore
 
-    def unfinished(self, g):
-        return self.vcgroups[g].unfinished()
+    def finish(self, g, end):
+        return self.vcgroups[g].finish(end)

@@ -55,8 +55,8 @@ class _GroupActor:
         """The window's output and the group's state at the window's end (kept by the driver)."""
         return self.group.run_window(batch, t_end), self.group.checkpoint()
 
-    def unfinished(self):
-        return self.group.unfinished()
+    def finish(self, end):
+        return self.group.finish(end)
 
     def pid(self) -> int:
         return os.getpid()
@@ -143,8 +143,8 @@ class RayExecutor:
         self.actors[g] = actor
         _POOL["groups"][g] = actor
 
-    def unfinished(self, g):
-        return ray.get(self.actors[g].unfinished.remote())
+    def finish(self, g, end):
+        return ray.get(self.actors[g].finish.remote(end))
 
     def actor(self, g):
         """The actor running group g (tests use it to kill one)."""

@@ -25,7 +25,8 @@ class VCGroup:
         """Add this window's arrivals (`batch["jobs"]`, an Arrow table) and node loans
         (`batch["loans"]`: (vc, time, +1/-1)), then simulate every event before `t_end`.
 
-        Returns (finished-job records, time-series samples up to t_end - 1, per-VC status).
+        Returns (finished-job records, time-series samples up to the last event so far, per-VC
+        status); `finish` adds the samples up to the cluster's last event.
         """
         jobs = batch["jobs"] if batch else None
         if jobs is not None and jobs.num_rows:
@@ -39,18 +40,19 @@ class VCGroup:
             if sim.finished_log:
                 finished.append(sim.jobs.results(sim.finished_log))
                 sim.finished_log = []
-            samples[vc] = sim.recorder.emit(t_end - 1)
+            samples[vc] = sim.recorder.emit(min(t_end - 1, sim.last_event))
             status[vc] = self._status(sim)
         return results_table(finished), samples_table(samples), status
 
-    def unfinished(self) -> pa.Table:
-        """Records of jobs that have not finished (at the end of a run with a horizon)."""
+    def finish(self, end: int) -> tuple[pa.Table, pa.Table]:
+        """At the end of a run: records of jobs that have not finished, and every VC's samples up to
+        `end` (the cluster's last event), so that all VCs share one sampling grid."""
         parts = []
         for sim in self.sims.values():
             rows = [j for j in range(sim.jobs.n) if sim.jobs.end[j] < 0]
             if rows:
                 parts.append(sim.jobs.results(rows))
-        return results_table(parts)
+        return results_table(parts), samples_table({vc: sim.recorder.emit(end) for vc, sim in self.sims.items()})
 
     def checkpoint(self) -> bytes:
         """The whole group's state, to rebuild it after a crash or resume an interrupted run."""
