@@ -61,11 +61,12 @@ def vc_groups(vc_nodes: dict, vcs_per_actor: int) -> list[list[str]]:
 def simulate(trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "local", window_s: int = 86_400,
              vcs_per_actor: int = 1, ray_options: dict | None = None, checkpoint_dir=None,
              checkpoint_every: int = 1, resume: bool = False, progress: bool = False, executor=None,
-             job_extra: dict | None = None):
+             job_extra: dict | None = None, stats: dict | None = None):
     """Simulate every VC of `trace`; return the (jobs, time series) Arrow tables.
 
     `runtime` is "local" (in-process) or "ray" (actors); both give identical jobs tables.
-    `job_extra` adds per-job inputs (workload ids, share scores) to the job batches.
+    `job_extra` adds per-job inputs (workload ids, share scores) to the job batches; `stats`, when
+    given, receives the run's event and window counts.
     """
     if spec.profiler and checkpoint_dir:
         raise ValueError("runtime.checkpoint_dir is not supported with Lucid's profiler stage yet")
@@ -77,6 +78,8 @@ def simulate(trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "loc
                               checkpoint_every=checkpoint_every, resume=resume, progress=progress,
                               origin=trace.origin)
     records, samples, end, stage = coordinator.run()
+    if stats is not None:
+        stats.update(events=coordinator.events, windows=coordinator.windows_run)
     series = series_by_vc(samples, list(spec.vc_nodes), last=end)
     return jobs_table(trace.table, merge_profiling(records, stage)), timeseries_table(series)
 

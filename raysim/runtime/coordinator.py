@@ -69,6 +69,7 @@ class Coordinator:
         self.origin = origin
         self.recoveries = 0
         self.windows_run = 0
+        self.events = 0
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> tuple[pa.Table, pa.Table, int, pa.Table]:
@@ -114,6 +115,7 @@ class Coordinator:
         if self.progress and sys.stderr.isatty():
             sys.stderr.write("\n")
         self.windows_run = state.windows
+        self.events = sum(s["events"] for s in state.status.values())
         return self._finish(state)
 
     def _stage_window(self, state: RunState) -> int | None:
