@@ -61,12 +61,13 @@ def vc_groups(vc_nodes: dict, vcs_per_actor: int) -> list[list[str]]:
 def simulate(trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "local", window_s: int = 86_400,
              vcs_per_actor: int = 1, ray_options: dict | None = None, checkpoint_dir=None,
              checkpoint_every: int = 1, resume: bool = False, progress: bool = False, executor=None,
-             job_extra: dict | None = None, stats: dict | None = None):
+             job_extra: dict | None = None, stats: dict | None = None, estimator=None):
     """Simulate every VC of `trace`; return the (jobs, time series) Arrow tables.
 
     `runtime` is "local" (in-process) or "ray" (actors); both give identical jobs tables.
     `job_extra` adds per-job inputs (workload ids, share scores) to the job batches; `stats`, when
-    given, receives the run's event and window counts.
+    given, receives the run's event and window counts. `estimator` (e.g. a
+    PeriodicDurationEstimator) fills in duration estimates while the run goes on.
     """
     if spec.profiler and checkpoint_dir:
         raise ValueError("runtime.checkpoint_dir is not supported with Lucid's profiler stage yet")
@@ -76,7 +77,7 @@ def simulate(trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "loc
     coordinator = Coordinator(executor, jobs_batch(trace.table, estimates, job_extra), groups, t0=spec.t0,
                               window_s=window_s, checkpoint_dir=checkpoint_dir,
                               checkpoint_every=checkpoint_every, resume=resume, progress=progress,
-                              origin=trace.origin)
+                              origin=trace.origin, estimator=estimator)
     records, samples, end, stage = coordinator.run()
     if stats is not None:
         stats.update(events=coordinator.events, windows=coordinator.windows_run)
@@ -131,11 +132,19 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     for line in trace.report.lines():
         log.warning("%s", line)
     est = cfg.estimator
-    estimates = estimates_for(trace.table, source=est.source, path=est.path, column=est.column,
-                              negative_to=est.negative_to)
+    online = None
+    if est.source == "model":
+        from raysim.models.online import PeriodicDurationEstimator
+
+        online = PeriodicDurationEstimator(trace.table, trace.origin, period_s=int(est.period_days * 86_400),
+                                           kind=est.kind, seed=int(cfg.seed))
+        estimates = np.full(trace.table.num_rows, np.nan)
+    else:
+        estimates = estimates_for(trace.table, source=est.source, path=est.path, column=est.column,
+                                  negative_to=est.negative_to)
     if cfg.policy.name in NEEDS_ESTIMATE and estimates is None:
         raise ValueError(f"policy={cfg.policy.name} ranks jobs by estimated duration: set "
-                         "estimator.source=file estimator.path=<CSV> (or estimator.source=oracle)")
+                         "estimator.source=file estimator.path=<CSV>, estimator.source=model or estimator.source=oracle")
     spec, job_extra = spec_from_config(cfg, trace)
     log.info("trace %s: %d jobs, %d VCs, %d GPUs; policy=%s placer=%s compat=%s runtime=%s",
              trace.source, trace.table.num_rows, len(trace.vc_nodes),
@@ -147,7 +156,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     jobs, series = simulate(trace, spec, estimates, runtime=rt.name, window_s=int(rt.window_s),
                             vcs_per_actor=int(cfg.ray.vcs_per_actor), ray_options=dict(cfg.ray),
                             checkpoint_dir=rt.checkpoint_dir, checkpoint_every=int(rt.checkpoint_every),
-                            resume=bool(rt.resume), progress=True, job_extra=job_extra)
+                            resume=bool(rt.resume), progress=True, job_extra=job_extra, estimator=online)
     sim_wall = time.perf_counter() - sim_start
     summary = summarize(jobs, series)
     _plots(jobs, series, summary, run_dir, label=spec.policy)

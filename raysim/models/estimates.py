@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from raysim.trace.errors import TraceError
 
-SOURCES = ("none", "file", "oracle")
+SOURCES = ("none", "file", "oracle", "model")
 
 
 def estimates_for(table: pa.Table, *, source: str, path=None, column: str = "priority",

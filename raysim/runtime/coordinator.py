@@ -54,7 +54,7 @@ class Coordinator:
 
     def __init__(self, executor, batch: pa.Table, groups: list[list[str]], *, t0: int, window_s: int,
                  checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
-                 progress: bool = True, origin: str = "0"):
+                 progress: bool = True, origin: str = "0", estimator=None):
         if window_s <= 0:
             raise ValueError("runtime.window_s must be a positive number of seconds")
         self.ex = executor
@@ -67,6 +67,11 @@ class Coordinator:
         self.resume = resume
         self.progress = progress
         self.origin = origin
+        #: optional estimator filling each window's `estimate` column from jobs finished so far
+        self.estimator = estimator
+        if estimator is not None and estimator.period_s % self.W:
+            raise ValueError(f"the estimator's period ({estimator.period_s} s) must be a multiple of "
+                             f"runtime.window_s ({self.W} s)")
         self.recoveries = 0
         self.windows_run = 0
         self.events = 0
@@ -87,7 +92,7 @@ class Coordinator:
             t_end = t_start + self.W
             if stage is not None and stage <= t_start:
                 if queued is None:
-                    queued = (t_start, *self._profile(state.pos, t_start, t_end))
+                    queued = (t_start, *self._profile(state.pos, t_start, t_end, state))
                 _, current, status_handle = queued
                 queued = None
                 status = self.ex.profile_status(status_handle)
@@ -100,8 +105,11 @@ class Coordinator:
             handles = [self.ex.run_window(g, current[g], t_end) for g in range(len(self.groups))]
             state.t = t_end
             nxt = self._stage_window(state)
+            if nxt is not None and self.estimator is not None and \
+                    self.estimator.period_of(nxt) != self.estimator.period_of(t_start):
+                nxt = None  # a new estimator period: wait until the VCs have reached it
             if nxt is not None:  # the stage works on its next window while the VC groups run this one
-                queued = (nxt, *self._profile(state.pos, nxt, nxt + self.W))
+                queued = (nxt, *self._profile(state.pos, nxt, nxt + self.W, state))
             for res, samples, vc_status in self._collect(state, handles, current, t_end):
                 if res.num_rows:
                     state.results.append(res)
@@ -148,9 +156,29 @@ class Coordinator:
                     h = self.ex.run_window(g, prof_out[g], t_end)
         return outputs
 
-    def _profile(self, pos: int, t_start: int, t_end: int):
+    def _profile(self, pos: int, t_start: int, t_end: int, state: RunState | None = None):
         hi = int(np.searchsorted(self.submit, t_end, side="left"))
-        return self.ex.profile(self.batch.slice(pos, hi - pos), t_start, t_end)
+        jobs = self.batch.slice(pos, hi - pos)
+        if self.estimator is not None and hi > pos:
+            seq, end = self._finished(state)
+            est = self.estimator.fill(pos, hi, seq, end)
+            jobs = jobs.set_column(jobs.schema.get_field_index("estimate"), "estimate", pa.array(est))
+        return self.ex.profile(jobs, t_start, t_end)
+
+    def _finished(self, state: RunState) -> tuple[np.ndarray, np.ndarray]:
+        """(trace rows, end times) of every job finished so far, in the VCs or in profiling."""
+        seqs, ends = [], []
+        for res in state.results:
+            done = res.column("end_time").to_numpy() >= 0
+            seqs.append(res.column("seq").to_numpy()[done])
+            ends.append(res.column("end_time").to_numpy()[done])
+        for rec in state.stage_records:
+            done = rec.column("finished").to_numpy(zero_copy_only=False)
+            seqs.append(rec.column("seq").to_numpy()[done])
+            ends.append(rec.column("prof_end").to_numpy()[done])
+        if not seqs:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        return np.concatenate(seqs), np.concatenate(ends)
 
     # ------------------------------------------------------------------ windows and state
     def _window_of(self, t: int) -> int:
