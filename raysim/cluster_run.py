@@ -42,8 +42,11 @@ def load_from_config(cfg: DictConfig) -> Trace:
 def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict | None]:
     """The run's spec, and extra per-job inputs (Lucid: workload ids and share scores)."""
     params = SimParams.for_mode(cfg.sim.compat, sample_interval=int(cfg.sim.sample_interval), seed=int(cfg.seed))
+    if cfg.sim.network not in ("off", "on", False, True):
+        raise ValueError(f"sim.network must be off or on, not {cfg.sim.network!r}")
+    network = dict(cfg.network) if cfg.sim.network in ("on", True) else None
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, dict(trace.vc_nodes),
-                   gpus_per_node=int(cfg.cluster.gpus_per_node))
+                   gpus_per_node=int(cfg.cluster.gpus_per_node), network=network)
     if cfg.policy.name != "lucid":
         return spec, None
     from raysim.lucid_setup import lucid_inputs

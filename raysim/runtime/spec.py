@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from raysim.placement import make_placer
 from raysim.policy import make_policy
 from raysim.sim import SimParams, VCSimulator
+from raysim.sim.network import NetworkModel
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class RunSpec:
     policy_options: dict = field(default_factory=dict)
     #: the profiling stage: None (pass-through) or the Lucid profiler's settings
     profiler: dict | None = None
+    #: NIC contention between multi-node jobs: None (off) or NetworkModel's arguments
+    network: dict | None = None
 
     def make_simulator(self, vc: str) -> VCSimulator:
         index = list(self.vc_nodes).index(vc)
@@ -31,4 +34,5 @@ class RunSpec:
             make_policy(self.policy, params=self.params, **self.policy_options),
             make_placer(self.placer, params=self.params, vc_index=index),
             self.params, gpus_per_node=self.gpus_per_node, t0=self.t0,
+            network=NetworkModel(**self.network) if self.network else None,
         )

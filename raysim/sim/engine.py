@@ -27,7 +27,7 @@ class VCSimulator:
     """Simulates one VC under one policy and placer. Feed jobs with `add_jobs`, advance with `run`."""
 
     def __init__(self, name: str, num_nodes: int, policy, placer, params: SimParams,
-                 *, gpus_per_node: int = 8, t0: int = 0):
+                 *, gpus_per_node: int = 8, t0: int = 0, network=None):
         self.name = name
         self.params = params
         self.policy = policy
@@ -35,6 +35,10 @@ class VCSimulator:
         self.vc = VCState(num_nodes, gpus_per_node)
         self.jobs = JobTable()
         self.recorder = Recorder(params.sample_interval, t0)
+        #: optional NetworkModel: multi-node jobs slow down when their NICs are oversubscribed
+        self.network = network
+        #: remaining work counts down at a rate (needed for preemption and for network slowdowns)
+        self.countdown = policy.countdown or network is not None
         self.now = t0 - 1  # last time fully processed
         self.pending: dict[int, None] = {}  # insertion order = queue order of (re)entry
         self.running: dict[int, None] = {}  # insertion order = order of (re)start
@@ -140,6 +144,8 @@ class VCSimulator:
         self.pending_small -= g < 8
         self.running[j] = None
         self._started(j, now, alloc[0][0], len(alloc))
+        if self.network is not None:
+            self._reprice(self.network.add(j, vc.placement[j]), now)
         return True
 
     def start_shared(self, j: int, host: int, now: int, rate: float, host_rate: float,
@@ -168,7 +174,7 @@ class VCSimulator:
         jobs.run_since[j] = now
         jobs.run_order[j] = self._starts
         self._starts += 1
-        if self.policy.countdown:
+        if self.countdown:
             due = self._due(jobs.remain[j], jobs.rate[j], now)
         else:
             due = now + jobs.duration[j]
@@ -187,6 +193,12 @@ class VCSimulator:
         due = self._due(jobs.remain[j], rate, now)
         jobs.end_due[j] = due
         heapq.heappush(self._completions, (due, jobs.version[j], j))
+
+    def _reprice(self, affected, now: int) -> None:
+        """New progress rates for running jobs whose network contention changed."""
+        for j in sorted(affected):
+            if j in self.running:
+                self.set_rate(j, self.network.rate(j), now)
 
     def _due(self, work, rate: float, since: int) -> int:
         """Completion time of `work` seconds of work done at `rate` from `since` on.
@@ -220,19 +232,21 @@ class VCSimulator:
         jobs.preemptions[j] += 1
         jobs.ckpt_time[j] = now
         jobs.attained[j] = self.attained(j, now)
-        jobs.remain[j] = self.remaining(j, now) + self.params.preempt_overhead(g)
+        jobs.remain[j] = self._remain_at(j, now) + self.params.preempt_overhead(g)
         jobs.version[j] += 1
         jobs.end_due[j] = -1
+        jobs.rate[j] = 1.0
         self.vc.release(j)
         del self.running[j]
         self._enqueue(j)
+        if self.network is not None:
+            self._reprice(self.network.remove(j), now)
 
     def remaining(self, j: int, now: int) -> int:
         """Seconds of work job j still has at time `now` (after that second's progress)."""
-        due = self.jobs.end_due[j]
-        if due < 0:
+        if self.jobs.end_due[j] < 0:
             return self.jobs.remain[j]
-        return due - now - self.params.countdown_lag
+        return self._remain_at(j, now)
 
     def attained(self, j: int, now: int) -> int:
         """GPU-seconds of service job j has received by time `now`."""
@@ -259,6 +273,8 @@ class VCSimulator:
         self.finished += 1
         self.finished_log.append(j)
         self.policy.on_complete(self, j)
+        if self.network is not None:
+            self._reprice(self.network.remove(j), t)
 
     def _apply_node_events(self, t: int) -> None:
         """Node loans due at t take effect after that second's placements (as in the reference)."""
