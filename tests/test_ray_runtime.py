@@ -61,8 +61,8 @@ class KillOnce(RayExecutor):
         super().__init__(*args, **kw)
         self.victim, self.at, self.calls, self.killed = victim, at, 0, False
 
-    def run_window(self, g, batch_ref, t_end):
-        handle = super().run_window(g, batch_ref, t_end)
+    def run_window(self, g, batch_ref, t_end, keep_state=True):
+        handle = super().run_window(g, batch_ref, t_end, keep_state)
         if g == self.victim:
             self.calls += 1
             if self.calls == self.at and not self.killed:
@@ -76,7 +76,7 @@ def test_killed_vc_actor_is_rebuilt_and_results_do_not_change(ray_local, tmp_pat
     spec = spec_for(trace, "srtf")
     undisturbed, _ = simulate(trace, spec, est, runtime="local")
     groups = vc_groups(trace.vc_nodes, 1)
-    executor = KillOnce(spec, groups, victim=1, at=4)
+    executor = KillOnce(spec, groups, victim=1, at=6)
     jobs, _ = simulate(trace, spec, est, executor=executor)
     assert executor.killed
     assert parquet_bytes(jobs, tmp_path, "a.parquet") == parquet_bytes(undisturbed, tmp_path, "b.parquet")
@@ -93,11 +93,11 @@ class StopAfter(LocalExecutor):
         super().__init__(*args, **kw)
         self.left = windows * len(self.groups)
 
-    def run_window(self, g, batch, t_end):
+    def run_window(self, g, batch, t_end, keep_state=False):
         self.left -= 1
         if self.left < 0:
             raise Interrupt()
-        return super().run_window(g, batch, t_end)
+        return super().run_window(g, batch, t_end, keep_state)
 
 
 @pytest.mark.parametrize("runtime", ["local", "ray"])
@@ -127,3 +127,26 @@ def test_windows_skip_idle_stretches():
     # one-minute windows over the whole span would be end/60; only windows with events run
     events = sum(1 for _ in range(trace.table.num_rows)) * 2
     assert coordinator.windows_run <= events < end // 60
+
+
+class KeepFirstOnly(Coordinator):
+    """Keeps each group's state only after its first window, so a rebuild must replay the rest."""
+
+    def _keep_now(self, state, g):
+        return state.windows == 0
+
+
+def test_rebuild_replays_the_windows_since_the_last_kept_state(ray_local, tmp_path):
+    trace, est = synthetic_trace(seed=6)
+    spec = spec_for(trace, "tiresias")
+    undisturbed, _ = simulate(trace, spec, est, runtime="local")
+    groups = vc_groups(trace.vc_nodes, 1)
+    executor = KillOnce(spec, groups, victim=0, at=8)
+    coordinator = KeepFirstOnly(executor, jobs_batch(trace.table, est), groups, t0=0, window_s=86_400,
+                                progress=False)
+    records, _, _, _ = coordinator.run()
+    from raysim.report.results import jobs_table
+
+    jobs = jobs_table(trace.table, records)
+    assert executor.killed and coordinator.recoveries == 1
+    assert jobs.equals(undisturbed)

@@ -10,6 +10,7 @@ rebuilt and its window replayed; with a checkpoint folder an interrupted run res
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import pickle
@@ -40,11 +41,12 @@ class RunState:
 
     t: int  # start of the next window to run
     pos: int  # next trace row to dispatch
-    group_states: list  # per group: executor handle or bytes of VCGroup.checkpoint()
+    group_states: list  # per group: the last kept state (executor handle or VCGroup.checkpoint() bytes)
     results: list = field(default_factory=list)  # finished-job record tables so far
     samples: list = field(default_factory=list)  # time-series sample tables so far
     status: dict = field(default_factory=dict)  # per VC: last reported status
     windows: int = 0
+    replay: dict = field(default_factory=dict)  # group -> [(batch, t_end)] run since its kept state
     stage_next: int | None = None  # the profiler stage's next event
     stage_records: list = field(default_factory=list)  # profiler records (profiling start/end/queue)
 
@@ -75,6 +77,8 @@ class Coordinator:
         self.recoveries = 0
         self.windows_run = 0
         self.events = 0
+        self._state_cost: dict[int, float] = {}  # group -> seconds its last state took to save
+        self._work_since: dict[int, float] = {}  # group -> simulation seconds since its last kept state
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> tuple[pa.Table, pa.Table, int, pa.Table]:
@@ -102,7 +106,8 @@ class Coordinator:
                     state.stage_records.append(status["records"])
             else:  # only the VCs have events in this window: nothing arrives
                 current = [None] * len(self.groups)
-            handles = [self.ex.run_window(g, current[g], t_end) for g in range(len(self.groups))]
+            keep = [self._keep_now(state, g) for g in range(len(self.groups))]
+            handles = [self.ex.run_window(g, current[g], t_end, keep[g]) for g in range(len(self.groups))]
             state.t = t_end
             nxt = self._stage_window(state)
             if nxt is not None and self.estimator is not None and \
@@ -110,7 +115,7 @@ class Coordinator:
                 nxt = None  # a new estimator period: wait until the VCs have reached it
             if nxt is not None:  # the stage works on its next window while the VC groups run this one
                 queued = (nxt, *self._profile(state.pos, nxt, nxt + self.W, state))
-            for res, samples, vc_status in self._collect(state, handles, current, t_end):
+            for res, samples, vc_status in self._collect(state, handles, current, t_end, keep):
                 if res.num_rows:
                     state.results.append(res)
                 if samples.num_rows:
@@ -135,25 +140,42 @@ class Coordinator:
             candidates.append(state.stage_next)
         return max(state.t, self._window_of(min(candidates))) if candidates else None
 
-    def _collect(self, state: RunState, handles, prof_out, t_end: int) -> list:
+    def _keep_now(self, state: RunState, g: int) -> bool:
+        """Ask group g for its state at this window's end? Often enough that a rebuild replays little,
+        rarely enough that shipping states costs at most ~10% of the groups' simulation time."""
+        if not self.ex.keeps_state:
+            return False
+        if self.checkpoint_dir is not None and (state.windows + 1) % self.checkpoint_every == 0:
+            return True  # a checkpoint is written after this window
+        cost = self._state_cost.get(g)
+        return cost is None or self._work_since.get(g, 0.0) >= 10 * cost
+
+    def _collect(self, state: RunState, handles, prof_out, t_end: int, keep: list[bool]) -> list:
         outputs = []
         for g, h in enumerate(handles):
+            history = state.replay.setdefault(g, [])
             while True:
                 try:
-                    out, group_state = self.ex.get(g, h)
-                    outputs.append(out)
-                    if group_state is not None:
-                        state.group_states[g] = group_state
+                    out, run_s, state_s, group_state = self.ex.get(g, h)
                     break
                 except GroupLost as lost:
                     self.recoveries += 1
-                    log.warning("VC group %d (%s) lost in the window ending at t=%d: rebuilding it from "
-                                "the last window boundary and replaying the window (%s)",
-                                g, ",".join(self.groups[g]), t_end, lost)
-                    if state.group_states[g] is None and state.windows:
-                        raise RuntimeError(f"VC group {g} lost and no state was kept to rebuild it") from lost
+                    log.warning("VC group %d (%s) lost in the window ending at t=%d: rebuilding it from its "
+                                "last kept state and replaying %d window(s) (%s)",
+                                g, ",".join(self.groups[g]), t_end, len(history) + 1, lost)
                     self.ex.rebuild(g, state.group_states[g])
-                    h = self.ex.run_window(g, prof_out[g], t_end)
+                    for batch, end in history:  # their results are already in: only the state matters
+                        self.ex.get(g, self.ex.run_window(g, batch, end, False))
+                    h = self.ex.run_window(g, prof_out[g], t_end, keep[g])
+            outputs.append(out)
+            if keep[g]:
+                state.group_states[g] = group_state
+                state.replay[g] = []
+                self._state_cost[g] = state_s
+                self._work_since[g] = 0.0
+            else:
+                history.append((prof_out[g], t_end))
+                self._work_since[g] = self._work_since.get(g, 0.0) + run_s
         return outputs
 
     def _profile(self, pos: int, t_start: int, t_end: int, state: RunState | None = None):
@@ -207,8 +229,7 @@ class Coordinator:
         if self.checkpoint_dir is not None and state.windows % self.checkpoint_every == 0:
             self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
             blobs = [self.ex.materialize(g, s) for g, s in enumerate(state.group_states)]
-            payload = pickle.dumps(RunState(state.t, state.pos, blobs, state.results, state.samples,
-                                            state.status, state.windows, state.stage_next, state.stage_records))
+            payload = pickle.dumps(dataclasses.replace(state, group_states=blobs, replay={}))
             tmp = self.checkpoint_dir / "checkpoint.pkl.tmp"
             tmp.write_bytes(payload)
             tmp.replace(self.checkpoint_dir / "checkpoint.pkl")

@@ -27,12 +27,15 @@ class LocalExecutor:
     def profile_status(self, handle):
         return handle
 
-    def run_window(self, g, batch, t_end):
+    #: in-process groups cannot be lost: no state needs keeping between windows
+    keeps_state = False
+
+    def run_window(self, g, batch, t_end, keep_state: bool = False):
         return self.vcgroups[g].run_window(batch, t_end)
 
     def get(self, g, handle):
-        """(window output, kept state): in-process groups cannot be lost, so no state is kept."""
-        return handle, None
+        """(window output, seconds simulating, seconds saving state, kept state)."""
+        return handle, 0.0, 0.0, None
 
     def materialize(self, g, state):
         return self.vcgroups[g].checkpoint()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 import ray
 from ray.exceptions import RayActorError
@@ -51,9 +52,14 @@ class _GroupActor:
         self.group = VCGroup.restore(state)
         return True
 
-    def run_window(self, batch, t_end):
-        """The window's output and the group's state at the window's end (kept by the driver)."""
-        return self.group.run_window(batch, t_end), self.group.checkpoint()
+    def run_window(self, batch, t_end, keep_state: bool):
+        """(window output, seconds simulating, seconds saving the state), and the group's state at
+        the window's end when asked."""
+        t = time.perf_counter()
+        out = self.group.run_window(batch, t_end)
+        t1 = time.perf_counter()
+        state = self.group.checkpoint() if keep_state else None
+        return (out, t1 - t, time.perf_counter() - t1), state
 
     def finish(self, end):
         return self.group.finish(end)
@@ -83,6 +89,9 @@ _POOL: dict[str, list] = {"groups": [], "profiler": []}
 
 class RayExecutor:
     """Runs the coordinator's calls on Ray actors (handles are ObjectRefs)."""
+
+    #: actors can die: the coordinator keeps their states to rebuild them
+    keeps_state = True
 
     def __init__(self, spec: RunSpec, groups: list[list[str]], *, actor_cpus: float = 0.1):
         self.spec = spec
@@ -114,18 +123,19 @@ class RayExecutor:
     def profile_status(self, handle):
         return ray.get(handle)
 
-    def run_window(self, g, batch_ref, t_end):
-        return self.actors[g].run_window.options(num_returns=2).remote(batch_ref, t_end)
+    def run_window(self, g, batch_ref, t_end, keep_state: bool = True):
+        return self.actors[g].run_window.options(num_returns=2).remote(batch_ref, t_end, keep_state)
 
     def get(self, g, handle):
-        """(window output, ref to the group's state at the window's end); GroupLost if the actor died.
-
-        The state object lives in the object store, owned by the driver, so it outlives the actor."""
+        """(window output, seconds simulating, seconds saving the state, ref to the group's state at
+        the window's end or None); GroupLost if the actor died. The state lives in the object store,
+        owned by the driver, so it outlives the actor."""
         out_ref, state_ref = handle
         try:
-            return ray.get(out_ref), state_ref
+            out, run_s, state_s = ray.get(out_ref)
         except RayActorError as exc:
             raise GroupLost(g, exc) from exc
+        return out, run_s, state_s, state_ref
 
     def materialize(self, g, state):
         return ray.get(state) if isinstance(state, ray.ObjectRef) else state
