@@ -58,7 +58,7 @@ def generate(preset: str, months: float) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--months", type=float, nargs="+", default=[1, 3, 6])
+    ap.add_argument("--months", type=float, nargs="*", default=[1, 3, 6], help="Saturn-like lengths (none: skip)")
     ap.add_argument("--policies", nargs="+", default=["fifo", "tiresias"])
     ap.add_argument("--runtimes", nargs="+", default=["local", "ray"])
     ap.add_argument("--vcs-per-actor", type=int, default=8)

@@ -3,6 +3,7 @@
     raysim models train throughput --data cluster_throughput.csv --out forecast.csv [--kind ebm]
     raysim models train duration --trace traces/venus_sept --out estimates.csv [--kind ebm]
     raysim models train packing --single single_data.csv [--colocation colocate_info.csv] --out labels.csv
+    raysim models train colocation --single single_data.csv --colocation colocate_info.csv --out colocation_cv.json
     raysim models report --shared ../shared --out models_report/
 
 The duration output has Lucid's estimate-file columns (job_id, priority = estimated seconds), so
@@ -12,6 +13,7 @@ The duration output has Lucid's estimate-file columns (job_id, priority = estima
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -20,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from raysim.models import duration as dur
+from raysim.models import interference as itf
 from raysim.models import packing as pk
 from raysim.models import throughput as tp
 from raysim.models.features import EBM_SETTINGS, KINDS, accuracy, macro_f1, mae
@@ -76,6 +79,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="per-configuration CSV to write")
     _common(p, "--classifier")
     p.set_defaults(run=_train_packing)
+
+    p = train.add_parser("colocation", help="colocated-speed models: grouped cross-validation")
+    p.add_argument("--single", required=True, help="single_data.csv")
+    p.add_argument("--colocation", required=True, help="colocate_info.csv")
+    p.add_argument("--out", required=True, help="JSON to write (the metrics of colocation_cv.json)")
+    p.add_argument("--folds", type=int, default=5, help="folds, grouped by model pair (%(default)s)")
+    p.add_argument("--kind", choices=KINDS, default=itf.DEFAULT_KIND,
+                   help="learned model whose tier accuracy is `tier_accuracy` (%(default)s)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=_train_colocation)
 
     p = sub.add_parser("report", help="EBM vs LightGBM on held-out data, with EBM plots")
     p.add_argument("--shared", required=True, help="folder holding traces/venus_sept and profiles/")
@@ -138,6 +151,27 @@ def _train_packing(args) -> int:
     return 0
 
 
+def _train_colocation(args) -> int:
+    metrics, _ = itf.cross_validate(args.colocation, args.single, folds=args.folds, seed=args.seed, kind=args.kind)
+    _write_json(metrics, Path(args.out))
+    print(_colocation_summary(metrics))
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _colocation_summary(m: dict) -> str:
+    return (f"colocated speed, {m['folds']}-fold CV grouped by model pair over {m['n_pairs']} pairs: MAE "
+            f"lightgbm {m['mae_learned_lightgbm']:.4f}, ebm {m['mae_learned_ebm']:.4f}, analytic "
+            f"{m['mae_analytic']:.4f} (capacity 100 %: {m['mae_analytic_capacity100']:.4f}), speed = 1 "
+            f"{m['mae_speed1']:.4f}; share tier accuracy ({m['kind']}) {m['tier_accuracy']:.3f} over "
+            f"{m['n_configurations']} configurations")
+
+
+def _write_json(data: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
 def _report(args) -> int:
     rows, notes = report(Path(args.shared), Path(args.out), seed=args.seed, split=args.split,
                          test_from_day=args.test_from_day)
@@ -174,6 +208,7 @@ def report(shared: Path, out: Path, *, seed: int = 0, split: str = tp.DEFAULT_SP
     _report_throughput(res, shared, out, seed, split)
     _report_duration(res, shared, out, seed, test_from_day)
     confusion = _report_packing(res, shared, out, seed)
+    _report_colocation(res, shared, out, seed)
     table = pd.DataFrame(res.rows, columns=COLUMNS).astype({"n_train": "Int64", "n_test": "Int64"})
     table.to_csv(out / "models_report.csv", index=False, float_format="%.6g")
     (out / "models_report.md").write_text(_markdown(table, res.notes, confusion, res.plots, out))
@@ -273,6 +308,32 @@ def _report_packing(res: _Results, shared: Path, out: Path, seed: int) -> pd.Dat
     if clf.estimator is not None:
         res.plot(clf, out, "packing", "EBM share-score classifier")
     return agree["confusion"]
+
+
+def _report_colocation(res: _Results, shared: Path, out: Path, seed: int) -> None:
+    """Colocated-speed models under grouped 5-fold CV (rows in the packing section: Lucid's packing
+    analyzer consumes them); writes colocation_cv.json."""
+    t0 = time.perf_counter()
+    m, _ = itf.cross_validate(shared / COLOCATION_CSV, shared / SINGLE_CSV, seed=seed)
+    _write_json(m, out / "colocation_cv.json")
+    fit_s = time.perf_counter() - t0
+    n = m["n_pair_sides"]
+    models = {"lightgbm": "learned_lightgbm", "ebm": "learned_ebm",
+              "analytic (interleaved, fitted capacity)": "analytic",
+              "analytic (interleaved, capacity 100 %)": "analytic_capacity100",
+              "analytic (random phases)": "analytic_random", "constant: speed = 1": "speed1"}
+    for kind, name in models.items():
+        tier = name.removeprefix("learned_")
+        res.add("packing", "colocated speed", kind, f"MAE ({m['folds']}-fold CV grouped by model pair)",
+                m[f"mae_{name}"], None, n, fit_s if name == "learned_lightgbm" else None)
+        res.add("packing", "share tier from speeds", kind, "accuracy (per configuration)",
+                m[f"tier_accuracy_{tier}"], None, m["n_configurations"])
+    res.notes.append(
+        "colocated speed: each measured pair gives two rows (own job, partner) with both single-job profiles; "
+        "folds keep every pair of two models together; the analytic capacity is fitted per training fold "
+        f"({', '.join(f'{c:g}' for c in m['analytic_capacity_per_fold'])} %). Share tier per configuration: mean "
+        "over the pairs it is in of the measured vs the predicted speeds, < 0.85 -> 2, < 0.95 -> 1, else 0")
+    res.notes.append(_colocation_summary(m))
 
 
 def _markdown(table: pd.DataFrame, notes: list[str], confusion: pd.DataFrame, plots, out: Path) -> str:

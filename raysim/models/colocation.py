@@ -9,10 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
-from raysim.trace.errors import TraceError
+from raysim.trace.errors import read_csv_columns
 
 KEY = ("model", "dataset", "batchsize", "amp")
 #: Models the reference never measured in pairs; it treats their pairs as free of interference.
@@ -36,20 +35,13 @@ def workload_ids(table: pa.Table) -> tuple[np.ndarray, list[tuple]]:
     return ids, keys
 
 
-def pair_table(keys: list[tuple], path: str | Path, table: pa.Table | None = None) -> dict:
+def pair_table(keys: list[tuple], path: str | Path) -> dict:
     """(id_a, id_b) -> (speed_a, speed_b, util, gmem) for every measured pair among `keys`.
 
     Pairs involving an unmeasured model get speeds 1 and 1 with summed memory (the reference's
     rule; its joint utilisation there is min(1, util_a + util_b), kept for compatibility).
     """
-    path = Path(path)
-    try:
-        df = pd.read_csv(path)
-    except FileNotFoundError:
-        raise TraceError(str(path), "colocation profile not found") from None
-    for c in PAIR_COLUMNS:
-        if c not in df.columns:
-            raise TraceError(str(path), f"missing column; the file has {list(df.columns)}", column=c)
+    df = read_csv_columns(path, PAIR_COLUMNS, "colocation profile")
     index = {k: i for i, k in enumerate(keys)}
     pairs = {}
     for row in df[PAIR_COLUMNS].itertuples(index=False):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from raysim.trace.errors import TraceError
+from raysim.trace.errors import TraceError, read_csv_columns
 
 SOURCES = ("none", "file", "oracle", "model")
 
@@ -28,14 +27,7 @@ def estimates_for(table: pa.Table, *, source: str, path=None, column: str = "pri
         raise ValueError(f"estimator.source must be one of {SOURCES}, not {source!r}")
     if not path:
         raise ValueError("estimator.source=file needs estimator.path=<CSV with job_id and estimate columns>")
-    path = Path(path)
-    try:
-        df = pd.read_csv(path)
-    except FileNotFoundError:
-        raise TraceError(str(path), "estimates file not found") from None
-    for col in ("job_id", column):
-        if col not in df.columns:
-            raise TraceError(str(path), f"missing column; the file has {list(df.columns)}", column=col)
+    df = read_csv_columns(path, ("job_id", column), "estimates file")
     values = pd.to_numeric(df[column], errors="coerce")
     bad = values.isna().to_numpy()
     if bad.any():

@@ -8,21 +8,14 @@ import numpy as np
 import pandas as pd
 
 from raysim.policy.lucid import SWITCH_PERIOD, PackingSwitch
-from raysim.trace.errors import TraceError
+from raysim.trace.errors import TraceError, read_csv_columns
 
 COLUMNS = ("time", "pred_gpu_job", "pred_gpu_num")
 
 
 def load_forecast(path: str | Path, origin: str) -> dict:
     """{"times", "pred_gpu_job", "pred_gpu_num"}: bin start times in seconds on the trace clock."""
-    path = Path(path)
-    try:
-        df = pd.read_csv(path)
-    except FileNotFoundError:
-        raise TraceError(str(path), "forecast file not found") from None
-    for c in COLUMNS:
-        if c not in df.columns:
-            raise TraceError(str(path), f"missing column; the file has {list(df.columns)}", column=c)
+    df = read_csv_columns(path, COLUMNS, "forecast file")
     stamps = pd.to_datetime(df["time"], errors="coerce", utc=True)
     if stamps.isna().any():
         row = int(np.flatnonzero(stamps.isna().to_numpy())[0])

@@ -36,23 +36,27 @@ def summarize(jobs: pa.Table, series: pa.Table) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def to_markdown(summary: pd.DataFrame, title: str = "") -> str:
-    """A Markdown table of the summary (seconds rounded to integers)."""
-    cols = list(summary.columns)
-    lines = [f"## {title}", ""] if title else []
-    lines.append("| " + " | ".join(cols) + " |")
-    lines.append("|" + "---|" * len(cols))
-    for _, r in summary.iterrows():
+def markdown_table(df: pd.DataFrame) -> str:
+    """A Markdown table: averages with one decimal, utilisation with three, other numbers as integers."""
+    cols = list(df.columns)
+    out = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
+    for _, r in df.iterrows():
         cells = []
         for c in cols:
             v = r[c]
             if isinstance(v, str):
                 cells.append(v)
-            elif c == "gpu_utilization":
-                cells.append(f"{v:.3f}")
             elif pd.isna(v):
                 cells.append("")
+            elif c == "gpu_utilization":
+                cells.append(f"{v:.3f}")
             else:
-                cells.append(f"{v:,.0f}")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+                cells.append(f"{v:,.1f}" if str(c).startswith("avg") else f"{v:,.0f}")
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def to_markdown(summary: pd.DataFrame, title: str = "") -> str:
+    """The run summary as Markdown, under an optional heading."""
+    head = f"## {title}\n\n" if title else ""
+    return head + markdown_table(summary) + "\n"

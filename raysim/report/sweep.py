@@ -10,6 +10,7 @@ import yaml
 from hydra.experimental.callback import Callback
 
 from raysim.report.plots import compare_plots
+from raysim.report.summary import markdown_table
 
 METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queue", "p99.9_jct",
            "makespan", "gpu_utilization"]
@@ -54,28 +55,11 @@ def summarize_sweep(sweep_dir: str | Path, plots: bool = True) -> pd.DataFrame:
 
 def _markdown(table: pd.DataFrame) -> str:
     overall = table[table["vc"] == "all"].set_index("run")[[m for m in METRICS if m in table.columns]]
-    lines = ["# Sweep summary", "", "## All VCs", "", _md_table(overall.reset_index())]
+    lines = ["# Sweep summary", "", "## All VCs", "", markdown_table(overall.reset_index())]
     for metric in ("avg_queue", "avg_jct"):
         per_vc = table[table["vc"] != "all"].pivot(index="vc", columns="run", values=metric)
-        lines += ["", f"## {metric} per VC (s)", "", _md_table(per_vc.reset_index())]
+        lines += ["", f"## {metric} per VC (s)", "", markdown_table(per_vc.reset_index())]
     return "\n".join(lines) + "\n"
-
-
-def _md_table(df: pd.DataFrame) -> str:
-    cols = list(df.columns)
-    out = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
-    for _, r in df.iterrows():
-        cells = []
-        for c in cols:
-            v = r[c]
-            if isinstance(v, str):
-                cells.append(v)
-            elif c == "gpu_utilization":
-                cells.append(f"{v:.3f}")
-            else:
-                cells.append("" if pd.isna(v) else f"{v:,.1f}" if c.startswith("avg") else f"{v:,.0f}")
-        out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out)
 
 
 class SweepSummary(Callback):
