@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from raysim.sim.recorder import COLUMNS as SERIES_COLUMNS
+from raysim.sim.recorder import FLOAT_COLUMNS
 
 
 def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
@@ -45,57 +46,64 @@ def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
     })
 
 
-def series_by_vc(samples: pa.Table, vc_order, last: int | None = None) -> dict[str, dict[str, np.ndarray]]:
-    """Split a samples table (vc column + SERIES_COLUMNS) into per-VC numpy dicts, time-sorted,
-    keeping samples at times <= `last`."""
-    if not samples.num_rows:
-        return {}
-    vc = samples.column("vc").combine_chunks()
-    vc = vc if pa.types.is_dictionary(vc.type) else vc.dictionary_encode()
-    codes = vc.indices.to_numpy(zero_copy_only=False)
-    names = vc.dictionary.to_pylist()
-    cols = {c: samples.column(c).to_numpy() for c in ("time", *SERIES_COLUMNS)}
-    keep = np.ones(len(codes), dtype=bool) if last is None else cols["time"] <= last
+def series_by_vc(samples: list, vc_order, last: int | None = None) -> dict[str, dict[str, np.ndarray]]:
+    """Per-VC numpy columns from sample tables in time order (vc column + SERIES_COLUMNS), keeping
+    samples at times <= `last`. Consumes the list (tables are released as they are read)."""
+    chunks: dict[str, list] = {}
+    while samples:
+        part = samples.pop(0)
+        vc = part.column("vc").combine_chunks()
+        vc = vc if pa.types.is_dictionary(vc.type) else vc.dictionary_encode()
+        codes = vc.indices.to_numpy(zero_copy_only=False)
+        cols = {c: part.column(c).to_numpy() for c in ("time", *SERIES_COLUMNS)}
+        keep = np.ones(len(codes), dtype=bool) if last is None else cols["time"] <= last
+        for code, name in enumerate(vc.dictionary.to_pylist()):
+            idx = np.flatnonzero((codes == code) & keep)
+            if len(idx):
+                chunks.setdefault(name, []).append({c: v[idx] for c, v in cols.items()})
     out = {}
-    for vc_name in vc_order:
-        if vc_name not in names:
-            continue
-        idx = np.flatnonzero((codes == names.index(vc_name)) & keep)
-        order = idx[np.argsort(cols["time"][idx], kind="stable")]
-        out[vc_name] = {c: v[order] for c, v in cols.items()}
+    for name in vc_order:
+        parts = chunks.pop(name, None)
+        if parts:
+            out[name] = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
     return out
 
 
 def timeseries_table(per_vc: dict[str, dict[str, np.ndarray]]) -> pa.Table:
     """Per-VC samples plus cluster-wide rows (vc = "all") at every sample time.
 
-    Every VC is sampled on the same grid up to the cluster's last event (see the runtimes), so the
-    cluster rows are plain sums (GPU-weighted means for the utilisation columns).
+    Every VC is sampled on the same grid up to the cluster's last event (see the coordinator), so
+    the cluster rows are plain sums (GPU-weighted means for the utilisation columns). Consumes
+    `per_vc` column by column to keep long runs' memory down.
     """
     names = list(per_vc)
-    series = [per_vc[v] for v in names]
-    if not series:
+    if not names:
         return pa.table({"vc": pa.array([], pa.dictionary(pa.int32(), pa.string())),
                          "time": pa.array([], pa.int64())})
-    grid = series[0]["time"]
-    if any(not np.array_equal(s["time"], grid) for s in series):
+    blocks = [per_vc[v] for v in names]
+    grid = blocks[0]["time"]
+    if any(not np.array_equal(b["time"], grid) for b in blocks):
         raise AssertionError("VC time series are not on one grid")
-    total = np.sum([s["total_gpu_num"] for s in series], axis=0)
+    m = len(grid)
+    total = np.zeros(m, dtype=np.int64)
+    for b in blocks:
+        total += b["total_gpu_num"]
     cluster = {"time": grid}
     for name in SERIES_COLUMNS:
-        stacked = np.stack([s[name] for s in series])
-        if name in ("sm_util", "gmem_mb"):  # GPU-weighted means
-            weighted = (stacked * np.stack([s["total_gpu_num"] for s in series])).sum(axis=0)
-            cluster[name] = np.divide(weighted, total, out=np.zeros(len(grid)), where=total > 0)
-        else:
-            cluster[name] = stacked.sum(axis=0)
-    blocks = series + [cluster]
-    m = len(grid)
+        acc = np.zeros(m, dtype=np.float64 if name in FLOAT_COLUMNS else np.int64)
+        for b in blocks:
+            acc += b[name] * b["total_gpu_num"] if name in FLOAT_COLUMNS else b[name]
+        if name in FLOAT_COLUMNS:  # GPU-weighted means
+            acc = np.divide(acc, total, out=np.zeros(m), where=total > 0)
+        cluster[name] = acc.astype(blocks[0][name].dtype)
+    blocks.append(cluster)
     codes = np.repeat(np.arange(len(blocks), dtype=np.int32), m)
     out = {"vc": pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(names + ["all"]))}
+    busy = np.zeros(len(codes))
     for col in ("time", *SERIES_COLUMNS):
-        out[col] = pa.array(np.concatenate([b[col] for b in blocks]))
-    tot = np.concatenate([b["total_gpu_num"] for b in blocks])
-    idle = np.concatenate([b["idle_gpu_num"] for b in blocks])
-    out["gpu_utilization"] = pa.array(np.divide(tot - idle, tot, out=np.zeros(len(tot)), where=tot > 0))
+        out[col] = pa.array(np.concatenate([b.pop(col) for b in blocks]))
+    tot = out["total_gpu_num"].to_numpy()
+    idle = out["idle_gpu_num"].to_numpy()
+    np.divide(tot - idle, tot, out=busy, where=tot > 0)
+    out["gpu_utilization"] = pa.array(busy.astype(np.float32))
     return pa.table(out)

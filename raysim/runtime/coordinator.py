@@ -81,9 +81,9 @@ class Coordinator:
         self._work_since: dict[int, float] = {}  # group -> simulation seconds since its last kept state
 
     # ------------------------------------------------------------------ main loop
-    def run(self) -> tuple[pa.Table, pa.Table, int, pa.Table]:
-        """Simulate to completion; return (VC job records, time-series samples, time of the last
-        event, profiler-stage records). Samples after the last event are the caller's to drop."""
+    def run(self) -> tuple[pa.Table, list, int, pa.Table]:
+        """Simulate to completion; return (VC job records, time-series sample tables in time order,
+        time of the last event, profiler-stage records)."""
         state = self._initial_state()
         wall = time.perf_counter()
         queued = None  # (window start, outputs, status handle): the stage's next window, issued ahead
@@ -234,13 +234,13 @@ class Coordinator:
             tmp.write_bytes(payload)
             tmp.replace(self.checkpoint_dir / "checkpoint.pkl")
 
-    def _finish(self, state: RunState) -> tuple[pa.Table, pa.Table, int, pa.Table]:
+    def _finish(self, state: RunState) -> tuple[pa.Table, list, int, pa.Table]:
         end = max((s["last_event"] for s in state.status.values()), default=self.t0)
         final = [self.ex.finish(g, end) for g in range(len(self.groups))]
         results = pa.concat_tables(state.results + [u for u, _ in final if u.num_rows] or
                                    [RESULT_SCHEMA.empty_table()])
-        parts = state.samples + [smp for _, smp in final if smp.num_rows]
-        samples = pa.concat_tables(parts) if parts else pa.table({"vc": pa.array([], pa.string())})
+        samples = state.samples + [smp for _, smp in final if smp.num_rows]
+        state.samples = []
         stage = pa.concat_tables(state.stage_records) if state.stage_records else None
         return results, samples, end, stage
 

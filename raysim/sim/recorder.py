@@ -22,6 +22,7 @@ COLUMNS = (
     "sm_util",  # mean GPU utilisation (%) over the VC's GPUs
     "gmem_mb",  # mean GPU memory in use (MB) over the VC's GPUs
 )
+FLOAT_COLUMNS = ("sm_util", "gmem_mb")  # stored as float32, the counts as int32 (long runs keep millions of rows)
 
 
 class Recorder:
@@ -54,7 +55,7 @@ class Recorder:
         out = {"time": grid}
         for i, name in enumerate(COLUMNS):
             col = rows[:, i]
-            out[name] = col if name in ("sm_util", "gmem_mb") else col.astype(np.int64)
+            out[name] = col.astype(np.float32 if name in FLOAT_COLUMNS else np.int32)
         if len(grid):
             self._next_sample = int(grid[-1]) + self.interval
             cut = int(idx[-1])  # earlier snapshots can no longer be the latest before a future sample
@@ -65,5 +66,5 @@ class Recorder:
 def _empty() -> dict[str, np.ndarray]:
     out = {"time": np.empty(0, dtype=np.int64)}
     for name in COLUMNS:
-        out[name] = np.empty(0, dtype=np.float64 if name in ("sm_util", "gmem_mb") else np.int64)
+        out[name] = np.empty(0, dtype=np.float32 if name in FLOAT_COLUMNS else np.int32)
     return out
