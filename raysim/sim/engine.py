@@ -244,8 +244,12 @@ class VCSimulator:
 
     def remaining(self, j: int, now: int) -> int:
         """Seconds of work job j still has at time `now` (after that second's progress)."""
-        if self.jobs.end_due[j] < 0:
-            return self.jobs.remain[j]
+        jobs = self.jobs
+        due = jobs.end_due[j]
+        if due < 0:
+            return jobs.remain[j]
+        if jobs.rate[j] == 1.0 and type(jobs.remain[j]) is int:
+            return due - now - self.params.countdown_lag  # whole seconds at full speed
         return self._remain_at(j, now)
 
     def attained(self, j: int, now: int) -> int:

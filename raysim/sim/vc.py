@@ -58,17 +58,19 @@ class VCState:
         """Give `job` the requested GPU counts on each node of `alloc` (lowest free GPU ids first)."""
         placed = []
         for node, count in alloc:
-            gpus = self.owner[node]
+            gpus, gutil, ggmem = self.owner[node], self.gpu_util[node], self.gpu_gmem[node]
             ids = []
             for g in range(self.gpus_per_node):
                 if gpus[g] < 0:
                     gpus[g] = job
                     ids.append(g)
-                    self._set_gpu_load(node, g, util_milli, gmem)
+                    gutil[g], ggmem[g] = util_milli, gmem  # a free GPU carries no load
                     if len(ids) == count:
                         break
             if len(ids) != count:
                 raise AssertionError(f"node {node} lacks {count} free GPUs for job {job}")
+            self.util_milli += util_milli * count
+            self.gmem_mb += gmem * count
             self.free[node] -= count
             self._count_jobs(node, +1)
             placed.append((node, ids))
@@ -94,6 +96,7 @@ class VCState:
         """Free every GPU `job` holds (a GPU it shared goes back to the other job alone)."""
         for node, ids in self.placement.pop(job):
             owner, second = self.owner[node], self.second[node]
+            gutil, ggmem, freed = self.gpu_util[node], self.gpu_gmem[node], 0
             for g in ids:
                 if owner[g] == job:
                     owner[g], second[g] = second[g], -1
@@ -102,11 +105,14 @@ class VCState:
                 else:
                     raise AssertionError(f"job {job} does not hold GPU {g} of node {node}")
                 if owner[g] < 0:
-                    self.free[node] += 1
-                    self.free_gpus += 1
-                    self._set_gpu_load(node, g, 0, 0.0)
+                    freed += 1
+                    self.util_milli -= gutil[g]
+                    self.gmem_mb -= ggmem[g]
+                    gutil[g], ggmem[g] = 0, 0.0
                 else:
                     self._set_gpu_load(node, g, *self.load[owner[g]])
+            self.free[node] += freed
+            self.free_gpus += freed
             self._count_jobs(node, -1)
         del self.load[job]
         if self.free_gpus == self.total_gpus:
