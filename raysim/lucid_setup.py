@@ -37,7 +37,7 @@ def lucid_inputs(cfg: DictConfig, trace: Trace, spec: RunSpec, *, forecast_path=
     elif cfg.forecast.source != "none":
         raise ValueError(f"forecast.source must be none or file, not {cfg.forecast.source!r}")
     ids, keys = workload_ids(trace.table)
-    pairs = pair_table(keys, cfg.profiles.colocation) if cfg.profiles.colocation else {}
+    pairs = pair_speeds_for(cfg, trace, keys)
     scores = share_scores(trace, cfg.profiles.single)
     settings = {"compat": cfg.sim.compat == "lucid", "nodes": int(prof.nodes), "time_limit": int(prof.time_limit),
                 "factor": int(prof.factor), "lender": prof.lender, "forecast": forecast}
@@ -47,6 +47,24 @@ def lucid_inputs(cfg: DictConfig, trace: Trace, spec: RunSpec, *, forecast_path=
              "forecast %s", prof.nodes, list(prof.take_from or []), prof.lender, len(pairs), len(keys),
              cfg.forecast.path if forecast else "none (packing always on)")
     return spec, {"workload": ids, "share_score": scores}
+
+
+def pair_speeds_for(cfg: DictConfig, trace: Trace, keys: list) -> dict:
+    """Pair speeds by profiles.interference: measured pairs only (unknown pairs run at full speed),
+    or measured pairs completed by the learned or the analytic interference model."""
+    mode = cfg.profiles.get("interference", "measured")
+    if mode == "measured":
+        return pair_table(keys, cfg.profiles.colocation) if cfg.profiles.colocation else {}
+    if mode not in ("learned", "analytic"):
+        raise ValueError(f"profiles.interference must be measured, learned or analytic, not {mode!r}")
+    if mode == "learned" and not (cfg.profiles.colocation and cfg.profiles.single):
+        raise ValueError("profiles.interference=learned trains on profiles.colocation and profiles.single: set both")
+    from raysim.models.interference import interference_pairs
+    from raysim.models.resources import key_profiles
+
+    profiles = key_profiles(keys, trace.table, cfg.profiles.single)
+    return interference_pairs(keys, mode, colocation_csv=cfg.profiles.colocation,
+                              single_csv=cfg.profiles.single, profiles=profiles)
 
 
 def share_scores(trace: Trace, single_csv) -> np.ndarray:

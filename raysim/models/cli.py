@@ -313,21 +313,19 @@ def _report_packing(res: _Results, shared: Path, out: Path, seed: int) -> pd.Dat
 def _report_colocation(res: _Results, shared: Path, out: Path, seed: int) -> None:
     """Colocated-speed models under grouped 5-fold CV (rows in the packing section: Lucid's packing
     analyzer consumes them); writes colocation_cv.json."""
-    t0 = time.perf_counter()
     m, _ = itf.cross_validate(shared / COLOCATION_CSV, shared / SINGLE_CSV, seed=seed)
     _write_json(m, out / "colocation_cv.json")
-    fit_s = time.perf_counter() - t0
     n = m["n_pair_sides"]
     models = {"lightgbm": "learned_lightgbm", "ebm": "learned_ebm",
               "analytic (interleaved, fitted capacity)": "analytic",
               "analytic (interleaved, capacity 100 %)": "analytic_capacity100",
               "analytic (random phases)": "analytic_random", "constant: speed = 1": "speed1"}
     for kind, name in models.items():
-        tier = name.removeprefix("learned_")
         res.add("packing", "colocated speed", kind, f"MAE ({m['folds']}-fold CV grouped by model pair)",
-                m[f"mae_{name}"], None, n, fit_s if name == "learned_lightgbm" else None)
+                m[f"mae_{name}"], None, n, m["fit_s"].get(name))
+    for kind, name in models.items():
         res.add("packing", "share tier from speeds", kind, "accuracy (per configuration)",
-                m[f"tier_accuracy_{tier}"], None, m["n_configurations"])
+                m[f"tier_accuracy_{name.removeprefix('learned_')}"], None, m["n_configurations"])
     res.notes.append(
         "colocated speed: each measured pair gives two rows (own job, partner) with both single-job profiles; "
         "folds keep every pair of two models together; the analytic capacity is fitted per training fold "

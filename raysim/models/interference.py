@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 
 import numpy as np
 import pandas as pd
@@ -41,7 +42,7 @@ from sklearn.model_selection import GroupKFold
 from raysim.models import packing as pk
 from raysim.models import pairspeed as ps
 from raysim.models.colocation import pair_table
-from raysim.models.features import KINDS, accuracy, mae
+from raysim.models.features import KINDS, accuracy, check_kind, mae
 from raysim.models.resources import BURST_LEVEL, RESOURCE_COLUMNS, Burst, JobProfile, key_profiles
 
 log = logging.getLogger("raysim")
@@ -194,6 +195,9 @@ def interference_pairs(keys, mode: str, *, colocation_csv=None, single_csv=None,
     """
     if mode not in MODES:
         raise ValueError(f"interference mode must be one of {MODES}, not {mode!r}")
+    if mode == "learned" and not (colocation_csv and single_csv):
+        raise ValueError("interference mode 'learned' needs the colocation and single-job profile files "
+                         "(profiles.colocation, profiles.single) to train on")
     keys = [tuple(k) for k in keys]
     pairs = pair_table(keys, colocation_csv) if colocation_csv else {}
     if mode == "measured" or not keys:
@@ -203,9 +207,6 @@ def interference_pairs(keys, mode: str, *, colocation_csv=None, single_csv=None,
     if absent:
         raise ValueError(f"profiles lack {len(absent)} workload key(s), e.g. {absent[0]}")
     if mode == "learned":
-        if not (colocation_csv and single_csv):
-            raise ValueError("interference mode 'learned' needs the colocation and single-job profile files "
-                             "(profiles.colocation, profiles.single) to train on")
         model = ps.SpeedModel(kind, seed).fit(ps.oriented(ps.read_pairs(colocation_csv, single_csv)))
     elif colocation_csv and single_csv:
         model = AnalyticModel().fit(ps.oriented(ps.read_pairs(colocation_csv, single_csv)))
@@ -250,7 +251,9 @@ def cross_validate(colocation_csv, single_csv, *, folds: int = 5, seed: int = 0,
     every pair; share-score tier accuracy, see `tier_accuracy`; `kind`'s is `tier_accuracy`) and
     the out-of-fold predictions (one row per pair side).
     """
-    data = ps.oriented(ps.read_pairs(colocation_csv, single_csv))
+    check_kind(kind)
+    pairs = ps.read_pairs(colocation_csv, single_csv)
+    data = ps.oriented(pairs)
     groups = data["group"].to_numpy()
     n_folds = min(folds, len(np.unique(groups)))
     if n_folds < 2:
@@ -259,14 +262,16 @@ def cross_validate(colocation_csv, single_csv, *, folds: int = 5, seed: int = 0,
     own, partner = ps.sides(data)
     pred = {k: np.zeros(len(data)) for k in KINDS}
     pred["analytic"] = np.zeros(len(data))
-    capacities = []
+    capacities, seconds = [], dict.fromkeys(pred, 0.0)
     for train, test in GroupKFold(n_splits=n_folds).split(data, groups=groups):
-        for k in KINDS:
-            model = ps.SpeedModel(k, seed).fit(data.iloc[train])
-            pred[k][test] = model.predict(own.iloc[test], partner.iloc[test])
-        analytic = AnalyticModel().fit(data.iloc[train])
-        capacities.append(analytic.capacity)
-        pred["analytic"][test] = analytic.predict(own.iloc[test], partner.iloc[test])
+        for name in pred:
+            t0 = time.perf_counter()
+            model = ps.SpeedModel(name, seed) if name in KINDS else AnalyticModel()
+            model.fit(data.iloc[train])
+            pred[name][test] = model.predict(own.iloc[test], partner.iloc[test])
+            seconds[name] += time.perf_counter() - t0
+            if name == "analytic":
+                capacities.append(model.capacity)
     pred["analytic_capacity100"] = interleaved_pair_speeds(own, partner)
     pred["analytic_random"] = _random_pair_speeds(own, partner)
     pred["speed1"] = np.ones(len(data))
@@ -282,7 +287,8 @@ def cross_validate(colocation_csv, single_csv, *, folds: int = 5, seed: int = 0,
     metrics.update(kind=kind, folds=n_folds, n_pairs=int(data["pair"].nunique()), n_pair_sides=len(data),
                    n_configurations=int(out.groupby([f"own_{c}" for c in pk.KEY]).ngroups),
                    n_model_pairs=int(len(np.unique(groups))), analytic_capacity_per_fold=capacities,
-                   unprofiled_pairs=int(data.attrs.get("unprofiled", 0)))
+                   fit_s={("learned_" + k if k in KINDS else k): round(v, 3) for k, v in seconds.items()},
+                   unprofiled_pairs=pairs.attrs["unprofiled"])
     return metrics, out
 
 

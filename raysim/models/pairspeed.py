@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from raysim.models.features import TabularModel, check_kind, numeric_column, require_columns
+from raysim.models.features import TabularModel, check_kind, numeric_column
 from raysim.models.packing import FEATURES, KEY, read_single
-from raysim.trace.errors import TraceError
+from raysim.trace.errors import read_csv_columns
 
 SIDES = ("a", "b")
 
@@ -28,16 +28,11 @@ def read_pairs(colocation_csv, single_csv) -> pd.DataFrame:
     Pairs with a side that single_csv does not profile are left out (`attrs["unprofiled"]` counts them).
     """
     path = str(colocation_csv)
-    try:
-        raw = pd.read_csv(path)
-    except FileNotFoundError:
-        raise TraceError(path, "colocation profile not found") from None
+    raw = read_csv_columns(path, [f"{k}{i}" for i in ("1", "2") for k in (*KEY, "speed")], "colocation profile")
     single = read_single(single_csv)
     profile = single[list(KEY) + [f for f in FEATURES if f not in KEY]]
     sides = []
     for i, side in zip(("1", "2"), SIDES):
-        cols = [f"{k}{i}" for k in KEY] + [f"speed{i}"]
-        require_columns(raw, cols, path)
         part = pd.DataFrame({"model": raw[f"model{i}"].astype(str), "dataset": raw[f"dataset{i}"].astype(str)})
         for k in ("batchsize", "amp"):
             part[k] = numeric_column(raw, f"{k}{i}", path).astype(np.int64)

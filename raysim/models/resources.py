@@ -106,7 +106,9 @@ def reference_profiles(table=None, single_csv=None) -> pd.DataFrame:
         from raysim.models.packing import read_single
 
         single = read_single(single_csv)
-        parts.append(single[[*KEY, *(c for c in NUMBERS if c in single.columns)]])
+        seen = {tuple(k) for p in parts for k in p[list(KEY)].astype(object).itertuples(index=False)}
+        new = [tuple(k) not in seen for k in single[list(KEY)].astype(object).itertuples(index=False)]
+        parts.append(single.loc[new, [*KEY, *(c for c in NUMBERS if c in single.columns)]])
     if not parts:
         return pd.DataFrame(columns=[*KEY, *NUMBERS])
     ref = pd.concat(parts, ignore_index=True).reindex(columns=[*KEY, *NUMBERS])
@@ -132,7 +134,7 @@ def fill_workloads(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
             found = out[list(cols)].merge(medians, left_on=list(cols), right_index=True, how="left")
             found = found[list(NUMBERS)].reset_index(drop=True)
         else:
-            found = pd.DataFrame([reference[list(NUMBERS)].median()] * len(out)).reset_index(drop=True)
+            found = pd.DataFrame({c: np.full(len(out), pd.to_numeric(reference[c]).median()) for c in NUMBERS})
         for col in NUMBERS:
             out[col] = out[col].fillna(found[col])
         done = (source == "") & out[needed].notna().all(axis=1).to_numpy()
