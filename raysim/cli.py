@@ -20,6 +20,10 @@ from raysim.paths import CONF_DIR, project_path
 if not OmegaConf.has_resolver("raysim_path"):
     OmegaConf.register_new_resolver("raysim_path", project_path)
 
+# raysim's Hydra launcher (hydra/launcher=raysim_ray): importing it registers its config, and
+# main() registers the class, which an editable install hides from Hydra's own plugin scan.
+from hydra_plugins.raysim_launcher.ray_tasks import register as register_launcher  # noqa: E402
+
 #: `raysim <word> ...` -> module whose main(argv) handles the rest of the command line.
 TOOLS = {"trace": "raysim.trace.cli", "models": "raysim.models.cli", "report": "raysim.report.cli"}
 
@@ -34,6 +38,7 @@ def hydra_main(cfg: DictConfig) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console script `raysim`."""
     argv = sys.argv[1:] if argv is None else argv
+    register_launcher()
     if argv and argv[0] in TOOLS:
         tool = importlib.import_module(TOOLS[argv[0]])
         sys.exit(tool.main(argv[1:]))
