@@ -57,7 +57,22 @@ class VCState:
     def allocate(self, job: int, alloc: list[tuple[int, int]], util_milli: int, gmem: float) -> None:
         """Give `job` the requested GPU counts on each node of `alloc` (lowest free GPU ids first)."""
         placed = []
+        per = self.gpus_per_node
         for node, count in alloc:
+            if count == per:  # a whole node: no per-GPU search
+                if self.free[node] != per:
+                    raise AssertionError(f"node {node} is not free for job {job}")
+                ids = list(range(per))
+                self.owner[node] = [job] * per
+                self.gpu_util[node] = [util_milli] * per
+                self.gpu_gmem[node] = [gmem] * per
+                self.free[node] = 0
+                self._count_jobs(node, +1)
+                placed.append((node, ids))
+                self.free_gpus -= per
+                self.util_milli += util_milli * per
+                self.gmem_mb += gmem * per
+                continue
             gpus, gutil, ggmem = self.owner[node], self.gpu_util[node], self.gpu_gmem[node]
             ids = []
             for g in range(self.gpus_per_node):
@@ -94,8 +109,19 @@ class VCState:
 
     def release(self, job: int) -> None:
         """Free every GPU `job` holds (a GPU it shared goes back to the other job alone)."""
+        per = self.gpus_per_node
         for node, ids in self.placement.pop(job):
             owner, second = self.owner[node], self.second[node]
+            if len(ids) == per and second[0] < 0 and second == [-1] * per:  # a whole unshared node
+                self.util_milli -= sum(self.gpu_util[node])
+                self.gmem_mb -= sum(self.gpu_gmem[node])
+                self.owner[node] = [-1] * per
+                self.gpu_util[node] = [0] * per
+                self.gpu_gmem[node] = [0.0] * per
+                self.free[node] = per
+                self.free_gpus += per
+                self._count_jobs(node, -1)
+                continue
             gutil, ggmem, freed = self.gpu_util[node], self.gpu_gmem[node], 0
             for g in ids:
                 if owner[g] == job:
