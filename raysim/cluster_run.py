@@ -61,7 +61,7 @@ def vc_groups(vc_nodes: dict, vcs_per_actor: int) -> list[list[str]]:
     return [names[i:i + k] for i in range(0, len(names), k)]
 
 
-def simulate(trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "local", window_s: int = 86_400,
+def simulate(trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "local", window_s: int = 604_800,
              vcs_per_actor: int = 1, ray_options: dict | None = None, checkpoint_dir=None,
              checkpoint_every: int = 1, resume: bool = False, progress: bool = False, executor=None,
              job_extra: dict | None = None, stats: dict | None = None, estimator=None):

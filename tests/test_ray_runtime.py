@@ -77,7 +77,7 @@ def test_killed_vc_actor_is_rebuilt_and_results_do_not_change(ray_local, tmp_pat
     undisturbed, _ = simulate(trace, spec, est, runtime="local")
     groups = vc_groups(trace.vc_nodes, 1)
     executor = KillOnce(spec, groups, victim=1, at=6)
-    jobs, _ = simulate(trace, spec, est, executor=executor)
+    jobs, _ = simulate(trace, spec, est, executor=executor, window_s=86_400)
     assert executor.killed
     assert parquet_bytes(jobs, tmp_path, "a.parquet") == parquet_bytes(undisturbed, tmp_path, "b.parquet")
 
@@ -110,9 +110,10 @@ def test_interrupted_run_resumes_from_checkpoint(runtime, tmp_path, request):
     ckpt = tmp_path / "ckpt"
     groups = vc_groups(trace.vc_nodes, 1)
     with pytest.raises(Interrupt):
-        simulate(trace, spec, est, executor=StopAfter(spec, groups, windows=6), checkpoint_dir=ckpt)
+        simulate(trace, spec, est, executor=StopAfter(spec, groups, windows=6), checkpoint_dir=ckpt, window_s=86_400)
     assert (ckpt / "checkpoint.pkl").exists()
-    resumed, resumed_ts = simulate(trace, spec, est, runtime=runtime, checkpoint_dir=ckpt, resume=True)
+    resumed, resumed_ts = simulate(trace, spec, est, runtime=runtime, checkpoint_dir=ckpt, resume=True,
+                                   window_s=86_400)
     assert resumed.equals(full) and resumed_ts.equals(full_ts)
 
 

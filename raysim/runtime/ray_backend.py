@@ -84,7 +84,16 @@ class _ProfilerActor:
         return (*outputs, status)
 
 
-_POOL: dict[str, list] = {"groups": [], "profiler": []}
+_POOL: dict = {"session": None, "groups": [], "profiler": []}
+
+
+def _pool() -> dict:
+    """Actors kept for reuse, valid only within the Ray session (driver job) that created them."""
+    ctx = ray.get_runtime_context()
+    session = (ctx.get_job_id(), ctx.get_node_id())  # job ids restart in each new cluster
+    if _POOL["session"] != session:
+        _POOL.update(session=session, groups=[], profiler=[])
+    return _POOL
 
 
 class RayExecutor:
@@ -103,13 +112,14 @@ class RayExecutor:
         self.profiler = None
 
     def start(self, groups):
-        pool = _POOL["groups"]
+        pool = _pool()["groups"]
         while len(pool) < len(groups):
             pool.append(self.group_cls.remote())
         self.actors = pool[: len(groups)]
-        if not _POOL["profiler"]:
-            _POOL["profiler"].append(self.prof_cls.remote())
-        self.profiler = _POOL["profiler"][0]
+        profilers = _pool()["profiler"]
+        if not profilers:
+            profilers.append(self.prof_cls.remote())
+        self.profiler = profilers[0]
         routing = {vc: g for g, vcs in enumerate(groups) for vc in vcs}
         ray.get([a.reset.remote(self.spec, vcs) for a, vcs in zip(self.actors, groups)]
                 + [self.profiler.reset.remote(self.spec.profiler, routing, len(groups), self.spec.t0)])
@@ -151,7 +161,7 @@ class RayExecutor:
         else:
             ray.get(actor.restore.remote(state))
         self.actors[g] = actor
-        _POOL["groups"][g] = actor
+        _pool()["groups"][g] = actor
 
     def finish(self, g, end):
         return ray.get(self.actors[g].finish.remote(end))
