@@ -93,7 +93,6 @@ def merge_profiling(records: pa.Table, stage: pa.Table | None) -> pa.Table:
     profiler's record; the others add their profiling wait to their queue."""
     if stage is None or not stage.num_rows:
         return records
-    n = stage.num_rows
     finished = stage.column("finished").to_numpy(zero_copy_only=False)
     seq = stage.column("seq").to_numpy()
     in_profiler = pa.table({
@@ -111,7 +110,6 @@ def merge_profiling(records: pa.Table, stage: pa.Table | None) -> pa.Table:
     mseq = merged.column("seq").to_numpy()
     queue = merged.column("queue").to_numpy() + wait[mseq]
     merged = merged.set_column(merged.schema.get_field_index("queue"), "queue", pa.array(queue))
-    del n
     return merged.append_column("profiled", pa.array(profiled[mseq]))
 
 

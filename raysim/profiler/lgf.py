@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from raysim.placement.consolidate import Consolidate
 from raysim.policy.base import NEVER, BlockingQueuePolicy
 from raysim.sim import SimParams, VCSimulator
+from raysim.profiler.stage import PROFILE_RECORD_SCHEMA, route
 from raysim.sim.jobs import INPUT_COLUMNS
-
-PROFILE_RECORD_SCHEMA = pa.schema([("seq", pa.int64()), ("prof_start", pa.int64()), ("prof_end", pa.int64()),
-                                   ("prof_queue", pa.int64()), ("finished", pa.bool_())])
 
 
 class ForecastMean:
@@ -128,7 +125,7 @@ class LucidProfiler:
         records, leaving = self._drain()
         if leaving:
             to_vc.append(pa.Table.from_pylist(leaving, schema=jobs.schema))
-        outputs = self._route(_sorted(pa.concat_tables(to_vc)) if to_vc else None)
+        outputs = route(_sorted(pa.concat_tables(to_vc)) if to_vc else None, self.group_of_vc, self.n_groups)
         for t, delta in self.policy.loans[self._loans_sent:]:
             outputs[self.group_of_vc[self.lender]]["loans"].append((self.lender, t, -delta))
         self._loans_sent = len(self.policy.loans)
@@ -148,19 +145,6 @@ class LucidProfiler:
             if not finished and not self.compat:
                 leaving.append({**row, "submit_time": jobs.end[j], "duration": row["duration"] - self.limit})
         return pa.table(rec, schema=PROFILE_RECORD_SCHEMA), leaving
-
-    def _route(self, batch):
-        outputs = [{"jobs": None, "loans": []} for _ in range(self.n_groups)]
-        if batch is None or not batch.num_rows:
-            return outputs
-        vc = pc.cast(batch.column("vc"), pa.string()).to_numpy(zero_copy_only=False)
-        group = np.fromiter((self.group_of_vc[v] for v in vc), dtype=np.int64, count=len(vc))
-        for g in range(self.n_groups):
-            mask = group == g
-            if mask.any():
-                outputs[g]["jobs"] = batch.filter(pa.array(mask))
-        return outputs
-
 
 def _sorted(batch: pa.Table) -> pa.Table:
     """Arrivals in (time, trace row) order."""

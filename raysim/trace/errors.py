@@ -44,6 +44,15 @@ class SkipReport:
                 break
             ex.append(str(TraceError(self.file, reason, row=r, column=column, value=v)))
 
+    def drop(self, keep, filters) -> None:
+        """Apply (mask, reason) filters in order to the boolean array `keep`, counting each row once
+        under the first reason that drops it."""
+        for mask, reason in filters:
+            dropped = keep & mask
+            if dropped.any():
+                self.counts[reason] += int(dropped.sum())
+            keep &= ~dropped
+
     @property
     def total(self) -> int:
         return sum(self.counts.values())

@@ -76,7 +76,7 @@ def read_pai(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = 8, o
     gpu = np.ceil(per_job["gpu"].fillna(0).to_numpy() / 100 - 1e-9).astype(np.int64)
     start, end = per_job["start"].to_numpy(), per_job["end"].to_numpy()
     duration = np.rint(end - start)
-    for mask, reason in (
+    report.drop(keep, (
         (np.isin(status, UNFINISHED), "filtered: unfinished (status Running or Waiting)"),
         (per_job["bad"].eq(True).to_numpy(), f"skipped: job has an invalid row in {TASK_FILE}"),
         (~has_tasks, f"filtered: no tasks in {TASK_FILE}"),
@@ -84,11 +84,7 @@ def read_pai(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = 8, o
         (np.isnan(submit), "filtered: no submit time (start_time empty)"),
         (np.isnan(duration), "filtered: never ran or unfinished (a GPU task has no start or end time)"),
         (duration == 0, "filtered: never ran (duration 0)"),
-    ):
-        drop = keep & mask
-        if drop.any():
-            report.counts[reason] += int(drop.sum())
-        keep &= ~drop
+    ))
 
     idx = np.flatnonzero(keep)
     job_src.rows = rows[idx]

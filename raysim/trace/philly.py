@@ -91,17 +91,13 @@ def read_philly(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = 8
         seconds[first_start.index] = last_end.to_numpy() - first_start.to_numpy()
     n_ran = np.bincount(where[ran], minlength=n)
     rows = np.arange(1, n + 1)
-    for mask, reason in (
+    report.drop(keep, (
         (n_att == 0, "filtered: never started (no attempts)"),
         (unfinished, "filtered: unfinished when the trace was taken (last attempt has no end_time)"),
         (n_ran == 0, "filtered: never ran (no attempt with start_time and end_time)"),
         (gpus == 0, "filtered: CPU-only job (gpu_num = 0)"),
         (np.rint(seconds) == 0, "filtered: never ran (duration 0)"),
-    ):
-        drop = keep & mask
-        if drop.any():
-            report.counts[reason] += int(drop.sum())
-        keep &= ~drop
+    ))
 
     idx = np.flatnonzero(keep)
     source.rows = rows[idx]
