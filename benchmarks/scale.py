@@ -15,13 +15,16 @@ import json
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 MONTH_DAYS = 30.5
 
 
 def one(preset: str, months: float, policy: str, runtime: str, vcs_per_actor: int) -> dict:
-    from raysim.cluster_run import simulate
+    import pyarrow.parquet as pq
+
+    from raysim.cluster_run import simulate_to
     from raysim.runtime.spec import RunSpec
     from raysim.sim import SimParams
     from raysim.trace.synth import load_synth
@@ -37,10 +40,11 @@ def one(preset: str, months: float, policy: str, runtime: str, vcs_per_actor: in
         t = time.perf_counter()
         ensure_ray()
         startup_s = time.perf_counter() - t
-    stats: dict = {}
     t = time.perf_counter()
-    jobs, _ = simulate(trace, spec, None, runtime=runtime, vcs_per_actor=vcs_per_actor, stats=stats)
-    wall = time.perf_counter() - t
+    with tempfile.TemporaryDirectory(prefix="raysim-scale-") as out:
+        stats = simulate_to(out, trace, spec, None, runtime=runtime, vcs_per_actor=vcs_per_actor)
+        wall = time.perf_counter() - t
+        jobs = pq.read_table(f"{out}/jobs.parquet", columns=["jct"])
     return {"trace": preset, "months": months, "jobs": trace.table.num_rows, "policy": policy, "runtime": runtime,
             "wall_s": round(wall, 2), "events_per_s": round(stats["events"] / wall), "events": stats["events"],
             "load_s": round(load_s, 2), "ray_startup_s": round(startup_s, 2),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -14,10 +16,11 @@ from omegaconf import DictConfig
 
 from raysim.models.estimates import estimates_for
 from raysim.policy import NEEDS_ESTIMATE
-from raysim.report.results import jobs_table, series_by_vc, timeseries_table
+from raysim.report.results import cluster_series, merge_profiling, merge_series, read_records, write_jobs
 from raysim.runtime.codec import jobs_batch
 from raysim.runtime.coordinator import Coordinator
 from raysim.report.summary import summarize, to_markdown
+from raysim.runtime.sink import ResultSink
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
 from raysim.trace.load import Trace, load_trace
@@ -61,56 +64,47 @@ def vc_groups(vc_nodes: dict, vcs_per_actor: int) -> list[list[str]]:
     return [names[i:i + k] for i in range(0, len(names), k)]
 
 
-def simulate(trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "local", window_s: int = 604_800,
-             vcs_per_actor: int = 1, ray_options: dict | None = None, checkpoint_dir=None,
-             checkpoint_every: int = 1, resume: bool = False, progress: bool = False, executor=None,
-             job_extra: dict | None = None, stats: dict | None = None, estimator=None):
-    """Simulate every VC of `trace`; return the (jobs, time series) Arrow tables.
+def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "local",
+                window_s: int = 604_800, vcs_per_actor: int = 1, ray_options: dict | None = None,
+                checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False, progress: bool = False,
+                executor=None, job_extra: dict | None = None, estimator=None) -> dict:
+    """Simulate every VC of `trace`, writing `out_dir`/jobs.parquet and timeseries.parquet.
 
-    `runtime` is "local" (in-process) or "ray" (actors); both give identical jobs tables.
-    `job_extra` adds per-job inputs (workload ids, share scores) to the job batches; `stats`, when
-    given, receives the run's event and window counts. `estimator` (e.g. a
-    PeriodicDurationEstimator) fills in duration estimates while the run goes on.
+    Results stream to disk as Parquet row groups while the run goes on. `runtime` is "local"
+    (in-process) or "ray" (actors); both write identical files. `job_extra` adds per-job inputs
+    (workload ids, share scores) to the job batches; `estimator` (e.g. a
+    PeriodicDurationEstimator) fills in duration estimates while the run goes on. Returns the
+    run's event and window counts.
     """
     if spec.profiler and checkpoint_dir:
         raise ValueError("runtime.checkpoint_dir is not supported with Lucid's profiler stage yet")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
     groups = vc_groups(spec.vc_nodes, vcs_per_actor)
     if executor is None:
         executor = make_executor(runtime, spec, groups, ray_options or {})
-    coordinator = Coordinator(executor, jobs_batch(trace.table, estimates, job_extra), groups, t0=spec.t0,
-                              window_s=window_s, checkpoint_dir=checkpoint_dir,
+    # with checkpoints, the partial result files must outlive this process: they live beside them
+    spool = Path(checkpoint_dir) / "results" if checkpoint_dir else out_dir / ".partial"
+    sink = ResultSink(spool, list(spec.vc_nodes))
+    coordinator = Coordinator(executor, jobs_batch(trace.table, estimates, job_extra), groups, sink,
+                              t0=spec.t0, window_s=window_s, checkpoint_dir=checkpoint_dir,
                               checkpoint_every=checkpoint_every, resume=resume, progress=progress,
                               origin=trace.origin, estimator=estimator)
-    records, samples, end, stage = coordinator.run()
-    if stats is not None:
-        stats.update(events=coordinator.events, windows=coordinator.windows_run)
-    series = series_by_vc(samples, list(spec.vc_nodes), last=end)
-    return jobs_table(trace.table, merge_profiling(records, stage)), timeseries_table(series)
+    end, stage = coordinator.run()
+    files = sink.close(end)
+    write_jobs(trace.table, merge_profiling(read_records(files["records"]), stage), out_dir / "jobs.parquet")
+    merge_series(files["series"], out_dir / "timeseries.parquet")
+    if not checkpoint_dir:
+        shutil.rmtree(spool, ignore_errors=True)
+    return {"events": coordinator.events, "windows": coordinator.windows_run}
 
 
-def merge_profiling(records: pa.Table, stage: pa.Table | None) -> pa.Table:
-    """Combine VC job records with the profiler stage's: jobs finished while profiled take the
-    profiler's record; the others add their profiling wait to their queue."""
-    if stage is None or not stage.num_rows:
-        return records
-    finished = stage.column("finished").to_numpy(zero_copy_only=False)
-    seq = stage.column("seq").to_numpy()
-    in_profiler = pa.table({
-        "seq": seq[finished], "start_time": stage.column("prof_start").to_numpy()[finished],
-        "end_time": stage.column("prof_end").to_numpy()[finished],
-        "queue": stage.column("prof_queue").to_numpy()[finished],
-        "preemptions": np.zeros(int(finished.sum()), np.int64), "first_node": np.full(int(finished.sum()), -1),
-        "num_nodes": np.zeros(int(finished.sum()), np.int64), "shared": np.zeros(int(finished.sum()), np.int64),
-    }).cast(records.schema)
-    merged = pa.concat_tables([records, in_profiler])
-    wait = np.zeros(int(merged.column("seq").to_numpy().max()) + 1 if merged.num_rows else 0, np.int64)
-    profiled = np.zeros_like(wait)
-    wait[seq[~finished]] = stage.column("prof_queue").to_numpy()[~finished]
-    profiled[seq] = 1
-    mseq = merged.column("seq").to_numpy()
-    queue = merged.column("queue").to_numpy() + wait[mseq]
-    merged = merged.set_column(merged.schema.get_field_index("queue"), "queue", pa.array(queue))
-    return merged.append_column("profiled", pa.array(profiled[mseq]))
+def simulate(trace: Trace, spec: RunSpec, estimates=None, **kwargs) -> tuple[pa.Table, pa.Table]:
+    """`simulate_to` into a temporary folder; returns the (jobs, time series) tables read back.
+    For small runs and tests: large runs should use simulate_to and read what they need."""
+    with tempfile.TemporaryDirectory(prefix="raysim-") as tmp:
+        simulate_to(tmp, trace, spec, estimates, **kwargs)
+        return pq.read_table(Path(tmp) / "jobs.parquet"), pq.read_table(Path(tmp) / "timeseries.parquet")
 
 
 def make_executor(runtime: str, spec: RunSpec, groups, ray_options: dict):
@@ -154,14 +148,16 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
 
     sim_start = time.perf_counter()
     rt = cfg.runtime
-    jobs, series = simulate(trace, spec, estimates, runtime=rt.name, window_s=int(rt.window_s),
-                            vcs_per_actor=int(cfg.ray.vcs_per_actor), ray_options=dict(cfg.ray),
-                            checkpoint_dir=rt.checkpoint_dir, checkpoint_every=int(rt.checkpoint_every),
-                            resume=bool(rt.resume), progress=True, job_extra=job_extra, estimator=online)
+    simulate_to(run_dir, trace, spec, estimates, runtime=rt.name, window_s=int(rt.window_s),
+                vcs_per_actor=int(cfg.ray.vcs_per_actor), ray_options=dict(cfg.ray),
+                checkpoint_dir=rt.checkpoint_dir, checkpoint_every=int(rt.checkpoint_every),
+                resume=bool(rt.resume), progress=True, job_extra=job_extra, estimator=online)
     sim_wall = time.perf_counter() - sim_start
-    summary = summarize(jobs, series)
-    _plots(jobs, series, summary, run_dir, label=spec.policy)
-    write_outputs(run_dir, jobs, series, summary, trace, title=f"{spec.policy} / {spec.placer} / {cfg.sim.compat}")
+    jobs = pq.read_table(run_dir / "jobs.parquet",
+                         columns=["vc", "submit_time", "end_time", "queue", "jct", "preemptions"])
+    summary = summarize(jobs, run_dir / "timeseries.parquet")
+    _plots(jobs, run_dir, summary, label=spec.policy)
+    write_outputs(run_dir, summary, trace, title=f"{spec.policy} / {spec.placer} / {cfg.sim.compat}")
     overall = summary[summary.vc == "all"].iloc[0].to_dict()
     print(to_markdown(summary, title=f"raysim: {spec.policy}, {cfg.sim.compat} semantics"))
     print(f"avg JCT {overall['avg_jct']:.1f} s, avg queue {overall['avg_queue']:.1f} s over "
@@ -170,21 +166,17 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     return overall
 
 
-def _plots(jobs, series, summary, run_dir: Path, label: str) -> None:
+def _plots(jobs, run_dir: Path, summary, label: str) -> None:
     from raysim.report.plots import run_plots
 
-    ts = series.select(["vc", "time", "gpu_utilization", "pending_gpujob_num"]).to_pandas()
-    ts["vc"] = ts["vc"].astype(str)
-    run_plots(jobs.select(["jct"]).to_pandas(), ts, summary, run_dir / "plots", label=label)
+    run_plots(jobs.select(["jct"]).to_pandas(), cluster_series(run_dir / "timeseries.parquet"), summary,
+              run_dir / "plots", label=label)
 
 
-def write_outputs(run_dir: Path, jobs, series, summary, trace: Trace, title: str) -> None:
-    """jobs.parquet, timeseries.parquet, summary.csv/.md and the trace loading report."""
-    pq.write_table(jobs, run_dir / "jobs.parquet", compression="zstd")
-    pq.write_table(series, run_dir / "timeseries.parquet", compression="zstd")
+def write_outputs(run_dir: Path, summary, trace: Trace, title: str) -> None:
+    """summary.csv/.md and the trace loading report (jobs and time series are already written)."""
     summary.to_csv(run_dir / "summary.csv", index=False)
     (run_dir / "summary.md").write_text(to_markdown(summary, title=title))
     (run_dir / "trace_report.json").write_text(json.dumps(
         {"source": trace.source, "origin": trace.origin, "jobs": trace.table.num_rows,
          "vcs": trace.vc_nodes, "from_cache": trace.from_cache, **trace.report.to_dict()}, indent=2))
-

@@ -6,10 +6,12 @@ import ray
 from test_invariants import synthetic_trace
 
 from raysim.cluster_run import simulate, vc_groups
+from raysim.report.results import jobs_table, read_records
 from raysim.runtime.coordinator import Coordinator
 from raysim.runtime.codec import jobs_batch
 from raysim.runtime.local import LocalExecutor
 from raysim.runtime.ray_backend import RayExecutor, ensure_ray
+from raysim.runtime.sink import ResultSink
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
 
@@ -117,14 +119,15 @@ def test_interrupted_run_resumes_from_checkpoint(runtime, tmp_path, request):
     assert resumed.equals(full) and resumed_ts.equals(full_ts)
 
 
-def test_windows_skip_idle_stretches():
+def test_windows_skip_idle_stretches(tmp_path):
     trace, est = synthetic_trace(seed=1)
     spec = spec_for(trace, "fifo")
     groups = vc_groups(trace.vc_nodes, 3)
-    coordinator = Coordinator(LocalExecutor(spec, groups), jobs_batch(trace.table, est), groups, t0=0,
+    sink = ResultSink(tmp_path, list(trace.vc_nodes))
+    coordinator = Coordinator(LocalExecutor(spec, groups), jobs_batch(trace.table, est), groups, sink, t0=0,
                               window_s=60, progress=False)
-    records, _, end, _ = coordinator.run()
-    assert records.num_rows == trace.table.num_rows
+    end, _ = coordinator.run()
+    assert read_records(sink.close(end)["records"]).num_rows == trace.table.num_rows
     # one-minute windows over the whole span would be end/60; only windows with events run
     events = sum(1 for _ in range(trace.table.num_rows)) * 2
     assert coordinator.windows_run <= events < end // 60
@@ -143,11 +146,10 @@ def test_rebuild_replays_the_windows_since_the_last_kept_state(ray_local, tmp_pa
     undisturbed, _ = simulate(trace, spec, est, runtime="local")
     groups = vc_groups(trace.vc_nodes, 1)
     executor = KillOnce(spec, groups, victim=0, at=8)
-    coordinator = KeepFirstOnly(executor, jobs_batch(trace.table, est), groups, t0=0, window_s=86_400,
+    sink = ResultSink(tmp_path / "results", list(trace.vc_nodes))
+    coordinator = KeepFirstOnly(executor, jobs_batch(trace.table, est), groups, sink, t0=0, window_s=86_400,
                                 progress=False)
-    records, _, _, _ = coordinator.run()
-    from raysim.report.results import jobs_table
-
-    jobs = jobs_table(trace.table, records)
+    end, _ = coordinator.run()
+    jobs = jobs_table(trace.table, read_records(sink.close(end)["records"]))
     assert executor.killed and coordinator.recoveries == 1
     assert jobs.equals(undisturbed)

@@ -5,17 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 QUANTILES = {"p50": 50, "p95": 95, "p99": 99, "p99.9": 99.9}
 
 
-def summarize(jobs: pa.Table, series: pa.Table) -> pd.DataFrame:
-    """Rows: each VC (layout order) and "all". Averages are exact means (reference tables truncate)."""
+def summarize(jobs: pa.Table, series) -> pd.DataFrame:
+    """Rows: each VC (layout order) and "all". Averages are exact means (reference tables truncate).
+
+    `jobs` needs the columns vc, submit_time, end_time, queue, jct and preemptions; `series` is the
+    time-series table or the path of a timeseries.parquet, which is then read batch by batch.
+    """
     df = jobs.select(["vc", "submit_time", "end_time", "queue", "jct", "preemptions"]).to_pandas()
     df["vc"] = df["vc"].astype(str)
-    ts = series.select(["vc", "time", "gpu_utilization"]).to_pandas()
-    ts["vc"] = ts["vc"].astype(str)
-    rows = []
+    rows, spans = [], {}
     groups = [(vc, g) for vc, g in df.groupby("vc", sort=False)] + [("all", df)]
     for vc, g in groups:
         done = g[g["end_time"].notna()]
@@ -28,12 +31,36 @@ def summarize(jobs: pa.Table, series: pa.Table) -> pd.DataFrame:
             row[f"{label}_jct"] = np.percentile(done["jct"], q) if len(done) else np.nan
         row["preemptions"] = int(g["preemptions"].sum())
         start = g["submit_time"].min()
-        end = done["end_time"].max() if len(done) else np.nan
-        row["makespan"] = end - start if len(done) else np.nan
-        u = ts[(ts["vc"] == vc) & (ts["time"] >= start) & (ts["time"] <= end)]["gpu_utilization"]
-        row["gpu_utilization"] = u.mean() if len(u) else np.nan
+        row["makespan"] = done["end_time"].max() - start if len(done) else np.nan
+        if len(done):
+            spans[vc] = (start, done["end_time"].max())
         rows.append(row)
+    util = mean_utilisation(series, spans)
+    for row in rows:
+        row["gpu_utilization"] = util.get(row["vc"], np.nan)
     return pd.DataFrame(rows)
+
+
+def mean_utilisation(series, spans: dict) -> dict:
+    """Mean `gpu_utilization` of each VC over its samples at times within spans[vc] = (start, end)."""
+    if isinstance(series, pa.Table):
+        batches = series.select(["vc", "time", "gpu_utilization"]).to_batches()
+    else:
+        batches = pq.ParquetFile(series).iter_batches(batch_size=1 << 18, columns=["vc", "time", "gpu_utilization"])
+    total, count = dict.fromkeys(spans, 0.0), dict.fromkeys(spans, 0)
+    for batch in batches:
+        vc = batch.column(0)
+        vc = vc if pa.types.is_dictionary(vc.type) else vc.dictionary_encode()
+        codes = vc.indices.to_numpy(zero_copy_only=False)
+        time, util = batch.column(1).to_numpy(), batch.column(2).to_numpy()
+        for code, name in enumerate(vc.dictionary.to_pylist()):
+            if name not in spans:
+                continue
+            start, end = spans[name]
+            pick = (codes == code) & (time >= start) & (time <= end)
+            total[name] += float(util[pick].sum(dtype=np.float64))
+            count[name] += int(pick.sum())
+    return {vc: total[vc] / count[vc] for vc in spans if count[vc]}
 
 
 def markdown_table(df: pd.DataFrame) -> str:

@@ -10,6 +10,7 @@ import yaml
 from hydra.experimental.callback import Callback
 
 from raysim.report.plots import compare_plots
+from raysim.report.results import cluster_series
 from raysim.report.summary import markdown_table
 
 METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queue", "p99.9_jct",
@@ -40,9 +41,7 @@ def summarize_sweep(sweep_dir: str | Path, plots: bool = True) -> pd.DataFrame:
         frames.append(summary.assign(run=label))
         if plots and (run / "jobs.parquet").exists():
             jobs = pq.read_table(run / "jobs.parquet", columns=["jct"]).to_pandas()
-            series = pq.read_table(run / "timeseries.parquet",
-                                   columns=["vc", "time", "gpu_utilization", "pending_gpujob_num"]).to_pandas()
-            series["vc"] = series["vc"].astype(str)
+            series = cluster_series(run / "timeseries.parquet")
             data[label] = (jobs, series, summary)
     table = pd.concat(frames, ignore_index=True)
     table = table[["run"] + [c for c in table.columns if c != "run"]]

@@ -6,6 +6,8 @@ and returns finished-job records, time-series samples and its status. Empty stre
 (cost follows events, not seconds). The profiler already works on the next window while the VC
 groups run the current one. Group states are kept at every window boundary, so a lost group is
 rebuilt and its window replayed; with a checkpoint folder an interrupted run resumes from there.
+Results leave through a ResultSink as Parquet row groups while the run goes on: the coordinator
+keeps no per-job results in memory.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from raysim.runtime.codec import RESULT_SCHEMA
+from raysim.runtime.sink import ResultSink, SinkPosition
 
 log = logging.getLogger("raysim")
 
@@ -42,8 +44,8 @@ class RunState:
     t: int  # start of the next window to run
     pos: int  # next trace row to dispatch
     group_states: list  # per group: the last kept state (executor handle or VCGroup.checkpoint() bytes)
-    results: list = field(default_factory=list)  # finished-job record tables so far
-    samples: list = field(default_factory=list)  # time-series sample tables so far
+    sink: SinkPosition = field(default_factory=SinkPosition)  # where the result files stood
+    done: list = field(default_factory=list)  # (trace rows, end times) of finished jobs, for an estimator
     status: dict = field(default_factory=dict)  # per VC: last reported status
     windows: int = 0
     replay: dict = field(default_factory=dict)  # group -> [(batch, t_end)] run since its kept state
@@ -54,8 +56,8 @@ class RunState:
 class Coordinator:
     """Runs one simulation over an executor (in-process or Ray actors)."""
 
-    def __init__(self, executor, batch: pa.Table, groups: list[list[str]], *, t0: int, window_s: int,
-                 checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
+    def __init__(self, executor, batch: pa.Table, groups: list[list[str]], sink: ResultSink, *, t0: int,
+                 window_s: int, checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
                  progress: bool = True, origin: str = "0", estimator=None):
         if window_s <= 0:
             raise ValueError("runtime.window_s must be a positive number of seconds")
@@ -63,6 +65,7 @@ class Coordinator:
         self.batch = batch
         self.submit = batch.column("submit_time").to_numpy()
         self.groups = groups
+        self.sink = sink
         self.t0, self.W = int(t0), int(window_s)
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
         self.checkpoint_every = max(1, int(checkpoint_every))
@@ -81,9 +84,9 @@ class Coordinator:
         self._work_since: dict[int, float] = {}  # group -> simulation seconds since its last kept state
 
     # ------------------------------------------------------------------ main loop
-    def run(self) -> tuple[pa.Table, list, int, pa.Table]:
-        """Simulate to completion; return (VC job records, time-series sample tables in time order,
-        time of the last event, profiler-stage records)."""
+    def run(self) -> tuple[int, pa.Table | None]:
+        """Simulate to completion, results into the sink; return (time of the last event,
+        profiler-stage records or None)."""
         state = self._initial_state()
         wall = time.perf_counter()
         queued = None  # (window start, outputs, status handle): the stage's next window, issued ahead
@@ -115,12 +118,12 @@ class Coordinator:
                 nxt = None  # a new estimator period: wait until the VCs have reached it
             if nxt is not None:  # the stage works on its next window while the VC groups run this one
                 queued = (nxt, *self._profile(state.pos, nxt, nxt + self.W, state))
-            for res, samples, vc_status in self._collect(state, handles, current, t_end, keep):
-                if res.num_rows:
-                    state.results.append(res)
-                if samples.num_rows:
-                    state.samples.append(samples)
+            samples = []
+            for res, smp, vc_status in self._collect(state, handles, current, t_end, keep):
+                self._add_records(state, res)
+                samples.append(smp)
                 state.status.update(vc_status)
+            self.sink.add_samples(samples, max(s["last_event"] for s in state.status.values()))
             state.windows += 1
             self._keep_state(state)
             if self.progress:
@@ -187,13 +190,15 @@ class Coordinator:
             jobs = jobs.set_column(jobs.schema.get_field_index("estimate"), "estimate", pa.array(est))
         return self.ex.profile(jobs, t_start, t_end)
 
+    def _add_records(self, state: RunState, res: pa.Table) -> None:
+        self.sink.add_records(res)
+        if self.estimator is not None and res.num_rows:
+            done = res.column("end_time").to_numpy() >= 0
+            state.done.append((res.column("seq").to_numpy()[done], res.column("end_time").to_numpy()[done]))
+
     def _finished(self, state: RunState) -> tuple[np.ndarray, np.ndarray]:
         """(trace rows, end times) of every job finished so far, in the VCs or in profiling."""
-        seqs, ends = [], []
-        for res in state.results:
-            done = res.column("end_time").to_numpy() >= 0
-            seqs.append(res.column("seq").to_numpy()[done])
-            ends.append(res.column("end_time").to_numpy()[done])
+        seqs, ends = [s for s, _ in state.done], [e for _, e in state.done]
         for rec in state.stage_records:
             done = rec.column("finished").to_numpy(zero_copy_only=False)
             seqs.append(rec.column("seq").to_numpy()[done])
@@ -216,6 +221,7 @@ class Coordinator:
                                  f"{len(self.groups)}: resume with the same ray.vcs_per_actor")
             for g, blob in enumerate(state.group_states):
                 self.ex.restore(g, blob)
+            self.sink.reopen(state.sink)
             log.info("resumed from %s at t=%d after %d windows", ckpt, state.t, state.windows)
             return state
         if self.resume:
@@ -229,20 +235,20 @@ class Coordinator:
         if self.checkpoint_dir is not None and state.windows % self.checkpoint_every == 0:
             self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
             blobs = [self.ex.materialize(g, s) for g, s in enumerate(state.group_states)]
+            state.sink = self.sink.seal()
             payload = pickle.dumps(dataclasses.replace(state, group_states=blobs, replay={}))
             tmp = self.checkpoint_dir / "checkpoint.pkl.tmp"
             tmp.write_bytes(payload)
             tmp.replace(self.checkpoint_dir / "checkpoint.pkl")
 
-    def _finish(self, state: RunState) -> tuple[pa.Table, list, int, pa.Table]:
+    def _finish(self, state: RunState) -> tuple[int, pa.Table | None]:
         end = max((s["last_event"] for s in state.status.values()), default=self.t0)
         final = [self.ex.finish(g, end) for g in range(len(self.groups))]
-        results = pa.concat_tables(state.results + [u for u, _ in final if u.num_rows] or
-                                   [RESULT_SCHEMA.empty_table()])
-        samples = state.samples + [smp for _, smp in final if smp.num_rows]
-        state.samples = []
+        for unfinished, _ in final:
+            self.sink.add_records(unfinished)
+        self.sink.add_samples([smp for _, smp in final], end)
         stage = pa.concat_tables(state.stage_records) if state.stage_records else None
-        return results, samples, end, stage
+        return end, stage
 
     def _report(self, state: RunState, t: int, wall: float) -> None:
         st = state.status.values()

@@ -25,8 +25,8 @@ class VCGroup:
         """Add this window's arrivals (`batch["jobs"]`, an Arrow table) and node loans
         (`batch["loans"]`: (vc, time, +1/-1)), then simulate every event before `t_end`.
 
-        Returns (finished-job records, time-series samples up to the last event so far, per-VC
-        status); `finish` adds the samples up to the cluster's last event.
+        Returns (finished-job records, time-series samples up to `t_end` - 1, per-VC status). Every
+        VC samples the same grid times in a window, so the cluster-wide rows can be added at once.
         """
         jobs = batch["jobs"] if batch else None
         if jobs is not None and jobs.num_rows:
@@ -40,7 +40,7 @@ class VCGroup:
             if sim.finished_log:
                 finished.append(sim.jobs.results(sim.finished_log))
                 sim.finished_log = []
-            samples[vc] = sim.recorder.emit(min(t_end - 1, sim.last_event))
+            samples[vc] = sim.recorder.emit(t_end - 1)
             status[vc] = self._status(sim)
         return results_table(finished), samples_table(samples), status
 

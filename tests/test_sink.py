@@ -1,0 +1,94 @@
+"""Results stream to Parquet row groups while a run goes on: layout, resume and equality with tables."""
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from test_invariants import synthetic_trace
+
+from raysim.cluster_run import simulate, simulate_to
+from raysim.report.results import jobs_table, merge_series, read_records, write_jobs
+from raysim.runtime.codec import RESULT_SCHEMA
+from raysim.runtime.sink import ResultSink
+from raysim.runtime.spec import RunSpec
+from raysim.sim import SimParams
+from raysim.sim.recorder import COLUMNS, FLOAT_COLUMNS
+
+
+def samples(vc, times, busy=0):
+    cols = {"vc": pa.array([vc] * len(times)), "time": pa.array(np.asarray(times, np.int64))}
+    for c in COLUMNS:
+        value = {"total_gpu_num": 8, "idle_gpu_num": 8 - busy}.get(c, 0)
+        cols[c] = pa.array(np.full(len(times), value, np.float32 if c in FLOAT_COLUMNS else np.int32))
+    return pa.table(cols)
+
+
+def records(seqs):
+    seqs = np.asarray(seqs, np.int64)
+    cols = {"seq": seqs, **{c: seqs * 10 for c in RESULT_SCHEMA.names[1:]}}
+    return pa.table(cols, schema=RESULT_SCHEMA)
+
+
+def test_samples_are_held_until_every_vc_has_passed_them_and_cut_at_the_end(tmp_path):
+    sink = ResultSink(tmp_path, ["a", "b"], row_group_rows=4)
+    sink.add_samples([samples("a", [0, 60, 120]), samples("b", [0, 60, 120], busy=4)], final_up_to=60)
+    assert {vc: list(c["time"]) for vc, c in sink.pos.held.items()} == {"a": [120], "b": [120]}
+    sink.add_samples([samples("a", [180]), samples("b", [180], busy=4)], final_up_to=150)
+    files = sink.close(end=150)
+    ts = pq.read_table(files["series"][0])
+    # time-major, VCs in layout order then the cluster row; samples after the last event dropped
+    assert ts.column("time").to_pylist() == [0, 0, 0, 60, 60, 60, 120, 120, 120]
+    assert ts.column("vc").to_pylist() == ["a", "b", "all"] * 3
+    assert ts.column("gpu_utilization").to_pylist()[:3] == [0.0, 0.5, 0.25]
+    assert [pq.ParquetFile(files["series"][0]).metadata.row_group(i).num_rows for i in range(3)] == [4, 4, 1]
+
+
+def test_resume_drops_segments_written_after_the_checkpoint(tmp_path):
+    sink = ResultSink(tmp_path, ["a"], row_group_rows=2)
+    sink.add_records(records([0, 1, 2]))
+    pos = sink.seal()  # checkpoint here
+    sink.add_records(records([3, 4]))
+    sink.seal()  # a later checkpoint that the resumed run does not use
+    sink.add_records(records([5]))  # in flight when the run died
+    again = ResultSink(tmp_path, ["a"], row_group_rows=2)
+    again.reopen(pos)
+    again.add_records(records([3, 4, 5]))
+    files = again.close(end=0)
+    assert read_records(files["records"]).column("seq").to_pylist() == [0, 1, 2, 3, 4, 5]
+    assert [p.name for p in files["records"]] == ["records-0000.parquet", "records-0001.parquet"]
+
+
+def test_merged_series_have_one_layout_however_segments_were_cut(tmp_path):
+    def run(cuts, name):
+        folder = tmp_path / name
+        sink = ResultSink(folder, ["a"], row_group_rows=3)
+        t = 0
+        for n in cuts:
+            sink.add_samples([samples("a", range(t, t + 60 * n, 60))], final_up_to=t + 60 * n)
+            sink.seal()
+            t += 60 * n
+        files = sink.close(end=t)
+        merge_series(files["series"], folder / "ts.parquet", row_group_rows=3)
+        return (folder / "ts.parquet").read_bytes()
+
+    assert run([5], "one") == run([1, 3, 1], "three") == run([2, 2, 1], "other")
+
+
+def test_jobs_file_written_in_chunks_equals_the_table(tmp_path):
+    trace, est = synthetic_trace(seed=8)
+    n = trace.table.num_rows
+    recs = records(np.random.default_rng(0).permutation(n))
+    write_jobs(trace.table, recs, tmp_path / "jobs.parquet", chunk_rows=7)
+    assert pq.ParquetFile(tmp_path / "jobs.parquet").metadata.num_row_groups == -(-n // 7)
+    assert pq.read_table(tmp_path / "jobs.parquet").equals(jobs_table(trace.table, recs))
+
+
+def test_run_files_are_byte_identical_across_window_sizes(tmp_path):
+    trace, est = synthetic_trace(seed=9)
+    spec = RunSpec("tiresias", "consolidate", SimParams.for_mode("clean", seed=1), trace.vc_nodes)
+    for w in (3_600, 7 * 86_400):
+        simulate_to(tmp_path / str(w), trace, spec, est, window_s=w)
+        assert not (tmp_path / str(w) / ".partial").exists()
+    for name in ("jobs.parquet", "timeseries.parquet"):
+        assert (tmp_path / "3600" / name).read_bytes() == (tmp_path / str(7 * 86_400) / name).read_bytes()
+    jobs, _ = simulate(trace, spec, est)
+    assert jobs.equals(pq.read_table(tmp_path / "3600" / "jobs.parquet"))
