@@ -39,6 +39,10 @@ class Policy:
         """Next time > now this policy needs a decision although no job arrives or ends (inf: none)."""
         return NEVER
 
+    def renumber(self, new: list[int]) -> None:
+        """Job j is now called new[j] (-1: finished and forgotten); the order of jobs is unchanged.
+        Policies that keep job indices override this."""
+
 
 class BlockingQueuePolicy(Policy):
     """Non-preemptive, head-of-line blocking: jobs are placed in key order and the first job that
@@ -53,6 +57,9 @@ class BlockingQueuePolicy(Policy):
 
     def on_arrival(self, sim, j: int) -> None:
         bisect.insort(self.queue, (*self.key(sim, j), j))
+
+    def renumber(self, new: list[int]) -> None:
+        self.queue = [(*e[:-1], new[e[-1]]) for e in self.queue]
 
     def schedule(self, sim, now: int) -> None:
         placed = 0

@@ -86,6 +86,12 @@ class Lucid(Policy):
         sim.set_rate(other, 1.0, now)
         self._solo_add(sim, other)
 
+    def renumber(self, new):
+        self.queue = [(prio, new[j]) for prio, j in self.queue]
+        self.partner = {new[j]: new[k] for j, k in self.partner.items()}
+        self.solo = {g: [(order, new[j]) for order, j in lst] for g, lst in self.solo.items()}
+        self.orphans = {new[j] for j in self.orphans if new[j] >= 0}
+
     # ------------------------------------------------------------------ decisions
     def schedule(self, sim, now):
         packing = self.switch.at(now)

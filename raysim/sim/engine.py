@@ -46,6 +46,7 @@ class VCSimulator:
         self.pending_gpus = 0
         self.pending_small = 0
         self.finished = 0
+        self.forgotten = 0  # finished jobs dropped from the job table (forget_finished)
         self.events = 0
         self.last_event = t0  # time of the last processed event
         self.finished_log: list[int] = []  # jobs finished since the caller last drained it
@@ -126,7 +127,43 @@ class VCSimulator:
     @property
     def done(self) -> bool:
         """True when every job added so far has finished."""
-        return self.finished == self.jobs.n
+        return self.finished == self.jobs.n + self.forgotten
+
+    @property
+    def jobs_added(self) -> int:
+        """Jobs added so far, including those forgotten since they finished."""
+        return self.jobs.n + self.forgotten
+
+    def forget_finished(self) -> int:
+        """Drop the finished jobs from the job table (their results must have been taken from
+        `finished_log` already) and renumber the others in the same order, so that memory follows
+        the live jobs rather than the trace. Every order among jobs, and so every decision, is
+        unchanged. Returns the number of jobs dropped."""
+        if self.finished_log:
+            raise RuntimeError(f"{self.name}: take the finished jobs' results before forgetting them")
+        jobs = self.jobs
+        end = jobs.end
+        keep = [j for j in range(jobs.n) if end[j] < 0]
+        dropped = jobs.n - len(keep)
+        if not dropped:
+            return 0
+        new = [-1] * jobs.n
+        for i, j in enumerate(keep):
+            new[j] = i
+        jobs.keep(keep)
+        self.pending = {new[j]: None for j in self.pending}
+        self.running = {new[j]: None for j in self.running}
+        version = jobs.version
+        live = [(t, v, new[j]) for t, v, j in self._completions if new[j] >= 0 and v == version[new[j]]]
+        heapq.heapify(live)
+        self._completions = live
+        self._next_arrival -= dropped  # finished jobs have all arrived
+        self.vc.renumber(new)
+        self.policy.renumber(new)
+        if self.network is not None:
+            self.network.renumber(new)
+        self.forgotten += dropped
+        return dropped
 
     # ------------------------------------------------------------------ actions for policies
     def try_start(self, j: int, now: int) -> bool:

@@ -1,7 +1,8 @@
 """Column-oriented job table of one VC: trace columns in, per-job results out.
 
 Columns are plain Python lists (fast scalar access in the event loop) filled from Arrow/numpy
-batches; results come back out as numpy arrays. There is no object per job.
+batches; results come back out as numpy arrays. There is no object per job, and finished jobs
+whose results were handed out are dropped (`keep`), so a table holds the live jobs, not the trace.
 """
 
 from __future__ import annotations
@@ -86,6 +87,13 @@ class JobTable:
             getattr(self, name).extend([0] * k)
         self.remain += duration
         self.n += k
+
+    def keep(self, rows: list[int]) -> None:
+        """Keep only the jobs `rows` (ascending), renumbered 0..len(rows)-1 in that order."""
+        for name, col in vars(self).items():
+            if isinstance(col, list):
+                setattr(self, name, [col[j] for j in rows])
+        self.n = len(rows)
 
     def results(self, rows=None) -> dict[str, np.ndarray]:
         """Results of the given job indices (all by default) as numpy columns (-1 = not yet)."""

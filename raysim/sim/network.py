@@ -67,6 +67,11 @@ class NetworkModel:
             return 1.0
         return 1.0 / ((1.0 - self.duty) + self.duty / worst)
 
+    def renumber(self, new: list[int]) -> None:
+        """Job j is now called new[j] (only running jobs are kept here)."""
+        self.on_node = {node: {new[j]: d for j, d in users.items()} for node, users in self.on_node.items()}
+        self.nodes_of = {new[j]: nodes for j, nodes in self.nodes_of.items()}
+
     def _neighbours(self, job: int) -> set[int]:
         out = set()
         for node in self.nodes_of[job]:

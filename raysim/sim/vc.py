@@ -144,6 +144,13 @@ class VCState:
         if self.free_gpus == self.total_gpus:
             self.gmem_mb = 0.0  # drop float residue once the VC is empty
 
+    def renumber(self, new: list[int]) -> None:
+        """Job j is now called new[j] (see VCSimulator.forget_finished); only running jobs hold GPUs."""
+        self.owner = [[new[j] if j >= 0 else -1 for j in gpus] for gpus in self.owner]
+        self.second = [[new[j] if j >= 0 else -1 for j in gpus] for gpus in self.second]
+        self.placement = {new[j]: alloc for j, alloc in self.placement.items()}
+        self.load = {new[j]: load for j, load in self.load.items()}
+
     # ------------------------------------------------------------------ node loans
     def lend_node(self, reference_naming: bool) -> bool:
         """Give away one idle node (for a profiler's temporary node). Returns False when none is idle.
