@@ -76,8 +76,6 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     PeriodicDurationEstimator) fills in duration estimates while the run goes on. Returns the
     run's event and window counts.
     """
-    if spec.profiler and checkpoint_dir:
-        raise ValueError("runtime.checkpoint_dir is not supported with Lucid's profiler stage yet")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     groups = vc_groups(spec.vc_nodes, vcs_per_actor)

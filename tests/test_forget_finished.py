@@ -7,16 +7,16 @@ from test_lucid import lucid_on_shipped_trace
 from raysim.cluster_run import simulate
 from raysim.runtime.spec import RunSpec
 from raysim.runtime.vcgroup import VCGroup
-from raysim.sim import SimParams
+from raysim.sim import SimParams, engine
 
 NETWORK = {"nic_gbps": 100.0, "gbps_per_gpu": 25.0, "duty": 0.5}
 
 
 def both_ways(monkeypatch, run):
     """(results with the default threshold, results forgetting after every window, jobs forgotten)."""
-    monkeypatch.setattr(VCGroup, "forget_at", 10**9)
+    monkeypatch.setattr(engine, "FORGET_AT", 10**12)
     kept = run()
-    monkeypatch.setattr(VCGroup, "forget_at", 1)
+    monkeypatch.setattr(engine, "FORGET_AT", 1)
     forgotten = []
     original = VCGroup.run_window
 

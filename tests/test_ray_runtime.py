@@ -153,3 +153,21 @@ def test_rebuild_replays_the_windows_since_the_last_kept_state(ray_local, tmp_pa
     jobs = jobs_table(trace.table, read_records(sink.close(end)["records"]))
     assert executor.killed and coordinator.recoveries == 1
     assert jobs.equals(undisturbed)
+
+
+@pytest.mark.parametrize("runtime,compat", [("local", "clean"), ("ray", "lucid")])
+def test_interrupted_lucid_run_resumes_with_its_profiler_stage(runtime, compat, tmp_path, request):
+    from test_lucid import lucid_on_shipped_trace
+
+    if runtime == "ray":
+        request.getfixturevalue("ray_local")
+    trace, spec, est, extra = lucid_on_shipped_trace(compat)
+    full, full_ts = simulate(trace, spec, est, job_extra=extra, window_s=86_400)
+    ckpt = tmp_path / "ckpt"
+    groups = vc_groups(trace.vc_nodes, 4)
+    with pytest.raises(Interrupt):  # dies mid-trace, with jobs being profiled and nodes on loan
+        simulate(trace, spec, est, job_extra=extra, executor=StopAfter(spec, groups, windows=4),
+                 checkpoint_dir=ckpt, checkpoint_every=3, window_s=86_400, vcs_per_actor=4)
+    resumed, resumed_ts = simulate(trace, spec, est, job_extra=extra, runtime=runtime, checkpoint_dir=ckpt,
+                                   resume=True, checkpoint_every=3, window_s=86_400, vcs_per_actor=4)
+    assert resumed.equals(full) and resumed_ts.equals(full_ts)

@@ -123,6 +123,7 @@ class LucidProfiler:
             to_vc.append(jobs.filter(pa.array(~finishes if self.compat else ~eligible)))
         self.sim.run(until=t_end)
         records, leaving = self._drain()
+        self.sim.forget_if_worth()  # their records are out: memory follows the jobs being profiled
         if leaving:
             to_vc.append(pa.Table.from_pylist(leaving, schema=jobs.schema))
         outputs = route(_sorted(pa.concat_tables(to_vc)) if to_vc else None, self.group_of_vc, self.n_groups)

@@ -51,6 +51,7 @@ class RunState:
     replay: dict = field(default_factory=dict)  # group -> [(batch, t_end)] run since its kept state
     stage_next: int | None = None  # the profiler stage's next event
     stage_records: list = field(default_factory=list)  # profiler records (profiling start/end/queue)
+    stage_state: bytes | None = None  # the profiler stage's state (in checkpoints only)
 
 
 class Coordinator:
@@ -116,6 +117,8 @@ class Coordinator:
             if nxt is not None and self.estimator is not None and \
                     self.estimator.period_of(nxt) != self.estimator.period_of(t_start):
                 nxt = None  # a new estimator period: wait until the VCs have reached it
+            if nxt is not None and self._checkpoint_after(state.windows):
+                nxt = None  # the checkpoint must catch the stage at this window's end, not beyond
             if nxt is not None:  # the stage works on its next window while the VC groups run this one
                 queued = (nxt, *self._profile(state.pos, nxt, nxt + self.W, state))
             samples = []
@@ -148,10 +151,14 @@ class Coordinator:
         rarely enough that shipping states costs at most ~10% of the groups' simulation time."""
         if not self.ex.keeps_state:
             return False
-        if self.checkpoint_dir is not None and (state.windows + 1) % self.checkpoint_every == 0:
-            return True  # a checkpoint is written after this window
+        if self._checkpoint_after(state.windows):
+            return True
         cost = self._state_cost.get(g)
         return cost is None or self._work_since.get(g, 0.0) >= 10 * cost
+
+    def _checkpoint_after(self, windows_before: int) -> bool:
+        """Is a checkpoint written after the window that follows `windows_before` windows?"""
+        return self.checkpoint_dir is not None and (windows_before + 1) % self.checkpoint_every == 0
 
     def _collect(self, state: RunState, handles, prof_out, t_end: int, keep: list[bool]) -> list:
         outputs = []
@@ -222,6 +229,8 @@ class Coordinator:
             for g, blob in enumerate(state.group_states):
                 self.ex.restore(g, blob)
             self.sink.reopen(state.sink)
+            if state.stage_state is not None:
+                self.ex.restore_stage(state.stage_state)
             log.info("resumed from %s at t=%d after %d windows", ckpt, state.t, state.windows)
             return state
         if self.resume:
@@ -236,7 +245,8 @@ class Coordinator:
             self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
             blobs = [self.ex.materialize(g, s) for g, s in enumerate(state.group_states)]
             state.sink = self.sink.seal()
-            payload = pickle.dumps(dataclasses.replace(state, group_states=blobs, replay={}))
+            payload = pickle.dumps(dataclasses.replace(state, group_states=blobs, replay={},
+                                                       stage_state=self.ex.stage_state()))
             tmp = self.checkpoint_dir / "checkpoint.pkl.tmp"
             tmp.write_bytes(payload)
             tmp.replace(self.checkpoint_dir / "checkpoint.pkl")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 from raysim.profiler import make_profiler
 from raysim.runtime.spec import RunSpec
 from raysim.runtime.vcgroup import VCGroup
@@ -26,6 +28,13 @@ class LocalExecutor:
 
     def profile_status(self, handle):
         return handle
+
+    def stage_state(self) -> bytes:
+        """The profiler stage's state, for a checkpoint."""
+        return pickle.dumps(self.profiler, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore_stage(self, state: bytes) -> None:
+        self.profiler = pickle.loads(state)  # noqa: S301 - written by stage_state() of this run
 
     #: in-process groups cannot be lost: no state needs keeping between windows
     keeps_state = False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import time
 
 import ray
@@ -83,6 +84,13 @@ class _ProfilerActor:
         outputs, status = self.profiler.process(jobs, t_start, t_end)
         return (*outputs, status)
 
+    def checkpoint(self) -> bytes:
+        return pickle.dumps(self.profiler, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, state: bytes) -> bool:
+        self.profiler = pickle.loads(state)  # noqa: S301 - produced by checkpoint() of this run
+        return True
+
 
 _POOL: dict = {"session": None, "groups": [], "profiler": []}
 
@@ -132,6 +140,13 @@ class RayExecutor:
 
     def profile_status(self, handle):
         return ray.get(handle)
+
+    def stage_state(self) -> bytes:
+        """The profiler stage's state, for a checkpoint."""
+        return ray.get(self.profiler.checkpoint.remote())
+
+    def restore_stage(self, state: bytes) -> None:
+        ray.get(self.profiler.restore.remote(state))
 
     def run_window(self, g, batch_ref, t_end, keep_state: bool = True):
         return self.actors[g].run_window.options(num_returns=2).remote(batch_ref, t_end, keep_state)

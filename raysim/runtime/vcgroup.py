@@ -15,12 +15,8 @@ from raysim.runtime.spec import RunSpec
 
 
 class VCGroup:
-    """Simulators of the VCs `vcs`, advanced window by window. Once a VC's job table holds at least
-    `forget_at` finished jobs, and as many as live ones, the finished ones are forgotten (their
-    results have left with the window's output), so memory follows the live jobs."""
-
-    #: the smallest number of finished jobs worth a pass over a VC's job table
-    forget_at = 4096
+    """Simulators of the VCs `vcs`, advanced window by window. Finished jobs are forgotten once their
+    records have left with a window's output, so memory follows the live jobs."""
 
     def __init__(self, spec: RunSpec, vcs: list[str]):
         self.vcs = list(vcs)
@@ -45,9 +41,7 @@ class VCGroup:
             if sim.finished_log:
                 finished.append(sim.jobs.results(sim.finished_log))
                 sim.finished_log = []
-            in_table = sim.finished - sim.forgotten
-            if in_table >= max(self.forget_at, sim.jobs.n - in_table):  # amortised O(1) per job
-                sim.forget_finished()
+            sim.forget_if_worth()
             samples[vc] = sim.recorder.emit(t_end - 1)
             status[vc] = self._status(sim)
         return results_table(finished), samples_table(samples), status

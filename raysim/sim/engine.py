@@ -21,6 +21,8 @@ from raysim.sim.recorder import Recorder
 from raysim.sim.vc import VCState
 
 NEVER = math.inf
+#: forget_if_worth: the fewest finished jobs worth a pass over a job table
+FORGET_AT = 4096
 
 
 class VCSimulator:
@@ -133,6 +135,14 @@ class VCSimulator:
     def jobs_added(self) -> int:
         """Jobs added so far, including those forgotten since they finished."""
         return self.jobs.n + self.forgotten
+
+    def forget_if_worth(self) -> int:
+        """`forget_finished` once the job table holds at least FORGET_AT finished jobs and at least
+        as many as live ones, so its cost stays O(1) per job. Returns the number dropped."""
+        in_table = self.finished - self.forgotten
+        if in_table >= max(FORGET_AT, self.jobs.n - in_table):
+            return self.forget_finished()
+        return 0
 
     def forget_finished(self) -> int:
         """Drop the finished jobs from the job table (their results must have been taken from
