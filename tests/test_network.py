@@ -51,3 +51,37 @@ def test_engine_slows_jobs_sharing_a_nic_and_speeds_them_up_again():
     # on node 1 each job sends 4 x 25 = 100 Gb/s: half the NIC each -> rate 1/2 -> 200 s of wall time
     assert ends == [200, 200]
     assert run({"nic_gbps": 400, "gbps_per_gpu": 25, "duty": 1.0}) == [100, 100]
+
+
+class SRTFEverySecond:
+    """SRTF deciding every second while anything waits: what event-driven SRTF must reproduce."""
+
+    def __new__(cls, params):
+        from raysim.policy.srtf import SRTF
+
+        class Ticking(SRTF):
+            def next_wakeup(self, sim, now):
+                return now + 1 if sim.pending else super().next_wakeup(sim, now)
+
+        return Ticking(params)
+
+
+@pytest.mark.parametrize("compat", ["lucid", "clean"])
+@pytest.mark.parametrize("seed", range(12))
+def test_srtf_under_contention_decides_when_deciding_every_second_would(compat, seed):
+    import numpy as np
+    from simutil import random_jobs
+
+    rng = np.random.default_rng(seed)
+    jobs = [(s, d, g) for s, d, g, _ in random_jobs(rng, 40, 3_000, max_gpu=24)]
+    out = []
+    for policy, network in ((lambda p: make_policy("srtf", params=p), True), (SRTFEverySecond, True),
+                            (lambda p: make_policy("srtf", params=p), False)):
+        params = SimParams.for_mode(compat)
+        sim = VCSimulator("vc", 4, policy(params), make_placer("first_fit", params=params), params,
+                          network=NetworkModel(nic_gbps=100, gbps_per_gpu=25, duty=0.8) if network else None)
+        sim.add_jobs(batch(jobs))
+        sim.run()
+        out.append({k: v.tolist() for k, v in sim.jobs.results().items()})
+    assert out[0] == out[1]
+    assert out[0]["end_time"] != out[2]["end_time"]  # contention did slow jobs down

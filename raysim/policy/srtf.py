@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import math
 
 from raysim.policy.base import NEVER, QuotaWalkPolicy
 
@@ -34,18 +35,38 @@ class SRTF(QuotaWalkPolicy):
             return now + 1
         if not sim.pending or sim.pending_gpus <= sim.vc.free_gpus:
             return NEVER  # every pending job is already selected: reordering changes nothing
-        remain, due = sim.jobs.remain, sim.jobs.end_due
+        jobs = sim.jobs
+        remain, due, rate = jobs.remain, jobs.end_due, jobs.rate
         pend = sorted(remain[j] for j in sim.pending)
-        extra = 1 if self.params.pending_first_on_ties else 0
+        compat_ties = self.params.pending_first_on_ties  # a tie keeps the pending job first
         lag = self.params.countdown_lag
         best = NEVER
         for r in sim.running:
-            # r overtakes pending p at t = due - lag - rem_p + extra; the next such t > now comes
-            # from the largest rem_p <= due - lag + extra - now - 1.
-            base = due[r] - lag + extra
-            k = bisect.bisect_right(pend, base - now - 1)
-            if k:
-                t = base - pend[k - 1]
-                if t < best:
-                    best = t
+            if rate[r] == 1.0 and type(remain[r]) is int:
+                # r's remaining time at t is D - t. It overtakes pending p (remaining rem_p, maybe
+                # fractional after a slowdown) at the first t with D - t < rem_p (compat ties) or
+                # D - t <= rem_p; the next such t > now comes from the largest rem_p not yet passed.
+                d = due[r] - lag
+                if compat_ties:
+                    k = bisect.bisect_right(pend, d - now)
+                    t = math.floor(d - pend[k - 1]) + 1 if k else NEVER
+                else:
+                    k = bisect.bisect_left(pend, d - now)
+                    t = math.ceil(d - pend[k - 1]) if k else NEVER
+            else:
+                t = self._slow_overtake(sim, r, pend, now, compat_ties)
+            if t < best:
+                best = t
         return best
+
+    @staticmethod
+    def _slow_overtake(sim, r, pend, now, compat_ties):
+        """A second > now at or before which running job r, whose remaining work is fractional or
+        shrinks at a rate below 1 (network contention), overtakes the next pending job. Waking
+        early only costs a decision that changes nothing, and the next wake-up is computed again."""
+        left = sim.remaining(r, now)
+        k = bisect.bisect_right(pend, left) if compat_ties else bisect.bisect_left(pend, left)
+        if not k:
+            return NEVER
+        # left - rate * (t - now) reaches pend[k - 1] after (left - pend[k - 1]) / rate seconds
+        return now + max(1, int((left - pend[k - 1]) / sim.jobs.rate[r]))
