@@ -92,3 +92,15 @@ def test_run_files_are_byte_identical_across_window_sizes(tmp_path):
         assert (tmp_path / "3600" / name).read_bytes() == (tmp_path / str(7 * 86_400) / name).read_bytes()
     jobs, _ = simulate(trace, spec, est)
     assert jobs.equals(pq.read_table(tmp_path / "3600" / "jobs.parquet"))
+
+
+def test_a_fresh_run_ignores_result_files_left_in_its_checkpoint_folder(tmp_path):
+    trace, est = synthetic_trace(seed=10)
+    spec = RunSpec("fifo", "consolidate", SimParams.for_mode("clean", seed=1), trace.vc_nodes)
+    ckpt = tmp_path / "ckpt"
+    simulate_to(tmp_path / "a", trace, spec, est, checkpoint_dir=ckpt, window_s=86_400)
+    assert list((ckpt / "results").glob("records-*.parquet"))  # kept beside the checkpoint
+    other, _ = synthetic_trace(seed=11)
+    simulate_to(tmp_path / "b", other, spec, est, checkpoint_dir=ckpt, window_s=86_400)  # same folder, no resume
+    jobs, _ = simulate(other, spec, est)
+    assert pq.read_table(tmp_path / "b" / "jobs.parquet").equals(jobs)

@@ -237,6 +237,7 @@ class Coordinator:
             log.warning("runtime.resume: no checkpoint in %s, starting from the beginning", self.checkpoint_dir)
         status = {vc: {"next_event": None, "done": True, "last_event": self.t0, "jobs": 0, "finished": 0,
                        "running": 0, "pending": 0, "events": 0} for grp in self.groups for vc in grp}
+        self.sink.reopen(SinkPosition())  # a fresh run: no result file of an earlier one may remain
         return RunState(t=self.t0, pos=0, status=status, group_states=[None] * len(self.groups))
 
     def _keep_state(self, state: RunState) -> None:
