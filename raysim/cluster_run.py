@@ -57,15 +57,23 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict | Non
     return lucid_inputs(cfg, trace, spec)
 
 
-def vc_groups(vc_nodes: dict, vcs_per_actor: int) -> list[list[str]]:
-    """VCs in layout order, packed `vcs_per_actor` to a group (one process/actor per group)."""
+def vc_groups(vc_nodes: dict, vcs_per_actor: int | str) -> list[list[str]]:
+    """VCs in layout order, packed `vcs_per_actor` to a group (one process/actor per group).
+
+    "auto" packs them into as many groups as the Ray cluster has CPUs (one group without Ray);
+    packing never changes results, only how the work is spread over processes."""
     names = list(vc_nodes)
+    if vcs_per_actor == "auto":
+        import ray
+
+        cpus = int(ray.cluster_resources().get("CPU", 1)) if ray.is_initialized() else 1
+        vcs_per_actor = -(-len(names) // max(1, cpus))
     k = max(1, int(vcs_per_actor))
     return [names[i:i + k] for i in range(0, len(names), k)]
 
 
 def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "local",
-                window_s: int = 604_800, vcs_per_actor: int = 1, ray_options: dict | None = None,
+                window_s: int = 604_800, vcs_per_actor: int | str = 1, ray_options: dict | None = None,
                 checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False, progress: bool = False,
                 executor=None, job_extra: dict | None = None, estimator=None) -> dict:
     """Simulate every VC of `trace`, writing `out_dir`/jobs.parquet and timeseries.parquet.
@@ -78,6 +86,10 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if executor is None and runtime == "ray" and vcs_per_actor == "auto":
+        from raysim.runtime.ray_backend import ensure_ray
+
+        ensure_ray((ray_options or {}).get("address"), (ray_options or {}).get("num_cpus"))  # to count its CPUs
     groups = vc_groups(spec.vc_nodes, vcs_per_actor)
     if executor is None:
         executor = make_executor(runtime, spec, groups, ray_options or {})
@@ -147,7 +159,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     sim_start = time.perf_counter()
     rt = cfg.runtime
     simulate_to(run_dir, trace, spec, estimates, runtime=rt.name, window_s=int(rt.window_s),
-                vcs_per_actor=int(cfg.ray.vcs_per_actor), ray_options=dict(cfg.ray),
+                vcs_per_actor=cfg.ray.vcs_per_actor, ray_options=dict(cfg.ray),
                 checkpoint_dir=rt.checkpoint_dir, checkpoint_every=int(rt.checkpoint_every),
                 resume=bool(rt.resume), progress=True, job_extra=job_extra, estimator=online)
     sim_wall = time.perf_counter() - sim_start

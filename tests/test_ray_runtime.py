@@ -171,3 +171,9 @@ def test_interrupted_lucid_run_resumes_with_its_profiler_stage(runtime, compat, 
     resumed, resumed_ts = simulate(trace, spec, est, job_extra=extra, runtime=runtime, checkpoint_dir=ckpt,
                                    resume=True, checkpoint_every=3, window_s=86_400, vcs_per_actor=4)
     assert resumed.equals(full) and resumed_ts.equals(full_ts)
+
+
+def test_auto_packing_gives_one_vc_group_per_cpu(ray_local):
+    vcs = {f"vc{i}": 1 for i in range(5)}
+    assert vc_groups(vcs, "auto") == [["vc0", "vc1", "vc2"], ["vc3", "vc4"]]  # 2 CPUs
+    assert vc_groups(vcs, 2) == [["vc0", "vc1"], ["vc2", "vc3"], ["vc4"]]
