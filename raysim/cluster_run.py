@@ -82,7 +82,7 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     (in-process) or "ray" (actors); both write identical files. `job_extra` adds per-job inputs
     (workload ids, share scores) to the job batches; `estimator` (e.g. a
     PeriodicDurationEstimator) fills in duration estimates while the run goes on. Returns the
-    run's event and window counts.
+    run's event and window counts and how many lost actors were rebuilt.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -106,7 +106,7 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     merge_series(files["series"], out_dir / "timeseries.parquet")
     if not checkpoint_dir:
         shutil.rmtree(spool, ignore_errors=True)
-    return {"events": coordinator.events, "windows": coordinator.windows_run}
+    return {"events": coordinator.events, "windows": coordinator.windows_run, "recoveries": coordinator.recoveries}
 
 
 def simulate(trace: Trace, spec: RunSpec, estimates=None, **kwargs) -> tuple[pa.Table, pa.Table]:

@@ -1,5 +1,7 @@
 """runtime=ray: identical results to runtime=local, recovery from a killed VC actor, resume."""
 
+import tempfile
+
 import pyarrow.parquet as pq
 import pytest
 import ray
@@ -177,3 +179,36 @@ def test_auto_packing_gives_one_vc_group_per_cpu(ray_local):
     vcs = {f"vc{i}": 1 for i in range(5)}
     assert vc_groups(vcs, "auto") == [["vc0", "vc1", "vc2"], ["vc3", "vc4"]]  # 2 CPUs
     assert vc_groups(vcs, 2) == [["vc0", "vc1"], ["vc2", "vc3"], ["vc4"]]
+
+
+class KillProfilerOnce(RayExecutor):
+    """A Ray executor that kills the profiler actor right after handing it window `at`."""
+
+    def __init__(self, *args, at=5, **kw):
+        super().__init__(*args, **kw)
+        self.at, self.calls, self.killed = at, 0, False
+
+    def profile(self, jobs, t_start, t_end):
+        out = super().profile(jobs, t_start, t_end)
+        self.calls += 1
+        if self.calls == self.at and not self.killed:
+            self.killed = True
+            ray.kill(self.profiler, no_restart=True)
+        return out
+
+
+def test_killed_profiler_actor_is_rebuilt_and_lucid_results_do_not_change(ray_local):
+    from test_lucid import lucid_on_shipped_trace
+
+    from raysim.cluster_run import simulate_to
+
+    trace, spec, est, extra = lucid_on_shipped_trace("lucid")
+    undisturbed, _ = simulate(trace, spec, est, job_extra=extra, window_s=86_400)
+    groups = vc_groups(trace.vc_nodes, 8)
+    executor = KillProfilerOnce(spec, groups, at=5)
+    with tempfile.TemporaryDirectory() as out:
+        stats = simulate_to(out, trace, spec, est, job_extra=extra, executor=executor, window_s=86_400,
+                            vcs_per_actor=8)
+        jobs = pq.read_table(f"{out}/jobs.parquet")
+    assert executor.killed and stats["recoveries"] == 1
+    assert jobs.equals(undisturbed)

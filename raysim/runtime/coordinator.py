@@ -4,8 +4,10 @@ Window k covers [t0 + kW, t0 + (k+1)W). For each window the profiler stage turns
 arrivals into per-group job batches; each VC group simulates every event before the window's end
 and returns finished-job records, time-series samples and its status. Empty stretches are skipped
 (cost follows events, not seconds). The profiler already works on the next window while the VC
-groups run the current one. Group states are kept at every window boundary, so a lost group is
-rebuilt and its window replayed; with a checkpoint folder an interrupted run resumes from there.
+groups run the current one. Group states are kept at window boundaries, so a lost group is
+rebuilt and its windows since replayed; the profiler stage's state is kept after every window, so
+a lost stage is rebuilt and redoes its window. With a checkpoint folder an interrupted run resumes
+from there.
 Results leave through a ResultSink as Parquet row groups while the run goes on: the coordinator
 keeps no per-job results in memory.
 """
@@ -35,6 +37,21 @@ class GroupLost(RuntimeError):
     def __init__(self, group: int, cause: BaseException | None = None):
         super().__init__(f"VC group {group} was lost: {cause}")
         self.group = group
+
+
+class StageLost(RuntimeError):
+    """The process running the profiler stage died (raised by executors)."""
+
+
+@dataclass
+class StageCall:
+    """One window of the profiler stage, issued (possibly while the VC groups run the window before)."""
+
+    t_start: int
+    t_end: int
+    jobs: pa.Table  # the window's arrivals, as sent
+    outputs: list  # per VC group: its batch (or a handle to it)
+    handle: object  # the stage's status (and kept state) handle
 
 
 @dataclass
@@ -83,6 +100,7 @@ class Coordinator:
         self.events = 0
         self._state_cost: dict[int, float] = {}  # group -> seconds its last state took to save
         self._work_since: dict[int, float] = {}  # group -> simulation seconds since its last kept state
+        self._stage_kept = None  # the profiler stage's state after its last window (None: fresh)
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> tuple[int, pa.Table | None]:
@@ -90,9 +108,9 @@ class Coordinator:
         profiler-stage records or None)."""
         state = self._initial_state()
         wall = time.perf_counter()
-        queued = None  # (window start, outputs, status handle): the stage's next window, issued ahead
+        queued = None  # StageCall: the stage's next window, issued ahead
         while True:
-            stage = self._stage_window(state) if queued is None else queued[0]
+            stage = self._stage_window(state) if queued is None else queued.t_start
             vc_next = [s["next_event"] for s in state.status.values() if s["next_event"] is not None]
             if stage is None and not vc_next:
                 break
@@ -100,10 +118,9 @@ class Coordinator:
             t_end = t_start + self.W
             if stage is not None and stage <= t_start:
                 if queued is None:
-                    queued = (t_start, *self._profile(state.pos, t_start, t_end, state))
-                _, current, status_handle = queued
+                    queued = self._profile(state.pos, t_start, t_end, state)
+                current, status = self._stage_result(queued)
                 queued = None
-                status = self.ex.profile_status(status_handle)
                 state.pos = int(np.searchsorted(self.submit, t_end, side="left"))
                 state.stage_next = status["next_event"]
                 if status["records"].num_rows:
@@ -120,7 +137,7 @@ class Coordinator:
             if nxt is not None and self._checkpoint_after(state.windows):
                 nxt = None  # the checkpoint must catch the stage at this window's end, not beyond
             if nxt is not None:  # the stage works on its next window while the VC groups run this one
-                queued = (nxt, *self._profile(state.pos, nxt, nxt + self.W, state))
+                queued = self._profile(state.pos, nxt, nxt + self.W, state)
             samples = []
             for res, smp, vc_status in self._collect(state, handles, current, t_end, keep):
                 self._add_records(state, res)
@@ -188,14 +205,30 @@ class Coordinator:
                 self._work_since[g] = self._work_since.get(g, 0.0) + run_s
         return outputs
 
-    def _profile(self, pos: int, t_start: int, t_end: int, state: RunState | None = None):
+    def _profile(self, pos: int, t_start: int, t_end: int, state: RunState | None = None) -> StageCall:
         hi = int(np.searchsorted(self.submit, t_end, side="left"))
         jobs = self.batch.slice(pos, hi - pos)
         if self.estimator is not None and hi > pos:
             seq, end = self._finished(state)
             est = self.estimator.fill(pos, hi, seq, end)
             jobs = jobs.set_column(jobs.schema.get_field_index("estimate"), "estimate", pa.array(est))
-        return self.ex.profile(jobs, t_start, t_end)
+        return StageCall(t_start, t_end, jobs, *self.ex.profile(jobs, t_start, t_end))
+
+    def _stage_result(self, call: StageCall) -> tuple[list, dict]:
+        """(per-group outputs, status) of a stage window. A lost stage is rebuilt from its state after
+        its previous window (kept at every window: it is small) and does this window again."""
+        while True:
+            try:
+                status, kept = self.ex.profile_status(call.handle)
+                break
+            except StageLost as lost:
+                self.recoveries += 1
+                log.warning("the profiler stage was lost in the window ending at t=%d: rebuilding it from "
+                            "its state after the previous window and redoing this one (%s)", call.t_end, lost)
+                self.ex.rebuild_stage(self._stage_kept)
+                call.outputs, call.handle = self.ex.profile(call.jobs, call.t_start, call.t_end)
+        self._stage_kept = kept
+        return call.outputs, status
 
     def _add_records(self, state: RunState, res: pa.Table) -> None:
         self.sink.add_records(res)
@@ -231,6 +264,7 @@ class Coordinator:
             self.sink.reopen(state.sink)
             if state.stage_state is not None:
                 self.ex.restore_stage(state.stage_state)
+                self._stage_kept = state.stage_state
             log.info("resumed from %s at t=%d after %d windows", ckpt, state.t, state.windows)
             return state
         if self.resume:

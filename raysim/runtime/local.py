@@ -27,7 +27,8 @@ class LocalExecutor:
         return self.profiler.process(jobs, t_start, t_end)
 
     def profile_status(self, handle):
-        return handle
+        """(status, kept state): an in-process stage cannot be lost, so it keeps none."""
+        return handle, None
 
     def stage_state(self) -> bytes:
         """The profiler stage's state, for a checkpoint."""

@@ -16,7 +16,7 @@ import ray
 from ray.exceptions import RayActorError
 
 from raysim.profiler import make_profiler
-from raysim.runtime.coordinator import GroupLost
+from raysim.runtime.coordinator import GroupLost, StageLost
 from raysim.runtime.spec import RunSpec
 from raysim.runtime.vcgroup import VCGroup
 
@@ -80,9 +80,9 @@ class _ProfilerActor:
         return True
 
     def process(self, jobs, t_start, t_end):
-        """One return value per VC group, then the stage's status."""
+        """One return value per VC group, then the stage's status and its state after the window."""
         outputs, status = self.profiler.process(jobs, t_start, t_end)
-        return (*outputs, status)
+        return (*outputs, status, pickle.dumps(self.profiler, protocol=pickle.HIGHEST_PROTOCOL))
 
     def checkpoint(self) -> bytes:
         return pickle.dumps(self.profiler, protocol=pickle.HIGHEST_PROTOCOL)
@@ -133,13 +133,31 @@ class RayExecutor:
                 + [self.profiler.reset.remote(self.spec.profiler, routing, len(groups), self.spec.t0)])
 
     def profile(self, jobs, t_start, t_end):
-        """(per-group output refs, ref of the stage's status): the driver never fetches the outputs."""
-        refs = self.profiler.process.options(num_returns=len(self.groups) + 1).remote(
+        """(per-group output refs, refs of the stage's status and state): the driver never fetches
+        the outputs, and the state only to write a checkpoint or rebuild a lost stage."""
+        refs = self.profiler.process.options(num_returns=len(self.groups) + 2).remote(
             ray.put(jobs), t_start, t_end)
-        return list(refs[:-1]), refs[-1]
+        return list(refs[:-2]), (refs[-2], refs[-1])
 
     def profile_status(self, handle):
-        return ray.get(handle)
+        """(status, ref to the stage's state after the window); StageLost if the actor died. The
+        state lives in the object store, owned by the driver, so it outlives the actor."""
+        status_ref, state_ref = handle
+        try:
+            return ray.get(status_ref), state_ref
+        except RayActorError as exc:
+            raise StageLost(exc) from exc
+
+    def rebuild_stage(self, state):
+        """A fresh profiler actor, from the stage's state after its last window (None: from scratch)."""
+        actor = self.prof_cls.remote()
+        if state is None:
+            routing = {vc: g for g, vcs in enumerate(self.groups) for vc in vcs}
+            ray.get(actor.reset.remote(self.spec.profiler, routing, len(self.groups), self.spec.t0))
+        else:
+            ray.get(actor.restore.remote(state))
+        self.profiler = actor
+        _pool()["profiler"][0] = actor
 
     def stage_state(self) -> bytes:
         """The profiler stage's state, for a checkpoint."""
