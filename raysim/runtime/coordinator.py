@@ -281,7 +281,7 @@ class Coordinator:
             blobs = [self.ex.materialize(g, s) for g, s in enumerate(state.group_states)]
             state.sink = self.sink.seal()
             payload = pickle.dumps(dataclasses.replace(state, group_states=blobs, replay={},
-                                                       stage_state=self.ex.stage_state()))
+                                                       stage_state=self.ex.stage_state(self._stage_kept)))
             tmp = self.checkpoint_dir / "checkpoint.pkl.tmp"
             tmp.write_bytes(payload)
             tmp.replace(self.checkpoint_dir / "checkpoint.pkl")

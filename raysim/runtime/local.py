@@ -30,8 +30,8 @@ class LocalExecutor:
         """(status, kept state): an in-process stage cannot be lost, so it keeps none."""
         return handle, None
 
-    def stage_state(self) -> bytes:
-        """The profiler stage's state, for a checkpoint."""
+    def stage_state(self, kept=None) -> bytes:
+        """The profiler stage's state, for a checkpoint (an in-process stage keeps none between windows)."""
         return pickle.dumps(self.profiler, protocol=pickle.HIGHEST_PROTOCOL)
 
     def restore_stage(self, state: bytes) -> None:

@@ -84,11 +84,8 @@ class _ProfilerActor:
         outputs, status = self.profiler.process(jobs, t_start, t_end)
         return (*outputs, status, pickle.dumps(self.profiler, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def checkpoint(self) -> bytes:
-        return pickle.dumps(self.profiler, protocol=pickle.HIGHEST_PROTOCOL)
-
     def restore(self, state: bytes) -> bool:
-        self.profiler = pickle.loads(state)  # noqa: S301 - produced by checkpoint() of this run
+        self.profiler = pickle.loads(state)  # noqa: S301 - produced by process() of this run
         return True
 
 
@@ -128,9 +125,13 @@ class RayExecutor:
         if not profilers:
             profilers.append(self.prof_cls.remote())
         self.profiler = profilers[0]
-        routing = {vc: g for g, vcs in enumerate(groups) for vc in vcs}
         ray.get([a.reset.remote(self.spec, vcs) for a, vcs in zip(self.actors, groups)]
-                + [self.profiler.reset.remote(self.spec.profiler, routing, len(groups), self.spec.t0)])
+                + [self._reset_stage(self.profiler)])
+
+    def _reset_stage(self, actor):
+        """Ref of `actor` starting the profiler stage afresh."""
+        routing = {vc: g for g, vcs in enumerate(self.groups) for vc in vcs}
+        return actor.reset.remote(self.spec.profiler, routing, len(self.groups), self.spec.t0)
 
     def profile(self, jobs, t_start, t_end):
         """(per-group output refs, refs of the stage's status and state): the driver never fetches
@@ -151,17 +152,14 @@ class RayExecutor:
     def rebuild_stage(self, state):
         """A fresh profiler actor, from the stage's state after its last window (None: from scratch)."""
         actor = self.prof_cls.remote()
-        if state is None:
-            routing = {vc: g for g, vcs in enumerate(self.groups) for vc in vcs}
-            ray.get(actor.reset.remote(self.spec.profiler, routing, len(self.groups), self.spec.t0))
-        else:
-            ray.get(actor.restore.remote(state))
+        ray.get(self._reset_stage(actor) if state is None else actor.restore.remote(state))
         self.profiler = actor
         _pool()["profiler"][0] = actor
 
-    def stage_state(self) -> bytes:
-        """The profiler stage's state, for a checkpoint."""
-        return ray.get(self.profiler.checkpoint.remote())
+    def stage_state(self, kept) -> bytes | None:
+        """The profiler stage's state for a checkpoint: the one it returned with its last window
+        (None: it has not run a window yet)."""
+        return self.materialize(None, kept)
 
     def restore_stage(self, state: bytes) -> None:
         ray.get(self.profiler.restore.remote(state))
