@@ -129,7 +129,7 @@ class VCSimulator:
     @property
     def done(self) -> bool:
         """True when every job added so far has finished."""
-        return self.finished == self.jobs.n + self.forgotten
+        return self.finished == self.jobs_added
 
     @property
     def jobs_added(self) -> int:
