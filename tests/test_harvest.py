@@ -11,10 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 from omegaconf import OmegaConf
 
-from raysim.harvest.allocators import Problem, choices, compat_cap, exact, heuristic, objective
+from raysim.harvest.allocators import choices, exact, heuristic
 from raysim.harvest.engine import HarvestParams, simulate
 from raysim.harvest.metrics import summarize
 from raysim.harvest.milp import node_milp
+from raysim.harvest.problem import Problem, compat_cap, objective
 from raysim.harvest.replay import NS, NodeLog, load_node_log, slice_events
 from raysim.harvest.run import run_harvest
 from raysim.harvest.tasks import load_tasks, make_tasks

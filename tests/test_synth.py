@@ -13,15 +13,8 @@ import pytest
 
 from raysim.paths import TRACES_DIR
 from raysim.trace.schema import JOB_SCHEMA, REQUIRED, conform, metadata
-from raysim.trace.synth import (
-    DAY,
-    VENUS,
-    expected_stats,
-    generate,
-    main,
-    offered_load,
-    write_trace,
-)
+from raysim.trace.presets import DAY, VENUS, expected_stats
+from raysim.trace.synth import generate, main, offered_load, write_trace
 
 POOL_SEEDS = (11, 12, 13, 14)  # statistics are pooled over these 28-day traces
 POOL_DAYS = 28

@@ -11,20 +11,10 @@ from raysim.trace.cli import main as trace_cli
 from raysim.trace.load import load_trace
 from raysim.trace.schema import JOB_SCHEMA, metadata
 from raysim.trace.stats import format_stats, trace_stats
-from raysim.trace.synth import (
-    COMBINED,
-    DAY,
-    HELIOS_DAYS,
-    HELIOS_PUBLISHED,
-    VENUS,
-    generate,
-    generate_named,
-    load_synth,
-    offered_load,
-    preset_layout,
-)
+from raysim.trace.presets import COMBINED, DAY, HELIOS_DAYS, HELIOS_PUBLISHED, VENUS, preset_layout
+from raysim.trace.synth import generate, generate_named, load_synth, offered_load
 
-# Tolerances of the generated six months against HELIOS_PUBLISHED (targets in synth.py's comments).
+# Tolerances of the generated six months against HELIOS_PUBLISHED (targets in presets.py's comments).
 JOBS_REL = 0.01  # GPU jobs (arrivals past the end are dropped)
 GPUS_REL = 0.06  # GPUs (Venus keeps Lucid's September layout: 1,080 vs 1,022)
 MEAN_GPUS_REL = 0.15  # user favourites make it vary with the seed (Saturn 3.8-4.6)

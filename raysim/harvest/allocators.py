@@ -1,13 +1,11 @@
 """Allocators: how many of the idle pool's nodes each active job gets at one decision.
 
-Nodes are interchangeable, so a decision is a vector of node counts N_j; the engine maps counts to
-nodes. Each allocator is a function ``f(problem) -> counts`` registered in `ALLOCATORS`:
+Each allocator is a function ``f(problem) -> counts`` (`raysim.harvest.problem.Problem`; the
+engine maps counts to nodes) registered in `ALLOCATORS`:
 
-- ``exact``: maximise ``Tfwd * sum_j O_j(N_j) - sum_j rescale_j(N_j)`` over
-  N_j in {0} U [Jmin_j, Jmax_j], sum_j N_j <= pool (optionally |N_j - C_j| <= cap) by dynamic
-  programming over jobs (a multiple-choice knapsack). Exact; ties go to earlier-admitted jobs and
-  then to fewer nodes. ``rescale_j`` is Tcup_j * O_j(C_j) for growing and Tcdw_j * O_j(C_j) for
-  shrinking, as in the reference MILP (objective units, O_j(C_j) = 0 below Jmin).
+- ``exact``: maximises the problem's objective over its constraints by dynamic programming over
+  jobs (a multiple-choice knapsack). Exact; ties go to earlier-admitted jobs and then to fewer
+  nodes.
 - ``heuristic``: the reference's equal share (see `heuristic`).
 - ``milp``: the node-level MILP (`raysim.harvest.milp`), a cross-check for small pools.
 
@@ -17,35 +15,12 @@ returns the current counts, as the reference replayer keeps its map when the sol
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class Problem:
-    """One allocation decision for the active jobs, in admission order."""
-
-    pool: int  # idle nodes of the slice (used or free)
-    current: np.ndarray  # int64 nodes each job holds now (after this event's preemptions)
-    jmin: np.ndarray
-    jmax: np.ndarray
-    obj: np.ndarray  # [job, n] objective table (0 outside {0} U [jmin, jmax])
-    tcup: np.ndarray
-    tcdw: np.ndarray
-    tfwd: float
-    cap: int | None = None  # max |N_j - C_j| per decision; None for no cap
-
-    @property
-    def current_obj(self) -> np.ndarray:
-        """Objective rate of each job at its current count (0 when below Jmin)."""
-        return self.obj[np.arange(len(self.current)), self.current]
-
-
-def compat_cap(pool: int) -> int:
-    """Largest change per job and event the reference MILP allows: its big-M (pool + 1) halved."""
-    return (pool + 1) // 2
+from raysim.harvest.milp import node_milp
+from raysim.harvest.problem import Problem
 
 
 def choices(p: Problem, j: int) -> tuple[np.ndarray, np.ndarray]:
@@ -58,14 +33,6 @@ def choices(p: Problem, j: int) -> tuple[np.ndarray, np.ndarray]:
     rate_c = p.current_obj[j]
     cost = np.where(n > c, p.tcup[j] * rate_c, np.where(n < c, p.tcdw[j] * rate_c, 0.0))
     return n, p.tfwd * p.obj[j, n] - cost
-
-
-def objective(p: Problem, counts: np.ndarray) -> float:
-    """Objective value of `counts` (no feasibility check beyond the table's range)."""
-    counts = np.asarray(counts, np.int64)
-    rate_c = p.current_obj
-    cost = np.where(counts > p.current, p.tcup * rate_c, np.where(counts < p.current, p.tcdw * rate_c, 0.0))
-    return float(np.sum(p.tfwd * p.obj[np.arange(len(counts)), counts] - cost))
 
 
 def exact(p: Problem) -> np.ndarray:
@@ -116,13 +83,7 @@ def heuristic(p: Problem) -> np.ndarray:
     return share
 
 
-def _node_milp(p: Problem, time_limit: float) -> np.ndarray:
-    from raysim.harvest.milp import node_milp
-
-    return node_milp(p, time_limit=time_limit)
-
-
-ALLOCATORS = {"exact": exact, "heuristic": heuristic, "milp": _node_milp}
+ALLOCATORS = {"exact": exact, "heuristic": heuristic, "milp": node_milp}
 
 
 def get_allocator(name: str, *, milp_time_limit: float = 60.0):
@@ -130,5 +91,5 @@ def get_allocator(name: str, *, milp_time_limit: float = 60.0):
     if name not in ALLOCATORS:
         raise ValueError(f"harvest.allocator={name!r}: expected one of {sorted(ALLOCATORS)}")
     if name == "milp":
-        return partial(_node_milp, time_limit=milp_time_limit)
+        return partial(node_milp, time_limit=milp_time_limit)
     return ALLOCATORS[name]

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from raysim.harvest.allocators import Problem, compat_cap, get_allocator
+from raysim.harvest.allocators import get_allocator
+from raysim.harvest.problem import Problem, compat_cap
 from raysim.harvest.replay import NS, NodeEvents
 from raysim.harvest.tasks import TaskSet
 

@@ -13,7 +13,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_array
 
-from raysim.harvest.allocators import Problem
+from raysim.harvest.problem import Problem
 
 
 def node_milp(p: Problem, *, time_limit: float = 60.0) -> np.ndarray:

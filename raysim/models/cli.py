@@ -4,7 +4,10 @@
     raysim models train duration --trace traces/venus_sept --out estimates.csv [--kind ebm]
     raysim models train packing --single single_data.csv [--colocation colocate_info.csv] --out labels.csv
     raysim models train colocation --single single_data.csv --colocation colocate_info.csv --out colocation_cv.json
-    raysim models report --shared ../shared --out models_report/
+    raysim models report --shared DATA --out models_report/
+
+DATA is the data folder holding traces/venus_sept/ and profiles/ (the files the report reads are
+listed below, relative to it).
 
 The duration output has Lucid's estimate-file columns (job_id, priority = estimated seconds), so
 `estimator.source=file estimator.path=<it>` uses it directly.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 
 class TraceError(ValueError):
@@ -67,18 +66,3 @@ class SkipReport:
 
     def to_dict(self) -> dict:
         return {"file": self.file, "counts": dict(self.counts), "examples": self.examples}
-
-
-def read_csv_columns(path, required, what: str):
-    """Read a CSV with pandas, failing with a TraceError when it is missing or lacks a column."""
-    import pandas as pd
-
-    path = Path(path)
-    try:
-        df = pd.read_csv(path)
-    except FileNotFoundError:
-        raise TraceError(str(path), f"{what} not found") from None
-    for col in required:
-        if col not in df.columns:
-            raise TraceError(str(path), f"missing column; the file has {list(df.columns)}", column=col)
-    return df
