@@ -73,7 +73,9 @@ def tree_rss(root: int) -> int:
 def one(preset: str, months: float, policy: str, runtime: str, vcs_per_actor: int, window_s: int) -> dict:
     import pyarrow.parquet as pq
 
-    from raysim.cluster_run import simulate_to
+    from raysim.cluster.layout import layout_from_vc_nodes
+
+    from raysim.run.simulate import simulate_to
     from raysim.runtime.spec import RunSpec
     from raysim.sim import SimParams
     from raysim.trace.synth import load_synth
@@ -81,7 +83,7 @@ def one(preset: str, months: float, policy: str, runtime: str, vcs_per_actor: in
     t = time.perf_counter()
     trace = load_synth({"preset": preset, "days": round(months * MONTH_DAYS), "seed": 0})
     load_s = time.perf_counter() - t
-    spec = RunSpec(policy, "consolidate", SimParams.for_mode("clean"), trace.vc_nodes)
+    spec = RunSpec(policy, "consolidate", SimParams.for_mode("clean"), layout_from_vc_nodes(trace.vc_nodes, 8))
     startup_s = 0.0
     memory = TreeMemory()
     if runtime == "ray":

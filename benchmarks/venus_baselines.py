@@ -12,7 +12,9 @@ import json
 import time
 from pathlib import Path
 
-from raysim.cluster_run import simulate
+from raysim.cluster.layout import layout_from_vc_nodes
+
+from raysim.run.simulate import simulate
 from raysim.models.estimates import estimates_for
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
@@ -42,7 +44,7 @@ def main() -> None:
     if not args.json:
         print(f"trace {trace.source}: {n} jobs, loaded in {load_s:.2f} s ({'cache' if trace.from_cache else 'parsed'})")
     for policy in POLICIES:
-        spec = RunSpec(policy, "consolidate", SimParams.for_mode(args.compat), trace.vc_nodes)
+        spec = RunSpec(policy, "consolidate", SimParams.for_mode(args.compat), layout_from_vc_nodes(trace.vc_nodes, 8))
         t = time.perf_counter()
         jobs, _ = simulate(trace, spec, est)
         wall = time.perf_counter() - t

@@ -27,8 +27,10 @@ def main() -> None:
     t0 = time.perf_counter()
     from omegaconf import OmegaConf
 
-    from raysim.cluster_run import simulate
-    from raysim.lucid_setup import lucid_inputs
+    from raysim.cluster.layout import layout_from_vc_nodes
+
+    from raysim.run.simulate import simulate
+    from raysim.run.lucid_inputs import lucid_inputs
     from raysim.models.estimates import estimates_for
     from raysim.runtime.spec import RunSpec
     from raysim.sim import SimParams
@@ -45,7 +47,7 @@ def main() -> None:
                      "single": str(shared / "profiles" / "single_data.csv")}})
     est = estimates_for(trace.table, source="file", path=venus / "lucid_artifacts" / "duration_estimates_ebm.csv")
     spec, extra = lucid_inputs(cfg, trace, RunSpec("lucid", "consolidate", SimParams.for_mode(args.compat),
-                                                   trace.vc_nodes))
+                                                   layout_from_vc_nodes(trace.vc_nodes, 8)))
     setup_s = time.perf_counter() - t0
     startup_s = 0.0
     if args.runtime == "ray":

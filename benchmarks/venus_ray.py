@@ -13,7 +13,9 @@ import json
 import time
 from pathlib import Path
 
-from raysim.cluster_run import simulate
+from raysim.cluster.layout import layout_from_vc_nodes
+
+from raysim.run.simulate import simulate
 from raysim.models.estimates import estimates_for
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
@@ -27,7 +29,7 @@ def sweep(trace, est, runtime, **kw) -> tuple[float, dict]:
     t = time.perf_counter()
     per_policy = {}
     for policy in POLICIES:
-        spec = RunSpec(policy, "consolidate", SimParams.for_mode("lucid"), trace.vc_nodes)
+        spec = RunSpec(policy, "consolidate", SimParams.for_mode("lucid"), layout_from_vc_nodes(trace.vc_nodes, 8))
         t1 = time.perf_counter()
         jobs, _ = simulate(trace, spec, est, runtime=runtime, **kw)
         per_policy[policy] = (round(time.perf_counter() - t1, 2), int(jobs.column("jct").to_numpy().mean()))

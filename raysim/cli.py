@@ -30,7 +30,7 @@ TOOLS = {"trace": "raysim.trace.cli", "models": "raysim.models.cli", "report": "
 
 @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
 def hydra_main(cfg: DictConfig) -> None:
-    from raysim.app import run
+    from raysim.run import run
 
     run(cfg, Path(HydraConfig.get().runtime.output_dir))
 

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from raysim.cluster.layout import Pool
 from raysim.placement import make_placer
 from raysim.policy import make_policy
 from raysim.sim import SimParams, VCSimulator
+
+
+def pools(nodes, gpus_per_node=8, gpu_type="gpu"):
+    """One pool of `nodes` identical nodes (Lucid's 8-GPU nodes by default)."""
+    return (Pool(gpu_type, gpus_per_node, nodes),)
 
 
 def batch(jobs, start_id=1):
@@ -30,7 +36,7 @@ def batch(jobs, start_id=1):
 def run_vc(jobs, policy, *, nodes=1, compat="lucid", placer="consolidate", seed=0):
     """Simulate one VC to completion; return (simulator, results dict)."""
     params = SimParams.for_mode(compat, seed=seed)
-    sim = VCSimulator("vc", nodes, make_policy(policy, params=params),
+    sim = VCSimulator("vc", pools(nodes), make_policy(policy, params=params),
                       make_placer(placer, params=params), params)
     sim.add_jobs(batch(jobs))
     sim.run()

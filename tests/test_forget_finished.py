@@ -4,7 +4,9 @@ import pytest
 from test_invariants import synthetic_trace
 from test_lucid import lucid_on_shipped_trace
 
-from raysim.cluster_run import simulate
+from raysim.cluster.layout import layout_from_vc_nodes
+
+from raysim.run.simulate import simulate
 from raysim.runtime.spec import RunSpec
 from raysim.runtime.vcgroup import VCGroup
 from raysim.sim import SimParams, engine
@@ -37,7 +39,7 @@ def both_ways(monkeypatch, run):
 ])
 def test_forgetting_finished_jobs_changes_nothing(policy, placer, compat, network, monkeypatch):
     trace, est = synthetic_trace(seed=21)
-    spec = RunSpec(policy, placer, SimParams.for_mode(compat, seed=3), trace.vc_nodes, network=network)
+    spec = RunSpec(policy, placer, SimParams.for_mode(compat, seed=3), layout_from_vc_nodes(trace.vc_nodes, 8), network=network)
     (jobs_a, ts_a), (jobs_b, ts_b), dropped = both_ways(
         monkeypatch, lambda: simulate(trace, spec, est, window_s=3_600))
     assert dropped > trace.table.num_rows // 10  # many jobs were forgotten before the run ended

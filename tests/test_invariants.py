@@ -5,7 +5,9 @@ import pyarrow.compute as pc
 import pytest
 from simutil import random_jobs
 
-from raysim.cluster_run import simulate
+from raysim.cluster.layout import layout_from_vc_nodes
+
+from raysim.run.simulate import simulate
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
 from raysim.trace.load import Trace, load_trace
@@ -73,14 +75,14 @@ def check_invariants(trace, jobs, series, spec):
 @pytest.mark.parametrize("policy", POLICIES)
 def test_invariants_synthetic(policy, placer, compat):
     trace, est = synthetic_trace(seed=POLICIES.index(policy))
-    spec = RunSpec(policy, placer, SimParams.for_mode(compat, seed=1), trace.vc_nodes)
+    spec = RunSpec(policy, placer, SimParams.for_mode(compat, seed=1), layout_from_vc_nodes(trace.vc_nodes, 8))
     jobs, series = simulate(trace, spec, est)
     check_invariants(trace, jobs, series, spec)
 
 
 def test_deterministic_and_random_placer_seeded():
     trace, est = synthetic_trace(seed=7)
-    spec = RunSpec("srtf", "random", SimParams.for_mode("clean", seed=3), trace.vc_nodes)
+    spec = RunSpec("srtf", "random", SimParams.for_mode("clean", seed=3), layout_from_vc_nodes(trace.vc_nodes, 8))
     a, _ = simulate(trace, spec, est)
     b, _ = simulate(trace, spec, est)
     assert a.equals(b)
@@ -92,6 +94,6 @@ def test_deterministic_and_random_placer_seeded():
 def test_invariants_venus(policy, compat, venus_dir, tmp_path_factory):
     trace = load_trace(venus_dir, cache_dir=tmp_path_factory.mktemp("c"))
     est = trace.table.column("duration").to_numpy().astype(float)
-    spec = RunSpec(policy, "consolidate", SimParams.for_mode(compat), trace.vc_nodes)
+    spec = RunSpec(policy, "consolidate", SimParams.for_mode(compat), layout_from_vc_nodes(trace.vc_nodes, 8))
     jobs, series = simulate(trace, spec, est)
     check_invariants(trace, jobs, series, spec)

@@ -3,12 +3,14 @@
 import numpy as np
 import pyarrow as pa
 import pytest
-from simutil import batch
+from simutil import batch, pools
+
+from raysim.cluster.layout import layout_from_vc_nodes
 
 from raysim.models.forecast import packing_switch
 from raysim.placement import make_placer
 from raysim.policy import make_policy
-from raysim.policy.lucid import PackingSwitch
+from raysim.models.forecast import PackingSwitch
 from raysim.profiler.lgf import ForecastMean, LucidProfiler
 from raysim.runtime.codec import jobs_batch
 from raysim.sim import SimParams, VCSimulator
@@ -18,7 +20,7 @@ def lucid_vc(jobs, *, compat="lucid", nodes=1, pairs=None, switch=None, workload
     """jobs: (submit, duration, gpu, estimate); returns (sim, results)."""
     params = SimParams.for_mode(compat)
     policy = make_policy("lucid", params=params, pairs=pairs or {}, switch=switch or PackingSwitch())
-    sim = VCSimulator("vc", nodes, policy, make_placer("consolidate", params=params), params)
+    sim = VCSimulator("vc", pools(nodes), policy, make_placer("consolidate", params=params), params)
     b = batch(jobs)
     if workload is not None:
         b["workload"] = np.array(workload, dtype=np.int64)
@@ -94,7 +96,7 @@ def test_packing_switch_from_forecast():
     times = np.arange(0, 6000, 600)
     fc = {"times": times, "pred_gpu_job": np.array([5, 5, 1, 1, 1, 1, 1, 1, 9, 9.0]),
           "pred_gpu_num": np.zeros(10)}
-    sw = packing_switch(fc)
+    sw = packing_switch(fc, threshold=2.0, bins=5, period_s=100)
     # at t=0 the next five bins (600..3000) average (5+1+1+1+1)/5 = 1.8 <= 2 -> off
     assert sw.at(0) is False and sw.at(50) is False
     # at t=2400: bins 3000..5400 -> 1,1,1,9,9 -> 4.2 -> on
@@ -110,7 +112,8 @@ def test_forecast_mean_follows_the_reference():
 
 
 def profiler_settings(compat=True, lender=None, forecast=None):
-    return {"compat": compat, "nodes": 1, "time_limit": 200, "factor": 4, "lender": lender, "forecast": forecast}
+    return {"params": SimParams.for_mode("lucid" if compat else "clean"), "pool": pools(1)[0], "time_limit": 200,
+            "factor": 4, "lender": lender, "forecast": forecast}
 
 
 def trace_batch(rows):
@@ -165,7 +168,7 @@ def test_profiler_borrows_and_returns_a_node():
 def lucid_on_shipped_trace(compat):
     from omegaconf import OmegaConf
 
-    from raysim.lucid_setup import lucid_inputs
+    from raysim.run.lucid_inputs import lucid_inputs
     from raysim.paths import TRACES_DIR
     from raysim.runtime.spec import RunSpec
     from raysim.trace.load import load_trace
@@ -177,14 +180,14 @@ def lucid_on_shipped_trace(compat):
                             "forecast": {"source": "none", "path": None},
                             "profiles": {"colocation": None, "single": None}})
     spec, extra = lucid_inputs(cfg, trace, RunSpec("lucid", "consolidate", SimParams.for_mode(compat),
-                                                   trace.vc_nodes))
+                                                   layout_from_vc_nodes(trace.vc_nodes, 8)))
     est = trace.table.column("duration").to_numpy().astype(float)
     return trace, spec, est, extra
 
 
 @pytest.mark.parametrize("compat", ["lucid", "clean"])
 def test_lucid_invariants_on_the_shipped_trace(compat):
-    from raysim.cluster_run import simulate
+    from raysim.run.simulate import simulate
 
     trace, spec, est, extra = lucid_on_shipped_trace(compat)
     jobs, series = simulate(trace, spec, est, job_extra=extra)
@@ -204,7 +207,7 @@ def test_lucid_invariants_on_the_shipped_trace(compat):
 def test_lucid_ray_equals_local():
     import ray
 
-    from raysim.cluster_run import simulate
+    from raysim.run.simulate import simulate
     from raysim.runtime.ray_backend import ensure_ray
 
     trace, spec, est, extra = lucid_on_shipped_trace("lucid")

@@ -1,7 +1,7 @@
 """NIC contention: fair shares, slowdown of communication phases only, and engine integration."""
 
 import pytest
-from simutil import batch
+from simutil import batch, pools
 
 from raysim.placement import make_placer
 from raysim.policy import make_policy
@@ -37,7 +37,7 @@ def test_only_the_communication_phase_slows_down():
 
 def run(network):
     params = SimParams.for_mode("clean")
-    sim = VCSimulator("vc", 3, make_policy("fifo", params=params), make_placer("first_fit", params=params), params,
+    sim = VCSimulator("vc", pools(3), make_policy("fifo", params=params), make_placer("first_fit", params=params), params,
                       network=NetworkModel(**network) if network else None)
     # two 12-GPU jobs: first fit puts A on nodes 0 (8) + 1 (4) and B on nodes 1 (4) + 2 (8): they share node 1
     sim.add_jobs(batch([(0, 100, 12), (0, 100, 12)]))
@@ -57,13 +57,14 @@ class SRTFEverySecond:
     """SRTF deciding every second while anything waits: what event-driven SRTF must reproduce."""
 
     def __new__(cls, params):
+        from raysim.policy import policy_constants
         from raysim.policy.srtf import SRTF
 
         class Ticking(SRTF):
             def next_wakeup(self, sim, now):
                 return now + 1 if sim.pending else super().next_wakeup(sim, now)
 
-        return Ticking(params)
+        return Ticking(params, **policy_constants("srtf"))
 
 
 @pytest.mark.parametrize("compat", ["lucid", "clean"])
@@ -78,7 +79,7 @@ def test_srtf_under_contention_decides_when_deciding_every_second_would(compat, 
     for policy, network in ((lambda p: make_policy("srtf", params=p), True), (SRTFEverySecond, True),
                             (lambda p: make_policy("srtf", params=p), False)):
         params = SimParams.for_mode(compat)
-        sim = VCSimulator("vc", 4, policy(params), make_placer("first_fit", params=params), params,
+        sim = VCSimulator("vc", pools(4), policy(params), make_placer("first_fit", params=params), params,
                           network=NetworkModel(nic_gbps=100, gbps_per_gpu=25, duty=0.8) if network else None)
         sim.add_jobs(batch(jobs))
         sim.run()

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 from test_invariants import synthetic_trace
 
-from raysim.cluster_run import simulate
+from raysim.cluster.layout import layout_from_vc_nodes
+
+from raysim.run.simulate import simulate
 from raysim.models.online import PeriodicDurationEstimator
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
@@ -49,7 +51,7 @@ def test_a_window_may_not_span_two_periods():
 @pytest.mark.parametrize("window_s", [86_400, WEEK])
 def test_results_do_not_depend_on_the_window_size(window_s):
     trace = long_trace()
-    spec = RunSpec("qssf", "consolidate", SimParams.for_mode("clean"), trace.vc_nodes)
+    spec = RunSpec("qssf", "consolidate", SimParams.for_mode("clean"), layout_from_vc_nodes(trace.vc_nodes, 8))
 
     def run(w):
         est = PeriodicDurationEstimator(trace.table, "0", kind="lightgbm")

@@ -4,11 +4,13 @@ import pytest
 
 from raysim.placement import make_placer
 from raysim.sim import SimParams
+from raysim.sim.demand import Demand
 from raysim.sim.vc import VCState
+from simutil import pools
 
 
 def vc_with_free(free):
-    vc = VCState(len(free))
+    vc = VCState(pools(len(free)))
     for node, f in enumerate(free):
         if f < 8:
             vc.allocate(1000 + node, [(node, 8 - f)], 0, 0.0)
@@ -17,7 +19,7 @@ def vc_with_free(free):
 
 def select(name, free, g, compat="clean", seed=0):
     placer = make_placer(name, params=SimParams.for_mode(compat, seed=seed))
-    return placer.select(vc_with_free(free), g)
+    return placer.select(vc_with_free(free), Demand(g))
 
 
 @pytest.mark.parametrize("compat", ["clean", "lucid"])

@@ -7,7 +7,9 @@ import pytest
 import ray
 from test_invariants import synthetic_trace
 
-from raysim.cluster_run import simulate, vc_groups
+from raysim.cluster.layout import layout_from_vc_nodes
+
+from raysim.run.simulate import simulate, vc_groups
 from raysim.report.results import jobs_table, read_records
 from raysim.runtime.coordinator import Coordinator
 from raysim.runtime.codec import jobs_batch
@@ -28,7 +30,7 @@ def ray_local():
 
 
 def spec_for(trace, policy, compat="clean", placer="consolidate"):
-    return RunSpec(policy, placer, SimParams.for_mode(compat, seed=2), trace.vc_nodes)
+    return RunSpec(policy, placer, SimParams.for_mode(compat, seed=2), layout_from_vc_nodes(trace.vc_nodes, 8))
 
 
 def parquet_bytes(table, tmp_path, name):
@@ -39,7 +41,7 @@ def parquet_bytes(table, tmp_path, name):
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_ray_writes_the_same_files_as_local_byte_for_byte(policy, ray_local, tmp_path):
-    from raysim.cluster_run import simulate_to
+    from raysim.run.simulate import simulate_to
 
     trace, est = synthetic_trace(seed=11)
     spec = spec_for(trace, policy, compat="lucid" if policy in ("srtf", "qssf") else "clean")
@@ -202,7 +204,7 @@ class KillProfilerOnce(RayExecutor):
 def test_killed_profiler_actor_is_rebuilt_and_lucid_results_do_not_change(ray_local):
     from test_lucid import lucid_on_shipped_trace
 
-    from raysim.cluster_run import simulate_to
+    from raysim.run.simulate import simulate_to
 
     trace, spec, est, extra = lucid_on_shipped_trace("lucid")
     undisturbed, _ = simulate(trace, spec, est, job_extra=extra, window_s=86_400)

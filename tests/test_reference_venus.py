@@ -2,7 +2,9 @@
 
 import pytest
 
-from raysim.cluster_run import simulate
+from raysim.cluster.layout import layout_from_vc_nodes
+
+from raysim.run.simulate import simulate
 from raysim.models.estimates import estimates_for
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
@@ -26,7 +28,7 @@ def test_lucid_compat_matches_reference_averages(policy, venus, venus_dir):
     if policy == "qssf":
         est = estimates_for(venus.table, source="file",
                             path=venus_dir / "lucid_artifacts" / "duration_estimates_ebm.csv")
-    spec = RunSpec(policy, "consolidate", SimParams.for_mode("lucid"), venus.vc_nodes)
+    spec = RunSpec(policy, "consolidate", SimParams.for_mode("lucid"), layout_from_vc_nodes(venus.vc_nodes, 8))
     jobs, _ = simulate(venus, spec, est)
     jct = jobs.column("jct").to_numpy()
     queue = jobs.column("queue").to_numpy()
@@ -38,7 +40,7 @@ def test_lucid_compat_matches_reference(venus, venus_dir, shared_dir, tmp_path):
     """Lucid (profiler + packing) with the reference's estimates, forecast and profiles."""
     from omegaconf import OmegaConf
 
-    from raysim.lucid_setup import lucid_inputs
+    from raysim.run.lucid_inputs import lucid_inputs
 
     art = venus_dir / "lucid_artifacts"
     cfg = OmegaConf.create({
@@ -50,7 +52,7 @@ def test_lucid_compat_matches_reference(venus, venus_dir, shared_dir, tmp_path):
     })
     est = estimates_for(venus.table, source="file", path=art / "duration_estimates_ebm.csv")
     spec, extra = lucid_inputs(cfg, venus, RunSpec("lucid", "consolidate", SimParams.for_mode("lucid"),
-                                                   venus.vc_nodes))
+                                                   layout_from_vc_nodes(venus.vc_nodes, 8)))
     jobs, _ = simulate(venus, spec, est, job_extra=extra)
     jct = jobs.column("jct").to_numpy()
     queue = jobs.column("queue").to_numpy()

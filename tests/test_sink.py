@@ -5,7 +5,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from test_invariants import synthetic_trace
 
-from raysim.cluster_run import simulate, simulate_to
+from raysim.cluster.layout import layout_from_vc_nodes
+
+from raysim.run.simulate import simulate, simulate_to
 from raysim.report.results import jobs_table, merge_series, read_records, write_jobs
 from raysim.runtime.codec import RESULT_SCHEMA
 from raysim.runtime.sink import ResultSink
@@ -84,7 +86,7 @@ def test_jobs_file_written_in_chunks_equals_the_table(tmp_path):
 
 def test_run_files_are_byte_identical_across_window_sizes(tmp_path):
     trace, est = synthetic_trace(seed=9)
-    spec = RunSpec("tiresias", "consolidate", SimParams.for_mode("clean", seed=1), trace.vc_nodes)
+    spec = RunSpec("tiresias", "consolidate", SimParams.for_mode("clean", seed=1), layout_from_vc_nodes(trace.vc_nodes, 8))
     for w in (3_600, 7 * 86_400):
         simulate_to(tmp_path / str(w), trace, spec, est, window_s=w)
         assert not (tmp_path / str(w) / ".partial").exists()
@@ -96,7 +98,7 @@ def test_run_files_are_byte_identical_across_window_sizes(tmp_path):
 
 def test_a_fresh_run_ignores_result_files_left_in_its_checkpoint_folder(tmp_path):
     trace, est = synthetic_trace(seed=10)
-    spec = RunSpec("fifo", "consolidate", SimParams.for_mode("clean", seed=1), trace.vc_nodes)
+    spec = RunSpec("fifo", "consolidate", SimParams.for_mode("clean", seed=1), layout_from_vc_nodes(trace.vc_nodes, 8))
     ckpt = tmp_path / "ckpt"
     simulate_to(tmp_path / "a", trace, spec, est, checkpoint_dir=ckpt, window_s=86_400)
     assert list((ckpt / "results").glob("records-*.parquet"))  # kept beside the checkpoint

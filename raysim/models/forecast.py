@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from raysim.policy.lucid import SWITCH_PERIOD, PackingSwitch
-from raysim.trace.errors import TraceError, read_csv_columns
+from raysim.trace.csvfile import read_csv_columns
+from raysim.trace.errors import TraceError
 
 COLUMNS = ("time", "pred_gpu_job", "pred_gpu_num")
 
@@ -27,14 +27,34 @@ def load_forecast(path: str | Path, origin: str) -> dict:
             "pred_gpu_num": df["pred_gpu_num"].to_numpy(dtype=float)}
 
 
-def packing_switch(forecast: dict | None, threshold: float = 2.0, bins: int = 5) -> PackingSwitch:
-    """Lucid's switch: at multiples of SWITCH_PERIOD, pack iff the mean forecast of submitted GPU jobs
+class PackingSwitch:
+    """Packing on/off as a step function of time.
+
+    `times` are the times at which the value changes; before the first one the value is `initial`.
+    """
+
+    def __init__(self, times=(), values=(), initial: bool = True):
+        self.times = np.asarray(times, dtype=np.int64)
+        self.values = np.asarray(values, dtype=bool)
+        self.initial = initial
+
+    def at(self, t: int) -> bool:
+        i = int(np.searchsorted(self.times, t, side="right")) - 1
+        return self.initial if i < 0 else bool(self.values[i])
+
+    def next_change(self, t: int) -> float:
+        i = int(np.searchsorted(self.times, t, side="right"))
+        return int(self.times[i]) if i < len(self.times) else np.inf
+
+
+def packing_switch(forecast: dict | None, *, threshold: float, bins: int, period_s: int) -> PackingSwitch:
+    """Lucid's switch: at multiples of `period_s`, pack iff the mean forecast of submitted GPU jobs
     over the next `bins` bins (strictly after now) exceeds `threshold`; once the forecast has run out
     (or without one) packing stays on."""
     if forecast is None or len(forecast["times"]) == 0:
         return PackingSwitch()
     times, pred = forecast["times"], forecast["pred_gpu_job"]
-    grid = np.arange((times[0] // SWITCH_PERIOD - 1) * SWITCH_PERIOD, times[-1] + SWITCH_PERIOD, SWITCH_PERIOD)
+    grid = np.arange((times[0] // period_s - 1) * period_s, times[-1] + period_s, period_s)
     first = np.searchsorted(times, grid, side="right")
     csum = np.concatenate(([0.0], np.cumsum(pred)))
     left = len(times) - first

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from raysim.placement.types import check_type_order, nodes_of, type_groups
+
 
 class FirstFit:
-    """Take free GPUs node by node in node order until the job has enough."""
+    """Take free GPUs node by node in node order until the job has enough, within one GPU type
+    (types tried as `type_order` says; with "any", in layout order)."""
 
-    def __init__(self, *, params, vc_index: int = 0):
-        pass
+    def __init__(self, *, params, vc_index: int = 0, type_order: str = "any"):
+        self.type_order = check_type_order(type_order)
 
-    def select(self, vc, gpu_num: int):
-        return fill_in_order(vc, vc.order, gpu_num)
+    def select(self, vc, demand):
+        if vc.single_type:
+            return fill_in_order(vc, vc.order, demand.gpu_num)
+        order = "given" if self.type_order == "any" else self.type_order
+        for types in type_groups(vc, demand, order):
+            alloc = fill_in_order(vc, nodes_of(vc, types), demand.gpu_num)
+            if alloc is not None:
+                return alloc
+        return None
 
 
 def fill_in_order(vc, nodes, gpu_num: int):

@@ -1,9 +1,12 @@
 """Scheduling policies behind one small interface (`raysim.policy.base.Policy`).
 
-A new policy is one file with a Policy subclass plus one line in POLICIES.
+A new policy is one file with a Policy subclass, one line in POLICIES (or a `register_policy`
+call) and one conf file, `conf/policy/<name>.yaml`, holding its constants.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from raysim.policy.fifo import FIFO
 from raysim.policy.lucid import Lucid
@@ -14,14 +17,38 @@ from raysim.policy.tiresias import Tiresias
 
 POLICIES = {cls.name: cls for cls in (FIFO, SJF, SRTF, QSSF, Tiresias, Lucid)}
 
-#: Policies that rank jobs by an estimated duration (they need `estimator.source`).
-NEEDS_ESTIMATE = {"qssf", "lucid"}
+
+def register_policy(cls) -> type:
+    """Make a Policy subclass available by its `name` (usable as a class decorator)."""
+    POLICIES[cls.name] = cls
+    return cls
+
+
+def policy_class(name: str):
+    """The Policy subclass called `name`."""
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r}; choose one of {sorted(POLICIES)}") from None
+
+
+def policy_constants(name: str, conf_dir: str | Path | None = None) -> dict:
+    """The constants in `conf/policy/<name>.yaml` (everything but `name`); {} without such a file.
+    This is where a policy's constants live: Hydra runs pass the composed `policy` group the same way."""
+    from omegaconf import OmegaConf
+
+    from raysim.paths import CONF_DIR
+
+    path = Path(conf_dir or CONF_DIR) / "policy" / f"{name}.yaml"
+    if not path.exists():
+        return {}
+    conf = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    conf.pop("name", None)
+    return conf
 
 
 def make_policy(name: str, *, params, **options):
-    """Build the policy called `name` (options: policy-specific inputs, e.g. Lucid's pair speeds)."""
-    try:
-        cls = POLICIES[name]
-    except KeyError:
-        raise ValueError(f"unknown policy {name!r}; choose one of {sorted(POLICIES)}") from None
-    return cls(params, **options)
+    """Build the policy called `name`: its constants from conf/policy/<name>.yaml, overridden by
+    `options` (which also carry run inputs such as Lucid's pair speeds)."""
+    cls = policy_class(name)
+    return cls(params, **{**policy_constants(name), **options})

@@ -1,7 +1,15 @@
-"""The policy interface and the two scheduling skeletons the baselines share.
+"""The scheduler interface and the two scheduling skeletons the baselines share.
 
-A policy orders jobs and decides which to start or preempt; a placer finds the GPUs. Policies act
-on the simulator through ``sim.try_start(j, now)`` and ``sim.preempt(j, now)`` only.
+A policy decides which jobs start, stop or share; a placer finds the GPUs. A policy receives a
+*view* of one VC (the VC's simulator, raysim.sim.engine.VCSimulator) and may use only what `VIEW`
+lists: the queue and running jobs, read-only job attributes (`view.jobs.<column>`, see
+`JOB_ATTRIBUTES`), free and total GPUs (also per GPU type), remaining work and attained service,
+and the named actions (start, start on a given placement, preempt, share, set a rate factor, borrow
+or lend a node). `tests/test_policy_api.py` checks every policy module against these lists.
+
+A policy declares what it needs as class attributes (`needs_estimate`, `countdown`, `period_s`) and
+receives its constants (thresholds, periods, overheads) as keyword arguments, from
+`conf/policy/<name>.yaml` (see raysim.policy.make_policy).
 """
 
 from __future__ import annotations
@@ -11,32 +19,70 @@ import math
 
 NEVER = math.inf
 
+#: What a policy may read or call on its view (the VC simulator).
+VIEW = frozenset({
+    # state (read only)
+    "jobs", "pending", "running", "pending_gpus", "free_gpus", "total_gpus", "free_by_type",
+    "arrived_now", "params", "remaining", "attained", "demand", "borrowed_idle", "num_nodes",
+    "max_node_gpus",
+    # actions
+    "try_start", "start_on", "preempt", "share", "set_rate_factor", "borrow_node", "lend_node",
+})
+
+#: Job attributes a policy may read (`view.jobs.<name>[j]`).
+JOB_ATTRIBUTES = frozenset({
+    "seq", "submit", "duration", "gpu", "util_milli", "gmem", "estimate", "workload", "share_score",
+    "constraint", "speed_profile", "start", "queue", "preemptions", "run_order", "shared", "rate",
+    "remain", "end_due", "attained", "run_since",
+})
+
 
 class Policy:
     """Base class. Subclasses implement `schedule`; the hooks default to doing nothing."""
 
     name = "policy"
-    #: True for policies whose jobs count remaining work down (they can be preempted and resumed).
+    #: The policy ranks jobs by an estimated duration (the run must supply `estimator.source`).
+    needs_estimate = False
+    #: Jobs count their remaining work down (needed to preempt and resume them, or to change speed).
     countdown = False
+    #: Seconds between the policy's periodic decisions (None: it decides at events only).
+    period_s: int | None = None
 
-    def __init__(self, params):
+    def __init__(self, params, **constants):
+        if constants:
+            raise TypeError(f"policy {self.name!r} takes no constant(s) {sorted(constants)}; "
+                            f"check conf/policy/{self.name}.yaml")
         self.params = params
 
-    def on_arrival(self, sim, j: int) -> None:
+    @classmethod
+    def prepare(cls, cfg, trace, spec):
+        """Run-level inputs beyond the trace (called once per run, before simulation): returns the
+        run spec, possibly with more policy options or a profiler stage, and extra per-job input
+        columns or None. The default needs nothing."""
+        return spec, None
+
+    def preempt_overhead(self, gpu_num: int) -> int:
+        """Seconds of work a preempted job of `gpu_num` GPUs must redo (checkpoint + cold start)."""
+        raise NotImplementedError(f"policy {self.name!r} does not preempt")
+
+    def on_arrival(self, view, j: int) -> None:
         """Job j entered the queue."""
 
-    def on_ending(self, sim, j: int, now: int) -> None:
+    def on_ending(self, view, j: int, now: int) -> None:
         """Job j is about to finish at `now` and still holds its GPUs."""
 
-    def on_complete(self, sim, j: int) -> None:
+    def on_complete(self, view, j: int) -> None:
         """Job j finished."""
 
-    def schedule(self, sim, now: int) -> None:
+    def schedule(self, view, now: int) -> None:
         """Decide at time `now`: start (and, if preemptive, preempt) jobs."""
         raise NotImplementedError
 
-    def next_wakeup(self, sim, now: int) -> float:
-        """Next time > now this policy needs a decision although no job arrives or ends (inf: none)."""
+    def next_wakeup(self, view, now: int) -> float:
+        """Next time > now this policy needs a decision although no job arrives or ends (inf: none).
+        By default: the next multiple of `period_s` while jobs wait, if the policy has a period."""
+        if self.period_s and view.pending:
+            return (now // self.period_s + 1) * self.period_s
         return NEVER
 
     def renumber(self, new: list[int]) -> None:
@@ -46,25 +92,25 @@ class Policy:
 
 class BlockingQueuePolicy(Policy):
     """Non-preemptive, head-of-line blocking: jobs are placed in key order and the first job that
-    does not fit stops the walk. Subclasses define `key(sim, j)`; ties fall back to arrival order."""
+    does not fit stops the walk. Subclasses define `key(view, j)`; ties fall back to arrival order."""
 
-    def __init__(self, params):
-        super().__init__(params)
+    def __init__(self, params, **constants):
+        super().__init__(params, **constants)
         self.queue: list[tuple] = []  # (key..., j) kept sorted
 
-    def key(self, sim, j: int) -> tuple:
+    def key(self, view, j: int) -> tuple:
         raise NotImplementedError
 
-    def on_arrival(self, sim, j: int) -> None:
-        bisect.insort(self.queue, (*self.key(sim, j), j))
+    def on_arrival(self, view, j: int) -> None:
+        bisect.insort(self.queue, (*self.key(view, j), j))
 
     def renumber(self, new: list[int]) -> None:
         self.queue = [(*e[:-1], new[e[-1]]) for e in self.queue]
 
-    def schedule(self, sim, now: int) -> None:
+    def schedule(self, view, now: int) -> None:
         placed = 0
         for entry in self.queue:
-            if not sim.try_start(entry[-1], now):
+            if not view.try_start(entry[-1], now):
                 break
             placed += 1
         if placed:
@@ -76,27 +122,38 @@ class QuotaWalkPolicy(Policy):
     the VC's GPUs. A job that fits the remaining quota is kept (running) or selected (pending); a
     running job that does not fit is preempted; a pending one is skipped. Selected jobs are then
     placed in order; one that fails placement (fragmentation) keeps waiting while others are tried.
-    Subclasses give the order with `ordered(sim, now)`."""
+    Subclasses give the order with `ordered(view, now)`.
+
+    A preempted job redoes `overhead_s` seconds of work, `large_overhead_s` if it has more than
+    `large_above_gpus` GPUs (its checkpoint and cold start)."""
 
     countdown = True
 
-    def ordered(self, sim, now: int) -> list[int]:
+    def __init__(self, params, *, overhead_s: int, large_overhead_s: int, large_above_gpus: int, **constants):
+        super().__init__(params, **constants)
+        self.overhead_s, self.large_overhead_s = int(overhead_s), int(large_overhead_s)
+        self.large_above_gpus = int(large_above_gpus)
+
+    def preempt_overhead(self, gpu_num: int) -> int:
+        return self.overhead_s if gpu_num <= self.large_above_gpus else self.large_overhead_s
+
+    def ordered(self, view, now: int) -> list[int]:
         raise NotImplementedError
 
-    def walk(self, sim, now: int) -> bool:
+    def walk(self, view, now: int) -> bool:
         """Run one quota walk; return whether anything started or was preempted."""
-        if not sim.pending:
+        if not view.pending:
             return False
-        gpu = sim.jobs.gpu
-        if sim.pending_gpus <= sim.vc.free_gpus:
+        gpu = view.jobs.gpu
+        if view.pending_gpus <= view.free_gpus:
             # Everything fits the quota: nobody is preempted, every pending job is tried in order.
             preempt = []
-            prerun = [j for j in self.ordered(sim, now) if j in sim.pending]
+            prerun = [j for j in self.ordered(view, now) if j in view.pending]
         else:
-            quota = sim.vc.total_gpus
+            quota = view.total_gpus
             preempt, prerun = [], []
-            pending = sim.pending
-            for j in self.ordered(sim, now):
+            pending = view.pending
+            for j in self.ordered(view, now):
                 g = gpu[j]
                 if g <= quota:
                     quota -= g
@@ -105,8 +162,8 @@ class QuotaWalkPolicy(Policy):
                 elif j not in pending:
                     preempt.append(j)
         for j in preempt:
-            sim.preempt(j, now)
+            view.preempt(j, now)
         started = False
         for j in prerun:
-            started |= sim.try_start(j, now)
+            started |= view.try_start(j, now)
         return started or bool(preempt)

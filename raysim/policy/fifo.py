@@ -6,5 +6,5 @@ from raysim.policy.base import BlockingQueuePolicy
 class FIFO(BlockingQueuePolicy):
     name = "fifo"
 
-    def key(self, sim, j):
-        return (sim.jobs.submit[j],)
+    def key(self, view, j):
+        return (view.jobs.submit[j],)

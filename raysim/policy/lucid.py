@@ -1,137 +1,125 @@
 """Lucid (ASPLOS'23): priority by estimated GPU time, forecast-driven GPU packing with measured pair speeds.
 
-Priority = estimated duration x GPUs (fixed, lower first). Every 100 s a packing switch is read from
-the throughput forecast: off -> blocking exclusive placement in priority order; on -> no blocking,
-and each job of <= 8 GPUs first looks for a partner: the first running job (in start order) that
-runs alone, has the same GPU count, fits in GPU memory with it, whose share scores sum to <= 2 and
-whose priority is at least half the job's. Partners progress at their measured pair speeds.
-No preemption or migration.
+Priority = estimated duration x GPUs (fixed, lower first). Every `switch_period_s` a packing switch
+is read from the throughput forecast: off -> blocking exclusive placement in priority order; on ->
+no blocking, and each job that fits on one node first looks for a partner: the first running job
+(in start order) that runs alone, has the same GPU count, fits in GPU memory (`memory_mb`) with
+it, whose share scores sum to <= `max_share_score` and whose priority is at least the job's /
+`partner_priority_ratio`. Partners progress at their measured pair speeds. No preemption or
+migration.
 """
 
 from __future__ import annotations
 
 import bisect
 
-import numpy as np
-
+from raysim.models.forecast import PackingSwitch, packing_switch
 from raysim.policy.base import NEVER, Policy
-
-GPU_MEMORY_MB = 24_576  # RTX 3090, the GPU Lucid's pair speeds were measured on
-SWITCH_PERIOD = 100
-
-
-class PackingSwitch:
-    """Packing on/off as a step function of time, read at multiples of SWITCH_PERIOD.
-
-    `times` are the multiples of the period at which the value changes; before the first one the
-    value is `initial`.
-    """
-
-    def __init__(self, times=(), values=(), initial: bool = True):
-        self.times = np.asarray(times, dtype=np.int64)
-        self.values = np.asarray(values, dtype=bool)
-        self.initial = initial
-
-    def at(self, t: int) -> bool:
-        i = int(np.searchsorted(self.times, t, side="right")) - 1
-        return self.initial if i < 0 else bool(self.values[i])
-
-    def next_change(self, t: int) -> float:
-        i = int(np.searchsorted(self.times, t, side="right"))
-        return int(self.times[i]) if i < len(self.times) else NEVER
 
 
 class Lucid(Policy):
     name = "lucid"
+    needs_estimate = True
     countdown = True
 
-    def __init__(self, params, *, pairs: dict | None = None, switch: PackingSwitch | None = None,
-                 memory_mb: float = GPU_MEMORY_MB):
+    def __init__(self, params, *, memory_mb: float, switch_period_s: int, max_share_score: int,
+                 partner_priority_ratio: float, packing_threshold: float, forecast_bins: int,
+                 pairs: dict | None = None, forecast: dict | None = None, switch: PackingSwitch | None = None):
+        """`pairs`: pair speeds by workload ids (see pair_speeds); the packing switch comes from
+        `forecast` (raysim.models.forecast.load_forecast) or is given as `switch`."""
         super().__init__(params)
         self.pairs = pairs or {}
-        self.switch = switch or PackingSwitch()
+        self.period_s = int(switch_period_s)
+        self.switch = switch or packing_switch(forecast, threshold=packing_threshold, bins=int(forecast_bins),
+                                               period_s=self.period_s)
         self.memory_mb = memory_mb
+        self.max_share_score = max_share_score
+        self.partner_priority_ratio = partner_priority_ratio
         self.queue: list[tuple[float, int]] = []  # (priority, j), sorted
         self.partner: dict[int, int] = {}  # j -> the job sharing its GPUs
         self.solo: dict[int, list[tuple[int, int]]] = {}  # gpu_num -> [(run order, j)] of jobs alone on their GPUs
-        self.orphans: set[int] = set()  # Lucid defect: jobs that lost a partner but keep its speed
+
+    @classmethod
+    def prepare(cls, cfg, trace, spec):
+        """The profiler pool, pair speeds, forecast and share scores (raysim.run.lucid_inputs)."""
+        from raysim.run.lucid_inputs import lucid_inputs
+
+        return lucid_inputs(cfg, trace, spec)
 
     # ------------------------------------------------------------------ bookkeeping
-    def on_arrival(self, sim, j):
-        bisect.insort(self.queue, (sim.jobs.estimate[j] * sim.jobs.gpu[j], j))
+    def on_arrival(self, view, j):
+        bisect.insort(self.queue, (view.jobs.estimate[j] * view.jobs.gpu[j], j))
 
-    def _solo_add(self, sim, j):
-        bisect.insort(self.solo.setdefault(sim.jobs.gpu[j], []), (sim.jobs.run_order[j], j))
+    def _solo_add(self, view, j):
+        bisect.insort(self.solo.setdefault(view.jobs.gpu[j], []), (view.jobs.run_order[j], j))
 
-    def _solo_remove(self, sim, j):
-        lst = self.solo.get(sim.jobs.gpu[j], [])
-        i = bisect.bisect_left(lst, (sim.jobs.run_order[j], j))
+    def _solo_remove(self, view, j):
+        lst = self.solo.get(view.jobs.gpu[j], [])
+        i = bisect.bisect_left(lst, (view.jobs.run_order[j], j))
         if i < len(lst) and lst[i][1] == j:
             del lst[i]
 
-    def on_ending(self, sim, j, now):
-        self._solo_remove(sim, j)
+    def on_ending(self, view, j, now):
+        self._solo_remove(view, j)
         other = self.partner.pop(j, None)
         if other is None:
             return
         self.partner.pop(other, None)
-        if sim.jobs.end_due[other] == now:
+        if view.jobs.end_due[other] == now:
             return  # both end this second
-        host_ends = sim.jobs.run_order[j] < sim.jobs.run_order[other]
-        if self.params.countdown_lag and host_ends:
-            # Lucid looks up "the partner" as the first job on the node with the same GPUs, which is
-            # the ending host itself: the guest keeps its pair speed and is never paired again.
-            self.orphans.add(other)
-            return
-        sim.set_rate(other, 1.0, now)
-        self._solo_add(sim, other)
+        host_ends = view.jobs.run_order[j] < view.jobs.run_order[other]
+        if self.params.partner_keeps_pair_speed and host_ends:
+            return  # Lucid: the guest keeps its pair speed and is never paired again
+        view.set_rate_factor(other, "share", 1.0, now)
+        self._solo_add(view, other)
 
     def renumber(self, new):
         self.queue = [(prio, new[j]) for prio, j in self.queue]
         self.partner = {new[j]: new[k] for j, k in self.partner.items()}
         self.solo = {g: [(order, new[j]) for order, j in lst] for g, lst in self.solo.items()}
-        self.orphans = {new[j] for j in self.orphans if new[j] >= 0}
 
     # ------------------------------------------------------------------ decisions
-    def schedule(self, sim, now):
+    def schedule(self, view, now):
         packing = self.switch.at(now)
-        jobs = sim.jobs
+        jobs = view.jobs
         started = set()
+        node_gpus = view.max_node_gpus
         for prio, j in self.queue:
             g = jobs.gpu[j]
-            if packing and g <= 8:
-                host = self._find_partner(sim, j, prio)
+            if packing and g <= node_gpus:
+                host = self._find_partner(view, j, prio)
                 if host is not None:
-                    self._share(sim, j, host, now)
+                    self._share(view, j, host, now)
                     started.add(j)
                     continue
-            if sim.try_start(j, now):
+            if view.try_start(j, now):
                 started.add(j)
-                self._solo_add(sim, j)
+                self._solo_add(view, j)
             elif not packing:
                 break  # exclusive mode blocks at the first job that does not fit
         if started:
             self.queue = [e for e in self.queue if e[1] not in started]
 
-    def next_wakeup(self, sim, now):
-        return self.switch.next_change(now) if sim.pending else NEVER
+    def next_wakeup(self, view, now):
+        return self.switch.next_change(now) if view.pending else NEVER
 
-    def _find_partner(self, sim, j, prio):
-        jobs = sim.jobs
+    def _find_partner(self, view, j, prio):
+        jobs = view.jobs
         limit = self.memory_mb - jobs.gmem[j]
-        score = jobs.share_score[j]
+        score = self.max_share_score - jobs.share_score[j]
+        ratio = self.partner_priority_ratio
         gmem, scores, est, gpu = jobs.gmem, jobs.share_score, jobs.estimate, jobs.gpu
         for _, r in self.solo.get(gpu[j], ()):
-            if gmem[r] < limit and score + scores[r] <= 2 and prio <= 2 * est[r] * gpu[r]:
+            if gmem[r] < limit and scores[r] <= score and prio <= ratio * est[r] * gpu[r]:
                 return r
         return None
 
-    def _share(self, sim, j, host, now):
-        jobs = sim.jobs
+    def _share(self, view, j, host, now):
+        jobs = view.jobs
         s1, s2, util, gmem = pair_speeds(self.pairs, jobs, j, host)
-        self._solo_remove(sim, host)
+        self._solo_remove(view, host)
         self.partner[j], self.partner[host] = host, j
-        sim.start_shared(j, host, now, s1, s2, util, gmem)
+        view.share(j, host, now, s1, s2, util, gmem)
 
 
 def pair_speeds(pairs: dict, jobs, a: int, b: int):

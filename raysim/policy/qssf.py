@@ -5,22 +5,23 @@ from raysim.policy.base import BlockingQueuePolicy
 
 class QSSF(BlockingQueuePolicy):
     name = "qssf"
+    needs_estimate = True
 
-    def key(self, sim, j):
-        jobs = sim.jobs
+    def key(self, view, j):
+        jobs = view.jobs
         return (jobs.estimate[j] * jobs.gpu[j], jobs.gpu[j])
 
-    def schedule(self, sim, now):
-        if self.params.qssf_late_priority and sim.arrived_now == len(sim.pending):
+    def schedule(self, view, now):
+        if self.params.qssf_late_priority and view.arrived_now == len(view.pending):
             # Lucid: when every queued job arrived this second, no priority is assigned yet and the
             # queue is ordered by GPU count alone.
-            gpu = sim.jobs.gpu
+            gpu = view.jobs.gpu
             started = set()
-            for j in sorted(sim.pending, key=lambda j: (gpu[j], j)):
-                if not sim.try_start(j, now):
+            for j in sorted(view.pending, key=lambda j: (gpu[j], j)):
+                if not view.try_start(j, now):
                     break
                 started.add(j)
             if started:
                 self.queue = [e for e in self.queue if e[-1] not in started]
             return
-        super().schedule(sim, now)
+        super().schedule(view, now)

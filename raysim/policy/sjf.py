@@ -6,5 +6,5 @@ from raysim.policy.base import BlockingQueuePolicy
 class SJF(BlockingQueuePolicy):
     name = "sjf"
 
-    def key(self, sim, j):
-        return (sim.jobs.duration[j],)
+    def key(self, view, j):
+        return (view.jobs.duration[j],)

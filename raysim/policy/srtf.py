@@ -15,33 +15,33 @@ class SRTF(QuotaWalkPolicy):
 
     name = "srtf"
 
-    def __init__(self, params):
-        super().__init__(params)
+    def __init__(self, params, **preemption):
+        super().__init__(params, **preemption)
         self._changed = False
 
-    def ordered(self, sim, now):
-        remain, rem = sim.jobs.remain, sim.remaining
+    def ordered(self, view, now):
+        remain, rem = view.jobs.remain, view.remaining
         pend_rank, run_rank = (0, 1) if self.params.pending_first_on_ties else (1, 0)
-        items = [(remain[j], pend_rank, i, j) for i, j in enumerate(sim.pending)]
-        items += [(rem(j, now), run_rank, i, j) for i, j in enumerate(sim.running)]
+        items = [(remain[j], pend_rank, i, j) for i, j in enumerate(view.pending)]
+        items += [(rem(j, now), run_rank, i, j) for i, j in enumerate(view.running)]
         items.sort()
         return [it[3] for it in items]
 
-    def schedule(self, sim, now):
-        self._changed = self.walk(sim, now)
+    def schedule(self, view, now):
+        self._changed = self.walk(view, now)
 
-    def next_wakeup(self, sim, now):
+    def next_wakeup(self, view, now):
         if self._changed:
             return now + 1
-        if not sim.pending or sim.pending_gpus <= sim.vc.free_gpus:
+        if not view.pending or view.pending_gpus <= view.free_gpus:
             return NEVER  # every pending job is already selected: reordering changes nothing
-        jobs = sim.jobs
+        jobs = view.jobs
         remain, due, rate = jobs.remain, jobs.end_due, jobs.rate
-        pend = sorted(remain[j] for j in sim.pending)
+        pend = sorted(remain[j] for j in view.pending)
         compat_ties = self.params.pending_first_on_ties  # a tie keeps the pending job first
         lag = self.params.countdown_lag
         best = NEVER
-        for r in sim.running:
+        for r in view.running:
             if rate[r] == 1.0 and type(remain[r]) is int:
                 # r's remaining time at t is D - t. It overtakes pending p (remaining rem_p, maybe
                 # fractional after a slowdown) at the first t with D - t < rem_p (compat ties) or
@@ -54,19 +54,19 @@ class SRTF(QuotaWalkPolicy):
                     k = bisect.bisect_left(pend, d - now)
                     t = math.ceil(d - pend[k - 1]) if k else NEVER
             else:
-                t = self._slow_overtake(sim, r, pend, now, compat_ties)
+                t = self._slow_overtake(view, r, pend, now, compat_ties)
             if t < best:
                 best = t
         return best
 
     @staticmethod
-    def _slow_overtake(sim, r, pend, now, compat_ties):
+    def _slow_overtake(view, r, pend, now, compat_ties):
         """A second > now at or before which running job r, whose remaining work is fractional or
         shrinks at a rate below 1 (network contention), overtakes the next pending job. Waking
         early only costs a decision that changes nothing, and the next wake-up is computed again."""
-        left = sim.remaining(r, now)
+        left = view.remaining(r, now)
         k = bisect.bisect_right(pend, left) if compat_ties else bisect.bisect_left(pend, left)
         if not k:
             return NEVER
         # left - rate * (t - now) reaches pend[k - 1] after (left - pend[k - 1]) / rate seconds
-        return now + max(1, int((left - pend[k - 1]) / sim.jobs.rate[r]))
+        return now + max(1, int((left - pend[k - 1]) / view.jobs.rate[r]))

@@ -1,4 +1,4 @@
-"""Tiresias: discretised two-level least-attained-service, rescheduled every 60 s; preemptive."""
+"""Tiresias: discretised two-level least-attained-service, rescheduled periodically; preemptive."""
 
 from __future__ import annotations
 
@@ -6,47 +6,47 @@ from raysim.policy.base import NEVER, QuotaWalkPolicy
 
 
 class Tiresias(QuotaWalkPolicy):
-    """Attained service = GPU-seconds received. Every `interval` seconds, jobs split into a high
-    queue (attained <= threshold) and a low queue, each in submit order (running before pending on
-    ties), high first; then the quota walk. No promotion or aging."""
+    """Attained service = GPU-seconds received. Every `period_s` seconds, jobs split into a high
+    queue (attained <= `threshold_gpu_s`) and a low queue, each in submit order (running before
+    pending on ties), high first; then the quota walk. No promotion or aging."""
 
     name = "tiresias"
-    threshold = 18_000
-    interval = 60
 
-    def __init__(self, params):
-        super().__init__(params)
+    def __init__(self, params, *, threshold_gpu_s: int, period_s: int, **preemption):
+        super().__init__(params, **preemption)
+        self.threshold = int(threshold_gpu_s)
+        self.period_s = int(period_s)
         self._dirty = False
 
-    def on_arrival(self, sim, j):
+    def on_arrival(self, view, j):
         self._dirty = True
 
-    def on_complete(self, sim, j):
+    def on_complete(self, view, j):
         self._dirty = True
 
-    def ordered(self, sim, now):
-        submit, attained, thr = sim.jobs.submit, sim.attained, self.threshold
+    def ordered(self, view, now):
+        submit, attained, thr = view.jobs.submit, view.attained, self.threshold
         high, low = [], []
-        for i, j in enumerate(sim.running):
+        for i, j in enumerate(view.running):
             (low if attained(j, now) > thr else high).append((submit[j], 0, i, j))
-        for i, j in enumerate(sim.pending):
+        for i, j in enumerate(view.pending):
             (low if attained(j, now) > thr else high).append((submit[j], 1, i, j))
         high.sort()
         low.sort()
         return [it[3] for it in high] + [it[3] for it in low]
 
-    def schedule(self, sim, now):
-        if now % self.interval:
+    def schedule(self, view, now):
+        if now % self.period_s:
             return
-        self._dirty = self.walk(sim, now)
+        self._dirty = self.walk(view, now)
 
-    def next_wakeup(self, sim, now):
-        step = self.interval
+    def next_wakeup(self, view, now):
+        step = self.period_s
         best = (now // step + 1) * step if self._dirty else NEVER
-        if not sim.pending or sim.pending_gpus <= sim.vc.free_gpus:
+        if not view.pending or view.pending_gpus <= view.free_gpus:
             return best
-        jobs = sim.jobs
-        for r in sim.running:
+        jobs = view.jobs
+        for r in view.running:
             base = jobs.attained[r]
             if base > self.threshold:
                 continue

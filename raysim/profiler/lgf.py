@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from raysim.placement.consolidate import Consolidate
 from raysim.policy.base import NEVER, BlockingQueuePolicy
-from raysim.sim import SimParams, VCSimulator
+from raysim.sim import VCSimulator
 from raysim.profiler.stage import PROFILE_RECORD_SCHEMA, route
 from raysim.sim.jobs import INPUT_COLUMNS
 
@@ -37,7 +37,8 @@ class ForecastMean:
 
 
 class LeastGPUFirst(BlockingQueuePolicy):
-    """The pool's queue, least GPUs first, plus its time-aware node scaling."""
+    """The pool's queue, least GPUs first, plus its time-aware node scaling (through the same view
+    actions as any policy: borrow_node and lend_node)."""
 
     name = "lgf"
 
@@ -49,60 +50,57 @@ class LeastGPUFirst(BlockingQueuePolicy):
         self.loans: list[tuple[int, int]] = []  # (time, +1 borrowed / -1 returned)
         self._wake = NEVER
 
-    def key(self, sim, j):
-        return (sim.jobs.gpu[j],)
+    def key(self, view, j):
+        return (view.jobs.gpu[j],)
 
-    def schedule(self, sim, now):
-        super().schedule(sim, now)
+    def schedule(self, view, now):
+        super().schedule(view, now)
         self._wake = NEVER
         if not self.scaling:
             return
-        vc, waiting = sim.vc, len(sim.pending)
-        if now % 10 == 0 and waiting > 10 and vc.num_nodes == self.base_nodes:
-            vc.add_node(True)
+        waiting = len(view.pending)
+        if now % 10 == 0 and waiting > 10 and view.num_nodes == self.base_nodes:
+            view.borrow_node()
             self.loans.append((now, +1))
             self._wake = now + 1  # the new node takes jobs from the next second on
-        if now % 100 == 0 and waiting < 5 and vc.num_nodes == self.base_nodes + 1 and self._temp_idle(vc):
+        if now % 100 == 0 and waiting < 5 and view.num_nodes == self.base_nodes + 1 and view.borrowed_idle():
             if self.forecast is None or self.forecast.at(now) <= self.gpu_limit * 5:
-                vc.lend_node(True)
+                view.lend_node()
                 self.loans.append((now, -1))
 
-    def next_wakeup(self, sim, now):
+    def next_wakeup(self, view, now):
         if not self.scaling:
             return NEVER
-        vc, waiting, t = sim.vc, len(sim.pending), self._wake
-        if waiting > 10 and vc.num_nodes == self.base_nodes:
+        waiting, t = len(view.pending), self._wake
+        if waiting > 10 and view.num_nodes == self.base_nodes:
             t = min(t, (now // 10 + 1) * 10)
-        if waiting < 5 and vc.num_nodes == self.base_nodes + 1 and self._temp_idle(vc):
+        if waiting < 5 and view.num_nodes == self.base_nodes + 1 and view.borrowed_idle():
             t = min(t, (now // 100 + 1) * 100)
         return t
-
-    @staticmethod
-    def _temp_idle(vc) -> bool:
-        return any(vc.name[n] == 9999 and vc.free[n] == vc.gpus_per_node for n in vc.order)
 
 
 class LucidProfiler:
     """The profiling stage: routes each window's jobs through the pool to the VC groups.
 
-    compat (Lucid): a job that outlives profiling still reaches its VC at its submit time with its
-    full duration; the profiling wait is only added to its queue. clean: it reaches its VC when
-    profiling ends, with the work done there subtracted, and the wait counts in queue and JCT.
+    With params.profiled_jobs_keep_submit_time (Lucid) a job that outlives profiling still reaches
+    its VC at its submit time with its full duration; the profiling wait is only added to its
+    queue. Otherwise it reaches its VC when profiling ends, with the work done there subtracted,
+    and the wait counts in queue and JCT.
     """
 
     def __init__(self, settings: dict, group_of_vc: dict[str, int], n_groups: int, t0: int = 0):
-        self.compat = bool(settings["compat"])
+        params = settings["params"]
+        self.compat = params.profiled_jobs_keep_submit_time
         self.limit = int(settings["time_limit"])
-        self.gpu_limit = int(settings["nodes"]) * int(settings["factor"])
+        pool = settings["pool"]
+        self.gpu_limit = pool.nodes * int(settings["factor"])
         self.lender = settings.get("lender")
         self.group_of_vc, self.n_groups = dict(group_of_vc), n_groups
-        params = SimParams.for_mode("lucid" if self.compat else "clean")
         fc = settings.get("forecast")
         forecast = ForecastMean(fc["times"], fc["pred_gpu_num"]) if fc else None
-        self.policy = LeastGPUFirst(params, base_nodes=int(settings["nodes"]), gpu_limit=self.gpu_limit,
+        self.policy = LeastGPUFirst(params, base_nodes=pool.nodes, gpu_limit=self.gpu_limit,
                                     forecast=forecast, scaling=bool(self.lender))
-        self.sim = VCSimulator("profiler", int(settings["nodes"]), self.policy, Consolidate(params=params),
-                               params, t0=t0)
+        self.sim = VCSimulator("profiler", (pool,), self.policy, Consolidate(params=params), params, t0=t0)
         self._profiling: dict[int, dict] = {}  # seq -> the job's full input row, while it is profiled
         self._loans_sent = 0
 

@@ -1,4 +1,5 @@
-"""Plots people look at: JCT CDF, queue per VC, GPU utilisation and pending jobs over time (PNG)."""
+"""Plots people look at: JCT CDF, queue per VC, GPU utilisation (per GPU type too) and pending jobs
+over time (PNG)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,25 @@ def compare_plots(runs: dict[str, tuple], out: Path) -> list[Path]:
     paths = [_jct_cdf(runs, out / "jct_cdf.png"), _queue_per_vc(runs, out / "queue_per_vc.png"),
              _over_time(runs, "gpu_utilization", "GPU utilisation (cluster)", out / "gpu_utilization.png"),
              _over_time(runs, "pending_gpujob_num", "pending jobs (cluster)", out / "pending_jobs.png")]
+    series = next(iter(runs.values()))[1]
+    per_type = [c for c in series.columns if c.startswith("gpu_utilization_")]
+    if per_type and len(runs) == 1:
+        paths.append(_per_type(series, per_type, out / "gpu_utilization_per_type.png"))
     return paths
+
+
+def _per_type(series, columns, path):
+    """One run's cluster utilisation of each GPU type over time."""
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    s = series[series["vc"] == "all"]
+    for column in columns:
+        ax.plot(s["time"] / 86400.0, s[column], label=column[len("gpu_utilization_"):], linewidth=0.8)
+    ax.set_xlabel("simulated time (days since the trace origin)")
+    ax.set_ylabel("fraction of the type's GPUs busy")
+    ax.set_title("GPU utilisation per GPU type (cluster)")
+    ax.grid(alpha=0.3)
+    ax.legend(title="GPU type")
+    return _save(fig, path)
 
 
 def _jct_cdf(runs, path):

@@ -8,7 +8,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from raysim.sim.recorder import COLUMNS as SERIES_COLUMNS
 from raysim.sim.recorder import FLOAT_COLUMNS
 
 
@@ -137,7 +136,7 @@ def _jobs_rows(trace: pa.Table, r: dict[str, np.ndarray]) -> pa.Table:
 
 
 def series_by_vc(samples: list, vc_order, last: int | None = None) -> dict[str, dict[str, np.ndarray]]:
-    """Per-VC numpy columns from sample tables in time order (vc column + SERIES_COLUMNS), keeping
+    """Per-VC numpy columns from sample tables in time order (a vc column + the sampled ones), keeping
     samples at times <= `last`. Consumes the list (tables are released as they are read)."""
     chunks: dict[str, list] = {}
     while samples:
@@ -145,7 +144,7 @@ def series_by_vc(samples: list, vc_order, last: int | None = None) -> dict[str, 
         vc = part.column("vc").combine_chunks()
         vc = vc if pa.types.is_dictionary(vc.type) else vc.dictionary_encode()
         codes = vc.indices.to_numpy(zero_copy_only=False)
-        cols = {c: part.column(c).to_numpy() for c in ("time", *SERIES_COLUMNS)}
+        cols = {c: part.column(c).to_numpy() for c in part.column_names if c != "vc"}
         keep = np.ones(len(codes), dtype=bool) if last is None else cols["time"] <= last
         for code, name in enumerate(vc.dictionary.to_pylist()):
             idx = np.flatnonzero((codes == code) & keep)
@@ -163,8 +162,10 @@ def timeseries_table(per_vc: dict[str, dict[str, np.ndarray]]) -> pa.Table:
     """Per-VC samples plus cluster-wide rows (vc = "all") at every sample time, in time order.
 
     Every VC is sampled on the same grid up to the cluster's last event (see the coordinator), so
-    the cluster rows are plain sums (GPU-weighted means for the utilisation columns). Consumes
-    `per_vc` column by column to keep long runs' memory down.
+    the cluster rows are plain sums (GPU-weighted means for the utilisation columns). Adds
+    `gpu_utilization` (busy / total GPUs) and, in clusters of several GPU types, one
+    `gpu_utilization_<type>` per type. Consumes `per_vc` column by column to keep long runs'
+    memory down.
     """
     names = list(per_vc)
     if not names:
@@ -179,7 +180,8 @@ def timeseries_table(per_vc: dict[str, dict[str, np.ndarray]]) -> pa.Table:
     for b in blocks:
         total += b["total_gpu_num"]
     cluster = {"time": grid}
-    for name in SERIES_COLUMNS:
+    columns = [c for c in blocks[0] if c != "time"]
+    for name in columns:
         acc = np.zeros(m, dtype=np.float64 if name in FLOAT_COLUMNS else np.int64)
         for b in blocks:
             acc += b[name] * b["total_gpu_num"] if name in FLOAT_COLUMNS else b[name]
@@ -191,20 +193,22 @@ def timeseries_table(per_vc: dict[str, dict[str, np.ndarray]]) -> pa.Table:
     # come out in the same order however its windows cut the time axis
     codes = np.tile(np.arange(len(blocks), dtype=np.int32), m)
     out = {"vc": pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(names + ["all"]))}
-    busy = np.zeros(len(codes))
-    for col in ("time", *SERIES_COLUMNS):
+    for col in ("time", *columns):
         out[col] = pa.array(np.stack([b.pop(col) for b in blocks], axis=1).ravel())
-    tot = out["total_gpu_num"].to_numpy()
-    idle = out["idle_gpu_num"].to_numpy()
-    np.divide(tot - idle, tot, out=busy, where=tot > 0)
-    out["gpu_utilization"] = pa.array(busy.astype(np.float32))
+    for suffix in [""] + [c[len("total_gpu_num"):] for c in columns if c.startswith("total_gpu_num_")]:
+        tot = out["total_gpu_num" + suffix].to_numpy()
+        idle = out["idle_gpu_num" + suffix].to_numpy()
+        busy = np.zeros(len(codes))
+        np.divide(tot - idle, tot, out=busy, where=tot > 0)
+        out["gpu_utilization" + suffix] = pa.array(busy.astype(np.float32))
     return pa.table(out)
 
 
 def cluster_series(path):
     """The cluster-wide rows (vc == "all") of a timeseries.parquet as a DataFrame: what the
     over-time plots show, read without the per-VC rows."""
-    ts = pq.read_table(path, columns=["vc", "time", "gpu_utilization", "pending_gpujob_num"],
-                       filters=[("vc", "==", "all")]).to_pandas()
+    names = pq.ParquetFile(path).schema_arrow.names
+    columns = ["vc", "time", "pending_gpujob_num"] + [c for c in names if c.startswith("gpu_utilization")]
+    ts = pq.read_table(path, columns=columns, filters=[("vc", "==", "all")]).to_pandas()
     ts["vc"] = ts["vc"].astype(str)
     return ts

@@ -35,18 +35,22 @@ def summarize(jobs: pa.Table, series) -> pd.DataFrame:
         if len(done):
             spans[vc] = (start, done["end_time"].max())
         rows.append(row)
-    util = mean_utilisation(series, spans)
-    for row in rows:
-        row["gpu_utilization"] = util.get(row["vc"], np.nan)
+    names = series.column_names if isinstance(series, pa.Table) else pq.ParquetFile(series).schema_arrow.names
+    for column in [c for c in names if c.startswith("gpu_utilization")]:
+        util = mean_utilisation(series, spans, column)
+        for row in rows:
+            row[column] = util.get(row["vc"], np.nan)
     return pd.DataFrame(rows)
 
 
-def mean_utilisation(series, spans: dict) -> dict:
-    """Mean `gpu_utilization` of each VC over its samples at times within spans[vc] = (start, end)."""
+def mean_utilisation(series, spans: dict, column: str = "gpu_utilization") -> dict:
+    """Mean of `column` (`gpu_utilization`, or `gpu_utilization_<type>` in clusters of several GPU
+    types) of each VC over its samples at times within spans[vc] = (start, end). A VC without GPUs
+    of a type has utilisation 0 for it."""
     if isinstance(series, pa.Table):
-        batches = series.select(["vc", "time", "gpu_utilization"]).to_batches()
+        batches = series.select(["vc", "time", column]).to_batches()
     else:
-        batches = pq.ParquetFile(series).iter_batches(batch_size=1 << 18, columns=["vc", "time", "gpu_utilization"])
+        batches = pq.ParquetFile(series).iter_batches(batch_size=1 << 18, columns=["vc", "time", column])
     total, count = dict.fromkeys(spans, 0.0), dict.fromkeys(spans, 0)
     for batch in batches:
         vc = batch.column(0)
@@ -75,7 +79,7 @@ def markdown_table(df: pd.DataFrame) -> str:
                 cells.append(v)
             elif pd.isna(v):
                 cells.append("")
-            elif c == "gpu_utilization":
+            elif str(c).startswith("gpu_utilization"):
                 cells.append(f"{v:.3f}")
             else:
                 cells.append(f"{v:,.1f}" if str(c).startswith("avg") else f"{v:,.0f}")

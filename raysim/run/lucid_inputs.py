@@ -1,4 +1,5 @@
-"""Everything a Lucid run needs besides the trace: profiler pool, pair speeds, share scores, forecast."""
+"""Everything a Lucid run needs besides the trace: profiler pool, pair speeds, share scores, forecast
+(called through raysim.policy.lucid.Lucid.prepare)."""
 
 from __future__ import annotations
 
@@ -9,26 +10,28 @@ import numpy as np
 from omegaconf import DictConfig
 
 from raysim.models.colocation import pair_table, workload_ids
-from raysim.models.forecast import load_forecast, packing_switch
+from raysim.models.forecast import load_forecast
 from raysim.runtime.spec import RunSpec
 from raysim.trace.load import Trace
 
 log = logging.getLogger("raysim")
 
 
-def lucid_inputs(cfg: DictConfig, trace: Trace, spec: RunSpec, *, forecast_path=None) -> tuple[RunSpec, dict]:
-    """The Lucid run spec (VCs minus the profiler's nodes, policy options, profiler settings) and
-    the per-job extra inputs (workload ids, share scores)."""
+def lucid_inputs(cfg: DictConfig, trace: Trace, spec: RunSpec) -> tuple[RunSpec, dict]:
+    """The Lucid run spec (VCs minus the profiler's nodes, pair speeds and forecast for the policy,
+    the profiler's settings) and the per-job extra inputs (workload ids, share scores)."""
     prof = cfg.profiler
-    vc_nodes = dict(spec.vc_nodes)
+    layout = dict(spec.layout)
     for vc in prof.take_from or []:
-        if vc not in vc_nodes:
-            raise ValueError(f"profiler.take_from names VC {vc!r}, which is not in the VC layout {sorted(vc_nodes)}")
-        if vc_nodes[vc] < 2:
-            raise ValueError(f"profiler.take_from: VC {vc!r} has {vc_nodes[vc]} node(s), too few to give one")
-        vc_nodes[vc] -= 1
-    if prof.lender is not None and prof.lender not in vc_nodes:
-        raise ValueError(f"profiler.lender {prof.lender!r} is not in the VC layout {sorted(vc_nodes)}")
+        if vc not in layout:
+            raise ValueError(f"profiler.take_from names VC {vc!r}, which is not in the VC layout {sorted(layout)}")
+        first, *rest = layout[vc]
+        if sum(p.nodes for p in layout[vc]) < 2 or first.nodes < 1:
+            raise ValueError(f"profiler.take_from: VC {vc!r} has {sum(p.nodes for p in layout[vc])} node(s), "
+                             "too few to give one")
+        layout[vc] = (dataclasses.replace(first, nodes=first.nodes - 1), *rest)
+    if prof.lender is not None and prof.lender not in layout:
+        raise ValueError(f"profiler.lender {prof.lender!r} is not in the VC layout {sorted(layout)}")
     forecast = None
     if cfg.forecast.source == "file":
         if not cfg.forecast.path:
@@ -39,10 +42,12 @@ def lucid_inputs(cfg: DictConfig, trace: Trace, spec: RunSpec, *, forecast_path=
     ids, keys = workload_ids(trace.table)
     pairs = pair_speeds_for(cfg, trace, keys)
     scores = share_scores(trace, cfg.profiles.single)
-    settings = {"compat": cfg.sim.compat == "lucid", "nodes": int(prof.nodes), "time_limit": int(prof.time_limit),
+    donor = next(iter(prof.take_from or []), None) or next(iter(layout))
+    pool = dataclasses.replace(spec.layout[donor][0], nodes=int(prof.nodes))
+    settings = {"params": spec.params, "pool": pool, "time_limit": int(prof.time_limit),
                 "factor": int(prof.factor), "lender": prof.lender, "forecast": forecast}
-    spec = dataclasses.replace(spec, vc_nodes=vc_nodes, profiler=settings,
-                               policy_options={"pairs": pairs, "switch": packing_switch(forecast)})
+    spec = dataclasses.replace(spec, layout=layout, profiler=settings,
+                               policy_options={**spec.policy_options, "pairs": pairs, "forecast": forecast})
     log.info("lucid: profiler pool of %d node(s) from %s, lender %s; %d measured pairs over %d workloads; "
              "forecast %s", prof.nodes, list(prof.take_from or []), prof.lender, len(pairs), len(keys),
              cfg.forecast.path if forecast else "none (packing always on)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from raysim.sim.jobs import INPUT_COLUMNS, RESULT_COLUMNS
+from raysim.sim.jobs import INPUT_COLUMNS, OPTIONAL_INPUTS, RESULT_COLUMNS
 
 RESULT_SCHEMA = pa.schema([pa.field("seq", pa.int64())] + [pa.field(c, pa.int64()) for c in RESULT_COLUMNS])
 
@@ -17,7 +17,8 @@ RESULT_SCHEMA = pa.schema([pa.field("seq", pa.int64())] + [pa.field(c, pa.int64(
 def jobs_batch(table: pa.Table, estimates: np.ndarray | None, extra: dict | None = None) -> pa.Table:
     """The trace as one job batch: simulator input columns (+ vc), `seq` = trace row index.
 
-    `extra` may supply per-row `workload` ids and `share_score`s (defaults: -1 and 0)."""
+    `extra` may supply per-row columns of jobs.OPTIONAL_INPUTS (GPU-type constraint and speed-profile
+    ids, workload ids, share scores); absent ones take their defaults."""
     n = table.num_rows
     extra = extra or {}
     est = np.full(n, np.nan) if estimates is None else np.asarray(estimates, dtype=np.float64)
@@ -31,9 +32,9 @@ def jobs_batch(table: pa.Table, estimates: np.ndarray | None, extra: dict | None
         "gpu_util": table.column("gpu_util").cast(pa.float64()).fill_null(0.0),
         "gmem": table.column("gmem").cast(pa.float64()).fill_null(0.0),
         "estimate": pa.array(est),
-        "workload": pa.array(np.asarray(extra.get("workload", np.full(n, -1)), dtype=np.int64)),
-        "share_score": pa.array(np.asarray(extra.get("share_score", np.zeros(n)), dtype=np.int64)),
     }
+    for name, default in OPTIONAL_INPUTS.items():
+        cols[name] = pa.array(np.asarray(extra.get(name, np.full(n, default)), dtype=np.int64))
     return pa.table(cols)
 
 

@@ -5,34 +5,54 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from raysim.placement import make_placer
-from raysim.policy import make_policy
+from raysim.policy import policy_class, policy_constants
 from raysim.sim import SimParams, VCSimulator
+from raysim.cluster.catalog import TypeCatalog
 from raysim.sim.network import NetworkModel
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """Policy, placer and semantics of a run, plus the cluster layout (VC -> nodes, in layout order)."""
+    """Policy, placer and semantics of a run, plus the cluster layout: VC -> its node pools
+    (raysim.cluster.layout.Pool), in layout order."""
 
     policy: str
     placer: str
     params: SimParams
-    vc_nodes: dict = field(default_factory=dict)
-    gpus_per_node: int = 8
+    layout: dict = field(default_factory=dict)
     t0: int = 0
-    #: policy-specific inputs (e.g. Lucid's pair speeds and packing switch), passed to the policy
+    #: the policy's constants (conf/policy/<name>.yaml) and run inputs (e.g. Lucid's pair speeds);
+    #: constants missing here are filled in from the policy's conf file
     policy_options: dict = field(default_factory=dict)
+    #: how placers order GPU types (raysim.placement.types)
+    type_order: str = "any"
     #: the profiling stage: None (pass-through) or the Lucid profiler's settings
     profiler: dict | None = None
     #: NIC contention between multi-node jobs: None (off) or NetworkModel's arguments
     network: dict | None = None
+    #: GPU-type constraints and per-type speed profiles the jobs refer to by id
+    catalog: TypeCatalog = field(default_factory=TypeCatalog)
+
+    def __post_init__(self):
+        object.__setattr__(self, "policy_options", {**policy_constants(self.policy), **self.policy_options})
+        if not self.catalog.gpu_types:
+            types = list(dict.fromkeys(p.gpu_type for pools in self.layout.values() for p in pools))
+            object.__setattr__(self, "catalog", TypeCatalog(gpu_types=tuple(types),
+                                                             constraints=self.catalog.constraints,
+                                                             speeds=self.catalog.speeds))
+
+    @property
+    def vcs(self) -> list[str]:
+        """VC names in layout order."""
+        return list(self.layout)
 
     def make_simulator(self, vc: str) -> VCSimulator:
-        index = list(self.vc_nodes).index(vc)
+        index = self.vcs.index(vc)
         return VCSimulator(
-            vc, self.vc_nodes[vc],
-            make_policy(self.policy, params=self.params, **self.policy_options),
-            make_placer(self.placer, params=self.params, vc_index=index),
-            self.params, gpus_per_node=self.gpus_per_node, t0=self.t0,
+            vc, self.layout[vc],
+            policy_class(self.policy)(self.params, **self.policy_options),
+            make_placer(self.placer, params=self.params, vc_index=index, type_order=self.type_order),
+            self.params, t0=self.t0,
             network=NetworkModel(**self.network) if self.network else None,
+            catalog=self.catalog,
         )

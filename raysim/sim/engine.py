@@ -15,9 +15,11 @@ import math
 
 import numpy as np
 
+from raysim.cluster.catalog import TypeCatalog
+from raysim.sim.demand import Demand
 from raysim.sim.jobs import JobTable
 from raysim.sim.params import SimParams
-from raysim.sim.recorder import Recorder
+from raysim.sim.recorder import Recorder, per_type_columns
 from raysim.sim.vc import VCState
 
 NEVER = math.inf
@@ -28,25 +30,36 @@ FORGET_AT = 4096
 class VCSimulator:
     """Simulates one VC under one policy and placer. Feed jobs with `add_jobs`, advance with `run`."""
 
-    def __init__(self, name: str, num_nodes: int, policy, placer, params: SimParams,
-                 *, gpus_per_node: int = 8, t0: int = 0, network=None):
+    def __init__(self, name: str, pools, policy, placer, params: SimParams,
+                 *, t0: int = 0, network=None, catalog: TypeCatalog | None = None):
         self.name = name
         self.params = params
         self.policy = policy
         self.placer = placer
-        self.vc = VCState(num_nodes, gpus_per_node)
+        self.vc = VCState(pools)
         self.jobs = JobTable()
-        self.recorder = Recorder(params.sample_interval, t0)
+        catalog = catalog or TypeCatalog()
+        #: per constraint id: the indices of this VC's GPU types the constraint allows
+        self._allowed = catalog.allowed(self.vc.types)
+        #: per speed-profile id: the job's speed on each of this VC's GPU types
+        self._speeds = catalog.speed_rows(self.vc.types)
+        self.recorder = Recorder(params.sample_interval, t0, per_type_columns(catalog.gpu_types))
         #: optional NetworkModel: multi-node jobs slow down when their NICs are oversubscribed
         self.network = network
         #: remaining work counts down at a rate (needed for preemption and for network slowdowns)
-        self.countdown = policy.countdown or network is not None
+        self.countdown = policy.countdown or network is not None or any(
+            s != 1.0 for row in self._speeds for s in row)
         self.now = t0 - 1  # last time fully processed
         self.pending: dict[int, None] = {}  # insertion order = queue order of (re)entry
         self.running: dict[int, None] = {}  # insertion order = order of (re)start
         self.arrived_now = 0  # jobs that arrived at the time being processed
         self.pending_gpus = 0
+        #: pending jobs asking for fewer GPUs than the VC's largest node has ("small" jobs)
         self.pending_small = 0
+        self.small_below = self.vc.max_node_gpus
+        #: the run's GPU types (time-series columns per type when there are several)
+        self._series_types = [self.vc.types.index(t) if t in self.vc.types else -1
+                              for t in catalog.gpu_types] if len(catalog.gpu_types) > 1 else []
         self.finished = 0
         self.forgotten = 0  # finished jobs dropped from the job table (forget_finished)
         self.events = 0
@@ -63,7 +76,7 @@ class VCSimulator:
     # ------------------------------------------------------------------ feeding and running
     def add_jobs(self, cols) -> None:
         """Append jobs (numpy columns, see jobs.INPUT_COLUMNS) submitted after `now`, in submit order."""
-        if len(cols["job_id"]) and int(cols["submit_time"][0]) <= self.now:
+        if len(cols["seq"]) and int(cols["submit_time"][0]) <= self.now:
             raise ValueError(f"{self.name}: job submitted at {int(cols['submit_time'][0])} arrives "
                              f"after the simulation already reached {self.now}")
         self.jobs.extend(cols)
@@ -175,39 +188,103 @@ class VCSimulator:
         self.forgotten += dropped
         return dropped
 
+    # ------------------------------------------------------------------ what policies see
+    # Policies receive this simulator as their view and act on it only through the actions below;
+    # raysim.policy.base.VIEW lists everything a policy may read or call (a test enforces it).
+    @property
+    def free_gpus(self) -> int:
+        """Idle GPUs of the VC, all types together."""
+        return self.vc.free_gpus
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs of the VC, all types together."""
+        return self.vc.total_gpus
+
+    @property
+    def max_node_gpus(self) -> int:
+        """GPUs of the VC's largest node."""
+        return self.vc.max_node_gpus
+
+    @property
+    def num_nodes(self) -> int:
+        """Nodes the VC has now (loans included)."""
+        return self.vc.num_nodes
+
+    def free_by_type(self) -> dict[str, int]:
+        """Idle GPUs per GPU type."""
+        return dict(zip(self.vc.types, self.vc.type_free))
+
+    def demand(self, j: int) -> Demand:
+        """What job j asks of the placer: its GPU count, allowed GPU types and speed per type."""
+        jobs = self.jobs
+        c, p = jobs.constraint[j], jobs.speed_profile[j]
+        return Demand(jobs.gpu[j], self._allowed[c] if c >= 0 else None, self._speeds[p] if p >= 0 else None)
+
     # ------------------------------------------------------------------ actions for policies
     def try_start(self, j: int, now: int) -> bool:
         """Place job j now if the placer finds GPUs; returns whether it started."""
-        jobs, vc = self.jobs, self.vc
-        g = jobs.gpu[j]
-        if g > vc.free_gpus:
+        if self.jobs.gpu[j] > self.vc.free_gpus:
             return False
-        alloc = self.placer.select(vc, g)
+        alloc = self.placer.select(self.vc, self.demand(j))
         if alloc is None:
             return False
+        self.start_on(j, alloc, now)
+        return True
+
+    def start_on(self, j: int, alloc: list[tuple[int, int]], now: int) -> None:
+        """Start pending job j on a placement: (node, GPU count) pairs, all of one allowed GPU type."""
+        jobs, vc = self.jobs, self.vc
+        g = jobs.gpu[j]
+        t = vc.type_of[alloc[0][0]]
+        if not vc.single_type:
+            c = jobs.constraint[j]
+            if any(vc.type_of[node] != t for node, _ in alloc) or c >= 0 and t not in self._allowed[c]:
+                raise AssertionError(f"{self.name}: placement {alloc} breaks job {j}'s GPU-type constraint")
         vc.allocate(j, alloc, jobs.util_milli[j], jobs.gmem[j])
         del self.pending[j]
         self.pending_gpus -= g
-        self.pending_small -= g < 8
+        self.pending_small -= g < self.small_below
         self.running[j] = None
+        p = jobs.speed_profile[j]
+        if p >= 0:
+            jobs.type_speed[j] = self._speeds[p][t]
+            jobs.rate[j] = jobs.type_speed[j] * jobs.share_speed[j] * jobs.net_speed[j]
         self._started(j, now, alloc[0][0], len(alloc))
         if self.network is not None:
             self._reprice(self.network.add(j, vc.placement[j]), now)
-        return True
 
-    def start_shared(self, j: int, host: int, now: int, rate: float, host_rate: float,
-                     pair_util: float, pair_gmem: float) -> None:
-        """Start pending job j on the GPUs of running job `host`; both progress at their pair rates."""
+    def share(self, j: int, host: int, now: int, speed: float, host_speed: float,
+              pair_util: float, pair_gmem: float) -> None:
+        """Start pending job j on the GPUs of running job `host`; their sharing factors become
+        `speed` and `host_speed` (their speeds as a pair, relative to running alone)."""
         jobs = self.jobs
         self.vc.share(j, host, jobs.util_milli[j], jobs.gmem[j], int(round(pair_util * 1000)), pair_gmem)
         del self.pending[j]
         self.pending_gpus -= jobs.gpu[j]
-        self.pending_small -= jobs.gpu[j] < 8
+        self.pending_small -= jobs.gpu[j] < self.small_below
         self.running[j] = None
-        jobs.rate[j] = rate
+        p = jobs.speed_profile[j]
+        if p >= 0:
+            jobs.type_speed[j] = self._speeds[p][self.vc.gpu_type_of(host)]
+        jobs.share_speed[j] = speed
+        jobs.rate[j] = jobs.type_speed[j] * speed * jobs.net_speed[j]
         jobs.shared[j] = jobs.shared[host] = True
         self._started(j, now, jobs.first_node[host], jobs.num_nodes[host])
-        self.set_rate(host, host_rate, now)
+        self.set_rate_factor(host, "share", host_speed, now)
+
+    def borrow_node(self, pool=None) -> bool:
+        """Add a node on loan to this VC (shaped like `pool`; default its first pool). Returns
+        whether a node was added (under reference naming a second temporary node is refused)."""
+        return self.vc.add_node(self.params.reference_node_naming, pool)
+
+    def lend_node(self) -> bool:
+        """Give away an idle node (a borrowed one first); returns False when none is idle."""
+        return self.vc.lend_node(self.params.reference_node_naming)
+
+    def borrowed_idle(self) -> bool:
+        """Whether a node this VC holds on loan is idle."""
+        return self.vc.borrowed_idle()
 
     def _started(self, j: int, now: int, first_node: int, num_nodes: int) -> None:
         jobs = self.jobs
@@ -228,8 +305,17 @@ class VCSimulator:
         jobs.end_due[j] = due
         heapq.heappush(self._completions, (due, jobs.version[j], j))
 
-    def set_rate(self, j: int, rate: float, now: int) -> None:
-        """Running job j progresses at `rate` from the next second on (1 = alone on its GPUs)."""
+    def set_rate_factor(self, j: int, factor: str, value: float, now: int) -> None:
+        """Set one named factor of running job j's progress rate from the next second on:
+        "type" (speed of its GPU type), "share" (slowdown from a GPU partner) or "network" (NIC
+        contention). The rate is their product, so the mechanisms compose."""
+        jobs = self.jobs
+        col = {"type": jobs.type_speed, "share": jobs.share_speed, "network": jobs.net_speed}[factor]
+        col[j] = value
+        self._set_rate(j, jobs.type_speed[j] * jobs.share_speed[j] * jobs.net_speed[j], now)
+
+    def _set_rate(self, j: int, rate: float, now: int) -> None:
+        """Running job j progresses at `rate` from the next second on."""
         jobs = self.jobs
         if jobs.rate[j] == rate:
             return
@@ -245,7 +331,7 @@ class VCSimulator:
         """New progress rates for running jobs whose network contention changed."""
         for j in sorted(affected):
             if j in self.running:
-                self.set_rate(j, self.network.rate(j), now)
+                self.set_rate_factor(j, "network", self.network.rate(j), now)
 
     def _due(self, work, rate: float, since: int) -> int:
         """Completion time of `work` seconds of work done at `rate` from `since` on.
@@ -279,10 +365,10 @@ class VCSimulator:
         jobs.preemptions[j] += 1
         jobs.ckpt_time[j] = now
         jobs.attained[j] = self.attained(j, now)
-        jobs.remain[j] = self._remain_at(j, now) + self.params.preempt_overhead(g)
+        jobs.remain[j] = self._remain_at(j, now) + self.policy.preempt_overhead(g)
         jobs.version[j] += 1
         jobs.end_due[j] = -1
-        jobs.rate[j] = 1.0
+        jobs.rate[j] = jobs.type_speed[j] = jobs.share_speed[j] = jobs.net_speed[j] = 1.0
         self.vc.release(j)
         del self.running[j]
         self._enqueue(j)
@@ -311,7 +397,7 @@ class VCSimulator:
         g = self.jobs.gpu[j]
         self.pending[j] = None
         self.pending_gpus += g
-        self.pending_small += g < 8
+        self.pending_small += g < self.small_below
 
     def _complete(self, j: int, t: int) -> None:
         jobs = self.jobs
@@ -329,16 +415,16 @@ class VCSimulator:
 
     def _apply_node_events(self, t: int) -> None:
         """Node loans due at t take effect after that second's placements (as in the reference)."""
-        ref = self.params.countdown_lag > 0  # Lucid semantics: the reference's node naming rules
+        naming, owe = self.params.reference_node_naming, self.params.loans_wait_for_idle
         while self._node_events and self._node_events[0][0] == t:
             _, _, delta = heapq.heappop(self._node_events)
             if delta > 0:
                 if self._node_debt:
                     self._node_debt -= 1  # the node never left: the loan is simply over
                 else:
-                    self.vc.add_node(ref)
-            elif not self.vc.lend_node(ref) and not ref:
-                self._node_debt += 1  # clean: lend the next node that becomes idle
+                    self.vc.add_node(naming)
+            elif not self.vc.lend_node(naming) and owe:
+                self._node_debt += 1  # lend the next node that becomes idle
         while self._node_debt and self.vc.lend_node(False):
             self._node_debt -= 1
         if self.pending:
@@ -347,9 +433,14 @@ class VCSimulator:
     def _snapshot(self, t: int) -> None:
         vc = self.vc
         total = vc.total_gpus
-        self.recorder.snapshot(t, (
+        row = (
             total, vc.free_gpus, self.pending_gpus, len(self.running), len(self.pending),
             self.pending_small, vc.num_nodes, vc.nodes_one_job, vc.nodes_multi_job,
             vc.util_milli / 1000 / total if total else 0.0,
             vc.gmem_mb / total if total else 0.0,
-        ))
+        )
+        if self._series_types:
+            tt, tf = vc.type_total, vc.type_free
+            row += tuple(tt[i] if i >= 0 else 0 for i in self._series_types)
+            row += tuple(tf[i] if i >= 0 else 0 for i in self._series_types)
+        self.recorder.snapshot(t, row)

@@ -13,7 +13,6 @@ UNSET = -1
 
 #: Input columns a batch must provide (name -> numpy dtype).
 INPUT_COLUMNS = {
-    "job_id": np.int64,
     "seq": np.int64,  # row order in the trace: the final tie-breaker everywhere
     "submit_time": np.int64,
     "duration": np.int64,
@@ -23,7 +22,11 @@ INPUT_COLUMNS = {
     "estimate": np.float64,  # estimated duration (s) for QSSF/Lucid; NaN when none
     "workload": np.int64,  # workload-profile id (model, dataset, batch size, AMP); -1 unknown
     "share_score": np.int64,  # Lucid's share score 0-2 (how much the job suffers from sharing)
+    "constraint": np.int64,  # GPU types the job may use: an id into the run's TypeCatalog; -1 any
+    "speed_profile": np.int64,  # its speed per GPU type: an id into the run's TypeCatalog; -1 none
 }
+#: Input columns a batch may leave out, with their default value.
+OPTIONAL_INPUTS = {"workload": -1, "share_score": 0, "constraint": -1, "speed_profile": -1}
 
 RESULT_COLUMNS = ("start_time", "end_time", "queue", "preemptions", "first_node", "num_nodes", "shared")
 
@@ -33,7 +36,6 @@ class JobTable:
 
     def __init__(self):
         self.n = 0
-        self.job_id: list[int] = []
         self.seq: list[int] = []
         self.submit: list[int] = []
         self.duration: list[int] = []
@@ -53,7 +55,14 @@ class JobTable:
         self.share_score: list[int] = []
         self.run_order: list[int] = []  # order of the latest start (the reference's run_list order)
         self.shared: list[bool] = []  # ever shared GPUs with another job
-        self.rate: list[float] = []  # progress per second while running (1 = alone, pair speed when shared)
+        self.constraint: list[int] = []  # TypeCatalog constraint id (-1: any GPU type)
+        self.speed_profile: list[int] = []  # TypeCatalog speed profile id (-1: speed 1 on every type)
+        # progress per second while running = type_speed x share_speed x net_speed, each a named
+        # factor set by its own mechanism (GPU type of the placement, a sharing partner, NIC contention)
+        self.rate: list[float] = []
+        self.type_speed: list[float] = []
+        self.share_speed: list[float] = []
+        self.net_speed: list[float] = []
         self.remain: list = []  # remaining work (s) while pending; at run_since while running
         self.end_due: list[int] = []  # completion time while running
         self.attained: list[int] = []  # GPU-seconds of service before the current run
@@ -63,10 +72,9 @@ class JobTable:
 
     def extend(self, cols: dict[str, np.ndarray]) -> None:
         """Append a batch of jobs (numpy columns of INPUT_COLUMNS, sorted by submit time then seq)."""
-        k = len(cols["job_id"])
+        k = len(cols["seq"])
         if k == 0:
             return
-        self.job_id += cols["job_id"].tolist()
         self.seq += cols["seq"].tolist()
         self.submit += cols["submit_time"].tolist()
         duration = cols["duration"].tolist()
@@ -76,9 +84,11 @@ class JobTable:
         self.util_milli += np.rint(util * 1000).astype(np.int64).tolist()
         self.gmem += np.nan_to_num(cols["gmem"], nan=0.0).tolist()
         self.estimate += cols["estimate"].tolist()
-        self.workload += cols["workload"].tolist()
-        self.share_score += cols["share_score"].tolist()
-        self.rate += [1.0] * k
+        for name, default in OPTIONAL_INPUTS.items():
+            col = cols.get(name)
+            getattr(self, name).extend([default] * k if col is None else col.tolist())
+        for name in ("rate", "type_speed", "share_speed", "net_speed"):
+            getattr(self, name).extend([1.0] * k)
         self.run_order += [-1] * k
         self.shared += [False] * k
         for name in ("start", "end", "first_node", "end_due", "ckpt_time", "run_since"):

@@ -24,11 +24,23 @@ class SimParams:
     #: Multi-node consolidate placement: "reference" scans nodes by free GPUs descending and gives up
     #: at the first obstacle (Lucid defect); "search_all" searches every node.
     multinode_search: str = "search_all"
+    #: Node loans: the lender gives away its largest-named idle node and nodes are renamed like the
+    #: reference (a returned node is called 9999; a second one is refused) (Lucid). Clean: the last
+    #: idle node in scan order goes, nodes keep their names.
+    reference_node_naming: bool = False
+    #: Node loans: a lender with no idle node owes one and gives the next node that becomes idle
+    #: (clean). Lucid: nothing is lent.
+    loans_wait_for_idle: bool = True
+    #: Lucid packing: when the first of two GPU-sharing jobs ends, the other keeps its pair speed and
+    #: never shares again (the reference finds the ending job itself as "the partner") (Lucid).
+    #: Clean: the survivor returns to full speed and may share again.
+    partner_keeps_pair_speed: bool = False
+    #: Lucid profiler: a job that outlives profiling enters its VC at its submit time with its full
+    #: duration, only the profiling wait is added to its queue (Lucid). Clean: it enters its VC when
+    #: profiling ends, keeps the work done there, and the wait counts in queue and JCT.
+    profiled_jobs_keep_submit_time: bool = False
     #: Seconds between time-series samples (aligned to multiples on the trace clock).
     sample_interval: int = 60
-    #: Preemption overhead (checkpoint + cold start) in seconds for jobs of <= 8 GPUs / more.
-    preempt_overhead_small: int = 40
-    preempt_overhead_large: int = 60
     #: Seed for randomised components (the random placer); combined with the VC index.
     seed: int = 0
 
@@ -43,9 +55,10 @@ class SimParams:
                 pending_first_on_ties=True,
                 qssf_late_priority=True,
                 multinode_search="reference",
+                reference_node_naming=True,
+                loans_wait_for_idle=False,
+                partner_keeps_pair_speed=True,
+                profiled_jobs_keep_submit_time=True,
                 **overrides,
             )
         raise ValueError(f"sim.compat must be 'clean' or 'lucid', not {compat!r}")
-
-    def preempt_overhead(self, gpu_num: int) -> int:
-        return self.preempt_overhead_small if gpu_num <= 8 else self.preempt_overhead_large

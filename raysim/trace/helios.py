@@ -26,6 +26,7 @@ from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.layout import nodes_from_gpus, with_layout
 from raysim.trace.mapping import Source, validate_mapped
 from raysim.trace.schema import REQUIRED
+from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 
 GPU_NUMBER_FILE = "cluster_gpu_number.csv"
 VC_SIZE_RULES = ("mode", "last", "max")
@@ -33,7 +34,7 @@ CPU_ONLY = "filtered: CPU-only job (gpu_num = 0)"  # the same reason validate_fr
 NEVER_RAN = "filtered: never ran (duration 0 or no start_time)"
 
 
-def read_helios(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = 8, on_error: str = "raise",
+def read_helios(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE, on_error: str = "raise",
                 state_filter=None, origin: str = "auto", cluster: str = "", vc_size: str = "mode"
                 ) -> tuple[pa.Table, SkipReport]:
     """Read a Helios ``cluster_log.csv``; `vc_nodes` None derives the layout from
@@ -65,7 +66,7 @@ def read_helios(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = 8
     return with_layout(table, vc_nodes), report
 
 
-def read_gpu_numbers(path, *, rule: str = "mode", gpus_per_node: int = 8) -> dict[str, int]:
+def read_gpu_numbers(path, *, rule: str = "mode", gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> dict[str, int]:
     """VC -> nodes from a Helios ``cluster_gpu_number.csv`` (see the module docstring for `rule`)."""
     if rule not in VC_SIZE_RULES:
         raise ValueError(f"vc_size must be one of {VC_SIZE_RULES}, not {rule!r}")

@@ -18,6 +18,7 @@ from raysim.trace.pai import TASK_FILE, read_pai
 from raysim.trace.philly import read_philly
 from raysim.trace.readers import read_csv_trace, read_parquet_trace
 from raysim.trace.schema import metadata
+from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 
 #: Files looked for, in order, when trace.path is a folder.
 FOLDER_FILES = ("cluster_full_log.csv", "cluster_log.csv", "jobs.parquet", "cluster_job_log",
@@ -30,7 +31,7 @@ AUTO_FORMATS = {"cluster_log.csv": "helios", "cluster_job_log": "philly", "pai_j
 #: layout in the table's metadata as "vc_nodes"), and the files beside the trace each reader reads.
 OWN_LAYOUT = ("helios", "philly", "pai")
 SIDE_FILES = {"helios": (GPU_NUMBER_FILE,), "pai": (TASK_FILE,)}
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"
 
 
 @dataclass
@@ -61,12 +62,14 @@ def resolve_source(path: str | Path) -> Path:
     return p
 
 
-def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 8,
+def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
                on_error: str = "raise", state_filter=None, origin: str = "auto", cache: bool = True,
-               cache_dir=None, cluster: str = "", reader_options: dict | None = None) -> Trace:
+               cache_dir=None, cluster: str = "", reader_options: dict | None = None,
+               layout: dict | None = None) -> Trace:
     """Read, validate and (optionally) cache the trace at `path`.
 
-    The VC layout is trace.vc_config, else vc_config.csv beside the trace, else (formats in
+    The VC layout is `layout` (VC -> node pools, e.g. from a layout file), else trace.vc_config,
+    else vc_config.csv beside the trace (nodes of `gpus_per_node` GPUs), else (formats in
     OWN_LAYOUT) what the reader derives. `reader_options` go to the reader (e.g. Helios' vc_size).
     """
     source = resolve_source(path)
@@ -75,8 +78,13 @@ def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 
     if fmt not in READERS:
         raise ValueError(f"trace.format must be auto or one of {sorted(READERS)}, not {fmt!r}")
     vc_path = Path(vc_config) if vc_config else source.parent / "vc_config.csv"
-    own_layout = fmt in OWN_LAYOUT and not vc_config and not vc_path.exists()
-    vc_nodes = None if own_layout else read_vc_config(vc_path)
+    if layout is not None:
+        # pools may differ in node size: the readers check each VC's capacity in GPUs
+        vc_nodes, gpus_per_node = {vc: sum(p.gpus_per_node * p.nodes for p in pools)
+                                   for vc, pools in layout.items()}, 1
+    else:
+        own_layout = fmt in OWN_LAYOUT and not vc_config and not vc_path.exists()
+        vc_nodes = None if own_layout else read_vc_config(vc_path)
     options = dict(vc_nodes=vc_nodes, gpus_per_node=gpus_per_node, on_error=on_error,
                    state_filter=list(state_filter) if state_filter else None, origin=str(origin),
                    cluster=cluster or source.parent.name, **dict(reader_options or {}))
@@ -90,14 +98,19 @@ def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 
             report = SkipReport(file=str(source))
             report.counts.update(meta.get("skipped", {}))
             report.examples = meta.get("skip_examples", {})
-            return Trace(table, vc_nodes or _recorded_layout(table), report, str(source), from_cache=True)
+            return Trace(table, _node_counts(layout) or vc_nodes or _recorded_layout(table), report, str(source),
+                         from_cache=True)
     table, report = READERS[fmt](source, **options)
     if cache_file is not None:
         meta = {**metadata(table), "cache_key": key, "skipped": dict(report.counts),
                 "skip_examples": report.examples}
         table = table.replace_schema_metadata({b"raysim": json.dumps(meta, sort_keys=True).encode()})
         _write_cache(table, cache_file)
-    return Trace(table, vc_nodes or _recorded_layout(table), report, str(source))
+    return Trace(table, _node_counts(layout) or vc_nodes or _recorded_layout(table), report, str(source))
+
+
+def _node_counts(layout: dict | None) -> dict[str, int] | None:
+    return None if layout is None else {vc: sum(p.nodes for p in pools) for vc, pools in layout.items()}
 
 
 def _recorded_layout(table: pa.Table) -> dict[str, int]:

@@ -15,8 +15,11 @@ import pyarrow as pa
 
 from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.schema import OPTIONAL, REQUIRED, conform, with_metadata
+from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 
 INT_COLUMNS = ("job_id", "gpu_num", "cpu_num", "duration")
+#: Optional text columns: workload names, and the GPU type and constraint of heterogeneous traces.
+TEXT_COLUMNS = ("model", "dataset", "job_type", "gpu_type", "gpu_constraint")
 OPTIONAL_NUMERIC = ("batchsize", "amp", "speed", "gpu_util", "gmem_util", "gmem")
 STRING_COLUMNS = ("vc", "user", "state")
 
@@ -60,7 +63,7 @@ def _text(series: pd.Series) -> pd.Series:
     return series
 
 
-def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int], gpus_per_node: int = 8,
+def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int], gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
                    on_error: str = "raise", state_filter=None, origin: str = "auto",
                    cluster: str = "") -> tuple[pa.Table, SkipReport]:
     """Check every row of `df` and build the raysim job table (sorted by submit time, stable)."""
@@ -143,7 +146,7 @@ def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int], gpu
         "duration": duration[order],
         "state": df["state"].astype(str).to_numpy(dtype=object)[order],
     }
-    for col in ("model", "dataset"):
+    for col in TEXT_COLUMNS:
         if col in df.columns:
             cols[col] = df[col].where(df[col].notna(), None).to_numpy(dtype=object)[order]
     for col in OPTIONAL_NUMERIC:

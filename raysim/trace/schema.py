@@ -1,4 +1,4 @@
-"""The Arrow job schema every trace reader produces (DESIGN.md §3).
+"""The Arrow job schema every trace reader produces.
 
 A trace is one Arrow table, one row per job, sorted by submit time (row order of the source is the
 final tie-breaker), with metadata naming the cluster, the time origin and the source file.
@@ -36,6 +36,14 @@ OPTIONAL = {
     "gmem": pa.float64(),
 }
 
+#: Optional columns of traces from heterogeneous clusters (docs/heterogeneity.md), kept only when
+#: the source has them.
+GPU_TYPE_COLUMNS = {
+    "job_type": DICT_STR,  # the workload, a key of the run's throughput table (e.g. resnet50-bs64)
+    "gpu_type": DICT_STR,  # the GPU type `duration` was recorded on (null: the cluster's reference type)
+    "gpu_constraint": DICT_STR,  # GPU types the job may use: one, or several joined by "|" (null: any)
+}
+
 JOB_SCHEMA = pa.schema([pa.field(n, t) for n, t in {**REQUIRED, **OPTIONAL}.items()])
 
 META_KEY = b"raysim"
@@ -54,9 +62,11 @@ def metadata(table: pa.Table) -> dict:
 
 
 def conform(table: pa.Table) -> pa.Table:
-    """Cast a table with the required columns to JOB_SCHEMA, adding absent optional columns as nulls."""
+    """Cast a table with the required columns to JOB_SCHEMA, adding absent optional columns as
+    nulls; GPU_TYPE_COLUMNS the table has follow."""
     cols = []
-    for field in JOB_SCHEMA:
+    fields = list(JOB_SCHEMA) + [pa.field(n, t) for n, t in GPU_TYPE_COLUMNS.items() if n in table.column_names]
+    for field in fields:
         if field.name in table.column_names:
             col = table.column(field.name)
             if col.type != field.type:
@@ -66,4 +76,4 @@ def conform(table: pa.Table) -> pa.Table:
                 raise KeyError(field.name)
             col = pa.nulls(table.num_rows, field.type)
         cols.append(col)
-    return pa.Table.from_arrays(cols, schema=JOB_SCHEMA.with_metadata(table.schema.metadata))
+    return pa.Table.from_arrays(cols, schema=pa.schema(fields).with_metadata(table.schema.metadata))

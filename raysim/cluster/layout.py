@@ -1,0 +1,216 @@
+"""Heterogeneous cluster layouts: each VC owns node pools ``(gpu_type, gpus_per_node, nodes)``.
+
+A layout comes from a CSV file (:func:`read_layout_csv`), a Hydra list (:func:`layout_from_config`)
+or today's one-pool-per-VC ``vc_config.csv`` (:func:`layout_from_vc_nodes`). Bad input fails with
+one line naming the file, row and column (CSV, :class:`~raysim.trace.errors.TraceError`) or the
+entry index and key (config, ``ValueError``).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from raysim.trace.errors import TraceError
+
+#: GPU type of the pools built from a ``vc_config.csv`` (which names no type).
+DEFAULT_GPU_TYPE = "gpu"
+#: GPUs per node of a ``vc_config.csv`` layout unless configured (``cluster.gpus_per_node``):
+#: the 8-GPU nodes of the Helios/Venus clusters Lucid simulated.
+DEFAULT_GPUS_PER_NODE = 8
+
+#: Columns of a layout CSV (any order, no others).
+LAYOUT_COLUMNS = ("vc", "gpu_type", "gpus_per_node", "nodes")
+
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+@dataclass(frozen=True)
+class Pool:
+    """`nodes` identical nodes of `gpus_per_node` GPUs of type `gpu_type`."""
+
+    gpu_type: str
+    gpus_per_node: int
+    nodes: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.gpu_type, str) or not self.gpu_type.strip():
+            raise ValueError(f"Pool.gpu_type must be a non-empty string, not {self.gpu_type!r}")
+        for name in ("gpus_per_node", "nodes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"Pool.{name} must be a positive integer, not {value!r}")
+
+    @property
+    def gpus(self) -> int:
+        """GPUs in the pool."""
+        return self.gpus_per_node * self.nodes
+
+
+#: VC name -> its pools, in file order; VCs in order of first appearance.
+Layout = dict[str, tuple[Pool, ...]]
+
+#: Builds the exception for bad input: (row or entry index, column or key, message, value).
+Fail = Callable[[int, str | None, str, object], Exception]
+
+
+def layout_from_vc_nodes(vc_nodes: Mapping[str, int], gpus_per_node: int,
+                         gpu_type: str = DEFAULT_GPU_TYPE) -> Layout:
+    """One pool per VC: the layout of a ``vc_config.csv`` (VC -> node count) with one node shape."""
+    return {vc: (Pool(gpu_type, gpus_per_node, nodes),) for vc, nodes in vc_nodes.items()}
+
+
+def read_layout_csv(path: str | Path) -> Layout:
+    """Read a layout CSV with the columns ``vc,gpu_type,gpus_per_node,nodes`` (any order).
+
+    A VC may have several rows (pools of different GPU types and/or node shapes); a repeated
+    ``(vc, gpu_type, gpus_per_node)`` is an error. ``#`` comment lines and blank lines are ignored.
+    """
+    name = str(path)
+
+    def fail(row: int, column: str | None, message: str, value: object) -> Exception:
+        return TraceError(name, message, row=row, column=column, value=value)
+
+    rows = csv_rows(path, LAYOUT_COLUMNS, "layout file")
+    if not rows:
+        raise TraceError(name, "no pools listed (the file has a header but no rows)")
+    return _build(rows, fail, "row")
+
+
+def layout_from_config(entries: Sequence[Mapping], name: str = "layout") -> Layout:
+    """Build a layout from a Hydra list ``[{vc, gpu_type, gpus_per_node, nodes}, ...]``.
+
+    Same rules as :func:`read_layout_csv`; errors are ``ValueError`` naming `name`, the 0-based
+    entry index and the key.
+    """
+    def fail(index: int, key: str | None, message: str, value: object) -> Exception:
+        where = f"{name} entry {index}" + (f", key {key!r}" if key is not None else "")
+        return ValueError(f"{where}: {message}" + (f" (value {value!r})" if value is not None else ""))
+
+    if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
+        raise ValueError(f"{name}: expected a list of pools, not {type(entries).__name__}")
+    if not entries:
+        raise ValueError(f"{name}: no pools listed")
+    rows = []
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            raise fail(index, None, "expected a mapping with keys " + ", ".join(LAYOUT_COLUMNS), entry)
+        keys = [str(k) for k in entry]
+        unknown = [k for k in keys if k not in LAYOUT_COLUMNS]
+        if unknown:
+            raise fail(index, unknown[0], f"unknown key; expected {list(LAYOUT_COLUMNS)}", None)
+        for key in LAYOUT_COLUMNS:
+            if key not in keys:
+                raise fail(index, key, "missing key", None)
+        rows.append((index, {str(k): v for k, v in entry.items()}))
+    return _build(rows, fail, "entry")
+
+
+def total_gpus(layout: Layout) -> int:
+    """GPUs in the whole layout."""
+    return sum(pool.gpus for pools in layout.values() for pool in pools)
+
+
+def gpu_types(layout: Layout) -> list[str]:
+    """The GPU types of a layout, in order of first appearance."""
+    return list(dict.fromkeys(pool.gpu_type for pools in layout.values() for pool in pools))
+
+
+def restrict(layout: Layout, vcs: Iterable[str]) -> Layout:
+    """The part of `layout` for the VCs `vcs` (layout order); a VC not in the layout is an error."""
+    wanted = set(vcs)
+    unknown = sorted(wanted - set(layout))
+    if unknown:
+        raise ValueError(f"VC(s) {unknown} not in the layout (it has {list(layout)})")
+    return {vc: pools for vc, pools in layout.items() if vc in wanted}
+
+
+def csv_rows(path: str | Path, columns: Sequence[str], what: str) -> list[tuple[int, dict[str, str]]]:
+    """Data rows of a small CSV file with exactly `columns` (any order) as (row, {column: text}).
+
+    Cells are stripped; ``#`` comment lines and blank lines are skipped. `row` is the file's line
+    minus one, so the line a :class:`TraceError` quotes is the file's (and `row` is the 1-based data
+    row when the header is the first line, as in ``read_vc_config``).
+    """
+    name = str(path)
+    try:
+        handle = Path(path).open(newline="", encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise TraceError(name, f"{what} not found (a CSV with columns {','.join(columns)})") from None
+    with handle:
+        reader = csv.reader(handle)
+        header: list[str] | None = None
+        rows = []
+        for cells in reader:
+            cells = [cell.strip() for cell in cells]
+            if not any(cells) or cells[0].startswith("#"):
+                continue
+            if header is None:
+                header = _check_header(name, cells, columns)
+                continue
+            row = reader.line_num - 1
+            if len(cells) != len(header):
+                raise TraceError(name, f"expected {len(header)} values, found {len(cells)}", row=row)
+            rows.append((row, dict(zip(header, cells))))
+    if header is None:
+        raise TraceError(name, f"empty {what} (expected a header {','.join(columns)})")
+    return rows
+
+
+def _check_header(name: str, header: list[str], columns: Sequence[str]) -> list[str]:
+    """Fail unless `header` holds each of `columns` exactly once and nothing else."""
+    for column in columns:
+        if column not in header:
+            raise TraceError(name, f"missing column; the file has {header}", column=column)
+    extra = [c for c in header if c not in columns]
+    if extra:
+        raise TraceError(name, f"unexpected column(s) {extra}; expected exactly {list(columns)}")
+    repeated = [c for c in columns if header.count(c) > 1]
+    if repeated:
+        raise TraceError(name, "column given twice", column=repeated[0])
+    return header
+
+
+def _build(rows: Iterable[tuple[int, Mapping]], fail: Fail, unit: str) -> Layout:
+    """Validate (where, {vc, gpu_type, gpus_per_node, nodes}) rows and group their pools by VC."""
+    pools: dict[str, list[Pool]] = {}
+    first: dict[tuple[str, str, int], int] = {}
+    for where, row in rows:
+        vc = _text(row["vc"], where, "vc", fail)
+        gpu_type = _text(row["gpu_type"], where, "gpu_type", fail)
+        per_node = _positive(row["gpus_per_node"], where, "gpus_per_node", fail)
+        nodes = _positive(row["nodes"], where, "nodes", fail)
+        shape = (vc, gpu_type, per_node)
+        if shape in first:
+            raise fail(where, None, f"repeats the pool (vc {vc!r}, gpu_type {gpu_type!r}, "
+                                    f"gpus_per_node {per_node}) of {unit} {first[shape]}", None)
+        first[shape] = where
+        pools.setdefault(vc, []).append(Pool(gpu_type, per_node, nodes))
+    return {vc: tuple(p) for vc, p in pools.items()}
+
+
+def _text(value: object, where: int, column: str, fail: Fail) -> str:
+    """A non-empty name (YAML may give a numeric-looking name such as 3090 as an int)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise fail(where, column, "expected a name", value)
+    if not value.strip():
+        raise fail(where, column, "empty value", None)
+    return value.strip()
+
+
+def _positive(value: object, where: int, column: str, fail: Fail) -> int:
+    """A positive integer, given as an int or as its decimal text."""
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+        number = int(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    else:
+        raise fail(where, column, "not an integer", value)
+    if number <= 0:
+        raise fail(where, column, "must be positive", value)
+    return number

@@ -1,0 +1,30 @@
+"""The run pipeline, read top-down.
+
+`run(cfg, run_dir)` (below) turns a composed Hydra config into a run and owns its folder:
+- `cluster.run_cluster`: a trace replay. It loads the trace and the cluster (`config`: trace,
+  layout, GPU-type inputs, estimates, the RunSpec, and the policy's own `prepare` step, e.g.
+  `lucid_inputs`), simulates every VC (`simulate`: VC groups, coordinator, result files) and
+  writes the summary, plots and reports (`outputs`).
+- `raysim.harvest.run.run_harvest`: an idle-node harvesting replay.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+
+def run(cfg: DictConfig, run_dir: Path) -> dict:
+    """Run the experiment described by `cfg`, writing every result into `run_dir`; return its summary."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if cfg.mode == "harvest":
+        from raysim.harvest.run import run_harvest
+
+        return run_harvest(cfg, run_dir)
+    if cfg.mode == "cluster":
+        from raysim.run.cluster import run_cluster
+
+        return run_cluster(cfg, run_dir)
+    raise ValueError(f"unknown mode {cfg.mode!r}: expected 'cluster' or 'harvest'")

@@ -1,0 +1,29 @@
+"""What a cluster run writes besides jobs.parquet and timeseries.parquet: summary, plots, report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from raysim.report.results import cluster_series
+from raysim.report.summary import to_markdown
+
+
+def write_plots(jobs, run_dir: Path, summary, label: str) -> None:
+    """JCT CDF, queueing per VC, utilisation (per GPU type too) and pending jobs over time."""
+    from raysim.report.plots import run_plots
+
+    run_plots(jobs.select(["jct"]).to_pandas(), cluster_series(run_dir / "timeseries.parquet"), summary,
+              run_dir / "plots", label=label)
+
+
+def write_outputs(run_dir: Path, summary, trace, spec, title: str) -> None:
+    """summary.csv/.md and the trace loading report (jobs and time series are already written)."""
+    summary.to_csv(run_dir / "summary.csv", index=False)
+    (run_dir / "summary.md").write_text(to_markdown(summary, title=title))
+    layout = {vc: [{"gpu_type": p.gpu_type, "gpus_per_node": p.gpus_per_node, "nodes": p.nodes} for p in pools]
+              for vc, pools in spec.layout.items()}
+    (run_dir / "trace_report.json").write_text(json.dumps(
+        {"source": trace.source, "origin": trace.origin, "jobs": trace.table.num_rows,
+         "vcs": trace.vc_nodes, "layout": layout, "from_cache": trace.from_cache,
+         **trace.report.to_dict()}, indent=2))

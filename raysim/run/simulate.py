@@ -1,0 +1,91 @@
+"""Simulate a run spec over a runtime: VC groups, the coordinator, and the result files."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from raysim.report.results import merge_profiling, merge_series, read_records, write_jobs
+from raysim.runtime.codec import jobs_batch
+from raysim.runtime.coordinator import Coordinator
+from raysim.runtime.sink import ResultSink
+from raysim.runtime.spec import RunSpec
+from raysim.trace.load import Trace
+
+
+def vc_groups(vcs: list[str], vcs_per_actor: int | str) -> list[list[str]]:
+    """VCs in layout order, packed `vcs_per_actor` to a group (one process/actor per group).
+
+    "auto" packs them into as many groups as the Ray cluster has CPUs (one group without Ray);
+    packing never changes results, only how the work is spread over processes."""
+    names = list(vcs)
+    if vcs_per_actor == "auto":
+        import ray
+
+        cpus = int(ray.cluster_resources().get("CPU", 1)) if ray.is_initialized() else 1
+        vcs_per_actor = -(-len(names) // max(1, cpus))
+    k = max(1, int(vcs_per_actor))
+    return [names[i:i + k] for i in range(0, len(names), k)]
+
+
+def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "local",
+                window_s: int = 604_800, vcs_per_actor: int | str = 1, ray_options: dict | None = None,
+                checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False, progress: bool = False,
+                executor=None, job_extra: dict | None = None, estimator=None) -> dict:
+    """Simulate every VC of `trace`, writing `out_dir`/jobs.parquet and timeseries.parquet.
+
+    Results stream to disk as Parquet row groups while the run goes on. `runtime` is "local"
+    (in-process) or "ray" (actors); both write identical files. `job_extra` adds per-job inputs
+    (GPU-type ids, workload ids, share scores) to the job batches; `estimator` (e.g. a
+    PeriodicDurationEstimator) fills in duration estimates while the run goes on. Returns the
+    run's event and window counts and how many lost actors were rebuilt.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if executor is None and runtime == "ray" and vcs_per_actor == "auto":
+        from raysim.runtime.ray_backend import ensure_ray
+
+        ensure_ray((ray_options or {}).get("address"), (ray_options or {}).get("num_cpus"))  # to count its CPUs
+    groups = vc_groups(spec.vcs, vcs_per_actor)
+    if executor is None:
+        executor = make_executor(runtime, spec, groups, ray_options or {})
+    # with checkpoints, the partial result files must outlive this process: they live beside them
+    spool = Path(checkpoint_dir) / "results" if checkpoint_dir else out_dir / ".partial"
+    sink = ResultSink(spool, spec.vcs)
+    coordinator = Coordinator(executor, jobs_batch(trace.table, estimates, job_extra), groups, sink,
+                              t0=spec.t0, window_s=window_s, checkpoint_dir=checkpoint_dir,
+                              checkpoint_every=checkpoint_every, resume=resume, progress=progress,
+                              origin=trace.origin, estimator=estimator)
+    end, stage = coordinator.run()
+    files = sink.close(end)
+    write_jobs(trace.table, merge_profiling(read_records(files["records"]), stage), out_dir / "jobs.parquet")
+    merge_series(files["series"], out_dir / "timeseries.parquet")
+    if not checkpoint_dir:
+        shutil.rmtree(spool, ignore_errors=True)
+    return {"events": coordinator.events, "windows": coordinator.windows_run, "recoveries": coordinator.recoveries}
+
+
+def simulate(trace: Trace, spec: RunSpec, estimates=None, **kwargs) -> tuple[pa.Table, pa.Table]:
+    """`simulate_to` into a temporary folder; returns the (jobs, time series) tables read back.
+    For small runs and tests: large runs should use simulate_to and read what they need."""
+    with tempfile.TemporaryDirectory(prefix="raysim-") as tmp:
+        simulate_to(tmp, trace, spec, estimates, **kwargs)
+        return pq.read_table(Path(tmp) / "jobs.parquet"), pq.read_table(Path(tmp) / "timeseries.parquet")
+
+
+def make_executor(runtime: str, spec: RunSpec, groups, ray_options: dict):
+    """The executor of `runtime`: "local" (in-process) or "ray" (actors on a local or given Ray)."""
+    if runtime == "local":
+        from raysim.runtime.local import LocalExecutor
+
+        return LocalExecutor(spec, groups)
+    if runtime == "ray":
+        from raysim.runtime.ray_backend import RayExecutor, ensure_ray
+
+        ensure_ray(ray_options.get("address"), ray_options.get("num_cpus"))
+        return RayExecutor(spec, groups, actor_cpus=float(ray_options.get("actor_cpus", 0.1)))
+    raise ValueError(f"runtime.name must be 'local' or 'ray', not {runtime!r}")

@@ -1,0 +1,96 @@
+"""The narrow scheduler interface: policies use only the view's listed state and actions, and a new
+policy is one class, one registry line and one set of constants from its conf."""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+from simutil import random_jobs
+
+from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
+from raysim.paths import CONF_DIR
+from raysim.policy import POLICIES, policy_class, policy_constants, register_policy
+from raysim.policy.base import JOB_ATTRIBUTES, VIEW, BlockingQueuePolicy
+from raysim.run import run
+
+PACKAGE = Path(__file__).resolve().parent.parent / "raysim"
+POLICY_FILES = sorted((PACKAGE / "policy").glob("*.py")) + [PACKAGE / "profiler" / "lgf.py"]
+
+
+def view_uses(path):
+    """(attribute, line) of every `view.X` and `view.jobs.X` in a module."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "view":
+            out.append((node.attr, node.lineno))
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+                and isinstance(node.value.value, ast.Name) and node.value.value.id == "view"
+                and node.value.attr == "jobs"):
+            out.append(("jobs." + node.attr, node.lineno))
+    return out
+
+
+def test_policies_use_only_the_view():
+    used = 0
+    for path in POLICY_FILES:
+        for attr, line in view_uses(path):
+            used += 1
+            if attr.startswith("jobs."):
+                assert attr[5:] in JOB_ATTRIBUTES, f"{path.name}:{line} reads view.{attr}"
+            else:
+                assert attr in VIEW, f"{path.name}:{line} uses view.{attr}, which is not in policy.base.VIEW"
+        names = {n.id for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Name)}
+        assert not names & {"sim", "vc"}, f"{path.name} reaches into the simulator"
+    assert used > 50
+
+
+def test_policies_declare_what_they_need():
+    assert {n for n, c in POLICIES.items() if c.needs_estimate} == {"qssf", "lucid"}
+    assert {n for n, c in POLICIES.items() if c.countdown} == {"srtf", "tiresias", "lucid"}
+    assert policy_constants("tiresias") == {"threshold_gpu_s": 18000, "period_s": 60, "overhead_s": 40,
+                                            "large_overhead_s": 60, "large_above_gpus": 8}
+
+
+class Smallest(BlockingQueuePolicy):
+    """A toy policy: fewest GPUs first, and never more than `max_gpus` running at once."""
+
+    name = "toy_smallest"
+
+    def __init__(self, params, *, max_gpus):
+        super().__init__(params)
+        self.max_gpus = max_gpus
+
+    def key(self, view, j):
+        return (view.jobs.gpu[j],)
+
+    def schedule(self, view, now):
+        if view.total_gpus - view.free_gpus < self.max_gpus:
+            super().schedule(view, now)
+
+
+def test_a_toy_policy_plugs_in_from_a_test_module(tmp_path):
+    register_policy(Smallest)  # the registry line
+    try:
+        assert policy_class("toy_smallest") is Smallest
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+            cfg = compose(config_name="config", overrides=["+experiment=venus", "runtime=local"])
+        # the conf file's content: its name and its constant, routed into the constructor
+        cfg.policy = OmegaConf.create({"name": "toy_smallest", "max_gpus": 64})
+        rng = np.random.default_rng(0)
+        rows = random_jobs(rng, 200, 20_000, max_gpu=8)
+        trace_dir = tmp_path / "trace"
+        trace_dir.mkdir()
+        (trace_dir / "vc_config.csv").write_text(",num\na,4\n")
+        (trace_dir / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n" + "".join(
+            f"{i},a,u,{g},1,{s},{d},COMPLETED\n" for i, (s, d, g, _) in enumerate(rows)))
+        cfg.trace.path = str(trace_dir / "jobs.csv")
+        overall = run(cfg, tmp_path / "out")
+        assert overall["finished"] == 200
+        import pyarrow.parquet as pq
+
+        ts = pq.read_table(tmp_path / "out" / "timeseries.parquet", filters=[("vc", "==", "a")]).to_pandas()
+        assert (ts["total_gpu_num"] - ts["idle_gpu_num"]).max() <= 64 + 7  # the cap, plus the last job started
+    finally:
+        POLICIES.pop("toy_smallest", None)
