@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from raysim.cluster.demo import DAY, DAYS, main, write_hetero_demo
+from raysim.cluster.demo import DAY, DAYS, TARGET_LOAD, main, write_hetero_demo
 from raysim.cluster.layout import gpu_types, read_layout_csv, total_gpus
 from raysim.cluster.throughput import read_throughput_csv
 from raysim.paths import TRACES_DIR
@@ -74,7 +74,7 @@ def test_jobs_shape_and_load(jobs):
     for vc, pools in layout.items():
         mine = jobs[jobs["vc"] == vc]
         load = (mine["gpu_num"] * mine["duration"]).sum() / (sum(p.gpus for p in pools) * DAYS * DAY)
-        assert 0.8 <= load <= 1.0, vc
+        assert abs(load - TARGET_LOAD) < 0.01, vc
 
 
 def test_job_types_and_gpu_types_are_consistent(jobs):

@@ -69,8 +69,8 @@ class KillOnce(RayExecutor):
         super().__init__(*args, **kw)
         self.victim, self.at, self.calls, self.killed = victim, at, 0, False
 
-    def run_window(self, g, batch_ref, t_end, keep_state=True):
-        handle = super().run_window(g, batch_ref, t_end, keep_state)
+    def run_window(self, g, batch_ref, t_end, snapshot=True):
+        handle = super().run_window(g, batch_ref, t_end, snapshot)
         if g == self.victim:
             self.calls += 1
             if self.calls == self.at and not self.killed:
@@ -101,11 +101,11 @@ class StopAfter(LocalExecutor):
         super().__init__(*args, **kw)
         self.left = windows * len(self.groups)
 
-    def run_window(self, g, batch, t_end, keep_state=False):
+    def run_window(self, g, batch, t_end, snapshot=False):
         self.left -= 1
         if self.left < 0:
             raise Interrupt()
-        return super().run_window(g, batch, t_end, keep_state)
+        return super().run_window(g, batch, t_end, snapshot)
 
 
 @pytest.mark.parametrize("runtime", ["local", "ray"])
@@ -142,7 +142,7 @@ def test_windows_skip_idle_stretches(tmp_path):
 class KeepFirstOnly(Coordinator):
     """Keeps each group's state only after its first window, so a rebuild must replay the rest."""
 
-    def _keep_now(self, state, g):
+    def _snapshot_due(self, state, g):
         return state.windows == 0
 
 

@@ -5,7 +5,8 @@ import pytest
 
 from raysim.trace.errors import TraceError
 from raysim.trace.load import load_trace
-from raysim.trace.synth import VENUS, generate, write_trace
+from raysim.trace.presets import VENUS
+from raysim.trace.synth import generate, write_trace
 
 CSV = """job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state
 1,vcA,u1,1,4,0,120,COMPLETED

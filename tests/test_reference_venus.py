@@ -10,7 +10,7 @@ from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
 from raysim.trace.load import load_trace
 
-# LUCID_SEMANTICS.md, reference figures (avg over all 23,859 jobs, seconds, truncated)
+# The Lucid simulator's published reference figures (avg over all 23,859 jobs, seconds, truncated)
 REFERENCE = {"fifo": (65720, 53951), "sjf": (21095, 9325), "srtf": (12609, 829),
              "qssf": (15548, 3779), "tiresias": (14700, 2915)}
 

@@ -4,7 +4,8 @@ Two VCs over three GPU types (V100 8-GPU nodes, P100 and K80 4-GPU nodes, 80 GPU
 with illustrative (made-up, not measured) throughputs, and three days of seeded jobs in raysim's
 CSV schema plus the columns ``job_type``, ``gpu_type`` (the type the recorded duration refers to)
 and ``gpu_constraint`` (empty: any type; else one type or ``A|B``). Each VC's offered load
-``sum(gpu_num * duration) / (VC GPUs * 3 days)`` is :data:`TARGET_LOAD`, so queues form.
+``sum(gpu_num * duration) / (VC GPUs * 3 days)`` is :data:`TARGET_LOAD` in durations on each
+job's recorded type; on slower types jobs take longer, so queues form.
 
 Regenerate the shipped files with::
 

@@ -4,8 +4,8 @@ Window k covers [t0 + kW, t0 + (k+1)W). For each window the profiler stage turns
 arrivals into per-group job batches; each VC group simulates every event before the window's end
 and returns finished-job records, time-series samples and its status. Empty stretches are skipped
 (cost follows events, not seconds). The profiler already works on the next window while the VC
-groups run the current one. Group states are kept at window boundaries, so a lost group is
-rebuilt and its windows since replayed; the profiler stage's state is kept after every window, so
+groups run the current one. Group snapshots are taken at window boundaries, so a lost group is
+rebuilt and its windows since replayed; the profiler stage is snapshotted after every window, so
 a lost stage is rebuilt and redoes its window. With a checkpoint folder an interrupted run resumes
 from there.
 Results leave through a ResultSink as Parquet row groups while the run goes on: the coordinator
@@ -51,7 +51,7 @@ class StageCall:
     t_end: int
     jobs: pa.Table  # the window's arrivals, as sent
     outputs: list  # per VC group: its batch (or a handle to it)
-    handle: object  # the stage's status (and kept state) handle
+    handle: object  # the stage's status (and snapshot) handle
 
 
 @dataclass
@@ -60,12 +60,12 @@ class RunState:
 
     t: int  # start of the next window to run
     pos: int  # next trace row to dispatch
-    group_states: list  # per group: the last kept state (executor handle or VCGroup.checkpoint() bytes)
+    group_states: list  # per group: the last snapshot (executor handle or VCGroup.checkpoint() bytes)
     sink: SinkPosition = field(default_factory=SinkPosition)  # where the result files stood
     done: list = field(default_factory=list)  # (trace rows, end times) of finished jobs, for an estimator
     status: dict = field(default_factory=dict)  # per VC: last reported status
     windows: int = 0
-    replay: dict = field(default_factory=dict)  # group -> [(batch, t_end)] run since its kept state
+    replay: dict = field(default_factory=dict)  # group -> [(batch, t_end)] run since its snapshot
     stage_next: int | None = None  # the profiler stage's next event
     stage_records: list = field(default_factory=list)  # profiler records (profiling start/end/queue)
     stage_state: bytes | None = None  # the profiler stage's state (in checkpoints only)
@@ -79,12 +79,12 @@ class Coordinator:
                  progress: bool = True, origin: str = "0", estimator=None):
         if window_s <= 0:
             raise ValueError("runtime.window_s must be a positive number of seconds")
-        self.ex = executor
+        self.executor = executor
         self.batch = batch
         self.submit = batch.column("submit_time").to_numpy()
         self.groups = groups
         self.sink = sink
-        self.t0, self.W = int(t0), int(window_s)
+        self.t0, self.window_s = int(t0), int(window_s)
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
         self.checkpoint_every = max(1, int(checkpoint_every))
         self.resume = resume
@@ -92,15 +92,15 @@ class Coordinator:
         self.origin = origin
         #: optional estimator filling each window's `estimate` column from jobs finished so far
         self.estimator = estimator
-        if estimator is not None and estimator.period_s % self.W:
+        if estimator is not None and estimator.period_s % self.window_s:
             raise ValueError(f"the estimator's period ({estimator.period_s} s) must be a multiple of "
-                             f"runtime.window_s ({self.W} s)")
+                             f"runtime.window_s ({self.window_s} s)")
         self.recoveries = 0
         self.windows_run = 0
         self.events = 0
         self._state_cost: dict[int, float] = {}  # group -> seconds its last state took to save
-        self._work_since: dict[int, float] = {}  # group -> simulation seconds since its last kept state
-        self._stage_kept = None  # the profiler stage's state after its last window (None: fresh)
+        self._work_since: dict[int, float] = {}  # group -> simulation seconds since its last snapshot
+        self._stage_snapshot = None  # the profiler stage's state after its last window (None: fresh)
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> tuple[int, pa.Table | None]:
@@ -115,7 +115,7 @@ class Coordinator:
             if stage is None and not vc_next:
                 break
             t_start = max(state.t, self._window_of(min(vc_next + ([stage] if stage is not None else []))))
-            t_end = t_start + self.W
+            t_end = t_start + self.window_s
             if stage is not None and stage <= t_start:
                 if queued is None:
                     queued = self._profile(state.pos, t_start, t_end, state)
@@ -127,8 +127,8 @@ class Coordinator:
                     state.stage_records.append(status["records"])
             else:  # only the VCs have events in this window: nothing arrives
                 current = [None] * len(self.groups)
-            keep = [self._keep_now(state, g) for g in range(len(self.groups))]
-            handles = [self.ex.run_window(g, current[g], t_end, keep[g]) for g in range(len(self.groups))]
+            snapshot = [self._snapshot_due(state, g) for g in range(len(self.groups))]
+            handles = [self.executor.run_window(g, current[g], t_end, snapshot[g]) for g in range(len(self.groups))]
             state.t = t_end
             nxt = self._stage_window(state)
             if nxt is not None and self.estimator is not None and \
@@ -137,15 +137,15 @@ class Coordinator:
             if nxt is not None and self._checkpoint_after(state.windows):
                 nxt = None  # the checkpoint must catch the stage at this window's end, not beyond
             if nxt is not None:  # the stage works on its next window while the VC groups run this one
-                queued = self._profile(state.pos, nxt, nxt + self.W, state)
+                queued = self._profile(state.pos, nxt, nxt + self.window_s, state)
             samples = []
-            for res, smp, vc_status in self._collect(state, handles, current, t_end, keep):
+            for res, smp, vc_status in self._collect(state, handles, current, t_end, snapshot):
                 self._add_records(state, res)
                 samples.append(smp)
                 state.status.update(vc_status)
             self.sink.add_samples(samples, max(s["last_event"] for s in state.status.values()))
             state.windows += 1
-            self._keep_state(state)
+            self._write_checkpoint(state)
             if self.progress:
                 self._report(state, t_end, time.perf_counter() - wall)
         if self.progress and sys.stderr.isatty():
@@ -163,10 +163,10 @@ class Coordinator:
             candidates.append(state.stage_next)
         return max(state.t, self._window_of(min(candidates))) if candidates else None
 
-    def _keep_now(self, state: RunState, g: int) -> bool:
+    def _snapshot_due(self, state: RunState, g: int) -> bool:
         """Ask group g for its state at this window's end? Often enough that a rebuild replays little,
         rarely enough that shipping states costs at most ~10% of the groups' simulation time."""
-        if not self.ex.keeps_state:
+        if not self.executor.snapshots_groups:
             return False
         if self._checkpoint_after(state.windows):
             return True
@@ -177,25 +177,25 @@ class Coordinator:
         """Is a checkpoint written after the window that follows `windows_before` windows?"""
         return self.checkpoint_dir is not None and (windows_before + 1) % self.checkpoint_every == 0
 
-    def _collect(self, state: RunState, handles, prof_out, t_end: int, keep: list[bool]) -> list:
+    def _collect(self, state: RunState, handles, prof_out, t_end: int, snapshot: list[bool]) -> list:
         outputs = []
         for g, h in enumerate(handles):
             history = state.replay.setdefault(g, [])
             while True:
                 try:
-                    out, run_s, state_s, group_state = self.ex.get(g, h)
+                    out, run_s, state_s, group_state = self.executor.get(g, h)
                     break
                 except GroupLost as lost:
                     self.recoveries += 1
                     log.warning("VC group %d (%s) lost in the window ending at t=%d: rebuilding it from its "
-                                "last kept state and replaying %d window(s) (%s)",
+                                "last snapshot and replaying %d window(s) (%s)",
                                 g, ",".join(self.groups[g]), t_end, len(history) + 1, lost)
-                    self.ex.rebuild(g, state.group_states[g])
+                    self.executor.rebuild(g, state.group_states[g])
                     for batch, end in history:  # their results are already in: only the state matters
-                        self.ex.get(g, self.ex.run_window(g, batch, end, False))
-                    h = self.ex.run_window(g, prof_out[g], t_end, keep[g])
+                        self.executor.get(g, self.executor.run_window(g, batch, end, False))
+                    h = self.executor.run_window(g, prof_out[g], t_end, snapshot[g])
             outputs.append(out)
-            if keep[g]:
+            if snapshot[g]:
                 state.group_states[g] = group_state
                 state.replay[g] = []
                 self._state_cost[g] = state_s
@@ -212,22 +212,22 @@ class Coordinator:
             seq, end = self._finished(state)
             est = self.estimator.fill(pos, hi, seq, end)
             jobs = jobs.set_column(jobs.schema.get_field_index("estimate"), "estimate", pa.array(est))
-        return StageCall(t_start, t_end, jobs, *self.ex.profile(jobs, t_start, t_end))
+        return StageCall(t_start, t_end, jobs, *self.executor.profile(jobs, t_start, t_end))
 
     def _stage_result(self, call: StageCall) -> tuple[list, dict]:
         """(per-group outputs, status) of a stage window. A lost stage is rebuilt from its state after
-        its previous window (kept at every window: it is small) and does this window again."""
+        its previous window (snapshotted every window: it is small) and does this window again."""
         while True:
             try:
-                status, kept = self.ex.profile_status(call.handle)
+                status, snap = self.executor.profile_status(call.handle)
                 break
             except StageLost as lost:
                 self.recoveries += 1
                 log.warning("the profiler stage was lost in the window ending at t=%d: rebuilding it from "
                             "its state after the previous window and redoing this one (%s)", call.t_end, lost)
-                self.ex.rebuild_stage(self._stage_kept)
-                call.outputs, call.handle = self.ex.profile(call.jobs, call.t_start, call.t_end)
-        self._stage_kept = kept
+                self.executor.rebuild_stage(self._stage_snapshot)
+                call.outputs, call.handle = self.executor.profile(call.jobs, call.t_start, call.t_end)
+        self._stage_snapshot = snap
         return call.outputs, status
 
     def _add_records(self, state: RunState, res: pa.Table) -> None:
@@ -249,10 +249,10 @@ class Coordinator:
 
     # ------------------------------------------------------------------ windows and state
     def _window_of(self, t: int) -> int:
-        return self.t0 + ((t - self.t0) // self.W) * self.W
+        return self.t0 + ((t - self.t0) // self.window_s) * self.window_s
 
     def _initial_state(self) -> RunState:
-        self.ex.start(self.groups)
+        self.executor.start(self.groups)
         ckpt = self.checkpoint_dir / "checkpoint.pkl" if self.checkpoint_dir else None
         if self.resume and ckpt is not None and ckpt.exists():
             state = pickle.loads(ckpt.read_bytes())  # noqa: S301 - written by this coordinator
@@ -260,35 +260,35 @@ class Coordinator:
                 raise ValueError(f"{ckpt} holds {len(state.group_states)} VC groups, this run has "
                                  f"{len(self.groups)}: resume with the same ray.vcs_per_actor")
             for g, blob in enumerate(state.group_states):
-                self.ex.restore(g, blob)
+                self.executor.restore(g, blob)
             self.sink.reopen(state.sink)
             if state.stage_state is not None:
-                self.ex.restore_stage(state.stage_state)
-                self._stage_kept = state.stage_state
+                self.executor.restore_stage(state.stage_state)
+                self._stage_snapshot = state.stage_state
             log.info("resumed from %s at t=%d after %d windows", ckpt, state.t, state.windows)
             return state
         if self.resume:
             log.warning("runtime.resume: no checkpoint in %s, starting from the beginning", self.checkpoint_dir)
-        status = {vc: {"next_event": None, "done": True, "last_event": self.t0, "jobs": 0, "finished": 0,
+        status = {vc: {"next_event": None, "last_event": self.t0, "finished": 0,
                        "running": 0, "pending": 0, "events": 0} for grp in self.groups for vc in grp}
         self.sink.reopen(SinkPosition())  # a fresh run: no result file of an earlier one may remain
         return RunState(t=self.t0, pos=0, status=status, group_states=[None] * len(self.groups))
 
-    def _keep_state(self, state: RunState) -> None:
+    def _write_checkpoint(self, state: RunState) -> None:
         """Write a resumable checkpoint every `checkpoint_every` windows (when a folder is set)."""
         if self.checkpoint_dir is not None and state.windows % self.checkpoint_every == 0:
             self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-            blobs = [self.ex.materialize(g, s) for g, s in enumerate(state.group_states)]
+            blobs = [self.executor.materialize(g, s) for g, s in enumerate(state.group_states)]
             state.sink = self.sink.seal()
             payload = pickle.dumps(dataclasses.replace(state, group_states=blobs, replay={},
-                                                       stage_state=self.ex.stage_state(self._stage_kept)))
+                                                       stage_state=self.executor.stage_state(self._stage_snapshot)))
             tmp = self.checkpoint_dir / "checkpoint.pkl.tmp"
             tmp.write_bytes(payload)
             tmp.replace(self.checkpoint_dir / "checkpoint.pkl")
 
     def _finish(self, state: RunState) -> tuple[int, pa.Table | None]:
         end = max((s["last_event"] for s in state.status.values()), default=self.t0)
-        final = [self.ex.finish(g, end) for g in range(len(self.groups))]
+        final = [self.executor.finish(g, end) for g in range(len(self.groups))]
         for unfinished, _ in final:
             self.sink.add_records(unfinished)
         self.sink.add_samples([smp for _, smp in final], end)

@@ -27,24 +27,24 @@ class LocalExecutor:
         return self.profiler.process(jobs, t_start, t_end)
 
     def profile_status(self, handle):
-        """(status, kept state): an in-process stage cannot be lost, so it keeps none."""
+        """(status, snapshot): an in-process stage cannot be lost, so it takes none."""
         return handle, None
 
-    def stage_state(self, kept=None) -> bytes:
-        """The profiler stage's state, for a checkpoint (an in-process stage keeps none between windows)."""
+    def stage_state(self, snapshot=None) -> bytes:
+        """The profiler stage's state, for a checkpoint (an in-process stage takes no snapshots between windows)."""
         return pickle.dumps(self.profiler, protocol=pickle.HIGHEST_PROTOCOL)
 
     def restore_stage(self, state: bytes) -> None:
         self.profiler = pickle.loads(state)  # noqa: S301 - written by stage_state() of this run
 
     #: in-process groups cannot be lost: no state needs keeping between windows
-    keeps_state = False
+    snapshots_groups = False
 
-    def run_window(self, g, batch, t_end, keep_state: bool = False):
+    def run_window(self, g, batch, t_end, snapshot: bool = False):
         return self.vcgroups[g].run_window(batch, t_end)
 
     def get(self, g, handle):
-        """(window output, seconds simulating, seconds saving state, kept state)."""
+        """(window output, seconds simulating, seconds saving state, snapshot)."""
         return handle, 0.0, 0.0, None
 
     def materialize(self, g, state):

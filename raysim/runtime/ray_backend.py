@@ -53,13 +53,13 @@ class _GroupActor:
         self.group = VCGroup.restore(state)
         return True
 
-    def run_window(self, batch, t_end, keep_state: bool):
+    def run_window(self, batch, t_end, snapshot: bool):
         """(window output, seconds simulating, seconds saving the state), and the group's state at
         the window's end when asked."""
         t = time.perf_counter()
         out = self.group.run_window(batch, t_end)
         t1 = time.perf_counter()
-        state = self.group.checkpoint() if keep_state else None
+        state = self.group.checkpoint() if snapshot else None
         return (out, t1 - t, time.perf_counter() - t1), state
 
     def finish(self, end):
@@ -104,8 +104,8 @@ def _pool() -> dict:
 class RayExecutor:
     """Runs the coordinator's calls on Ray actors (handles are ObjectRefs)."""
 
-    #: actors can die: the coordinator keeps their states to rebuild them
-    keeps_state = True
+    #: actors can die: the coordinator takes snapshots of their states to rebuild them
+    snapshots_groups = True
 
     def __init__(self, spec: RunSpec, groups: list[list[str]], *, actor_cpus: float = 0.1):
         self.spec = spec
@@ -156,16 +156,16 @@ class RayExecutor:
         self.profiler = actor
         _pool()["profiler"][0] = actor
 
-    def stage_state(self, kept) -> bytes | None:
+    def stage_state(self, snapshot) -> bytes | None:
         """The profiler stage's state for a checkpoint: the one it returned with its last window
         (None: it has not run a window yet)."""
-        return self.materialize(None, kept)
+        return self.materialize(None, snapshot)
 
     def restore_stage(self, state: bytes) -> None:
         ray.get(self.profiler.restore.remote(state))
 
-    def run_window(self, g, batch_ref, t_end, keep_state: bool = True):
-        return self.actors[g].run_window.options(num_returns=2).remote(batch_ref, t_end, keep_state)
+    def run_window(self, g, batch_ref, t_end, snapshot: bool = True):
+        return self.actors[g].run_window.options(num_returns=2).remote(batch_ref, t_end, snapshot)
 
     def get(self, g, handle):
         """(window output, seconds simulating, seconds saving the state, ref to the group's state at

@@ -71,6 +71,6 @@ class VCGroup:
     @staticmethod
     def _status(sim) -> dict:
         nxt = sim.next_event_time()
-        return {"next_event": None if nxt == np.inf else int(nxt), "done": sim.done,
-                "last_event": sim.last_event, "jobs": sim.jobs_added, "finished": sim.finished,
+        return {"next_event": None if nxt == np.inf else int(nxt),
+                "last_event": sim.last_event, "finished": sim.finished,
                 "running": len(sim.running), "pending": len(sim.pending), "events": sim.events}

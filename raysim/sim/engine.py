@@ -173,7 +173,7 @@ class VCSimulator:
         new = [-1] * jobs.n
         for i, j in enumerate(keep):
             new[j] = i
-        jobs.keep(keep)
+        jobs.retain(keep)
         self.pending = {new[j]: None for j in self.pending}
         self.running = {new[j]: None for j in self.running}
         version = jobs.version

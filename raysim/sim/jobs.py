@@ -2,7 +2,7 @@
 
 Columns are plain Python lists (fast scalar access in the event loop) filled from Arrow/numpy
 batches; results come back out as numpy arrays. There is no object per job, and finished jobs
-whose results were handed out are dropped (`keep`), so a table holds the live jobs, not the trace.
+whose results were handed out are dropped (`retain`), so a table holds the live jobs, not the trace.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class JobTable:
         self.remain += duration
         self.n += k
 
-    def keep(self, rows: list[int]) -> None:
+    def retain(self, rows: list[int]) -> None:
         """Keep only the jobs `rows` (ascending), renumbered 0..len(rows)-1 in that order."""
         for name, col in vars(self).items():
             if isinstance(col, list):

@@ -53,7 +53,6 @@ from raysim.trace.presets import (
     COMBINED,
     DAY,
     PRESETS,
-    VENUS,  # noqa: F401  (re-exported: ``from raysim.trace.synth import VENUS, generate``)
     SynthPreset,
     normalise,
     preset_layout,
