@@ -26,6 +26,7 @@ def main() -> None:
     args = ap.parse_args()
     t0 = time.perf_counter()
     from omegaconf import OmegaConf
+    from raysim.paths import CONF_DIR
 
     from raysim.cluster.layout import layout_from_vc_nodes
 
@@ -41,7 +42,8 @@ def main() -> None:
     trace = load_trace(venus)
     cfg = OmegaConf.create({
         "sim": {"compat": args.compat},
-        "profiler": {"nodes": 2, "time_limit": 200, "factor": 4, "take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn"},
+        "profiler": {"nodes": 2, "time_limit": 200, "factor": 4, "take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn",
+                     "scaling": OmegaConf.load(CONF_DIR / "config.yaml").profiler.scaling},
         "forecast": {"source": "file", "path": str(venus / "lucid_artifacts" / "throughput_forecast.csv")},
         "profiles": {"colocation": str(shared / "profiles" / "colocate_info.csv"),
                      "single": str(shared / "profiles" / "single_data.csv")}})

@@ -111,9 +111,13 @@ def test_forecast_mean_follows_the_reference():
     assert fm.at(1200) == -1.0
 
 
+SCALING = {"borrow_above_jobs": 10, "borrow_period_s": 10, "return_below_jobs": 5, "return_period_s": 100,
+           "return_forecast_factor": 5, "forecast_bins": 5}
+
+
 def profiler_settings(compat=True, lender=None, forecast=None):
     return {"params": SimParams.for_mode("lucid" if compat else "clean"), "pool": pools(1)[0], "time_limit": 200,
-            "factor": 4, "lender": lender, "forecast": forecast}
+            "factor": 4, "lender": lender, "forecast": forecast, "scaling": SCALING}
 
 
 def trace_batch(rows):
@@ -167,6 +171,7 @@ def test_profiler_borrows_and_returns_a_node():
 
 def lucid_on_shipped_trace(compat):
     from omegaconf import OmegaConf
+    from raysim.paths import CONF_DIR
 
     from raysim.run.lucid_inputs import lucid_inputs
     from raysim.paths import TRACES_DIR
@@ -176,7 +181,8 @@ def lucid_on_shipped_trace(compat):
     trace = load_trace(TRACES_DIR / "venus_synth")
     cfg = OmegaConf.create({"sim": {"compat": compat},
                             "profiler": {"nodes": 2, "time_limit": 200, "factor": 4,
-                                         "take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn"},
+                                         "take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn",
+                                         "scaling": OmegaConf.load(CONF_DIR / "config.yaml").profiler.scaling},
                             "forecast": {"source": "none", "path": None},
                             "profiles": {"colocation": None, "single": None}})
     spec, extra = lucid_inputs(cfg, trace, RunSpec("lucid", "consolidate", SimParams.for_mode(compat),

@@ -8,14 +8,13 @@ import ray
 from test_invariants import synthetic_trace
 
 from raysim.cluster.layout import layout_from_vc_nodes
-
+from raysim.report.results import jobs_table
 from raysim.run.simulate import simulate, vc_groups
-from raysim.report.results import jobs_table, read_records
 from raysim.runtime.coordinator import Coordinator
 from raysim.runtime.codec import jobs_batch
 from raysim.runtime.local import LocalExecutor
 from raysim.runtime.ray_backend import RayExecutor, ensure_ray
-from raysim.runtime.sink import ResultSink
+from raysim.runtime.sink import ResultSink, read_records
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
 
@@ -216,3 +215,28 @@ def test_killed_profiler_actor_is_rebuilt_and_lucid_results_do_not_change(ray_lo
         jobs = pq.read_table(f"{out}/jobs.parquet")
     assert executor.killed and stats["recoveries"] == 1
     assert jobs.equals(undisturbed)
+
+
+@pytest.mark.parametrize("policy,type_order", [("tiresias", "fastest"), ("fifo", "any")])
+def test_heterogeneous_demo_on_ray_writes_the_same_files_as_local(policy, type_order, ray_local, tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
+    from raysim.paths import CONF_DIR
+    from raysim.run.config import estimates_from_config, load_from_config, spec_from_config
+    from raysim.run.simulate import simulate_to
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["+experiment=hetero_demo", f"policy={policy}",
+                                                       f"placer.type_order={type_order}"])
+    trace = load_from_config(cfg)
+    spec, extra = spec_from_config(cfg, trace)
+    assert len(spec.catalog.gpu_types) == 3 and spec.catalog.speeds
+    est, _ = estimates_from_config(cfg, trace)
+    simulate_to(tmp_path / "local", trace, spec, est, runtime="local", job_extra=extra)
+    simulate_to(tmp_path / "ray", trace, spec, est, runtime="ray", window_s=43_200, vcs_per_actor=1,
+                job_extra=extra)
+    for name in ("jobs.parquet", "timeseries.parquet"):
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+    series = pq.read_table(tmp_path / "local" / "timeseries.parquet")
+    assert {"gpu_utilization_V100", "gpu_utilization_P100", "gpu_utilization_K80"} <= set(series.column_names)

@@ -39,13 +39,15 @@ def test_lucid_compat_matches_reference_averages(policy, venus, venus_dir):
 def test_lucid_compat_matches_reference(venus, venus_dir, shared_dir, tmp_path):
     """Lucid (profiler + packing) with the reference's estimates, forecast and profiles."""
     from omegaconf import OmegaConf
+    from raysim.paths import CONF_DIR
 
     from raysim.run.lucid_inputs import lucid_inputs
 
     art = venus_dir / "lucid_artifacts"
     cfg = OmegaConf.create({
         "sim": {"compat": "lucid"},
-        "profiler": {"nodes": 2, "time_limit": 200, "factor": 4, "take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn"},
+        "profiler": {"nodes": 2, "time_limit": 200, "factor": 4, "take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn",
+                     "scaling": OmegaConf.load(CONF_DIR / "config.yaml").profiler.scaling},
         "forecast": {"source": "file", "path": str(art / "throughput_forecast.csv")},
         "profiles": {"colocation": str(shared_dir / "profiles" / "colocate_info.csv"),
                      "single": str(shared_dir / "profiles" / "single_data.csv")},

@@ -8,9 +8,9 @@ from test_invariants import synthetic_trace
 from raysim.cluster.layout import layout_from_vc_nodes
 
 from raysim.run.simulate import simulate, simulate_to
-from raysim.report.results import jobs_table, merge_series, read_records, write_jobs
+from raysim.report.results import jobs_table, merge_series, write_jobs
 from raysim.runtime.codec import RESULT_SCHEMA
-from raysim.runtime.sink import ResultSink
+from raysim.runtime.sink import ResultSink, read_records
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
 from raysim.sim.recorder import COLUMNS, FLOAT_COLUMNS

@@ -2,9 +2,9 @@
 
 Jobs of at most `nodes x factor` GPUs queue for the pool least-GPU-first (blocking, consolidated
 placement) and run for at most `time_limit` seconds; a job no longer than that finishes there.
-Every 10 s the pool borrows a node from the lending VC when more than 10 jobs wait; every 100 s it
-gives it back when fewer than 5 wait, the node is idle and the forecast of submitted GPUs over the
-next bins is low. The pool is simulated by the same event engine as a VC.
+Periodically the pool borrows a node from the lending VC when its queue is long, and gives it back
+when the queue is short, the node is idle and the forecast of submitted GPUs over the next bins is
+low (constants: conf `profiler.scaling`). The pool is simulated by the same event engine as a VC.
 """
 
 from __future__ import annotations
@@ -38,15 +38,23 @@ class ForecastMean:
 
 class LeastGPUFirst(BlockingQueuePolicy):
     """The pool's queue, least GPUs first, plus its time-aware node scaling (through the same view
-    actions as any policy: borrow_node and lend_node)."""
+    actions as any policy: borrow_node and lend_node). `scaling` holds the profiler's constants
+    (conf: profiler.scaling): at multiples of `borrow_period_s` the pool borrows a node when more
+    than `borrow_above_jobs` wait; at multiples of `return_period_s` it returns it when fewer than
+    `return_below_jobs` wait, the node is idle and the forecast is at most the pool's GPU limit x
+    `return_forecast_factor`. None: no scaling."""
 
     name = "lgf"
 
     def __init__(self, params, *, base_nodes: int, gpu_limit: int, forecast: ForecastMean | None,
-                 scaling: bool):
+                 scaling: dict | None):
         super().__init__(params)
         self.base_nodes, self.gpu_limit = base_nodes, gpu_limit
         self.forecast, self.scaling = forecast, scaling
+        if scaling:
+            self.up_jobs, self.up_s = int(scaling["borrow_above_jobs"]), int(scaling["borrow_period_s"])
+            self.down_jobs, self.down_s = int(scaling["return_below_jobs"]), int(scaling["return_period_s"])
+            self.down_factor = scaling["return_forecast_factor"]
         self.loans: list[tuple[int, int]] = []  # (time, +1 borrowed / -1 returned)
         self._wake = NEVER
 
@@ -59,12 +67,13 @@ class LeastGPUFirst(BlockingQueuePolicy):
         if not self.scaling:
             return
         waiting = len(view.pending)
-        if now % 10 == 0 and waiting > 10 and view.num_nodes == self.base_nodes:
+        if now % self.up_s == 0 and waiting > self.up_jobs and view.num_nodes == self.base_nodes:
             view.borrow_node()
             self.loans.append((now, +1))
             self._wake = now + 1  # the new node takes jobs from the next second on
-        if now % 100 == 0 and waiting < 5 and view.num_nodes == self.base_nodes + 1 and view.borrowed_idle():
-            if self.forecast is None or self.forecast.at(now) <= self.gpu_limit * 5:
+        if (now % self.down_s == 0 and waiting < self.down_jobs and view.num_nodes == self.base_nodes + 1
+                and view.borrowed_idle()):
+            if self.forecast is None or self.forecast.at(now) <= self.gpu_limit * self.down_factor:
                 view.lend_node()
                 self.loans.append((now, -1))
 
@@ -72,10 +81,10 @@ class LeastGPUFirst(BlockingQueuePolicy):
         if not self.scaling:
             return NEVER
         waiting, t = len(view.pending), self._wake
-        if waiting > 10 and view.num_nodes == self.base_nodes:
-            t = min(t, (now // 10 + 1) * 10)
-        if waiting < 5 and view.num_nodes == self.base_nodes + 1 and view.borrowed_idle():
-            t = min(t, (now // 100 + 1) * 100)
+        if waiting > self.up_jobs and view.num_nodes == self.base_nodes:
+            t = min(t, (now // self.up_s + 1) * self.up_s)
+        if waiting < self.down_jobs and view.num_nodes == self.base_nodes + 1 and view.borrowed_idle():
+            t = min(t, (now // self.down_s + 1) * self.down_s)
         return t
 
 
@@ -97,9 +106,10 @@ class LucidProfiler:
         self.lender = settings.get("lender")
         self.group_of_vc, self.n_groups = dict(group_of_vc), n_groups
         fc = settings.get("forecast")
-        forecast = ForecastMean(fc["times"], fc["pred_gpu_num"]) if fc else None
+        scaling = settings["scaling"]
+        forecast = ForecastMean(fc["times"], fc["pred_gpu_num"], bins=int(scaling["forecast_bins"])) if fc else None
         self.policy = LeastGPUFirst(params, base_nodes=pool.nodes, gpu_limit=self.gpu_limit,
-                                    forecast=forecast, scaling=bool(self.lender))
+                                    forecast=forecast, scaling=scaling if self.lender else None)
         self.sim = VCSimulator("profiler", (pool,), self.policy, Consolidate(params=params), params, t0=t0)
         self._profiling: dict[int, dict] = {}  # seq -> the job's full input row, while it is profiled
         self._loans_sent = 0

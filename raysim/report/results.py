@@ -37,14 +37,6 @@ def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 
             writer.close()
 
 
-def read_records(paths) -> pa.Table:
-    """The record segments a ResultSink wrote, as one table."""
-    from raysim.runtime.codec import RESULT_SCHEMA
-
-    tables = [pq.read_table(p) for p in paths]
-    return pa.concat_tables(tables) if tables else RESULT_SCHEMA.empty_table()
-
-
 def merge_profiling(records: pa.Table, stage: pa.Table | None) -> pa.Table:
     """Combine VC job records with the profiler stage's: jobs finished while profiled take the
     profiler's record; the others add their profiling wait to their queue."""

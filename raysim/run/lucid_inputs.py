@@ -7,7 +7,7 @@ import dataclasses
 import logging
 
 import numpy as np
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from raysim.models.colocation import pair_table, workload_ids
 from raysim.models.forecast import load_forecast
@@ -45,7 +45,8 @@ def lucid_inputs(cfg: DictConfig, trace: Trace, spec: RunSpec) -> tuple[RunSpec,
     donor = next(iter(prof.take_from or []), None) or next(iter(layout))
     pool = dataclasses.replace(spec.layout[donor][0], nodes=int(prof.nodes))
     settings = {"params": spec.params, "pool": pool, "time_limit": int(prof.time_limit),
-                "factor": int(prof.factor), "lender": prof.lender, "forecast": forecast}
+                "factor": int(prof.factor), "lender": prof.lender, "forecast": forecast,
+                "scaling": OmegaConf.to_container(prof.scaling, resolve=True)}
     spec = dataclasses.replace(spec, layout=layout, profiler=settings,
                                policy_options={**spec.policy_options, "pairs": pairs, "forecast": forecast})
     log.info("lucid: profiler pool of %d node(s) from %s, lender %s; %d measured pairs over %d workloads; "

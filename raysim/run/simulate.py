@@ -9,10 +9,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from raysim.report.results import merge_profiling, merge_series, read_records, write_jobs
+from raysim.report.results import merge_profiling, merge_series, write_jobs
 from raysim.runtime.codec import jobs_batch
 from raysim.runtime.coordinator import Coordinator
-from raysim.runtime.sink import ResultSink
+from raysim.runtime.sink import ResultSink, read_records
 from raysim.runtime.spec import RunSpec
 from raysim.trace.load import Trace
 

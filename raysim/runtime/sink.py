@@ -18,8 +18,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from raysim.report.results import series_by_vc, timeseries_table
+from raysim.runtime.codec import RESULT_SCHEMA
 
 KINDS = ("records", "series")
+
+
+def read_records(paths) -> pa.Table:
+    """The record segments a ResultSink wrote, as one table."""
+    tables = [pq.read_table(p) for p in paths]
+    return pa.concat_tables(tables) if tables else RESULT_SCHEMA.empty_table()
 
 
 @dataclass

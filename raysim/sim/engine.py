@@ -43,6 +43,7 @@ class VCSimulator:
         self._allowed = catalog.allowed(self.vc.types)
         #: per speed-profile id: the job's speed on each of this VC's GPU types
         self._speeds = catalog.speed_rows(self.vc.types)
+        self._plain_demand: dict[int, Demand] = {}  # GPU count -> Demand of a job without type inputs
         self.recorder = Recorder(params.sample_interval, t0, per_type_columns(catalog.gpu_types))
         #: optional NetworkModel: multi-node jobs slow down when their NICs are oversubscribed
         self.network = network
@@ -224,9 +225,15 @@ class VCSimulator:
     # ------------------------------------------------------------------ actions for policies
     def try_start(self, j: int, now: int) -> bool:
         """Place job j now if the placer finds GPUs; returns whether it started."""
-        if self.jobs.gpu[j] > self.vc.free_gpus:
+        jobs = self.jobs
+        g = jobs.gpu[j]
+        if g > self.vc.free_gpus:
             return False
-        alloc = self.placer.select(self.vc, self.demand(j))
+        if jobs.constraint[j] < 0 and jobs.speed_profile[j] < 0:  # the common case: one Demand per size
+            demand = self._plain_demand.get(g) or self._plain_demand.setdefault(g, Demand(g))
+        else:
+            demand = self.demand(j)
+        alloc = self.placer.select(self.vc, demand)
         if alloc is None:
             return False
         self.start_on(j, alloc, now)
@@ -236,8 +243,8 @@ class VCSimulator:
         """Start pending job j on a placement: (node, GPU count) pairs, all of one allowed GPU type."""
         jobs, vc = self.jobs, self.vc
         g = jobs.gpu[j]
-        t = vc.type_of[alloc[0][0]]
         if not vc.single_type:
+            t = vc.type_of[alloc[0][0]]
             c = jobs.constraint[j]
             if any(vc.type_of[node] != t for node, _ in alloc) or c >= 0 and t not in self._allowed[c]:
                 raise AssertionError(f"{self.name}: placement {alloc} breaks job {j}'s GPU-type constraint")
@@ -248,7 +255,7 @@ class VCSimulator:
         self.running[j] = None
         p = jobs.speed_profile[j]
         if p >= 0:
-            jobs.type_speed[j] = self._speeds[p][t]
+            jobs.type_speed[j] = self._speeds[p][vc.type_of[alloc[0][0]]]
             jobs.rate[j] = jobs.type_speed[j] * jobs.share_speed[j] * jobs.net_speed[j]
         self._started(j, now, alloc[0][0], len(alloc))
         if self.network is not None:
