@@ -22,11 +22,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.layout import nodes_from_gpus, with_layout
 from raysim.trace.mapping import Source, validate_mapped
 from raysim.trace.schema import REQUIRED
-from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 
 GPU_NUMBER_FILE = "cluster_gpu_number.csv"
 VC_SIZE_RULES = ("mode", "last", "max")
@@ -34,9 +34,9 @@ CPU_ONLY = "filtered: CPU-only job (gpu_num = 0)"  # the same reason validate_fr
 NEVER_RAN = "filtered: never ran (duration 0 or no start_time)"
 
 
-def read_helios(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE, on_error: str = "raise",
-                state_filter=None, origin: str = "auto", cluster: str = "", vc_size: str = "mode"
-                ) -> tuple[pa.Table, SkipReport]:
+def read_helios(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
+                on_error: str = "raise", state_filter=None, origin: str = "auto", cluster: str = "",
+                vc_size: str = "mode") -> tuple[pa.Table, SkipReport]:
     """Read a Helios ``cluster_log.csv``; `vc_nodes` None derives the layout from
     ``cluster_gpu_number.csv`` beside it (rule `vc_size`), stored in the metadata as ``vc_nodes``."""
     name = str(path)

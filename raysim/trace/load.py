@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.trace.cluster import read_vc_config
 from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.helios import GPU_NUMBER_FILE, read_helios
@@ -18,7 +19,6 @@ from raysim.trace.pai import TASK_FILE, read_pai
 from raysim.trace.philly import read_philly
 from raysim.trace.readers import read_csv_trace, read_parquet_trace
 from raysim.trace.schema import metadata
-from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 
 #: Files looked for, in order, when trace.path is a folder.
 FOLDER_FILES = ("cluster_full_log.csv", "cluster_log.csv", "jobs.parquet", "cluster_job_log",

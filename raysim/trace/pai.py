@@ -33,10 +33,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.layout import trace_layout, with_layout
 from raysim.trace.mapping import RowChecks, Source, validate_mapped
-from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 
 TASK_FILE = "pai_task_table.csv"
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
@@ -51,9 +51,9 @@ COLUMNS = {"job_id": "(row number)", "submit_time": "start_time", "state": "stat
            "duration": f"end_time - start_time ({TASK_FILE})", "vc": f"gpu_type ({TASK_FILE})"}
 
 
-def read_pai(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE, on_error: str = "raise",
-             state_filter=None, origin: str = "auto", cluster: str = "", vc_groups: dict | None = None
-             ) -> tuple[pa.Table, SkipReport]:
+def read_pai(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
+             on_error: str = "raise", state_filter=None, origin: str = "auto", cluster: str = "",
+             vc_groups: dict | None = None) -> tuple[pa.Table, SkipReport]:
     """Read ``pai_job_table.csv`` and the task table beside it; `vc_nodes` None derives the layout."""
     name = str(path)
     jobs, job_src = _read(path, JOB_COLUMNS)

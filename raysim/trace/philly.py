@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.layout import trace_layout, with_layout
 from raysim.trace.mapping import RowChecks, Source, validate_mapped
-from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 
 STATES = {"Pass": "COMPLETED", "Killed": "CANCELLED", "Failed": "FAILED"}
 DURATION_RULES = ("sum", "span")
@@ -42,9 +42,9 @@ COLUMNS = {"job_id": "jobid", "submit_time": "submitted_time", "state": "status"
            "gpu_num": "attempts[].detail[].gpus", "duration": "attempts[].start_time/end_time"}
 
 
-def read_philly(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE, on_error: str = "raise",
-                state_filter=None, origin: str = "auto", cluster: str = "", duration: str = "sum"
-                ) -> tuple[pa.Table, SkipReport]:
+def read_philly(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
+                on_error: str = "raise", state_filter=None, origin: str = "auto", cluster: str = "",
+                duration: str = "sum") -> tuple[pa.Table, SkipReport]:
     """Read a Philly ``cluster_job_log``; `vc_nodes` None derives the layout from the trace."""
     if duration not in DURATION_RULES:
         raise ValueError(f"duration must be one of {DURATION_RULES}, not {duration!r}")

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.schema import OPTIONAL, REQUIRED, conform, with_metadata
-from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 
 INT_COLUMNS = ("job_id", "gpu_num", "cpu_num", "duration")
 #: Optional text columns: workload names, and the GPU type and constraint of heterogeneous traces.
@@ -63,8 +63,8 @@ def _text(series: pd.Series) -> pd.Series:
     return series
 
 
-def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int], gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
-                   on_error: str = "raise", state_filter=None, origin: str = "auto",
+def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
+                   gpus_per_node: int = DEFAULT_GPUS_PER_NODE, on_error: str = "raise", state_filter=None, origin: str = "auto",
                    cluster: str = "") -> tuple[pa.Table, SkipReport]:
     """Check every row of `df` and build the raysim job table (sorted by submit time, stable)."""
     if on_error not in ("raise", "skip"):

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from raysim.trace.schema import metadata
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
+from raysim.trace.schema import metadata
 
 DAY = 86400
 #: GPU-count bins (inclusive; None = no upper bound) beyond 1 GPU.
@@ -34,7 +34,8 @@ def _origin(table: pa.Table) -> dt.datetime:
     return dt.datetime(1970, 1, 1) if origin in ("", "0") else dt.datetime.fromisoformat(origin)
 
 
-def trace_stats(table: pa.Table, vc_nodes: dict[str, int], gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> dict[str, object]:
+def trace_stats(table: pa.Table, vc_nodes: dict[str, int],
+                gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> dict[str, object]:
     """Statistics of one trace, as an ordered {label: value} dict (per-VC rows are "VC <name>")."""
     gpu = table.column("gpu_num").to_numpy().astype(np.int64)
     duration = table.column("duration").to_numpy().astype(np.float64)
