@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -27,3 +28,17 @@ def project_path(relative: str) -> str:
     if base is None:
         raise ValueError(f"raysim_path: unknown project folder {head!r} in {relative!r}")
     return str(base / rest) if rest else str(base)
+
+
+def original_cwd() -> Path:
+    """Hydra's original working directory when Hydra is running, else the current one: what
+    relative data paths in a config are relative to."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.utils import get_original_cwd
+
+        if HydraConfig.initialized():
+            return Path(get_original_cwd())
+    except ImportError:
+        pass
+    return Path(os.getcwd())

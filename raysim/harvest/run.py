@@ -21,24 +21,12 @@ from raysim.harvest.engine import HarvestParams, HarvestResult, simulate
 from raysim.harvest.metrics import jobs_table, steps_table, summarize
 from raysim.harvest.replay import load_node_log, slice_events
 from raysim.harvest.tasks import load_tasks
+from raysim.paths import original_cwd
 
 DATA_HELP = ("The harvest data is the BFTrainer replayer dataset (Liu et al., arXiv 2106.12091; "
              "https://github.com/BFTrainer/Replayer, folder dataset/) stored as Parquet: raysim's shared "
              "data folder holds it under harvest/. Set RAYSIM_SHARED to the folder that contains harvest/, "
              "or override harvest.data_dir (or harvest.node_log / harvest.tasks). See docs/harvest.md.")
-
-
-def original_cwd() -> Path:
-    """Hydra's original working directory when Hydra is running, else the current one."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.utils import get_original_cwd
-
-        if HydraConfig.initialized():
-            return Path(get_original_cwd())
-    except ImportError:
-        pass
-    return Path(os.getcwd())
 
 
 def resolve_data(path: str, key: str, base: Path) -> Path:

@@ -66,6 +66,12 @@ class SweepSummary(Callback):
 
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
+        if config.get("mode") == "fgd":
+            from raysim.sharing.run import summarize_fgd_sweep
+
+            table = summarize_fgd_sweep(sweep_dir)
+            print(f"FGD sweep summary ({len(table)} policies): {sweep_dir / 'fgd_sweep.md'}")
+            return
         try:
             table = summarize_sweep(sweep_dir)
         except FileNotFoundError:

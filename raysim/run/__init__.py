@@ -6,6 +6,7 @@
   `lucid_inputs`), simulates every VC (`simulate`: VC groups, coordinator, result files) and
   writes the summary, plots and reports (`outputs`).
 - `raysim.harvest.run.run_harvest`: an idle-node harvesting replay.
+- `raysim.sharing.run.run_fgd`: the FGD placement ("inflation") experiment under GPU sharing.
 """
 
 from __future__ import annotations
@@ -27,4 +28,8 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
         from raysim.run.cluster import run_cluster
 
         return run_cluster(cfg, run_dir)
-    raise ValueError(f"unknown mode {cfg.mode!r}: expected 'cluster' or 'harvest'")
+    if cfg.mode == "fgd":
+        from raysim.sharing.run import run_fgd
+
+        return run_fgd(cfg, run_dir)
+    raise ValueError(f"unknown mode {cfg.mode!r}: expected 'cluster', 'harvest' or 'fgd'")

@@ -1,0 +1,35 @@
+"""GPU-sharing placement on a snapshot cluster: the FGD "inflation" experiment, re-created in numpy.
+
+This package re-creates the experiment of "Beware of Fragmentation: Scheduling GPU-Sharing
+Workloads with Fragmentation Gradient Descent" (Weng et al., USENIX ATC'23; simulator
+github.com/hkust-adsl/kubernetes-scheduler-simulator) on the Alibaba GPU trace v2023 ("openb"):
+pods arrive one at a time (a shuffled pod list, then pods sampled from it with replacement until the
+requested GPUs reach ``tune`` x the cluster's GPUs), never leave, and each is placed by a policy on
+one node or fails. Per percent of arrived GPU demand the run reports the GPU allocation ratio and the
+fragmentation ratio, in the reference's CSV layout.
+
+- :mod:`raysim.sharing.cluster`: node state (CPU, memory, per-GPU free milli), feasibility,
+  placement and an over-allocation check. A pod takes CPU and memory on one node and either
+  ``num_gpu`` whole free GPUs or ``gpu_milli`` (< 1000) of one GPU shared with other fractional pods.
+- :mod:`raysim.sharing.frag`: the target workload (the most frequent pod shapes) and FGD's node
+  fragmentation measure, vectorised over nodes.
+- :mod:`raysim.sharing.policies`: Random, DotProd, GpuClustering, GpuPacking, BestFit and FGD, each
+  with its node score and its GPU choice inside the node (registry :data:`POLICIES`).
+- :mod:`raysim.sharing.inflation`: the experiment and the analysis (allocation and fragmentation
+  ratio per percent of arrived workload).
+
+No Ray: a run is a numpy loop over arrivals (seconds per policy and seed). ``docs/sharing.md`` has
+the definitions and every known difference from the reference.
+"""
+
+from raysim.sharing.cluster import ClusterState, Nodes, OverAllocation, PodKinds, Pods
+from raysim.sharing.frag import FragModel, TargetWorkload, target_workload
+from raysim.sharing.inflation import InflationRun, experiment, load_openb, run_inflation
+from raysim.sharing.policies import POLICIES, make_policy
+
+__all__ = [
+    "ClusterState", "Nodes", "Pods", "PodKinds", "OverAllocation",
+    "FragModel", "TargetWorkload", "target_workload",
+    "InflationRun", "run_inflation", "experiment", "load_openb",
+    "POLICIES", "make_policy",
+]

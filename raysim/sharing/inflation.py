@@ -1,0 +1,235 @@
+"""The FGD "inflation" experiment: pods arrive, never leave, and are placed or fail; the GPU
+allocation and fragmentation ratios are read per percent of arrived GPU demand.
+
+Arrivals (the reference's ``Simulate`` with ``shufflePod: true`` and ``workloadTuningConfig``):
+every pod of the list once, in a random order, then pods drawn uniformly WITH replacement from the
+list, appended while the requested GPU milli stays within ``tune`` x the cluster's (the reference
+stops at the first draw whose ``gpu_milli`` - per GPU, not times ``num_gpu`` - would cross it, and
+so do we). If the list alone asks for more than ``tune`` x capacity, random pods are removed from
+it instead until it does not. One seed drives the order, the draws, the node order that breaks
+score ties and the policy's own randomness (independent ``numpy`` streams spawned from it).
+
+After each arrival (placed or not) a row records the arrived GPU milli (failures included), the
+allocated GPU milli and the fragmentation ratio (100 x fragment / idle GPU milli, rounded to 2
+decimals as the reference's log). The analysis (the reference's ``merge_alloc_discrete.py`` and
+``merge_frag_ratio_discrete.py``) rounds each row's arrived share to a whole percent (half to even)
+and its allocation share to 2 decimals; the value at percent p is the mean over the rows at p, or, if
+none, over the rows at p-1..p+1 (allocation rounded to 2 decimals), and missing if still none.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from raysim.sharing.cluster import MILLI, ClusterState, Nodes, PodKinds, Pods
+from raysim.sharing.frag import FragModel, TargetWorkload, target_workload
+from raysim.sharing.policies import make_policy, policy_class
+
+PERCENTS = tuple(range(0, 131))
+DEFAULT_TUNE = 1.3
+DEFAULT_SEEDS = tuple(range(42, 52))
+
+
+def arrival_order(pods: Pods, capacity_milli: int, tune: float, rng: np.random.Generator,
+                  chunk: int = 4096) -> np.ndarray:
+    """Pod indices in arrival order (see the module doc)."""
+    n = len(pods)
+    order = rng.permutation(n)
+    if tune <= 0 or n == 0:
+        return order
+    req = pods.gpu_request
+    total = int(req.sum())
+    target = tune * capacity_milli
+    if total == target:
+        return order
+    if total == 0:
+        raise ValueError("tuning the workload to a GPU target needs pods that ask for GPUs (use tune=0)")
+    if total > target:  # tune down: drop random pods of the (shuffled) list
+        kept = order.tolist()
+        while total > target:
+            i = int(rng.integers(len(kept)))
+            total -= int(req[kept.pop(i)])
+        return np.array(kept, dtype=np.int64)
+    extra = []
+    while True:
+        draws = rng.integers(n, size=chunk)
+        before = total + np.concatenate([[0], np.cumsum(req[draws])[:-1]])
+        over = np.flatnonzero(before + pods.gpu_milli[draws] > target)
+        if len(over):
+            extra.append(draws[:over[0]])
+            break
+        extra.append(draws)
+        total = int(before[-1] + req[draws[-1]])
+    return np.concatenate([order, *extra]).astype(np.int64)
+
+
+@dataclass
+class InflationRun:
+    """One run: per arrival, the pod, its node (-1: failed) and the cluster's counters after it."""
+
+    policy: str
+    label: str
+    seed: int
+    tune: float
+    total_gpus: int
+    pod: np.ndarray
+    node: np.ndarray
+    arrived_milli: np.ndarray  # cumulative GPU milli requested, failures included
+    used_milli: np.ndarray  # GPU milli allocated
+    frag_milli: np.ndarray  # fragment amount (float)
+    idle_milli: np.ndarray  # free GPU milli
+    wall_s: float = 0.0
+    workload: str = ""
+
+    @property
+    def failed(self) -> int:
+        return int((self.node < 0).sum())
+
+    @property
+    def frag_ratio(self) -> np.ndarray:
+        """Per row, 100 x fragment / idle, rounded to 2 decimals (the reference's log value)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.round(100.0 * self.frag_milli / self.idle_milli, 2)
+
+    def _percent(self) -> np.ndarray:
+        return np.rint(self.arrived_milli / self.total_gpus / 10)
+
+    def allo_curve(self) -> dict[int, float]:
+        """Allocation ratio (%) per percent of arrived workload."""
+        alloc = np.array([round(x, 2) for x in (self.used_milli / self.total_gpus / 10).tolist()])
+        return _discretize(self._percent(), alloc, 2)
+
+    def frag_curve(self) -> dict[int, float]:
+        """Fragmentation ratio (%) per percent of arrived workload."""
+        return _discretize(self._percent(), self.frag_ratio, None)
+
+    def rows(self):
+        """(allo, frag) one-row DataFrames in the reference's layout."""
+        import pandas as pd
+
+        meta = {"workload": self.workload, "sc_policy": self.label, "tune": self.tune, "seed": self.seed}
+        allo = {**meta, "total_gpus": self.total_gpus, **{str(k): v for k, v in self.allo_curve().items()}}
+        frag = {**meta, **{str(k): v for k, v in self.frag_curve().items()}}
+        return pd.DataFrame([allo]), pd.DataFrame([frag])
+
+
+def _discretize(percent: np.ndarray, value: np.ndarray, digits) -> dict[int, float]:
+    out = {}
+    for p in PERCENTS:
+        sel = percent == p
+        if not sel.any():
+            sel = (percent >= p - 1) & (percent <= p + 1)
+            if not sel.any():
+                out[p] = float("nan")
+                continue
+        v = float(value[sel].mean())
+        out[p] = round(v, digits) if digits is not None else v
+    return out
+
+
+def run_inflation(nodes: Nodes, pods: Pods, policy: str, seed: int, tune: float = DEFAULT_TUNE, *,
+                  target: TargetWorkload | None = None, workload: str = "", check: bool = False) -> InflationRun:
+    """One experiment: `policy` (a name of :data:`raysim.sharing.policies.POLICIES`) places the
+    arrivals of `pods` on `nodes`. `target` defaults to the target workload of `pods`. With
+    `check`, :meth:`ClusterState.check` runs at the end."""
+    t0 = time.perf_counter()
+    cls = policy_class(policy)
+    kinds = PodKinds.of(pods)
+    frag = FragModel(target if target is not None else target_workload(pods), nodes.models)
+    rng_order, rng_rank, rng_policy = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
+    capacity = nodes.total_gpus * MILLI
+    order = arrival_order(pods, capacity, tune, rng_order)
+    rank = rng_rank.permutation(len(nodes))
+    state = ClusterState(nodes)
+    pol = make_policy(cls.name, state, frag, kinds, rng_policy)
+
+    model = nodes.model
+    frag_node = frag.numerator(state.cpu_left, state.gpu_left, model)
+    frag_sum = int(frag_node.sum())
+    cpu, mem, ngpu, milli = (a.tolist() for a in (pods.cpu_milli, pods.memory_mib, pods.num_gpu, pods.gpu_milli))
+    spec, kind_of = pods.gpu_spec.tolist(), kinds.of_pod.tolist()
+    steps = len(order)
+    node_out = np.full(steps, -1, dtype=np.int64)
+    arrived = np.zeros(steps, dtype=np.int64)
+    used = np.zeros(steps, dtype=np.int64)
+    frag_out = np.zeros(steps, dtype=np.float64)
+    arr = use = 0
+    for step, p in enumerate(order.tolist()):
+        arr += ngpu[p] * milli[p]
+        idx = np.flatnonzero(state.feasible(cpu[p], mem[p], ngpu[p], milli[p], spec[p]))
+        if len(idx):
+            k = kind_of[p]
+            node = int(idx[0]) if len(idx) == 1 else pol.select(k, idx, rank)
+            gpus = pol.gpus(node, k) if ngpu[p] else ()
+            state.place(node, cpu[p], mem[p], ngpu[p], milli[p], gpus, pod=p, gpu_spec=spec[p])
+            pol.placed(node, k)
+            new = int(frag.numerator(state.cpu_left[node], state.gpu_left[node], model[node]))
+            frag_sum += new - int(frag_node[node])
+            frag_node[node] = new
+            use += ngpu[p] * milli[p]
+            node_out[step] = node
+        arrived[step] = arr
+        used[step] = use
+        frag_out[step] = frag_sum
+    if check:
+        state.check()
+    return InflationRun(cls.name, cls.label, int(seed), float(tune), nodes.total_gpus, order, node_out, arrived,
+                        used, frag_out / frag.total, capacity - used, time.perf_counter() - t0, workload)
+
+
+def experiment(nodes: Nodes, pods: Pods, policies=("random", "dotprod", "gpu_clustering", "gpu_packing",
+                                                    "bestfit", "fgd"),
+               seeds=DEFAULT_SEEDS, tune: float = DEFAULT_TUNE, *, workload: str = "", processes: int = 1):
+    """Every (policy, seed) run; returns (allo, frag) DataFrames in the reference's layout (one row
+    per run; columns workload, sc_policy, tune, seed, [total_gpus,] "0".."130") and the runs'
+    wall times in a third DataFrame."""
+    import pandas as pd
+
+    jobs = [(p, s) for p in policies for s in seeds]
+    if processes > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(processes) as ex:
+            runs = list(ex.map(_run_job, [(nodes, pods, p, s, tune, workload) for p, s in jobs]))
+    else:
+        runs = [_run_job((nodes, pods, p, s, tune, workload)) for p, s in jobs]
+    allo = pd.concat([r[0] for r in runs], ignore_index=True)
+    frag = pd.concat([r[1] for r in runs], ignore_index=True)
+    times = pd.DataFrame([r[2] for r in runs])
+    return allo, frag, times
+
+
+def _run_job(args):
+    nodes, pods, policy, seed, tune, workload = args
+    run = run_inflation(nodes, pods, policy, seed, tune, workload=workload)
+    allo, frag = run.rows()
+    return allo, frag, {"sc_policy": run.label, "seed": run.seed, "wall_s": run.wall_s, "failed": run.failed,
+                        "arrivals": len(run.pod)}
+
+
+def load_openb(folder, workload: str = "default", node_list: str = "openb_node_list_gpu_node"
+               ) -> tuple[Nodes, Pods]:
+    """Nodes and pods of the Alibaba GPU 2023 trace from `folder` (the reference uses the GPU nodes
+    only: ``openb_node_list_gpu_node``). `workload` is a pod list name such as ``default``."""
+    from raysim.trace.alibaba2023 import pod_list_path, read_openb_nodes, read_openb_pods
+
+    folder = Path(folder)
+    nt = read_openb_nodes(folder / f"{node_list.removesuffix('.csv')}.csv")
+    nodes = Nodes.from_lists(nt.column("cpu_milli").to_numpy(), nt.column("memory_mib").to_numpy(),
+                             nt.column("num_gpu").to_numpy(), nt.column("model").to_pylist(),
+                             names=tuple(nt.column("node").to_pylist()))
+    pt, _ = read_openb_pods(pod_list_path(folder, workload))
+    pods = Pods(pt.column("cpu_milli").to_numpy(), pt.column("memory_mib").to_numpy(),
+                pt.column("num_gpu").to_numpy(), pt.column("gpu_milli").to_numpy(),
+                np.array(pt.column("gpu_spec").to_pylist(), dtype=object), tuple(pt.column("name").to_pylist()))
+    return nodes, pods
+
+
+def workload_name(workload: str) -> str:
+    """``default`` -> ``openb_pod_list_default`` (the reference's `workload` column)."""
+    w = str(workload).removesuffix(".csv")
+    return w if w.startswith("openb_pod_list_") else "openb_pod_list_" + w

@@ -1,0 +1,46 @@
+"""+experiment=fgd_openb: the Hydra route into one inflation run, its files, and the sweep summary."""
+
+import pandas as pd
+from hydra import compose, initialize_config_dir
+
+from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
+from raysim.paths import CONF_DIR
+from raysim.run import run
+from raysim.sharing.run import summarize_fgd_sweep
+
+NODES = "sn,cpu_milli,memory_mib,gpu,model\n" + "".join(
+    f"openb-node-{i:04d},32000,131072,{g},{m}\n" for i, (g, m) in enumerate([(8, "V100M16"), (4, "T4"), (2, "T4")] * 10))
+PODS = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n" + \
+    "".join(f"openb-pod-{i:04d},{c},1024,{n},{m},,LS,Running,{i},1000,{i}\n"
+            for i, (c, n, m) in enumerate([(2000, 1, 500), (4000, 1, 1000), (8000, 2, 1000), (1000, 1, 250),
+                                           (6000, 4, 1000), (3000, 1, 700), (500, 0, 0)]))
+
+
+def composed(tmp_path, *overrides):
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text(NODES)
+    (tmp_path / "openb_pod_list_default.csv").write_text(PODS)
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        return compose(config_name="config", overrides=["+experiment=fgd_openb", f"fgd.data_dir={tmp_path}",
+                                                        *overrides])
+
+
+def test_one_run_writes_the_reference_layout(tmp_path):
+    cfg = composed(tmp_path, "fgd.policy=bestfit", "seed=3")
+    row = run(cfg, tmp_path / "out")
+    allo = pd.read_csv(tmp_path / "out" / "allo.csv")
+    assert list(allo.columns[:5]) == ["workload", "sc_policy", "tune", "seed", "total_gpus"]
+    assert list(allo.columns[5:]) == [str(p) for p in range(131)]
+    assert (allo.at[0, "sc_policy"], allo.at[0, "seed"], allo.at[0, "total_gpus"]) == ("05-BestFit", 3, 140)
+    assert row["allo_130"] == allo.at[0, "130"] and 0 < row["allo_130"] <= 100
+    assert allo.iloc[0, 5:].notna().all()  # every percent 0..130 has a value
+    assert (tmp_path / "out" / "frag_ratio.csv").exists() and (tmp_path / "out" / "plots" / "fgd_curves.png").exists()
+
+
+def test_sweep_summary_averages_seeds_per_policy(tmp_path):
+    sweep = tmp_path / "sweep"
+    for i, (policy, seed) in enumerate([("fgd", 1), ("fgd", 2), ("random", 1)]):
+        run(composed(tmp_path, f"fgd.policy={policy}", f"seed={seed}"), sweep / str(i))
+    table = summarize_fgd_sweep(sweep)
+    assert table.set_index("sc_policy")["seeds"].to_dict() == {"06-FGD": 2, "01-Random": 1}
+    allo = pd.read_csv(sweep / "analysis_allo_discrete.csv")
+    assert len(allo) == 3 and (sweep / "fgd_sweep.md").exists() and (sweep / "plots" / "fgd_curves.png").exists()
