@@ -193,6 +193,7 @@ class ClusterState:
         self.left_total = nd.num_gpu * MILLI
         self.whole = np.zeros(self.gpu_left.shape, dtype=bool)
         self.placements = []
+        self._slots: dict = {}  # pod -> positions of its placements in `placements` (for remove)
         self._access: dict = {}
 
     # ------------------------------------------------------------------------- feasibility
@@ -268,7 +269,43 @@ class ClusterState:
             self.n_free[node] = int((row == MILLI).sum())
             self.max_left[node] = int(row.max())
             self.left_total[node] = int(row.sum())
+        self._slots.setdefault(pod, []).append(len(self.placements))
         self.placements.append(Placement(pod, node, cpu_milli, memory_mib, gpu_milli, gpus, gpu_spec))
+
+    def remove(self, pod: int) -> Placement:
+        """Take pod `pod` off its node (the inverse of :meth:`place`: CPU, memory, pod count and its
+        GPUs' milli are given back; a GPU held whole is no longer marked). Place then remove leaves
+        every array as it was. If `pod` was placed several times, its latest placement goes. Raises
+        :class:`OverAllocation` when `pod` is not placed. O(1) in the number of placements (the
+        last placement moves into the freed slot, so `placements` is not in placement order)."""
+        slots = self._slots.get(pod)
+        if not slots:
+            raise OverAllocation(f"pod {pod} is not placed")
+        pos = slots.pop()
+        if not slots:
+            del self._slots[pod]
+        p = self.placements[pos]
+        last = len(self.placements) - 1
+        if pos != last:
+            moved = self.placements[last]
+            self.placements[pos] = moved
+            where = self._slots[moved.pod]
+            where[where.index(last)] = pos
+        self.placements.pop()
+        node = p.node
+        self.cpu_left[node] += p.cpu_milli
+        self.mem_left[node] += p.memory_mib
+        self.n_pods[node] -= 1
+        if p.gpus:
+            row = self.gpu_left[node]
+            for g in p.gpus:
+                row[g] += p.gpu_milli
+                if p.gpu_milli >= MILLI:
+                    self.whole[node, g] = False  # a whole-GPU pod holds its GPUs alone
+            self.n_free[node] = int((row == MILLI).sum())
+            self.max_left[node] = int(row.max())
+            self.left_total[node] = int(row.sum())
+        return p
 
     # ------------------------------------------------------------------------------ checks
     @property

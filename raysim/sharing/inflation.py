@@ -131,6 +131,21 @@ def _discretize(percent: np.ndarray, value: np.ndarray, digits) -> dict[int, flo
     return out
 
 
+def place_one(state: ClusterState, pol, rank: np.ndarray, pod: int, cpu_milli: int, memory_mib: int,
+              num_gpu: int, gpu_milli: int, gpu_spec, kind: int) -> int:
+    """Place one pod as the experiment does: the nodes where it fits now, the policy's node among
+    them (no scoring when only one fits), the policy's GPUs inside it, then the policy is told.
+    Returns the node, or -1 (state unchanged) when it fits nowhere."""
+    idx = np.flatnonzero(state.feasible(cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec))
+    if not len(idx):
+        return -1
+    node = int(idx[0]) if len(idx) == 1 else pol.select(kind, idx, rank)
+    gpus = pol.gpus(node, kind) if num_gpu else ()
+    state.place(node, cpu_milli, memory_mib, num_gpu, gpu_milli, gpus, pod=pod, gpu_spec=gpu_spec)
+    pol.placed(node, kind)
+    return node
+
+
 def run_inflation(nodes: Nodes, pods: Pods, policy: str, seed: int, tune: float = DEFAULT_TUNE, *,
                   target: TargetWorkload | None = None, workload: str = "", check: bool = False) -> InflationRun:
     """One experiment: `policy` (a name of :data:`raysim.sharing.policies.POLICIES`) places the
@@ -160,13 +175,8 @@ def run_inflation(nodes: Nodes, pods: Pods, policy: str, seed: int, tune: float 
     arr = use = 0
     for step, p in enumerate(order.tolist()):
         arr += ngpu[p] * milli[p]
-        idx = np.flatnonzero(state.feasible(cpu[p], mem[p], ngpu[p], milli[p], spec[p]))
-        if len(idx):
-            k = kind_of[p]
-            node = int(idx[0]) if len(idx) == 1 else pol.select(k, idx, rank)
-            gpus = pol.gpus(node, k) if ngpu[p] else ()
-            state.place(node, cpu[p], mem[p], ngpu[p], milli[p], gpus, pod=p, gpu_spec=spec[p])
-            pol.placed(node, k)
+        node = place_one(state, pol, rank, p, cpu[p], mem[p], ngpu[p], milli[p], spec[p], kind_of[p])
+        if node >= 0:
             new = int(frag.numerator(state.cpu_left[node], state.gpu_left[node], model[node]))
             frag_sum += new - int(frag_node[node])
             frag_node[node] = new

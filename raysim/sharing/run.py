@@ -4,6 +4,11 @@ A run folder gets `allo.csv` and `frag_ratio.csv` (one row each, in the FGD simu
 layout: workload, sc_policy, tune, seed, [total_gpus,] then one column per percent 0..130 of
 arrived GPU workload), `fgd_summary.csv` (the curves at 100 % and 130 %, failures, wall time) and
 `plots/fgd_curves.png`. A multirun over policies and seeds is combined by `summarize_fgd_sweep`.
+
+With `fgd.timed: true` the run is instead the timed experiment (:mod:`raysim.sharing.timed`: pods
+arrive at their creation time, hold resources for their duration, queue while nothing fits;
+`fgd.backfill`, `fgd.speedup`): the run folder gets `jobs.parquet` (one row per pod), `summary.csv`
+(one row, vc "all", raysim's cluster-summary column names where they apply) and `plots/timed.png`.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ def run_fgd(cfg: DictConfig, run_dir: Path) -> dict:
     folder = (original_cwd() / str(f.data_dir)).resolve()
     if not (folder / f"{str(f.node_list).removesuffix('.csv')}.csv").is_file():
         raise FileNotFoundError(f"fgd.data_dir: no {f.node_list}.csv in {folder}.\n{DATA_HELP}")
+    if f.get("timed", False):
+        return run_fgd_timed(cfg, folder, run_dir)
     t0 = time.perf_counter()
     nodes, pods = load_openb(folder, str(f.workload), str(f.node_list))
     load_s = time.perf_counter() - t0
@@ -51,6 +58,31 @@ def run_fgd(cfg: DictConfig, run_dir: Path) -> dict:
     print(f"{run.label} on {run.workload} (seed {run.seed}, tune {run.tune}): {len(run.pod):,} arrivals, "
           f"{run.failed:,} failed; GPU allocation {row['allo_100']:.2f} % at 100 % arrived, "
           f"{row['allo_130']:.2f} % at 130 %; {run.wall_s:.2f} s")
+    print(f"results: {run_dir}")
+    return row
+
+
+def run_fgd_timed(cfg: DictConfig, folder: Path, run_dir: Path) -> dict:
+    """The timed experiment (`fgd.timed: true`): jobs.parquet, summary.csv, plots/timed.png."""
+    import pyarrow.parquet as pq
+
+    from raysim.sharing.timed import load_openb_timed, run_timed, timed_plot
+
+    f = cfg.fgd
+    nodes, pods = load_openb_timed(folder, str(f.workload), str(f.node_list))
+    run = run_timed(nodes, pods, str(f.policy), int(cfg.seed), backfill=bool(f.get("backfill", False)),
+                    speedup=float(f.get("speedup", 1)))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    pq.write_table(run.jobs_table(), run_dir / "jobs.parquet")
+    row = {"workload": workload_name(str(f.workload)), **run.summary()}
+    pd.DataFrame([row]).to_csv(run_dir / "summary.csv", index=False)
+    if f.get("plots", True):
+        mode = "backfill" if run.backfill else "FIFO"
+        timed_plot(run, run_dir / "plots" / "timed.png", title=f"{run.label}, {row['workload']}, {mode}, seed {run.seed}")
+    print(f"{run.label} timed on {row['workload']} ({'backfill' if run.backfill else 'FIFO'}, seed {run.seed}): "
+          f"{row['finished']:,} of {row['jobs']:,} pods ran ({row['rejected']} rejected, {row['censored']} censored "
+          f"durations); avg queue {row['avg_queue']:.1f} s, p99 queue {row['p99_queue']:.1f} s, avg JCT "
+          f"{row['avg_jct']:.1f} s, GPU utilisation {row['gpu_utilization']:.4f}; {run.wall_s:.2f} s")
     print(f"results: {run_dir}")
     return row
 

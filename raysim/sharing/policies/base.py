@@ -63,6 +63,9 @@ class Policy:
     def placed(self, node: int, kind: int) -> None:
         """Called after a pod of `kind` was placed on `node` (to update caches)."""
 
+    def removed(self, node: int, kind: int) -> None:
+        """Called after a pod of `kind` left `node` (the timed mode; the inverse of `placed`)."""
+
 
 def best_fit_gpus(state: ClusterState, node: int, num_gpu: int, gpu_milli: int) -> tuple[int, ...]:
     """The reference's ``allocateGpuIdBasedOnBestFit``: a share goes to the fitting GPU with the least

@@ -117,3 +117,6 @@ class FGDPolicy(Policy):
 
     def placed(self, node, kind):
         self._refresh(node)
+
+    def removed(self, node, kind):
+        self._refresh(node)

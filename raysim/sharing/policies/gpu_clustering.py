@@ -47,3 +47,8 @@ class GpuClusteringPolicy(Policy):
         tag = int(self.k_tag[kind])
         if tag >= 0:
             self.count[node, tag] += 1
+
+    def removed(self, node, kind):
+        tag = int(self.k_tag[kind])
+        if tag >= 0:
+            self.count[node, tag] -= 1
