@@ -221,18 +221,24 @@ def _run_job(args):
                         "arrivals": len(run.pod)}
 
 
+def load_openb_nodes(folder, node_list: str = "openb_node_list_gpu_node") -> Nodes:
+    """The nodes of an openb node list in `folder` (the reference uses the GPU nodes only)."""
+    from raysim.trace.alibaba2023 import read_openb_nodes
+
+    nt = read_openb_nodes(Path(folder) / f"{node_list.removesuffix('.csv')}.csv")
+    return Nodes.from_lists(nt.column("cpu_milli").to_numpy(), nt.column("memory_mib").to_numpy(),
+                            nt.column("num_gpu").to_numpy(), nt.column("model").to_pylist(),
+                            names=tuple(nt.column("node").to_pylist()))
+
+
 def load_openb(folder, workload: str = "default", node_list: str = "openb_node_list_gpu_node"
                ) -> tuple[Nodes, Pods]:
     """Nodes and pods of the Alibaba GPU 2023 trace from `folder` (the reference uses the GPU nodes
     only: ``openb_node_list_gpu_node``). `workload` is a pod list name such as ``default``."""
-    from raysim.trace.alibaba2023 import pod_list_path, read_openb_nodes, read_openb_pods
+    from raysim.trace.alibaba2023 import pod_list_path, read_openb_pods
 
-    folder = Path(folder)
-    nt = read_openb_nodes(folder / f"{node_list.removesuffix('.csv')}.csv")
-    nodes = Nodes.from_lists(nt.column("cpu_milli").to_numpy(), nt.column("memory_mib").to_numpy(),
-                             nt.column("num_gpu").to_numpy(), nt.column("model").to_pylist(),
-                             names=tuple(nt.column("node").to_pylist()))
-    pt, _ = read_openb_pods(pod_list_path(folder, workload))
+    nodes = load_openb_nodes(folder, node_list)
+    pt, _ = read_openb_pods(pod_list_path(Path(folder), workload))
     pods = Pods(pt.column("cpu_milli").to_numpy(), pt.column("memory_mib").to_numpy(),
                 pt.column("num_gpu").to_numpy(), pt.column("gpu_milli").to_numpy(),
                 np.array(pt.column("gpu_spec").to_pylist(), dtype=object), tuple(pt.column("name").to_pylist()))

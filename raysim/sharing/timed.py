@@ -46,7 +46,7 @@ import pyarrow as pa
 
 from raysim.sharing.cluster import MILLI, ClusterState, Nodes, PodKinds, Pods
 from raysim.sharing.frag import FragModel, target_workload
-from raysim.sharing.inflation import place_one
+from raysim.sharing.inflation import load_openb_nodes, place_one
 from raysim.sharing.policies import make_policy, policy_class
 
 QUANTILES = {"p50": 50, "p95": 95, "p99": 99, "p99.9": 99.9}
@@ -325,15 +325,10 @@ def load_openb_timed(folder, workload: str = "default", node_list: str = "openb_
     """Nodes and timed pods of an openb pod list (see :func:`raysim.sharing.inflation.load_openb`)."""
     from pathlib import Path
 
-    from raysim.trace.alibaba2023 import pod_list_path, read_openb_nodes, read_openb_pods
+    from raysim.trace.alibaba2023 import pod_list_path, read_openb_pods
 
-    folder = Path(folder)
-    nt = read_openb_nodes(folder / f"{node_list.removesuffix('.csv')}.csv")
-    nodes = Nodes.from_lists(nt.column("cpu_milli").to_numpy(), nt.column("memory_mib").to_numpy(),
-                             nt.column("num_gpu").to_numpy(), nt.column("model").to_pylist(),
-                             names=tuple(nt.column("node").to_pylist()))
-    pt, _ = read_openb_pods(pod_list_path(folder, workload))
-    return nodes, timed_pods(pt)
+    pt, _ = read_openb_pods(pod_list_path(Path(folder), workload))
+    return load_openb_nodes(folder, node_list), timed_pods(pt)
 
 
 def timed_plot(run: TimedRun, path, title: str = ""):
