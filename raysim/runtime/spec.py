@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from raysim.placement import make_placer
+from raysim.placement.types import check_type_order
 from raysim.policy import policy_class, policy_constants
 from raysim.sim import SimParams, VCSimulator
 from raysim.cluster.catalog import TypeCatalog
@@ -34,6 +35,7 @@ class RunSpec:
     catalog: TypeCatalog = field(default_factory=TypeCatalog)
 
     def __post_init__(self):
+        check_type_order(self.type_order)  # before any actor is built with it
         object.__setattr__(self, "policy_options", {**policy_constants(self.policy), **self.policy_options})
         if not self.catalog.gpu_types:
             types = list(dict.fromkeys(p.gpu_type for pools in self.layout.values() for p in pools))
