@@ -53,6 +53,19 @@ def test_policies_declare_what_they_need():
                                             "large_overhead_s": 60, "large_above_gpus": 8}
 
 
+def test_a_constant_of_the_wrong_type_is_one_clear_line():
+    import pytest
+
+    from raysim.runtime.spec import RunSpec
+    from raysim.sim import SimParams
+
+    with pytest.raises(ValueError, match=r"^policy.period_s must be an integer \(conf/policy/tiresias.yaml has 60\), "
+                                         r"not 'abc'$"):
+        RunSpec("tiresias", "consolidate", SimParams(), {}, policy_options={"period_s": "abc"})
+    spec = RunSpec("tiresias", "consolidate", SimParams(), {}, policy_options={"period_s": 120})
+    assert spec.policy_options["period_s"] == 120 and spec.policy_options["threshold_gpu_s"] == 18000
+
+
 class Smallest(BlockingQueuePolicy):
     """A toy policy: fewest GPUs first, and never more than `max_gpus` running at once."""
 

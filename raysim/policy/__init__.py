@@ -47,6 +47,22 @@ def policy_constants(name: str, conf_dir: str | Path | None = None) -> dict:
     return conf
 
 
+def checked_constants(name: str, options: dict) -> dict:
+    """`options` over the constants of conf/policy/<name>.yaml, each of a conf constant's type (an
+    int where the conf has an int, a number where it has a float); a wrong one is a one-line error."""
+    defaults = policy_constants(name)
+    out = {**defaults, **options}
+    for key, default in defaults.items():
+        value = out[key]
+        if isinstance(default, bool) or not isinstance(default, (int, float)):
+            continue
+        want = int if isinstance(default, int) else float
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or want is int and value != int(value):
+            raise ValueError(f"policy.{key} must be {'an integer' if want is int else 'a number'} "
+                             f"(conf/policy/{name}.yaml has {default!r}), not {value!r}")
+    return out
+
+
 def make_policy(name: str, *, params, **options):
     """Build the policy called `name`: its constants from conf/policy/<name>.yaml, overridden by
     `options` (which also carry run inputs such as Lucid's pair speeds)."""

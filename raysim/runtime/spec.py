@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from raysim.placement import make_placer
 from raysim.placement.types import check_type_order
-from raysim.policy import policy_class, policy_constants
+from raysim.policy import checked_constants, policy_class
 from raysim.sim import SimParams, VCSimulator
 from raysim.cluster.catalog import TypeCatalog
 from raysim.sim.network import NetworkModel
@@ -36,7 +36,7 @@ class RunSpec:
 
     def __post_init__(self):
         check_type_order(self.type_order)  # before any actor is built with it
-        object.__setattr__(self, "policy_options", {**policy_constants(self.policy), **self.policy_options})
+        object.__setattr__(self, "policy_options", checked_constants(self.policy, self.policy_options))
         if not self.catalog.gpu_types:
             types = list(dict.fromkeys(p.gpu_type for pools in self.layout.values() for p in pools))
             object.__setattr__(self, "catalog", TypeCatalog(gpu_types=tuple(types),
