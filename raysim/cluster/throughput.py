@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from raysim.cluster.layout import csv_rows
+from raysim.trace.csvfile import csv_rows
 from raysim.trace.errors import TraceError
 
 #: ratio() when a throughput is unknown: the job runs as fast as on its reference GPU type.

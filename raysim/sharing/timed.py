@@ -221,8 +221,9 @@ def run_timed(nodes: Nodes, pods, policy: str, seed: int, *, backfill: bool = Fa
     """Run the pods through time on `nodes` with `policy` (see the module doc). `pods` is an openb
     pod table (durations by :func:`timed_pods`), a :class:`TimedPods`, or (Pods, submit, duration[,
     censored]). `speedup` > 1 compresses the arrivals (submit // speedup, in whole seconds; durations
-    unchanged) to raise the offered load; 1 replays the trace's times. With `check_every_event`, :meth:`ClusterState.check` runs after every event (slow:
-    for tests); it always runs once at the end."""
+    unchanged) to raise the offered load; 1 replays the trace's times. With `check_every_event`,
+    :meth:`ClusterState.check` runs after every event (slow: for tests); it always runs once at the
+    end."""
     t0 = time.perf_counter()
     tp = _as_timed(pods)
     pd_ = tp.pods
