@@ -1,13 +1,15 @@
 """Heterogeneous cluster layouts: each VC owns node pools ``(gpu_type, gpus_per_node, nodes)``.
 
-A layout comes from a CSV file (:func:`read_layout_csv`), a Hydra list (:func:`layout_from_config`)
-or today's one-pool-per-VC ``vc_config.csv`` (:func:`layout_from_vc_nodes`). Bad input fails with
+A layout comes from a CSV file (:func:`read_layout_csv`; :func:`write_layout_csv` writes one), a
+Hydra list (:func:`layout_from_config`) or today's one-pool-per-VC ``vc_config.csv``
+(:func:`layout_from_vc_nodes`). Bad input fails with
 one line naming the file, row and column (CSV, :class:`~raysim.trace.errors.TraceError`) or the
 entry index and key (config, ``ValueError``).
 """
 
 from __future__ import annotations
 
+import csv
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -78,6 +80,17 @@ def read_layout_csv(path: str | Path) -> Layout:
     if not rows:
         raise TraceError(name, "no pools listed (the file has a header but no rows)")
     return _build(rows, fail, "row")
+
+
+def write_layout_csv(path: str | Path, layout: Layout) -> Path:
+    """Write `layout` as a layout CSV (one row per pool, columns LAYOUT_COLUMNS) that
+    :func:`read_layout_csv` reads back unchanged."""
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        out = csv.writer(f, lineterminator="\n")
+        out.writerow(LAYOUT_COLUMNS)
+        out.writerows((vc, p.gpu_type, p.gpus_per_node, p.nodes) for vc, pools in layout.items() for p in pools)
+    return path
 
 
 def layout_from_config(entries: Sequence[Mapping], name: str = "layout") -> Layout:

@@ -48,8 +48,11 @@ def load_from_config(cfg: DictConfig) -> Trace:
 
 def cluster_layout(cfg: DictConfig, trace: Trace) -> dict:
     """VC -> node pools: `cluster.layout` restricted to the VCs the trace uses (in layout order),
-    else one pool per VC of the trace's layout."""
+    else the typed pools the trace's reader derived (alibaba2023: the node list's), else one pool
+    per VC of the trace's layout."""
     layout = configured_layout(cfg)
+    if layout is None and trace.layout is not None:
+        return trace.layout
     if layout is None:
         return layout_from_vc_nodes(trace.vc_nodes, int(cfg.cluster.gpus_per_node), str(cfg.cluster.gpu_type))
     return {vc: pools for vc, pools in layout.items() if vc in trace.vc_nodes}

@@ -7,7 +7,9 @@ experiment (:mod:`raysim.sharing.inflation`); each placement is :func:`~raysim.s
 the pod list's, the tie-breaking node order and the policy's randomness come from `seed` exactly as
 in the inflation experiment (the arrival-order stream is drawn but unused: arrivals are by time).
 
-Duration model (:func:`timed_pods`, Alibaba GPU 2023 pod lists; times in seconds from trace start):
+Duration model (:func:`timed_pods` via :func:`raysim.trace.alibaba2023.pod_durations`, which the VC
+engine's ``trace.format=alibaba2023`` uses too; Alibaba GPU 2023 pod lists; times in seconds from
+trace start):
 
 - ``submit`` = ``creation_time`` for every pod.
 - Pods that ran (Succeeded, Failed, Running; they have a ``scheduled_time``): duration =
@@ -48,16 +50,17 @@ from raysim.sharing.cluster import MILLI, ClusterState, Nodes, PodKinds, Pods
 from raysim.sharing.frag import FragModel, target_workload
 from raysim.sharing.inflation import load_openb_nodes, place_one
 from raysim.sharing.policies import make_policy, policy_class
+from raysim.trace.alibaba2023 import pod_durations
 
 QUANTILES = {"p50": 50, "p95": 95, "p99": 99, "p99.9": 99.9}
-SOURCES = ("observed", "cutoff", "median")
 
 
 @dataclass(frozen=True)
 class TimedPods:
     """Pods with times: requests (`pods`), arrival `submit` (s), `duration` (s), `censored` (the
-    duration is not an observed full run) and its `source` (one of :data:`SOURCES`), and `row`
-    (arrivals of one second go in row order)."""
+    duration is not an observed full run) and its `source` (one of
+    :data:`~raysim.trace.alibaba2023.DURATION_SOURCES`), and `row` (arrivals of one second go in row
+    order)."""
 
     pods: Pods
     submit: np.ndarray
@@ -85,46 +88,16 @@ class TimedPods:
         return len(self.pods)
 
 
-def gpu_class(num_gpu, gpu_milli) -> np.ndarray:
-    """The duration class of a pod: num_gpu for whole GPUs (0: CPU pods), -1 for a share of one GPU."""
-    num_gpu, gpu_milli = np.asarray(num_gpu), np.asarray(gpu_milli)
-    return np.where((num_gpu == 1) & (gpu_milli < MILLI), -1, num_gpu).astype(np.int64)
-
-
 def timed_pods(table: pa.Table, cutoff: int | None = None) -> TimedPods:
     """Pods and durations of an openb pod table (:func:`raysim.trace.alibaba2023.read_openb_pods`)
-    under the module's duration model. `cutoff` is the trace end (default: the table's largest
-    deletion time)."""
-    for c in ("creation_time", "deletion_time"):
-        if table.column(c).null_count:
-            raise ValueError(f"pods without {c} cannot be timed (the multigpu* pod lists have no times)")
+    under the module's duration model (:func:`raysim.trace.alibaba2023.pod_durations`). `cutoff` is
+    the trace end (default: the table's largest deletion time)."""
+    duration, source = pod_durations(table, cutoff)
     pods = Pods(table.column("cpu_milli").to_numpy(), table.column("memory_mib").to_numpy(),
                 table.column("num_gpu").to_numpy(), table.column("gpu_milli").to_numpy(),
                 np.array(table.column("gpu_spec").to_pylist(), dtype=object), tuple(table.column("name").to_pylist()))
-    create = table.column("creation_time").to_numpy()
-    delete = table.column("deletion_time").to_numpy()
-    sched_col = table.column("scheduled_time")
-    ran = ~np.asarray(sched_col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    sched = np.where(ran, sched_col.fill_null(0).to_numpy(), 0)
-    phase = np.array(table.column("pod_phase").cast(pa.string()).to_pylist(), dtype=object)
-    end = int(delete.max()) if cutoff is None and len(delete) else cutoff
-    duration = np.where(ran, delete - sched, 0).astype(np.int64)
-    cut = ran & (phase == "Running") & (delete == end)
-    source = np.where(cut, "cutoff", "observed").astype(object)
-    known = ran & ~cut
-    cls = gpu_class(pods.num_gpu, pods.gpu_milli)
-    pending = np.flatnonzero(~ran)
-    if len(pending):
-        if not known.any():
-            raise ValueError("Pending pods need pods with observed durations to take a median from")
-        overall = int(np.rint(np.median(duration[known])))
-        for c in np.unique(cls[pending]):
-            same = known & (cls == c)
-            med = int(np.rint(np.median(duration[same]))) if same.any() else overall
-            duration[pending[cls[pending] == c]] = med
-        source[pending] = "median"
     row = table.column("row").to_numpy() if "row" in table.column_names else None
-    return TimedPods(pods, create, duration, cut | ~ran, source, row)
+    return TimedPods(pods, table.column("creation_time").to_numpy(), duration, source != "observed", source, row)
 
 
 @dataclass

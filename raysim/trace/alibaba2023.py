@@ -4,8 +4,10 @@ Source: github.com/alibaba/clusterdata, folder ``cluster-trace-gpu-v2023/csv``. 
 ``openb_node_list_{all_node,gpu_node}.csv`` have ``sn,cpu_milli,memory_mib,gpu,model``; pod files
 ``openb_pod_list_*.csv`` have ``name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,
 creation_time,deletion_time,scheduled_time`` (the ``multigpu*`` files only the first five). These
-readers return the files as Arrow tables, unchanged in meaning and order; they are not raysim job
-tables (a placement simulator uses them). Errors are one line naming the file, the 1-based data row
+readers return the files as Arrow tables, unchanged in meaning and order, for the GPU-sharing
+placement simulator (:mod:`raysim.sharing`); :mod:`raysim.trace.alibaba2023_jobs` maps a pod list
+to raysim's job table (``trace.format=alibaba2023``). Both take durations from
+:func:`pod_durations`. Errors are one line naming the file, the 1-based data row
 (``row N (line N+1)``) and the column. Rules and quirks:
 
 - Nodes: ``sn`` unique and non-empty; numbers non-negative integers; a node with GPUs names its
@@ -24,7 +26,8 @@ tables (a placement simulator uses them). Errors are one line naming the file, t
   multiple of 1000.
 - GPU demand: ``gpu_milli`` in [0, 1000]; num_gpu 0 -> gpu_milli 0 (and no gpu_spec); num_gpu 1 ->
   gpu_milli in [1, 1000] (a share of one GPU); num_gpu > 1 -> gpu_milli 1000 (whole GPUs).
-- Times: deletion >= creation and scheduled >= creation (integer seconds from the trace start).
+- Times: creation <= scheduled <= deletion, and deletion >= creation for Pending pods (integer
+  seconds from the trace start).
 - ``qos`` in {LS, BE, Burstable, Guaranteed}, ``pod_phase`` in {Running, Failed, Pending,
   Succeeded}; empty -> null. Pod names are non-empty and unique.
 - A row with the wrong number of values is a bad row too. With ``on_error="skip"`` bad rows are
@@ -52,8 +55,14 @@ QOS = ("LS", "BE", "Burstable", "Guaranteed")
 PHASES = ("Running", "Failed", "Pending", "Succeeded")
 #: GPU models of the public node lists (others are accepted).
 MODELS = ("G2", "T4", "P100", "V100M16", "V100M32", "G3", "A10")
-NODE_LISTS = ("openb_node_list_all_node", "openb_node_list_gpu_node")
+NODE_PREFIX = "openb_node_list_"
+NODE_LISTS = (NODE_PREFIX + "all_node", NODE_PREFIX + "gpu_node")
+#: The cluster of the FGD experiments: the GPU nodes only.
+DEFAULT_NODE_LIST = NODE_PREFIX + "gpu_node"
 POD_PREFIX = "openb_pod_list_"
+DEFAULT_WORKLOAD = "default"
+#: Where a pod's duration comes from (:func:`pod_durations`).
+DURATION_SOURCES = ("observed", "cutoff", "median")
 #: The public pod lists (file names without ``.csv``).
 WORKLOADS = tuple(POD_PREFIX + v for v in (
     "default",
@@ -202,6 +211,8 @@ def read_openb_pods(path, *, on_error: str = "raise") -> tuple[pa.Table, SkipRep
                     "deletion_time", _text(table, "deletion_time"))
         checks.flag(scheduled & (sched < created), "scheduled_time before creation_time", "scheduled_time",
                     raw_sched)
+        checks.flag(scheduled & (times["deletion_time"][0] < sched), "deletion_time before scheduled_time",
+                    "deletion_time", _text(table, "deletion_time"))
         qos, phase = np.where(qos == "", None, qos), np.where(phase == "", None, phase)
     checks.flag(_repeated(pod), "name repeats an earlier row", "name", pod)
 
@@ -232,18 +243,82 @@ def by_creation(pods: pa.Table) -> pa.Table:
 def pod_list_path(folder, name: str) -> Path:
     """The file of pod list `name` in `folder`: ``default``, ``openb_pod_list_default`` and
     ``openb_pod_list_default.csv`` all name ``openb_pod_list_default.csv``."""
-    stem = str(name).strip()
-    stem = stem[:-len(".csv")] if stem.endswith(".csv") else stem
-    stem = stem if stem.startswith(POD_PREFIX) else POD_PREFIX + stem
-    if stem not in WORKLOADS:
-        short = ", ".join(w[len(POD_PREFIX):] for w in WORKLOADS)
-        raise ValueError(f"unknown openb pod list {name!r}; expected one of: {short} (with or without the "
-                         f"{POD_PREFIX!r} prefix and '.csv')")
+    return _list_path(folder, name, POD_PREFIX, WORKLOADS, "pod list")
+
+
+def node_list_path(folder, name: str = DEFAULT_NODE_LIST) -> Path:
+    """The file of node list `name` in `folder`: ``gpu_node``, ``openb_node_list_gpu_node`` and
+    ``openb_node_list_gpu_node.csv`` all name ``openb_node_list_gpu_node.csv``."""
+    return _list_path(folder, name, NODE_PREFIX, NODE_LISTS, "node list")
+
+
+def list_file_name(name: str, prefix: str) -> str:
+    """The file name of list `name`, given with or without `prefix` and ``.csv``: ``gpu_node`` and
+    ``openb_node_list_gpu_node`` give ``openb_node_list_gpu_node.csv`` for prefix NODE_PREFIX."""
+    stem = str(name).strip().removesuffix(".csv")
+    return f"{stem if stem.startswith(prefix) else prefix + stem}.csv"
+
+
+def _list_path(folder, name: str, prefix: str, known: tuple[str, ...], what: str) -> Path:
+    """The CSV in `folder` of the list `name` (one of `known`, with or without `prefix` and .csv)."""
+    stem = list_file_name(name, prefix).removesuffix(".csv")
+    if stem not in known:
+        short = ", ".join(k[len(prefix):] for k in known)
+        raise ValueError(f"unknown openb {what} {name!r}; expected one of: {short} (with or without the "
+                         f"{prefix!r} prefix and '.csv')")
     path = Path(folder) / f"{stem}.csv"
     if not path.is_file():
-        raise TraceError(str(path), "pod list not found (the openb CSVs are in github.com/alibaba/"
+        raise TraceError(str(path), f"{what} not found (the openb CSVs are in github.com/alibaba/"
                                     "clusterdata, folder cluster-trace-gpu-v2023/csv)")
     return path
+
+
+# ------------------------------------------------------------------------------------- durations
+
+def gpu_class(num_gpu, gpu_milli) -> np.ndarray:
+    """The duration class of a pod: num_gpu for whole GPUs (0: CPU pods), -1 for a share of one GPU."""
+    num_gpu, gpu_milli = np.asarray(num_gpu), np.asarray(gpu_milli)
+    return np.where((num_gpu == 1) & (gpu_milli < 1000), -1, num_gpu).astype(np.int64)
+
+
+def pod_durations(pods: pa.Table, cutoff: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each pod's duration (int64 seconds) and where it comes from (one of :data:`DURATION_SOURCES`),
+    for a pod table of :func:`read_openb_pods`. `cutoff` is the trace end (default: the table's
+    largest deletion time). The model, shared by every time-driven use of the pod lists:
+
+    - pods that ran (they have a ``scheduled_time``): ``deletion_time - scheduled_time``, the time
+      the trace saw them hold their resources ("observed");
+    - Running pods deleted at the cut-off were still running when the trace ended: the same
+      difference, a lower bound ("cutoff");
+    - Pending pods (never scheduled): the median observed duration of the pods of their
+      :func:`gpu_class` (all observed pods if the class has none), rounded to whole seconds
+      ("median").
+    """
+    for c in ("creation_time", "deletion_time"):
+        if pods.column(c).null_count:
+            raise ValueError(f"pods without {c} cannot be timed (the multigpu* pod lists have no times)")
+    delete = pods.column("deletion_time").to_numpy()
+    sched_col = pods.column("scheduled_time")
+    ran = ~np.asarray(sched_col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    sched = np.where(ran, sched_col.fill_null(0).to_numpy(), 0)
+    phase = np.array(pods.column("pod_phase").cast(pa.string()).to_pylist(), dtype=object)
+    end = int(delete.max()) if cutoff is None and len(delete) else cutoff
+    duration = np.where(ran, delete - sched, 0).astype(np.int64)
+    cut = ran & (phase == "Running") & (delete == end)
+    source = np.where(cut, "cutoff", "observed").astype(object)
+    known = ran & ~cut
+    cls = gpu_class(pods.column("num_gpu").to_numpy(), pods.column("gpu_milli").to_numpy())
+    pending = np.flatnonzero(~ran)
+    if len(pending):
+        if not known.any():
+            raise ValueError("Pending pods need pods with observed durations to take a median from")
+        overall = int(np.rint(np.median(duration[known])))
+        for c in np.unique(cls[pending]):
+            same = known & (cls == c)
+            med = int(np.rint(np.median(duration[same]))) if same.any() else overall
+            duration[pending[cls[pending] == c]] = med
+        source[pending] = "median"
+    return duration, source
 
 
 # --------------------------------------------------------------------------------------- helpers

@@ -4,8 +4,9 @@
   preset (``venus``, ``venus_6m``, ``earth``, ``saturn``, ``uranus``, or ``helios`` for all four).
 - ``raysim trace stats TRACE [--compare OTHER]``: print a trace's statistics, side by side with a
   second trace. TRACE is a file, a folder, or ``synth:PRESET[:DAYS[:SEED]]``.
-- ``raysim trace convert SRC --format helios|philly|pai --out DIR``: read a public trace and write
-  it in raysim's schema (jobs.parquet + vc_config.csv).
+- ``raysim trace convert SRC --format helios|philly|pai|alibaba2023 --out DIR``: read a public trace
+  and write it in raysim's schema: jobs.parquet + vc_config.csv, or + layout.csv when the reader
+  derives typed node pools (alibaba2023, which also writes the whole pod list as pods.parquet).
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ import json
 import sys
 from pathlib import Path
 
+from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
+from raysim.trace.alibaba2023_jobs import write_pods
 from raysim.trace.errors import TraceError
-from raysim.trace.load import READERS, Trace, load_trace
+from raysim.trace.load import LAYOUT_FILE, READERS, Trace, auto_format, load_trace
 from raysim.trace.stats import format_stats, trace_stats
 from raysim.trace.synth import load_synth, main as synth_main, write_trace
 
@@ -74,7 +77,7 @@ def _stats(args) -> int:
         trace = _load(path, args, fmt=fmt, vc_config=vc_config, cache=not args.no_cache)
         _report(trace)
         label = _label(path) if _label(path) not in columns else path
-        columns[label] = trace_stats(trace.table, trace.vc_nodes)
+        columns[label] = trace_stats(trace.table, trace.vc_gpus(), gpus_per_node=1)
     print(format_stats(columns, top_vcs=args.top_vcs))
     return 0
 
@@ -82,10 +85,16 @@ def _stats(args) -> int:
 def _convert(args) -> int:
     trace = _load(args.src, args, fmt=args.format, vc_config=args.vc_config, cache=False)
     _report(trace)
-    folder = write_trace(args.out, trace.table, trace.vc_nodes)
-    gpus = sum(trace.vc_nodes.values()) * 8
-    print(f"wrote {trace.table.num_rows} jobs, {len(trace.vc_nodes)} VCs ({gpus} GPUs at 8 per node) to "
-          f"{folder} (skipped {trace.report.total} rows)")
+    folder = write_trace(args.out, trace.table, trace.vc_nodes, trace.layout)
+    files = ["jobs.parquet", "vc_config.csv" if trace.layout is None else LAYOUT_FILE]
+    if (auto_format(Path(trace.source)) if args.format == "auto" else args.format) == "alibaba2023":
+        write_pods(trace.source, folder, args.on_error)
+        files.append("pods.parquet")
+    gpus = sum(trace.vc_gpus().values())
+    shape = (f"at {DEFAULT_GPUS_PER_NODE} per node" if trace.layout is None
+             else f"in {sum(len(pools) for pools in trace.layout.values())} node pools")
+    print(f"wrote {trace.table.num_rows} jobs, {len(trace.vc_nodes)} VCs ({gpus} GPUs {shape}) to {folder}: "
+          f"{', '.join(files)} (skipped {trace.report.total} rows)")
     return 0
 
 
@@ -104,7 +113,8 @@ def main(argv: list[str]) -> int:
     _reading_arguments(stats)
     convert = sub.add_parser("convert", help="convert a public trace to raysim's schema")
     convert.add_argument("src", help="trace file or folder")
-    convert.add_argument("--out", required=True, help="output folder (jobs.parquet + vc_config.csv)")
+    convert.add_argument("--out", required=True, help="output folder (jobs.parquet + vc_config.csv or "
+                         "layout.csv; alibaba2023: + pods.parquet)")
     convert.set_defaults(cache_dir=None)
     _reading_arguments(convert)
 

@@ -25,12 +25,14 @@ class TraceError(ValueError):
 
 @dataclass
 class SkipReport:
-    """Rows dropped while loading, counted by reason, with the first few examples of each."""
+    """Rows dropped while loading, counted by reason, with the first few examples of each, and rows
+    kept but changed to fit the simulator (`converted`), counted by what was changed."""
 
     file: str = ""
     counts: Counter = field(default_factory=Counter)
     examples: dict = field(default_factory=dict)
     max_examples: int = 3
+    converted: Counter = field(default_factory=Counter)
 
     def add(self, reason: str, rows, column: str | None, values) -> None:
         rows = list(rows)
@@ -57,12 +59,14 @@ class SkipReport:
         return sum(self.counts.values())
 
     def lines(self) -> list[str]:
-        """Human-readable summary, one line per reason plus examples."""
+        """Human-readable summary, one line per reason plus examples, then one per conversion."""
         out = []
         for reason, n in sorted(self.counts.items()):
             out.append(f"skipped {n} row(s): {reason}")
             out += [f"    e.g. {e}" for e in self.examples.get(reason, [])]
+        out += [f"converted {n} row(s): {what}" for what, n in sorted(self.converted.items())]
         return out
 
     def to_dict(self) -> dict:
-        return {"file": self.file, "counts": dict(self.counts), "examples": self.examples}
+        return {"file": self.file, "counts": dict(self.counts), "examples": self.examples,
+                "converted": dict(self.converted)}

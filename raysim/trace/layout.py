@@ -1,4 +1,5 @@
-"""VC layouts that readers derive themselves (from the trace, or a Helios GPU-number file) and record."""
+"""VC layouts that readers derive themselves (from the trace, a Helios GPU-number file or an openb
+node list) and record in the table's metadata."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from raysim.cluster.layout import Layout, Pool
 from raysim.trace.schema import metadata
 
 
@@ -51,3 +53,19 @@ def with_layout(table: pa.Table, vc_nodes: dict[str, int]) -> pa.Table:
     """Record the VC layout a reader used in the table's raysim metadata (key ``vc_nodes``)."""
     meta = {**metadata(table), "vc_nodes": {k: int(v) for k, v in vc_nodes.items()}}
     return table.replace_schema_metadata({b"raysim": json.dumps(meta, sort_keys=True).encode()})
+
+
+def with_pools(table: pa.Table, layout: Layout) -> pa.Table:
+    """Record typed node pools a reader derived (key ``pools``: VC -> [[gpu_type, gpus_per_node,
+    nodes], ...]) and their node counts (key ``vc_nodes``)."""
+    table = with_layout(table, {vc: sum(p.nodes for p in pools) for vc, pools in layout.items()})
+    pools = {vc: [[p.gpu_type, p.gpus_per_node, p.nodes] for p in pools] for vc, pools in layout.items()}
+    meta = {**metadata(table), "pools": pools}
+    return table.replace_schema_metadata({b"raysim": json.dumps(meta, sort_keys=True).encode()})
+
+
+def recorded_pools(table: pa.Table) -> Layout | None:
+    """The typed node pools recorded by :func:`with_pools`, or None."""
+    pools = metadata(table).get("pools")
+    return None if pools is None else {vc: tuple(Pool(t, int(g), int(n)) for t, g, n in entries)
+                                       for vc, entries in pools.items()}

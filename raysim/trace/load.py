@@ -11,10 +11,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
+from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE, Layout
+from raysim.trace.alibaba2023 import (DEFAULT_NODE_LIST, DEFAULT_WORKLOAD, NODE_PREFIX, POD_PREFIX,
+                                      list_file_name, pod_list_path)
+from raysim.trace.alibaba2023_jobs import read_alibaba2023
 from raysim.trace.cluster import read_vc_config
 from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.helios import GPU_NUMBER_FILE, read_helios
+from raysim.trace.layout import recorded_pools
 from raysim.trace.pai import TASK_FILE, read_pai
 from raysim.trace.philly import read_philly
 from raysim.trace.readers import read_csv_trace, read_parquet_trace
@@ -22,36 +26,53 @@ from raysim.trace.schema import metadata
 
 #: Files looked for, in order, when trace.path is a folder.
 FOLDER_FILES = ("cluster_full_log.csv", "cluster_log.csv", "jobs.parquet", "cluster_job_log",
-                "pai_job_table.csv")
+                "pai_job_table.csv", f"{POD_PREFIX}{DEFAULT_WORKLOAD}.csv")
 READERS = {"lucid": read_csv_trace, "helios": read_helios, "philly": read_philly, "pai": read_pai,
-           "csv": read_csv_trace, "parquet": read_parquet_trace}
-#: trace.format=auto: format by file name, else parquet by suffix, else csv.
+           "alibaba2023": read_alibaba2023, "csv": read_csv_trace, "parquet": read_parquet_trace}
+#: trace.format=auto: format by file name, then by name prefix (for .csv files), else parquet by
+#: suffix, else csv.
 AUTO_FORMATS = {"cluster_log.csv": "helios", "cluster_job_log": "philly", "pai_job_table.csv": "pai"}
+AUTO_PREFIXES = {POD_PREFIX: "alibaba2023"}
 #: Formats whose reader derives the VC layout itself when there is no vc_config.csv (it records the
-#: layout in the table's metadata as "vc_nodes"), and the files beside the trace each reader reads.
-OWN_LAYOUT = ("helios", "philly", "pai")
+#: layout in the table's metadata as "vc_nodes", and typed node pools as "pools"), and the files
+#: beside the trace each reader reads.
+OWN_LAYOUT = ("helios", "philly", "pai", "alibaba2023")
 SIDE_FILES = {"helios": (GPU_NUMBER_FILE,), "pai": (TASK_FILE,)}
 CACHE_VERSION = "2"
+#: The typed node pools `raysim trace convert` writes beside a converted trace (cluster.layout).
+LAYOUT_FILE = "layout.csv"
 
 
 @dataclass
 class Trace:
-    """A validated trace: the job table, the VC layout and what loading dropped."""
+    """A validated trace: the job table, the VC layout and what loading dropped. `layout` holds the
+    typed node pools when the reader derived them (alibaba2023), else None (nodes of one shape)."""
 
     table: pa.Table
     vc_nodes: dict[str, int]
     report: SkipReport
     source: str
     from_cache: bool = False
+    layout: Layout | None = None
 
     @property
     def origin(self) -> str:
         return metadata(self.table).get("origin", "0")
 
+    def vc_gpus(self, gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> dict[str, int]:
+        """GPUs per VC: those of the typed pools, else nodes x `gpus_per_node`."""
+        if self.layout is not None:
+            return {vc: sum(p.gpus for p in pools) for vc, pools in self.layout.items()}
+        return {vc: n * gpus_per_node for vc, n in self.vc_nodes.items()}
 
-def resolve_source(path: str | Path) -> Path:
-    """The trace file for `path` (a file, or a folder holding one of FOLDER_FILES)."""
+
+def resolve_source(path: str | Path, fmt: str = "auto", workload: str | None = None) -> Path:
+    """The trace file for `path`: a file, or a folder holding one of FOLDER_FILES; with
+    trace.format=alibaba2023, or auto and a `workload` reader option, the folder's openb pod list
+    `workload` (default: default)."""
     p = Path(path).expanduser()
+    if p.is_dir() and (fmt == "alibaba2023" or (fmt == "auto" and workload is not None)):
+        return pod_list_path(p, workload or DEFAULT_WORKLOAD)
     if p.is_dir():
         for name in FOLDER_FILES:
             if (p / name).exists():
@@ -72,9 +93,9 @@ def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 
     else vc_config.csv beside the trace (nodes of `gpus_per_node` GPUs), else (formats in
     OWN_LAYOUT) what the reader derives. `reader_options` go to the reader (e.g. Helios' vc_size).
     """
-    source = resolve_source(path)
+    source = resolve_source(path, fmt, (reader_options or {}).get("workload"))
     if fmt == "auto":
-        fmt = AUTO_FORMATS.get(source.name, "parquet" if source.suffix == ".parquet" else "csv")
+        fmt = auto_format(source)
     if fmt not in READERS:
         raise ValueError(f"trace.format must be auto or one of {sorted(READERS)}, not {fmt!r}")
     vc_path = Path(vc_config) if vc_config else source.parent / "vc_config.csv"
@@ -84,11 +105,14 @@ def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 
                                    for vc, pools in layout.items()}, 1
     else:
         own_layout = fmt in OWN_LAYOUT and not vc_config and not vc_path.exists()
+        if not own_layout and not vc_path.exists() and (source.parent / LAYOUT_FILE).exists():
+            raise TraceError(str(vc_path), f"VC layout file not found; the folder has {LAYOUT_FILE} (typed node "
+                                           f"pools): set cluster.layout={source.parent / LAYOUT_FILE}")
         vc_nodes = None if own_layout else read_vc_config(vc_path)
     options = dict(vc_nodes=vc_nodes, gpus_per_node=gpus_per_node, on_error=on_error,
                    state_filter=list(state_filter) if state_filter else None, origin=str(origin),
                    cluster=cluster or source.parent.name, **dict(reader_options or {}))
-    side = [source.parent / name for name in SIDE_FILES.get(fmt, ())]
+    side = _side_files(fmt, source, options)
     key = _cache_key(source, [vc_path, *side], fmt, options)
     cache_file = _cache_path(source, cache_dir) if cache and fmt != "parquet" else None
     if cache_file is not None and cache_file.exists():
@@ -98,15 +122,44 @@ def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 
             report = SkipReport(file=str(source))
             report.counts.update(meta.get("skipped", {}))
             report.examples = meta.get("skip_examples", {})
-            return Trace(table, _node_counts(layout) or vc_nodes or _recorded_layout(table), report, str(source),
-                         from_cache=True)
+            report.converted.update(meta.get("converted", {}))
+            return _trace(table, layout, vc_nodes, report, source, from_cache=True)
     table, report = READERS[fmt](source, **options)
     if cache_file is not None:
         meta = {**metadata(table), "cache_key": key, "skipped": dict(report.counts),
-                "skip_examples": report.examples}
+                "skip_examples": report.examples, "converted": dict(report.converted)}
         table = table.replace_schema_metadata({b"raysim": json.dumps(meta, sort_keys=True).encode()})
         _write_cache(table, cache_file)
-    return Trace(table, _node_counts(layout) or vc_nodes or _recorded_layout(table), report, str(source))
+    return _trace(table, layout, vc_nodes, report, source)
+
+
+def auto_format(source: Path) -> str:
+    """trace.format=auto: the format of `source` by its name (AUTO_FORMATS, AUTO_PREFIXES), else by
+    its suffix."""
+    if source.name in AUTO_FORMATS:
+        return AUTO_FORMATS[source.name]
+    if source.suffix == ".csv":
+        for prefix, fmt in AUTO_PREFIXES.items():
+            if source.name.startswith(prefix):
+                return fmt
+    return "parquet" if source.suffix == ".parquet" else "csv"
+
+
+def _side_files(fmt: str, source: Path, options: dict) -> list[Path]:
+    """The files beside `source` its reader reads (their sizes and times key the cache)."""
+    if fmt == "alibaba2023":
+        return [source.parent / list_file_name(options.get("node_list", DEFAULT_NODE_LIST), NODE_PREFIX)]
+    return [source.parent / name for name in SIDE_FILES.get(fmt, ())]
+
+
+def _trace(table: pa.Table, layout: dict | None, vc_nodes: dict | None, report: SkipReport, source: Path,
+           from_cache: bool = False) -> Trace:
+    """The Trace of a loaded table: the layout given, else the VC config read, else the recorded one."""
+    if layout is not None:
+        return Trace(table, _node_counts(layout), report, str(source), from_cache)
+    if vc_nodes is not None:
+        return Trace(table, vc_nodes, report, str(source), from_cache)
+    return Trace(table, _recorded_layout(table), report, str(source), from_cache, layout=recorded_pools(table))
 
 
 def _node_counts(layout: dict | None) -> dict[str, int] | None:

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.trace.errors import SkipReport, TraceError
-from raysim.trace.schema import OPTIONAL, REQUIRED, conform, with_metadata
+from raysim.trace.schema import OPENB_COLUMNS, OPTIONAL, REQUIRED, conform, with_metadata
 
 INT_COLUMNS = ("job_id", "gpu_num", "cpu_num", "duration")
 #: Optional text columns: workload names, and the GPU type and constraint of heterogeneous traces.
@@ -146,9 +146,9 @@ def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
         "duration": duration[order],
         "state": df["state"].astype(str).to_numpy(dtype=object)[order],
     }
-    for col in TEXT_COLUMNS:
+    for col in TEXT_COLUMNS:  # from_pandas: NaN and None are null (pandas' where(..., None) gives NaN)
         if col in df.columns:
-            cols[col] = df[col].where(df[col].notna(), None).to_numpy(dtype=object)[order]
+            cols[col] = pa.array(df[col].to_numpy(dtype=object)[order], from_pandas=True)
     for col in OPTIONAL_NUMERIC:
         if col in parsed:
             values = parsed[col][order]
@@ -156,6 +156,9 @@ def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
                 cols[col] = pa.array(values, mask=np.isnan(values)).cast(pa.int64()).cast(OPTIONAL[col])
             else:
                 cols[col] = pa.array(values, mask=np.isnan(values))
+    for col in OPENB_COLUMNS:  # carried unchecked, like the text columns
+        if col in df.columns:
+            cols[col] = pa.array(df[col].to_numpy(dtype=object)[order], from_pandas=True)
     table = pa.table({k: (v if isinstance(v, pa.Array) else pa.array(v)) for k, v in cols.items()})
     table = conform(table)
     return with_metadata(table, cluster=cluster, origin=trace_origin, source=name), report

@@ -44,6 +44,20 @@ GPU_TYPE_COLUMNS = {
     "gpu_constraint": DICT_STR,  # GPU types the job may use: one, or several joined by "|" (null: any)
 }
 
+#: Optional columns of the Alibaba GPU 2023 ("openb") pods (raysim/trace/alibaba2023_jobs.py): the
+#: pod's own request and times that the job columns do not already hold, kept only when the source
+#: has them. The VC engine does not read them.
+OPENB_COLUMNS = {
+    "pod_name": pa.string(),
+    "cpu_milli": pa.int64(),
+    "memory_mib": pa.int64(),
+    "gpu_milli": pa.int32(),  # thousandths of one GPU (< 1000: a share the VC engine rounds up to a GPU)
+    "qos": DICT_STR,
+    "scheduled_time": pa.int64(),  # null for Pending pods
+    "deletion_time": pa.int64(),
+    "duration_source": DICT_STR,  # observed | cutoff | median (raysim.trace.alibaba2023.pod_durations)
+}
+
 JOB_SCHEMA = pa.schema([pa.field(n, t) for n, t in {**REQUIRED, **OPTIONAL}.items()])
 
 META_KEY = b"raysim"
@@ -63,9 +77,10 @@ def metadata(table: pa.Table) -> dict:
 
 def conform(table: pa.Table) -> pa.Table:
     """Cast a table with the required columns to JOB_SCHEMA, adding absent optional columns as
-    nulls; GPU_TYPE_COLUMNS the table has follow."""
+    nulls; the GPU_TYPE_COLUMNS and OPENB_COLUMNS the table has follow."""
     cols = []
-    fields = list(JOB_SCHEMA) + [pa.field(n, t) for n, t in GPU_TYPE_COLUMNS.items() if n in table.column_names]
+    kept = {**GPU_TYPE_COLUMNS, **OPENB_COLUMNS}
+    fields = list(JOB_SCHEMA) + [pa.field(n, t) for n, t in kept.items() if n in table.column_names]
     for field in fields:
         if field.name in table.column_names:
             col = table.column(field.name)

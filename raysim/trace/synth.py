@@ -47,8 +47,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from raysim.cluster.layout import Layout, write_layout_csv
 from raysim.trace.errors import SkipReport
-from raysim.trace.load import Trace
+from raysim.trace.load import LAYOUT_FILE, Trace
 from raysim.trace.presets import (
     COMBINED,
     DAY,
@@ -379,11 +380,15 @@ def load_synth(spec, cache_dir=None):
 # ---------------------------------------------------------------------------------------------
 
 
-def write_trace(folder, table: pa.Table, vc_nodes: dict[str, int]) -> Path:
-    """Write `jobs.parquet` (zstd) and `vc_config.csv` (Lucid's `,num` format) into `folder`."""
+def write_trace(folder, table: pa.Table, vc_nodes: dict[str, int], layout: Layout | None = None) -> Path:
+    """Write `jobs.parquet` (zstd) into `folder`, and the cluster: `layout` (typed node pools) as
+    `layout.csv` (for cluster.layout), else `vc_nodes` as `vc_config.csv` (Lucid's `,num` format)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, folder / "jobs.parquet", compression="zstd", compression_level=9)
+    if layout is not None:
+        write_layout_csv(folder / LAYOUT_FILE, layout)
+        return folder
     lines = [",num"] + [f"{name},{int(nodes)}" for name, nodes in vc_nodes.items()]
     (folder / "vc_config.csv").write_text("\n".join(lines) + "\n", encoding="utf-8", newline="\n")
     return folder

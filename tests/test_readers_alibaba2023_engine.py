@@ -1,0 +1,295 @@
+"""trace.format=alibaba2023: openb pod lists as jobs of the VC engine, typed pools from the node list,
+counted skips and conversions, gpu_spec as a GPU-type constraint, and `raysim trace convert`."""
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from hydra import compose, initialize_config_dir
+
+from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
+from raysim.cluster.layout import Pool, read_layout_csv
+from raysim.paths import CONF_DIR
+from raysim.run import run
+from raysim.trace import alibaba2023_jobs as jobs
+from raysim.trace.alibaba2023 import pod_durations, read_openb_pods
+from raysim.trace.cli import main as trace_main
+from raysim.trace.errors import TraceError
+from raysim.trace.load import load_trace
+
+NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model"
+NODES = [
+    "n0,32000,131072,0,",  # CPU-only: not a pool
+    "n1,96000,786432,8,G2",
+    "n2,64000,262144,2,T4",
+    "n3,96000,786432,8,G2",
+    "n4,64000,262144,2,T4",
+    "n5,64000,262144,4,T4",
+    "n6,96000,393216,1,V100M16",
+]
+#: node_pools order (first appearance); VCState numbers nodes pool by pool: G2 0-1, T4 2-4, V100M16 5
+POOLS = (Pool("G2", 8, 2), Pool("T4", 2, 2), Pool("T4", 4, 1), Pool("V100M16", 1, 1))
+POD_HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+              "deletion_time,scheduled_time")
+PODS = [
+    "p1,4000,8192,1,1000,,LS,Succeeded,0,100,10",  # observed 90
+    "p2,2000,4096,1,500,,BE,Running,5,2000,5",  # a share; Running at the cut-off (2000): 1995, a lower bound
+    "p3,1000,2048,0,0,,LS,Running,6,56,6",  # CPU-only: filtered
+    "p4,8000,16384,8,1000,,LS,Failed,3,303,3",  # 8 GPUs, observed 300
+    "p5,2500,4096,1,1000,V100M16,Guaranteed,Succeeded,8,68,8",  # constrained, observed 60
+    "p6,2000,4096,1,250,,Burstable,Pending,9,900,",  # Pending share: median of the observed shares (p9: 52)
+    "p7,2000,4096,2,1000,T4,LS,Succeeded,10,10,10",  # duration 0: filtered
+    "p8,3000,4096,1,1000,T4|G2|T4,LS,Succeeded,12,42,12",  # spec de-duplicated to T4|G2, observed 30
+    "p9,1000,1024,1,300,,BE,Succeeded,12,72,20",  # a share, observed 52
+]
+#: the jobs, by submit time then row: (job_id, gpu_num, cpu_num, submit, duration, state, constraint, milli)
+JOBS = [
+    (1, 1, 4, 0, 90, "Succeeded", None, 1000),
+    (4, 8, 8, 3, 300, "Failed", None, 1000),
+    (2, 1, 2, 5, 1995, "Running", None, 500),
+    (5, 1, 3, 8, 60, "Succeeded", "V100M16", 1000),
+    (6, 1, 2, 9, 52, "Pending", None, 250),
+    (8, 1, 3, 12, 30, "Succeeded", "T4|G2", 1000),
+    (9, 1, 1, 12, 52, "Succeeded", None, 300),
+]
+
+
+def write(folder, pods=PODS, nodes=NODES, name="openb_pod_list_default.csv"):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "openb_node_list_gpu_node.csv").write_text(NODE_HEADER + "\n" + "\n".join(nodes) + "\n")
+    path = folder / name
+    path.write_text(POD_HEADER + "\n" + "\n".join(pods) + "\n")
+    return path
+
+
+def replace(rows, index, **cells):
+    """`rows` with row `index` (0-based) changed in the named columns of the pod header."""
+    columns = POD_HEADER.split(",")
+    values = rows[index].split(",")
+    for column, value in cells.items():
+        values[columns.index(column)] = value
+    return rows[:index] + [",".join(values)] + rows[index + 1:]
+
+
+def load(folder, **kw):
+    return load_trace(folder, fmt="alibaba2023", cache=False, **kw)
+
+
+def composed(*overrides):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        return compose(config_name="config", overrides=["runtime=local", "trace.cache=false", *overrides])
+
+
+def run_jobs(run_dir, *overrides):
+    """Run the VC engine as configured; its jobs.parquet and trace report."""
+    run(composed(*overrides), run_dir)
+    return pq.read_table(run_dir / "jobs.parquet"), json.loads((run_dir / "trace_report.json").read_text())
+
+
+# ------------------------------------------------------------------------------- the job table
+
+def test_pools_by_model_and_gpu_count_from_the_node_list(tmp_path):
+    write(tmp_path)
+    trace = load(tmp_path)
+    assert trace.layout == {"openb": POOLS}
+    assert trace.vc_nodes == {"openb": 6} and trace.vc_gpus() == {"openb": 25}
+
+
+def test_pods_become_jobs(tmp_path):
+    write(tmp_path)
+    table = load(tmp_path).table
+    got = list(zip(*(table.column(c).to_pylist() for c in (
+        "job_id", "gpu_num", "cpu_num", "submit_time", "duration", "state", "gpu_constraint", "gpu_milli"))))
+    assert got == JOBS
+    assert set(table.column("vc").to_pylist()) == {"openb"} and set(table.column("user").to_pylist()) == {""}
+    assert table.column("pod_name").to_pylist() == [f"p{j[0]}" for j in JOBS]
+    assert table.column("scheduled_time").to_pylist() == [10, 3, 5, 8, None, 12, 20]
+    assert table.column("duration_source").to_pylist() == ["observed", "observed", "cutoff", "observed", "median",
+                                                           "observed", "observed"]
+    assert table.column("qos").to_pylist()[3] == "Guaranteed" and table.column("memory_mib").to_pylist()[0] == 8192
+
+
+def test_durations_are_the_timed_fgd_model(tmp_path):
+    path = write(tmp_path)
+    table = load(tmp_path).table
+    pods, _ = read_openb_pods(path)
+    duration, _ = pod_durations(pods)
+    by_row = dict(zip(pods.column("row").to_pylist(), duration.tolist()))
+    assert table.column("duration").to_pylist() == [by_row[j] for j in table.column("job_id").to_pylist()]
+
+
+def test_every_pod_is_a_job_a_counted_skip_or_a_counted_conversion(tmp_path):
+    write(tmp_path)
+    trace = load(tmp_path)
+    report = trace.report
+    assert trace.table.num_rows + report.total == len(PODS)
+    assert report.counts == {jobs.CPU_ONLY: 1, jobs.NO_DURATION: 1}
+    assert report.converted == {jobs.FRACTIONAL: 3, jobs.CUTOFF: 1, jobs.MEDIAN: 1}
+    text = "\n".join(report.lines())
+    assert text.count("+experiment=fgd_openb fgd.timed=true") >= 2  # CPU-only and fractional point there
+    assert "row 3 (line 4), column 'num_gpu'" in text and "row 7 (line 8), column 'deletion_time'" in text
+    assert "converted 3 row(s): a share of one GPU" in text
+
+
+def test_state_filter_on_pod_phase_keeps_the_accounting(tmp_path):
+    write(tmp_path)
+    trace = load(tmp_path, state_filter=["Succeeded"])
+    assert trace.table.column("job_id").to_pylist() == [1, 5, 8, 9]
+    assert trace.table.num_rows + trace.report.total == len(PODS)
+    assert trace.report.converted == {jobs.FRACTIONAL: 1}  # only p9 is left of the shares
+
+
+# -------------------------------------------------------------------------- where the trace is
+
+def test_folder_workload_option_and_auto_format(tmp_path):
+    write(tmp_path)
+    write(tmp_path, pods=PODS[:2], name="openb_pod_list_gpushare40.csv")
+    assert load(tmp_path).table.num_rows == 7
+    assert load_trace(tmp_path, cache=False).table.num_rows == 7  # auto: the folder's default list
+    for fmt in ("alibaba2023", "auto"):
+        trace = load_trace(tmp_path, fmt=fmt, cache=False, reader_options={"workload": "gpushare40"})
+        assert trace.table.num_rows == 2 and trace.source.endswith("openb_pod_list_gpushare40.csv")
+    trace = load_trace(tmp_path / "openb_pod_list_gpushare40.csv", cache=False)  # auto by the name's prefix
+    assert trace.layout == {"openb": POOLS}
+    with pytest.raises(TraceError, match="workload='gpushare40' names another pod list than trace.path"):
+        load_trace(tmp_path / "openb_pod_list_default.csv", cache=False, reader_options={"workload": "gpushare40"})
+    with pytest.raises(ValueError, match="unknown openb pod list 'nope'"):
+        load(tmp_path, reader_options={"workload": "nope"})
+
+
+def test_node_list_option(tmp_path):
+    write(tmp_path)
+    (tmp_path / "openb_node_list_all_node.csv").write_text("\n".join([NODE_HEADER, *NODES[:3], NODES[6]]) + "\n")
+    trace = load(tmp_path, reader_options={"node_list": "all_node"})
+    assert trace.layout == {"openb": (Pool("G2", 8, 1), Pool("T4", 2, 1), Pool("V100M16", 1, 1))}
+
+
+def test_cache_keeps_pools_and_conversions(tmp_path):
+    write(tmp_path / "data")
+    first = load_trace(tmp_path / "data", fmt="alibaba2023", cache_dir=tmp_path / "cache")
+    again = load_trace(tmp_path / "data", fmt="alibaba2023", cache_dir=tmp_path / "cache")
+    assert again.from_cache and not first.from_cache
+    assert again.layout == first.layout == {"openb": POOLS}
+    assert again.report.converted == first.report.converted and again.report.counts == first.report.counts
+    assert again.table.equals(first.table)
+
+
+def test_a_configured_layout_needs_no_node_list(tmp_path):
+    write(tmp_path)
+    (tmp_path / "openb_node_list_gpu_node.csv").unlink()
+    trace = load(tmp_path, layout={"openb": (Pool("G2", 8, 1), Pool("V100M16", 1, 2), Pool("T4", 4, 1))})
+    assert trace.layout is None and trace.vc_nodes == {"openb": 4} and trace.table.num_rows == 7
+    with pytest.raises(TraceError, match="node list not found"):
+        load(tmp_path)
+    with pytest.raises(TraceError, match="the VC layout has no VC 'openb'"):
+        load(tmp_path, layout={"other": (Pool("G2", 8, 1),)})
+
+
+# --------------------------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("index,cells,column,words", [
+    (0, {"gpu_spec": "A100"}, "gpu_spec", "gpu_spec names a GPU model the node list does not have"),
+    (0, {"gpu_spec": "V100M16|A100"}, "gpu_spec", "gpu_spec names a GPU model the node list does not have"),
+    (4, {"num_gpu": "2"}, "num_gpu", "num_gpu larger than every node pool of the pod's GPU models holds"),
+    (3, {"gpu_spec": "T4"}, "num_gpu", "num_gpu larger than every node pool"),  # 8 GPUs; T4 pools hold 4
+    (8, {"deletion_time": "15"}, "deletion_time", "deletion_time before scheduled_time"),
+    (1, {"cpu_milli": "lots"}, "cpu_milli", "cpu_milli is not an integer"),
+])
+def test_bad_rows_name_file_row_and_column_or_are_counted(tmp_path, index, cells, column, words):
+    path = write(tmp_path, pods=replace(PODS, index, **cells))
+    with pytest.raises(TraceError) as err:
+        load(tmp_path)
+    text = str(err.value)
+    assert "\n" not in text and text.startswith(str(path))
+    assert f"row {index + 1} (line {index + 2}), column {column!r}: {words}" in text
+    trace = load(tmp_path, on_error="skip")
+    assert trace.table.num_rows + trace.report.total == len(PODS)
+    assert index + 1 not in trace.table.column("job_id").to_pylist()
+    assert sum(n for reason, n in trace.report.counts.items() if reason.startswith(words)) == 1
+
+
+def test_bad_node_list_and_lists_without_times(tmp_path):
+    write(tmp_path, nodes=NODES[:2] + ["n2,64000,262144,2,"])
+    with pytest.raises(TraceError, match=r"openb_node_list_gpu_node.csv, row 3 \(line 4\), column 'model'"):
+        load(tmp_path)
+    write(tmp_path / "cpu", nodes=[NODES[0]])
+    with pytest.raises(TraceError, match="no node with GPUs"):
+        load(tmp_path / "cpu")
+    multi = tmp_path / "m" / "openb_pod_list_multigpu20.csv"
+    write(tmp_path / "m")
+    multi.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,1000\n")
+    with pytest.raises(TraceError, match="multigpu.*no times.*fgd_openb"):
+        load_trace(multi, cache=False)
+
+
+# ------------------------------------------------------------------------------ runs, convert
+
+def test_gpu_spec_constrains_where_jobs_run(tmp_path):
+    """Four 100 s pods constrained to the one V100M16 GPU queue for it while T4 and G2 GPUs are idle;
+    T4|G2 pods never land on it (under FIFO they wait behind the queued V100M16 pods)."""
+    pods = [f"v{i},1000,1024,1,1000,V100M16,LS,Succeeded,{i},{i + 100},{i}" for i in range(4)]
+    pods += [f"t{i},1000,1024,1,1000,T4|G2,LS,Succeeded,{i},{i + 100},{i}" for i in range(4)]
+    write(tmp_path / "data", pods=pods)
+    table, _ = run_jobs(tmp_path / "run", "trace.format=alibaba2023", f"trace.path={tmp_path / 'data'}")
+    rows = {job: (node, queue) for job, node, queue in zip(*(table.column(c).to_pylist()
+                                                              for c in ("job_id", "first_node", "queue")))}
+    assert [rows[j] for j in (1, 2, 3, 4)] == [(5, 0), (5, 99), (5, 198), (5, 297)]
+    assert all(rows[j][0] < 5 for j in (5, 6, 7, 8))
+
+
+def test_the_run_gets_the_typed_pools(tmp_path):
+    write(tmp_path / "data")
+    table, report = run_jobs(tmp_path / "run", "trace.format=alibaba2023", f"trace.path={tmp_path / 'data'}")
+    assert table.column("job_id").to_pylist() == [j[0] for j in JOBS] and all(table.column("finished").to_pylist())
+    assert report["layout"] == {"openb": [{"gpu_type": p.gpu_type, "gpus_per_node": p.gpus_per_node,
+                                           "nodes": p.nodes} for p in POOLS]}
+    assert report["converted"] == {jobs.FRACTIONAL: 3, jobs.CUTOFF: 1, jobs.MEDIAN: 1}
+    assert sum(report["counts"].values()) + report["jobs"] == len(PODS)
+
+
+def test_convert_round_trip_gives_the_same_run(tmp_path, capsys):
+    src = write(tmp_path / "data")
+    out = tmp_path / "out"
+    assert trace_main(["convert", str(tmp_path / "data"), "--format", "alibaba2023", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert ("wrote 7 jobs, 1 VCs (25 GPUs in 4 node pools) to " + str(out) +
+            ": jobs.parquet, layout.csv, pods.parquet (skipped 2 rows)") in printed
+    assert "converted 3 row(s): a share of one GPU" in printed and "skipped 1 row(s): filtered: CPU-only" in printed
+    assert not (out / "vc_config.csv").exists()
+    assert read_layout_csv(out / "layout.csv") == {"openb": POOLS}
+    pods = pq.read_table(out / "pods.parquet")
+    assert pods.num_rows == len(PODS) and pods.equals(read_openb_pods(src)[0])
+    converted = load_trace(out, cache=False, layout=read_layout_csv(out / "layout.csv"))
+    assert converted.table.equals(load(tmp_path / "data").table)
+    with pytest.raises(TraceError, match="the folder has layout.csv .*: set cluster.layout="):
+        load_trace(out, cache=False)
+
+    direct, _ = run_jobs(tmp_path / "a", "trace.format=alibaba2023", f"trace.path={src}")
+    again, _ = run_jobs(tmp_path / "b", f"trace.path={out}", f"cluster.layout={out / 'layout.csv'}")
+    assert again.equals(direct)
+
+
+def test_stats_count_the_typed_pools(tmp_path, capsys):
+    write(tmp_path)
+    assert trace_main(["stats", str(tmp_path / "openb_pod_list_default.csv"), "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "1.000 of jobs, 25 GPUs" in out  # the pools' GPUs, not 6 nodes x 8
+
+
+# ----------------------------------------------------------------------------- the real files
+
+@pytest.mark.shared
+def test_default_pod_list_end_to_end(shared_dir, tmp_path):
+    folder = shared_dir / "traces" / "alibaba_gpu_2023"
+    if not folder.is_dir():
+        pytest.skip(f"no openb trace at {folder}")
+    table, report = run_jobs(tmp_path / "run", "trace.format=alibaba2023", f"trace.path={folder}", "policy=fifo")
+    assert report["jobs"] == table.num_rows == 7064 and all(table.column("finished").to_pylist())
+    assert report["counts"] == {jobs.CPU_ONLY: 1088}
+    assert report["jobs"] + sum(report["counts"].values()) == 8152
+    assert report["converted"] == {jobs.FRACTIONAL: 3078, jobs.CUTOFF: 32, jobs.MEDIAN: 861}
+    pools = report["layout"]["openb"]
+    assert len(pools) == 12 and sum(p["gpus_per_node"] * p["nodes"] for p in pools) == 6212
+    assert not list(folder.glob("*.raysim-cache.parquet"))  # nothing written beside the shared data
+    assert np.all(table.column("queue").to_numpy() >= 0)
