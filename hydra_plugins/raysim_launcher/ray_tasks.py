@@ -1,8 +1,9 @@
 """`hydra/launcher=raysim_ray`: each job of a multirun is a Ray task, so jobs run in parallel on one
 Ray instance (local, or `hydra.launcher.address`). Hydra only loads launchers from the
-`hydra_plugins` package, hence this module's place."""
+`hydra_plugins` package, hence this module's place.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: Hydra's plugin scan executes this module without
+registering it in sys.modules, and dataclasses cannot resolve string annotations then."""
 
 import logging
 from dataclasses import dataclass

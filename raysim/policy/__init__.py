@@ -33,8 +33,9 @@ def policy_class(name: str):
 
 
 def policy_constants(name: str, conf_dir: str | Path | None = None) -> dict:
-    """The constants in `conf/policy/<name>.yaml` (everything but `name`); {} without such a file.
-    This is where a policy's constants live: Hydra runs pass the composed `policy` group the same way."""
+    """The constants in `conf/policy/<name>.yaml` (everything but `name`, and `kind` and `round`, which
+    belong to the round-based policies of raysim.rounds); {} without such a file. This is where a
+    policy's constants live: Hydra runs pass the composed `policy` group the same way."""
     from omegaconf import OmegaConf
 
     from raysim.paths import CONF_DIR
@@ -43,7 +44,8 @@ def policy_constants(name: str, conf_dir: str | Path | None = None) -> dict:
     if not path.exists():
         return {}
     conf = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-    conf.pop("name", None)
+    for key in ("name", "kind", "round"):
+        conf.pop(key, None)
     return conf
 
 

@@ -7,6 +7,7 @@
   writes the summary, plots and reports (`outputs`).
 - `raysim.harvest.run.run_harvest`: an idle-node harvesting replay.
 - `raysim.sharing.run.run_fgd`: the FGD placement ("inflation") experiment under GPU sharing.
+- `raysim.rounds.run.run_rounds`: a round-based run of Gavel's policy family.
 """
 
 from __future__ import annotations
@@ -32,4 +33,8 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
         from raysim.sharing.run import run_fgd
 
         return run_fgd(cfg, run_dir)
-    raise ValueError(f"unknown mode {cfg.mode!r}: expected 'cluster', 'harvest' or 'fgd'")
+    if cfg.mode == "rounds":
+        from raysim.rounds.run import run_rounds
+
+        return run_rounds(cfg, run_dir)
+    raise ValueError(f"unknown mode {cfg.mode!r}: expected 'cluster', 'harvest', 'fgd' or 'rounds'")

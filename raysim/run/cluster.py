@@ -21,6 +21,9 @@ log = logging.getLogger("raysim")
 
 def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     """Run a trace replay as configured; returns the cluster-wide summary row as a dict."""
+    if cfg.policy.get("kind") == "round":
+        raise ValueError(f"policy={cfg.policy.name} is a round-based policy of Gavel's family: run it with "
+                         "+experiment=gavel_trace (or gavel_continuous), see docs/gavel.md")
     wall = time.perf_counter()
     trace = load_from_config(cfg)
     for line in trace.report.lines():

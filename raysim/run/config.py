@@ -99,7 +99,8 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     network = dict(cfg.network) if cfg.sim.network in ("on", True) else None
     layout = cluster_layout(cfg, trace)
     types = gpu_type_inputs(cfg, trace, layout)
-    constants = {k: v for k, v in OmegaConf.to_container(cfg.policy, resolve=True).items() if k != "name"}
+    constants = {k: v for k, v in OmegaConf.to_container(cfg.policy, resolve=True).items()
+                 if k not in ("name", "kind", "round")}  # kind, round: the round-based policies' (raysim.rounds)
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog)
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile}

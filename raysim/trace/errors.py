@@ -7,14 +7,15 @@ from dataclasses import dataclass, field
 
 
 class TraceError(ValueError):
-    """Bad input in a trace or cluster file. `row` is the 1-based data row (the CSV line is row + 1)."""
+    """Bad input in a trace or cluster file. `row` is the 1-based data row; its file line is `line`
+    (default row + 1: a CSV with a header line)."""
 
     def __init__(self, file: str, message: str, *, row: int | None = None, column: str | None = None,
-                 value=None):
+                 value=None, line: int | None = None):
         self.file, self.row, self.column, self.value = file, row, column, value
         where = [str(file)]
         if row is not None:
-            where.append(f"row {row} (line {row + 1})")
+            where.append(f"row {row} (line {row + 1 if line is None else line})")
         if column is not None:
             where.append(f"column {column!r}")
         text = ", ".join(where) + f": {message}"

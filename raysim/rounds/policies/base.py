@@ -1,0 +1,72 @@
+"""What a round-based policy sees and returns.
+
+A policy is called when the allocation is recomputed (Gavel: a job arrived or finished, and at
+least ``reset_min_s`` passed since the last recompute). It gets an :class:`AllocationInput` (the
+active jobs, ascending ids) and returns the target allocation: for each combination it wants run
+-- a job ``(j,)`` or, for packing policies, a pair ``(a, b)`` sharing GPUs -- the fraction of time
+it should run on each GPU type. Jobs it leaves out get no GPUs until the next recompute.
+
+Class attributes select the round mechanism's Gavel switches: ``shuffle_types`` (the type order of
+the greedy pass is reshuffled every round, Gavel's rule for heterogeneity-agnostic policies),
+``fifo`` (jobs of priority 0 are never scheduled) and ``packing`` (pairs are candidates).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+Combo = tuple  # (j,) or (a, b) with a < b: job positions
+
+
+@dataclass
+class AllocationInput:
+    """State at an allocation recompute. Arrays are per active job (ascending id) x GPU type."""
+
+    jobs: np.ndarray              # positions of the active jobs, ascending
+    throughputs: np.ndarray       # (m, n) whole-job throughput on each type (0: cannot run there)
+    reference: np.ndarray         # (m,) throughput on the reference type (Gavel: v100)
+    scale_factors: np.ndarray     # (m,) GPUs each job needs
+    priority_weights: np.ndarray  # (m,)
+    times_since_start: np.ndarray  # (m,) now - arrival
+    steps_remaining: np.ndarray   # (m,)
+    gpus: np.ndarray              # (n,) GPUs of each type
+    pairs: list = field(default_factory=list)  # packing: candidate pairs (a, b), same scale factor
+    pair_throughputs: np.ndarray | None = None  # (len(pairs), n, 2) each job's throughput when packed
+
+
+class RoundPolicy:
+    """Base class: subclasses set the switches and implement :meth:`allocate`."""
+
+    name = ""
+    shuffle_types = False
+    fifo = False
+    packing = False
+
+    def __init__(self, seed: int = 0, **constants):
+        if constants:
+            raise ValueError(f"policy {self.name}: unknown constants {sorted(constants)}")
+        self.seed = seed
+
+    def allocate(self, state: AllocationInput) -> dict[Combo, np.ndarray]:
+        raise NotImplementedError
+
+
+def singles(state: AllocationInput, x: np.ndarray) -> dict[Combo, np.ndarray]:
+    """{(j,): row of x} for the active jobs, clipped to [0, 1] as Gavel clips solver output."""
+    x = np.clip(x, 0.0, 1.0)
+    return {(int(j),): x[i] for i, j in enumerate(state.jobs)}
+
+
+def equal_share(gpus: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Gavel's isolated split: every job gets 1/m of every type, per GPU it needs; a row summing to
+    more than 1 is scaled down to 1 (no job gets more than all of its time)."""
+    m = len(scale)
+    x = np.tile(gpus / m, (m, 1)) / scale[:, None]
+    return x / np.maximum(x.sum(axis=1), 1.0)[:, None]
+
+
+def proportional_throughput(throughputs: np.ndarray, gpus: np.ndarray) -> np.ndarray:
+    """Throughput of each job under Gavel's proportional share: x_k = N_k / sum(N)."""
+    return throughputs @ (gpus / gpus.sum())

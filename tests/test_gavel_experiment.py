@@ -1,0 +1,114 @@
+"""Gavel's trace format, and round-based runs through the Hydra config (own small data only)."""
+
+import json
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from hydra import compose, initialize_config_dir
+
+from raysim.paths import CONF_DIR
+from raysim.rounds.run import summarize_rounds_sweep
+from raysim.run import run
+from raysim.trace.errors import TraceError
+from raysim.trace.gavel import read_gavel_trace, write_gavel_trace
+
+LINE = "ResNet-18 (batch size 64)\tpython3 main.py\timage_classification/cifar10\t--num_steps\t1\t{steps}\t{scale}\t1\t-1.000000\t{arrival}"
+MODELS = ["ResNet-18 (batch size 64)", "LM (batch size 10)"]
+
+
+def write_trace(path, rows):
+    path.write_text("\n".join(LINE.format(steps=s, scale=g, arrival=a) for s, g, a in rows) + "\n")
+    return path
+
+
+def gavel_table(path):
+    """A small made-up table in Gavel's JSON layout (isolated 'null' and pair entries)."""
+    rates = {"v100": 4.0, "p100": 2.0, "k80": 1.0}
+    data = {gpu: {} for gpu in rates}
+    for gpu, base in rates.items():
+        for m, model in enumerate(MODELS):
+            for scale in (1, 2, 4, 8):
+                entry = {"null": base * scale * (1 + m)}
+                for other in MODELS:
+                    entry[str((other, scale))] = [0.6 * base * scale, 0.6 * base * scale]
+                data[gpu][str((model, scale))] = entry
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_reader_reads_jobs_in_line_order(tmp_path):
+    table = read_gavel_trace(write_trace(tmp_path / "t.trace", [(1000, 1, 0.0), (2000, 4, 10.5)]))
+    assert table.column("job_id").to_pylist() == [0, 1]
+    assert table.column("scale_factor").to_pylist() == [1, 4]
+    assert table.column("arrival_time").to_pylist() == [0.0, 10.5]
+    again = read_gavel_trace(write_gavel_trace(table, tmp_path / "again.trace"))
+    assert again.drop(["slo"]).equals(table.drop(["slo"]))
+
+
+@pytest.mark.parametrize("rows, message, where", [
+    ([(1000, 1, 0.0), (-5, 1, 1.0)], "positive number of steps", "row 2 (line 2), column 'total_steps'"),
+    ([(1000, 0, 0.0)], "positive whole number of GPUs", "column 'scale_factor'"),
+    ([(1000, 1, 5.0), (1000, 1, 1.0)], "arrivals must be in time order", "row 2 (line 2), column 'arrival_time'"),
+    ([(1000, 1, "soon")], "not a number", "column 'arrival_time'"),
+    ([(1000, 1, -1.0)], "must not be negative", "column 'arrival_time'"),
+])
+def test_reader_names_file_row_and_field(tmp_path, rows, message, where):
+    path = write_trace(tmp_path / "bad.trace", rows)
+    with pytest.raises(TraceError, match=message) as info:
+        read_gavel_trace(path)
+    assert where in str(info.value) and str(path) in str(info.value)
+
+
+def test_reader_rejects_wrong_field_counts_and_empty_files(tmp_path):
+    bad = tmp_path / "short.trace"
+    bad.write_text("ResNet-18 (batch size 64)\t1000\t1\t0\n")
+    with pytest.raises(TraceError, match="expected 10 tab-separated fields"):
+        read_gavel_trace(bad)
+    empty = tmp_path / "empty.trace"
+    empty.write_text("\n")
+    with pytest.raises(TraceError, match="no jobs"):
+        read_gavel_trace(empty)
+
+
+def composed(*overrides):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+def test_trace_run_writes_jobs_summary_and_plot(tmp_path):
+    trace = write_trace(tmp_path / "t.trace", [(20000, 1, 0.0), (40000, 2, 100.0), (10000, 8, 200.0),
+                                               (5000, 1, 3000.0)])
+    cfg = composed("+experiment=gavel_trace", f"trace.path={trace}", f"rounds.throughputs={gavel_table(tmp_path / 't.json')}",
+                   "policy=max_min_fairness_perf", "rounds.window=[1,2]")
+    row = run(cfg, tmp_path / "run")
+    jobs = pq.read_table(tmp_path / "run" / "jobs.parquet").to_pandas()
+    assert jobs.job_id.tolist() == [0, 1, 2, 3]
+    assert (jobs.start_time >= jobs.arrival_time).all() and (jobs.completion_time > jobs.start_time).all()
+    assert jobs.in_window.tolist() == [False, True, True, False]
+    run_s = jobs[[c for c in jobs.columns if c.startswith("run_s_")]].sum(axis=1)
+    assert (run_s > 0).all()
+    summary = pd.read_csv(tmp_path / "run" / "summary.csv")
+    assert summary.avg_jct_window[0] == pytest.approx(jobs.jct[1:3].mean())
+    assert row["lp_solves"] > 0 and (tmp_path / "run" / "plots" / "jct_cdf.png").exists()
+
+
+def test_continuous_sweep_gives_the_rate_figure(tmp_path):
+    table = gavel_table(tmp_path / "t.json")
+    sweep = tmp_path / "sweep"
+    for i, (policy, rate) in enumerate([("fifo_perf", 2.0), ("fifo_perf", 4.0), ("isolated", 2.0), ("isolated", 4.0)]):
+        cfg = composed("+experiment=gavel_continuous", f"rounds.throughputs={table}", f"policy={policy}",
+                       f"rounds.rate_jobs_per_hour={rate}", "rounds.generate.jobs=30", "rounds.window=[10,19]",
+                       "rounds.generate.templates=[{model: 'ResNet-18 (batch size 64)', distributed: true},"
+                       "{model: 'LM (batch size 10)', distributed: true}]", "rounds.plots=false")
+        run(cfg, sweep / str(i))
+    table = summarize_rounds_sweep(sweep)
+    assert sorted(table.policy) == ["fifo_perf", "fifo_perf", "isolated", "isolated"]
+    assert (sweep / "plots" / "avg_jct_vs_rate.png").exists() and (sweep / "rounds_sweep.md").exists()
+
+
+def test_cluster_mode_refuses_round_policies_and_rounds_mode_others(tmp_path):
+    with pytest.raises(ValueError, match="round-based policy of Gavel's family"):
+        run(composed("+experiment=venus", "policy=gandiva"), tmp_path / "a")
+    with pytest.raises(ValueError, match="not round-based"):
+        run(composed("+experiment=gavel_trace", "policy=tiresias", "trace.path=x.trace"), tmp_path / "b")
