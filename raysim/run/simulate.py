@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import shutil
 import tempfile
 from pathlib import Path
@@ -11,10 +13,17 @@ import pyarrow.parquet as pq
 
 from raysim.report.results import merge_profiling, merge_series, write_jobs
 from raysim.runtime.codec import jobs_batch
-from raysim.runtime.coordinator import Coordinator
+from raysim.runtime.coordinator import Coordinator, check_resumable
+from raysim.runtime.fingerprint import run_fingerprint
 from raysim.runtime.sink import ResultSink, read_records
 from raysim.runtime.spec import RunSpec
 from raysim.trace.load import Trace
+
+log = logging.getLogger("raysim")
+
+#: Beside a checkpoint: the finished run's result files and fingerprint.
+FINISHED = "finished"
+RESULT_FILES = ("jobs.parquet", "timeseries.parquet")
 
 
 def vc_groups(vcs: list[str], vcs_per_actor: int | str) -> list[list[str]]:
@@ -43,9 +52,20 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     (GPU-type ids, workload ids, share scores) to the job batches; `estimator` (e.g. a
     PeriodicDurationEstimator) fills in duration estimates while the run goes on. Returns the
     run's event and window counts and how many lost actors were rebuilt.
+
+    With `checkpoint_dir`, checkpoints carry the run's fingerprint (raysim.runtime.fingerprint) and
+    `resume` refuses one written by a run with other inputs, naming them. A finished run leaves its
+    result files beside its checkpoint; resuming it re-emits them without simulating again.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    fingerprint = None
+    if checkpoint_dir:
+        fingerprint = run_fingerprint(trace.table, spec, estimates, job_extra, estimator)
+        finished = Path(checkpoint_dir) / FINISHED
+        if resume and (finished / "run.json").exists():
+            return _reemit_finished(finished, fingerprint, out_dir)
+        shutil.rmtree(finished, ignore_errors=True)  # a new run: an earlier finished one is superseded
     if executor is None and runtime == "ray" and vcs_per_actor == "auto":
         from raysim.runtime.ray_backend import ensure_ray
 
@@ -59,14 +79,37 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     coordinator = Coordinator(executor, jobs_batch(trace.table, estimates, job_extra), groups, sink,
                               t0=spec.t0, window_s=window_s, checkpoint_dir=checkpoint_dir,
                               checkpoint_every=checkpoint_every, resume=resume, progress=progress,
-                              origin=trace.origin, estimator=estimator)
+                              origin=trace.origin, estimator=estimator, fingerprint=fingerprint)
     end, stage = coordinator.run()
     files = sink.close(end)
     write_jobs(trace.table, merge_profiling(read_records(files["records"]), stage), out_dir / "jobs.parquet")
     merge_series(files["series"], out_dir / "timeseries.parquet")
-    if not checkpoint_dir:
+    counts = {"events": coordinator.events, "windows": coordinator.windows_run, "recoveries": coordinator.recoveries}
+    if checkpoint_dir:
+        _keep_finished(Path(checkpoint_dir) / FINISHED, out_dir, fingerprint, counts)
+    else:
         shutil.rmtree(spool, ignore_errors=True)
-    return {"events": coordinator.events, "windows": coordinator.windows_run, "recoveries": coordinator.recoveries}
+    return counts
+
+
+def _keep_finished(folder: Path, out_dir: Path, fingerprint: dict, counts: dict) -> None:
+    """After a checkpointed run: its result files and fingerprint, so a resume re-emits them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in RESULT_FILES:
+        shutil.copyfile(out_dir / name, folder / name)
+    (folder / "run.json").write_text(json.dumps({"fingerprint": fingerprint, "counts": counts}, sort_keys=True))
+
+
+def _reemit_finished(folder: Path, fingerprint: dict, out_dir: Path) -> dict:
+    """Resuming a run that had finished: after the same fingerprint check as any resume, copy its
+    result files into `out_dir` instead of simulating anything again."""
+    recorded = json.loads((folder / "run.json").read_text())
+    check_resumable(folder.parent, recorded.get("fingerprint"), fingerprint)
+    log.warning("runtime.resume: the run checkpointed in %s had finished; its result files are copied, "
+                "nothing is simulated again", folder.parent)
+    for name in RESULT_FILES:
+        shutil.copyfile(folder / name, out_dir / name)
+    return {**recorded["counts"], "resumed_finished": True}
 
 
 def simulate(trace: Trace, spec: RunSpec, estimates=None, **kwargs) -> tuple[pa.Table, pa.Table]:
@@ -87,5 +130,9 @@ def make_executor(runtime: str, spec: RunSpec, groups, ray_options: dict):
         from raysim.runtime.ray_backend import RayExecutor, ensure_ray
 
         ensure_ray(ray_options.get("address"), ray_options.get("num_cpus"))
-        return RayExecutor(spec, groups, actor_cpus=float(ray_options.get("actor_cpus", 0.1)))
+        lost = ray_options.get("lost_after_s")
+        return RayExecutor(spec, groups, actor_cpus=float(ray_options.get("actor_cpus", 0.1)),
+                           slow_factor=float(ray_options.get("slow_factor", 10.0)),
+                           slow_min_s=float(ray_options.get("slow_min_s", 60.0)),
+                           lost_after_s=None if lost is None else float(lost))
     raise ValueError(f"runtime.name must be 'local' or 'ray', not {runtime!r}")

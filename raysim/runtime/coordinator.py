@@ -69,6 +69,7 @@ class RunState:
     stage_next: int | None = None  # the profiler stage's next event
     stage_records: list = field(default_factory=list)  # profiler records (profiling start/end/queue)
     stage_state: bytes | None = None  # the profiler stage's state (in checkpoints only)
+    fingerprint: dict = field(default_factory=dict)  # digests of the run's inputs (raysim.runtime.fingerprint)
 
 
 class Coordinator:
@@ -76,7 +77,7 @@ class Coordinator:
 
     def __init__(self, executor, batch: pa.Table, groups: list[list[str]], sink: ResultSink, *, t0: int,
                  window_s: int, checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
-                 progress: bool = True, origin: str = "0", estimator=None):
+                 progress: bool = True, origin: str = "0", estimator=None, fingerprint: dict | None = None):
         if window_s <= 0:
             raise ValueError("runtime.window_s must be a positive number of seconds")
         self.executor = executor
@@ -88,6 +89,8 @@ class Coordinator:
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
         self.checkpoint_every = max(1, int(checkpoint_every))
         self.resume = resume
+        #: digests of what determines the results: written into checkpoints, compared on resume
+        self.fingerprint = dict(fingerprint or {})
         self.progress = progress
         self.origin = origin
         #: optional estimator filling each window's `estimate` column from jobs finished so far
@@ -256,6 +259,7 @@ class Coordinator:
         ckpt = self.checkpoint_dir / "checkpoint.pkl" if self.checkpoint_dir else None
         if self.resume and ckpt is not None and ckpt.exists():
             state = pickle.loads(ckpt.read_bytes())  # noqa: S301 - written by this coordinator
+            check_resumable(ckpt, getattr(state, "fingerprint", None), self.fingerprint)
             if len(state.group_states) != len(self.groups):
                 raise ValueError(f"{ckpt} holds {len(state.group_states)} VC groups, this run has "
                                  f"{len(self.groups)}: resume with the same ray.vcs_per_actor")
@@ -272,7 +276,8 @@ class Coordinator:
         status = {vc: {"next_event": None, "last_event": self.t0, "finished": 0,
                        "running": 0, "pending": 0, "events": 0} for grp in self.groups for vc in grp}
         self.sink.reopen(SinkPosition())  # a fresh run: no result file of an earlier one may remain
-        return RunState(t=self.t0, pos=0, status=status, group_states=[None] * len(self.groups))
+        return RunState(t=self.t0, pos=0, status=status, group_states=[None] * len(self.groups),
+                        fingerprint=self.fingerprint)
 
     def _write_checkpoint(self, state: RunState) -> None:
         """Write a resumable checkpoint every `checkpoint_every` windows (when a folder is set)."""
@@ -306,6 +311,25 @@ class Coordinator:
             sys.stderr.flush()
         else:
             log.info("%s", line)
+
+
+class CheckpointMismatch(ValueError):
+    """A resume whose checkpoint was written by a run with other inputs."""
+
+
+def check_resumable(where, recorded: dict | None, current: dict) -> None:
+    """Refuse to resume from `where` when the recorded fingerprint differs from `current` (when
+    `current` is empty, e.g. a caller that does not fingerprint, nothing is checked)."""
+    if not current:
+        return
+    from raysim.runtime.fingerprint import differences
+
+    changed = differences(recorded, current)
+    if changed:
+        what = "holds no fingerprint (written by an older raysim)" if not recorded else \
+            f"was written by a run with other inputs: {', '.join(changed)} differ"
+        raise CheckpointMismatch(f"runtime.resume: {where} {what}; run without runtime.resume to start "
+                                 "afresh, or give another runtime.checkpoint_dir")
 
 
 def _clock(origin: str, t: int) -> str:

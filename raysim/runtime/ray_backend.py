@@ -107,10 +107,15 @@ class RayExecutor:
     #: actors can die: the coordinator takes snapshots of their states to rebuild them
     snapshots_groups = True
 
-    def __init__(self, spec: RunSpec, groups: list[list[str]], *, actor_cpus: float = 0.1):
+    def __init__(self, spec: RunSpec, groups: list[list[str]], *, actor_cpus: float = 0.1,
+                 slow_factor: float = 10.0, slow_min_s: float = 60.0, lost_after_s: float | None = None):
         self.spec = spec
         self.groups = groups
         self.actor_cpus = actor_cpus
+        #: a window slower than slow_factor x the slowest so far (and than slow_min_s) is warned
+        #: about; one still running after lost_after_s (None: never) counts as a lost actor
+        self.slow_factor, self.slow_min_s, self.lost_after_s = slow_factor, slow_min_s, lost_after_s
+        self._slowest = 0.0  # the slowest window result any group has delivered
         self.group_cls = ray.remote(num_cpus=actor_cpus, max_restarts=0)(_GroupActor)
         self.prof_cls = ray.remote(num_cpus=actor_cpus, max_restarts=0)(_ProfilerActor)
         self.actors: list = []
@@ -144,6 +149,9 @@ class RayExecutor:
         """(status, ref to the stage's state after the window); StageLost if the actor died. The
         state lives in the object store, owned by the driver, so it outlives the actor."""
         status_ref, state_ref = handle
+        if self._wait(status_ref, "the profiler stage") is None:
+            ray.kill(self.profiler, no_restart=True)
+            raise StageLost(TimeoutError(f"no result after {self.lost_after_s:g} s (ray.lost_after_s)"))
         try:
             return ray.get(status_ref), state_ref
         except RayActorError as exc:
@@ -172,11 +180,34 @@ class RayExecutor:
         the window's end or None); GroupLost if the actor died. The state lives in the object store,
         owned by the driver, so it outlives the actor."""
         out_ref, state_ref = handle
+        waited = self._wait(out_ref, f"VC group {g} ({','.join(self.groups[g])})")
+        if waited is None:
+            ray.kill(self.actors[g], no_restart=True)
+            raise GroupLost(g, TimeoutError(f"no result after {self.lost_after_s:g} s (ray.lost_after_s)"))
         try:
             out, run_s, state_s = ray.get(out_ref)
         except RayActorError as exc:
             raise GroupLost(g, exc) from exc
+        self._slowest = max(self._slowest, waited)
         return out, run_s, state_s, state_ref
+
+    def _wait(self, ref, who: str) -> float | None:
+        """Seconds until `ref` is ready, warning once when it is far slower than the windows so far;
+        None when it is still not ready after lost_after_s."""
+        start = time.perf_counter()
+        warn_s = max(self.slow_min_s, self.slow_factor * self._slowest)
+        if self.lost_after_s is not None:
+            warn_s = min(warn_s, self.lost_after_s)
+        ready, _ = ray.wait([ref], timeout=warn_s)
+        if not ready:
+            log.warning("%s: this window has run %.0f s, its windows so far took at most %.1f s; the actor may "
+                        "be hung (it counts as lost after ray.lost_after_s=%s)", who, time.perf_counter() - start,
+                        self._slowest, self.lost_after_s)
+            rest = None if self.lost_after_s is None else max(0.0, self.lost_after_s - (time.perf_counter() - start))
+            ready, _ = ray.wait([ref], timeout=rest)
+            if not ready:
+                return None
+        return time.perf_counter() - start
 
     def materialize(self, g, state):
         return ray.get(state) if isinstance(state, ray.ObjectRef) else state
