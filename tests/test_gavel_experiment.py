@@ -112,3 +112,22 @@ def test_cluster_mode_refuses_round_policies_and_rounds_mode_others(tmp_path):
         run(composed("+experiment=venus", "policy=gandiva"), tmp_path / "a")
     with pytest.raises(ValueError, match="not round-based"):
         run(composed("+experiment=gavel_trace", "policy=tiresias", "trace.path=x.trace"), tmp_path / "b")
+
+
+def test_raysim_trace_runs_with_a_job_type_mapping(tmp_path):
+    """A raysim-schema CSV whose `model` column maps to table job types: a duration of d seconds
+    on the reference V100 becomes d x throughput steps (the made-up table: 4 x scale x (1 + m)/s).
+    Job 9 arrives at 600 s, mid-round: it joins at the next round boundary, 720 s."""
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state,model\n"
+                     "7,cluster,u1,1,1,0,3600,COMPLETED,resnet\n"
+                     "9,cluster,u2,2,1,600,1800,COMPLETED,lm\n")
+    cfg = composed("+experiment=gavel_trace", f"trace.path={trace}", "trace.format=csv", "trace.cache=false",
+                   f"rounds.throughputs={gavel_table(tmp_path / 't.json')}", "policy=fifo_perf", "rounds.window=null",
+                   "rounds.job_type_column=model",
+                   "rounds.job_type_map={resnet: 'ResNet-18 (batch size 64)', lm: 'LM (batch size 10)'}")
+    run(cfg, tmp_path / "run")
+    jobs = pq.read_table(tmp_path / "run" / "jobs.parquet").to_pandas()
+    assert jobs.job_id.tolist() == [7, 9]
+    assert jobs.total_steps.tolist() == [3600 * 4.0, 1800 * 4.0 * 2 * 2]
+    assert jobs.jct.tolist() == pytest.approx([3600.0, 120.0 + 1800.0])

@@ -239,23 +239,26 @@ def _jobs(cfg: DictConfig, table: ThroughputTable) -> tuple[pa.Table, str]:
 
 
 def _from_raysim_trace(cfg: DictConfig, table: ThroughputTable) -> pa.Table:
-    """A raysim-schema trace as round jobs: job_type -> table job type (rounds.job_type_map),
-    steps = duration x throughput on the GPU type the duration was recorded on."""
+    """A raysim-schema trace as round jobs: the `rounds.job_type_column` value (default job_type) ->
+    table job type (rounds.job_type_map, else the value itself), steps = duration x throughput on
+    the GPU type the duration was recorded on."""
     from raysim.run.config import load_from_config
     from raysim.trace.gavel import SCHEMA
 
     trace = load_from_config(cfg)
     df = trace.table.to_pandas()
-    if "job_type" not in df.columns:
-        raise ValueError(f"{trace.source}: round-based policies need a job_type column naming a job type of "
-                         "the throughput table (or mapped to one with rounds.job_type_map)")
+    column = str(cfg.rounds.get("job_type_column") or "job_type")
+    if column not in df.columns:
+        raise ValueError(f"{trace.source}: round-based policies need a {column!r} column naming a job type of "
+                         "the throughput table (or mapped to one with rounds.job_type_map; another column: "
+                         "rounds.job_type_column)")
     mapping = cfg.rounds.get("job_type_map")
     mapping = OmegaConf.to_container(mapping, resolve=True) if mapping else {}
     reference = str(cfg.rounds.reference_type)
     steps = np.empty(len(df))
     models = []
     for i, (job_type, gpus, duration, recorded) in enumerate(zip(
-            df["job_type"], df["gpu_num"], df["duration"],
+            df[column].astype(str), df["gpu_num"], df["duration"],
             df["gpu_type"] if "gpu_type" in df.columns else [None] * len(df))):
         model = mapping.get(job_type, job_type)
         rate = whole_job_rate(table, model, str(recorded or reference), int(gpus))
