@@ -3,7 +3,7 @@ Gavel's simulator recorded for the same run (../shared/references/gavel/results_
 on a 2-core machine), the LP solve time per round and per solve, and the average JCTs next to Gavel's.
 
     python benchmarks/gavel.py [--policies fifo max_min_fairness_perf ...] [--repeat 3]
-                               [--lp-method ipm|simplex] [--json]
+                               [--lp-method ipm|simplex] [--json]   (--json: one JSON line per policy)
 
 Timing: RoundEngine.run() only (Gavel's figure is its simulate()), the best of --repeat runs in
 this process, after one untimed warm-up run of fifo_perf (imports, HiGHS start-up).
@@ -79,9 +79,9 @@ def main() -> int:
                      "lp_ms_per_solve": round(1e3 * solves["seconds"] / max(solves["lps"], 1), 3),
                      "jct_window_vs_gavel_pct": round(100 * (jct[100:200].mean() / ref.avg_jct_window - 1), 2),
                      "jct_all_vs_gavel_pct": round(100 * (np.nanmean(jct) / ref.avg_jct_all - 1), 2)})
-    if args.json:
-        print(json.dumps({"machine": platform.node(), "cpus": os.cpu_count(), "lp_method": args.lp_method,
-                          "policies": rows}, indent=1))
+    if args.json:  # JSON lines, one per policy (benchmarks/before_after.py reads them)
+        for row in rows:
+            print(json.dumps({"machine": platform.node(), "cpus": os.cpu_count(), "lp_method": args.lp_method, **row}))
         return 0
     print(f"Gavel's trace (300 jobs, 8 V100 + 8 P100 + 8 K80), LP method {args.lp_method}, "
           f"best of {args.repeat} on {os.cpu_count()} CPUs")
