@@ -55,6 +55,7 @@ from raysim.trace.alibaba2023 import (DEFAULT_NODE_LIST, node_list_path, node_po
 from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.layout import with_pools
 from raysim.trace.mapping import RowChecks, Source, validate_mapped
+from raysim.trace.readers import Bounds
 
 #: The one VC of an openb trace.
 VC = "openb"
@@ -72,7 +73,7 @@ MEDIAN = "duration is the median of the pod's GPU class: Pending, never schedule
 
 def read_alibaba2023(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
                      on_error: str = "raise", state_filter=None, origin: str = "auto", cluster: str = "",
-                     workload: str | None = None, node_list: str = DEFAULT_NODE_LIST
+                     bounds: Bounds = Bounds(), workload: str | None = None, node_list: str = DEFAULT_NODE_LIST
                      ) -> tuple[pa.Table, SkipReport]:
     """Read an openb pod list as a raysim job table (rules: module doc). `vc_nodes` None derives
     the layout from the node list beside the pod list and records it (``pools``, ``vc_nodes``)."""
@@ -105,7 +106,7 @@ def read_alibaba2023(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: in
     frame = job_frame(pods, duration, how)[keep].reset_index(drop=True)
     table, report = validate_mapped(frame, source, report, vc_nodes=vc_nodes, gpus_per_node=gpus_per_node,
                                     on_error=on_error, state_filter=state_filter, origin=origin,
-                                    cluster=cluster)
+                                    cluster=cluster, bounds=bounds)
     report.converted.update(conversions(table))
     return (table if layout is None else with_pools(table, layout)), report
 

@@ -1,5 +1,6 @@
 """Reading CSV input files with their columns checked (raising TraceError, not KeyError): whole
-files with pandas, or small strict files row by row with the row of every problem."""
+files with pandas, trace files as text with every row's number of values checked, or small strict
+files row by row with the row of every problem."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ import csv
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from raysim.trace.errors import TraceError
+
+#: The reason a row with too few or too many values is flagged (its value says how many it had).
+RAGGED = "wrong number of values in the row (truncated or ragged line)"
 
 
 def read_csv_columns(path, required, what: str):
@@ -23,6 +29,58 @@ def read_csv_columns(path, required, what: str):
         if col not in df.columns:
             raise TraceError(str(path), f"missing column; the file has {list(df.columns)}", column=col)
     return df
+
+
+def read_csv_text(path, names: Sequence[str] | None = None):
+    """A whole CSV trace file as a DataFrame of strings (empty cells are "", never null), and per row
+    None, or a description of the row when it has the wrong number of values (flag it as RAGGED).
+
+    With `names` the file has no header line and these are its columns. Blank lines are not rows.
+    Rows with the wrong number of values keep their place as rows of "" (so rows keep their
+    numbers); their description is "N of M values: <the line's text>".
+    """
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    name = str(path)
+    columns = list(names) if names is not None else _header(path)
+    ragged = {}
+
+    def bad_row(row) -> str:
+        ragged[row.number - (1 if names is None else 0)] = (
+            f"{row.actual_columns} of {row.expected_columns} values: {row.text[:80]}")
+        return "skip"
+
+    try:
+        table = pacsv.read_csv(
+            path, read_options=pacsv.ReadOptions(use_threads=False, column_names=names),
+            parse_options=pacsv.ParseOptions(invalid_row_handler=bad_row),
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in columns},
+                                                 strings_can_be_null=False, quoted_strings_can_be_null=False))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise TraceError(name, "not a readable CSV file: " + str(exc).splitlines()[0]) from None
+    frame = table.to_pandas()
+    described = np.full(len(frame) + len(ragged), None, dtype=object)
+    if ragged:
+        described[np.array(list(ragged)) - 1] = list(ragged.values())
+        frame.index = np.flatnonzero(pd.isna(described))
+        frame = frame.reindex(range(len(described)), fill_value="")
+    return frame, described
+
+
+def _header(path) -> list[str]:
+    """The column names on the first line of a CSV file (a UTF-8 byte order mark is dropped)."""
+    try:
+        with Path(path).open(newline="", encoding="utf-8-sig") as handle:
+            header = next(csv.reader(handle), [])
+    except FileNotFoundError:
+        raise TraceError(str(path), "trace file not found") from None
+    except (UnicodeDecodeError, IsADirectoryError) as exc:
+        raise TraceError(str(path), f"not a readable CSV file: {exc}") from None
+    if not header:
+        raise TraceError(str(path), "empty file (expected a header line naming the columns)")
+    return header
 
 
 def csv_rows(path: str | Path, columns: Sequence[str], what: str) -> list[tuple[int, dict[str, str]]]:

@@ -23,9 +23,11 @@ import pandas as pd
 import pyarrow as pa
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
+from raysim.trace.csvfile import RAGGED, read_csv_text
 from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.layout import nodes_from_gpus, with_layout
-from raysim.trace.mapping import Source, validate_mapped
+from raysim.trace.mapping import RowChecks, Source, validate_mapped
+from raysim.trace.readers import Bounds
 from raysim.trace.schema import REQUIRED
 
 GPU_NUMBER_FILE = "cluster_gpu_number.csv"
@@ -36,33 +38,37 @@ NEVER_RAN = "filtered: never ran (duration 0 or no start_time)"
 
 def read_helios(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
                 on_error: str = "raise", state_filter=None, origin: str = "auto", cluster: str = "",
-                vc_size: str = "mode") -> tuple[pa.Table, SkipReport]:
+                bounds: Bounds = Bounds(), vc_size: str = "mode") -> tuple[pa.Table, SkipReport]:
     """Read a Helios ``cluster_log.csv``; `vc_nodes` None derives the layout from
     ``cluster_gpu_number.csv`` beside it (rule `vc_size`), stored in the metadata as ``vc_nodes``."""
     name = str(path)
     if vc_nodes is None:
         vc_nodes = read_gpu_numbers(Path(path).parent / GPU_NUMBER_FILE, rule=vc_size,
                                     gpus_per_node=gpus_per_node)
-    df = _read_csv(path)
+    df, ragged = read_csv_text(path)
     source = Source(name)
     for col in REQUIRED:
         if col not in df.columns:
             raise source.error(f"missing column; the file has {list(df.columns)}", column=col)
     report = SkipReport(file=name)
     rows = np.arange(1, len(df) + 1)
+    checks = RowChecks(source, rows)
+    checks.flag(pd.notna(ragged), RAGGED, None, ragged)
+    whole = checks.finish(report, on_error)
     gpu = pd.to_numeric(df["gpu_num"].str.strip(), errors="coerce").to_numpy()
     duration = pd.to_numeric(df["duration"].str.strip(), errors="coerce").to_numpy()
-    cpu_only = gpu == 0
+    cpu_only = whole & (gpu == 0)
     no_start = (df["start_time"].str.strip() == "").to_numpy() if "start_time" in df.columns else False
-    never_ran = ~cpu_only & ((duration == 0) | (np.isnan(duration) & no_start))
+    never_ran = whole & ~cpu_only & ((duration == 0) | (np.isnan(duration) & no_start))
     if cpu_only.any():
         report.counts[CPU_ONLY] += int(cpu_only.sum())
     source.skip(report, NEVER_RAN, rows[never_ran], "duration", df["duration"].to_numpy()[never_ran])
-    keep = ~(cpu_only | never_ran)
+    keep = whole & ~(cpu_only | never_ran)
     source.rows = rows[keep]
     table, report = validate_mapped(df[keep].reset_index(drop=True), source, report, vc_nodes=vc_nodes,
                                     gpus_per_node=gpus_per_node, on_error=on_error,
-                                    state_filter=state_filter, origin=origin, cluster=cluster)
+                                    state_filter=state_filter, origin=origin, cluster=cluster,
+                                    bounds=bounds)
     return with_layout(table, vc_nodes), report
 
 
@@ -74,9 +80,12 @@ def read_gpu_numbers(path, *, rule: str = "mode", gpus_per_node: int = DEFAULT_G
     if not path.exists():
         raise TraceError(str(path), "VC sizes not found: put a vc_config.csv or the Helios "
                                     f"{GPU_NUMBER_FILE} beside the trace (or set trace.vc_config)")
-    df = _read_csv(path)
+    df, ragged = read_csv_text(path)
     if "date" not in df.columns:
         raise TraceError(str(path), f"missing column; the file has {list(df.columns)}", column="date")
+    if pd.notna(ragged).any():
+        row = int(np.flatnonzero(pd.notna(ragged))[0])
+        raise TraceError(str(path), RAGGED, row=row + 1, value=ragged[row])
     dates = pd.to_datetime(df["date"].str.strip(), errors="coerce")
     if dates.isna().any():
         row = int(np.flatnonzero(dates.isna())[0])
@@ -102,12 +111,3 @@ def read_gpu_numbers(path, *, rule: str = "mode", gpus_per_node: int = DEFAULT_G
     if not gpus:
         raise TraceError(str(path), "no VC with GPUs")
     return nodes_from_gpus(gpus, gpus_per_node)
-
-
-def _read_csv(path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[])
-    except FileNotFoundError:
-        raise TraceError(str(path), "trace file not found") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise TraceError(str(path), f"not a readable CSV file: {exc}") from None

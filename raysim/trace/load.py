@@ -1,10 +1,19 @@
-"""Load a trace from a file or folder: pick the reader, validate, cache as Parquet beside the source."""
+"""Load a trace from a file or folder: pick the reader, validate, cache as Parquet beside the source.
+
+The cache is keyed by the SHA-256 of the content of every file read (the trace and the files beside
+it its reader reads, the VC layout file) and the reading options, the plausibility bounds included:
+an edited file misses the cache whatever its size and time stamps. It is written to a temporary
+file of a unique name and renamed into place; a cache that cannot be read counts as absent (one
+warning, then the source is read again and the cache replaced).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,8 +30,8 @@ from raysim.trace.helios import GPU_NUMBER_FILE, read_helios
 from raysim.trace.layout import recorded_pools
 from raysim.trace.pai import TASK_FILE, read_pai
 from raysim.trace.philly import read_philly
-from raysim.trace.readers import read_csv_trace, read_parquet_trace
-from raysim.trace.schema import metadata
+from raysim.trace.readers import Bounds, read_csv_trace, read_parquet_trace
+from raysim.trace.schema import META_KEY, metadata
 
 #: Files looked for, in order, when trace.path is a folder.
 FOLDER_FILES = ("cluster_full_log.csv", "cluster_log.csv", "jobs.parquet", "cluster_job_log",
@@ -38,9 +47,14 @@ AUTO_PREFIXES = {POD_PREFIX: "alibaba2023"}
 #: beside the trace each reader reads.
 OWN_LAYOUT = ("helios", "philly", "pai", "alibaba2023")
 SIDE_FILES = {"helios": (GPU_NUMBER_FILE,), "pai": (TASK_FILE,)}
-CACHE_VERSION = "2"
+CACHE_VERSION = "3"
 #: The typed node pools `raysim trace convert` writes beside a converted trace (cluster.layout).
 LAYOUT_FILE = "layout.csv"
+#: The plausibility bounds' defaults (conf/config.yaml: trace.max_duration_s, trace.max_submit_span_years).
+MAX_DURATION_S = Bounds().max_duration_s
+MAX_SUBMIT_SPAN_YEARS = Bounds().max_submit_span_years
+
+log = logging.getLogger("raysim")
 
 
 @dataclass
@@ -86,13 +100,17 @@ def resolve_source(path: str | Path, fmt: str = "auto", workload: str | None = N
 def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
                on_error: str = "raise", state_filter=None, origin: str = "auto", cache: bool = True,
                cache_dir=None, cluster: str = "", reader_options: dict | None = None,
-               layout: dict | None = None) -> Trace:
+               layout: dict | None = None, max_duration_s: float = MAX_DURATION_S,
+               max_submit_span_years: float = MAX_SUBMIT_SPAN_YEARS) -> Trace:
     """Read, validate and (optionally) cache the trace at `path`.
 
     The VC layout is `layout` (VC -> node pools, e.g. from a layout file), else trace.vc_config,
     else vc_config.csv beside the trace (nodes of `gpus_per_node` GPUs), else (formats in
     OWN_LAYOUT) what the reader derives. `reader_options` go to the reader (e.g. Helios' vc_size).
+    Durations above `max_duration_s` and submit times more than `max_submit_span_years` from the
+    median are bad rows (readers.Bounds). A trace left without jobs is an error.
     """
+    bounds = Bounds(max_duration_s, max_submit_span_years)
     source = resolve_source(path, fmt, (reader_options or {}).get("workload"))
     if fmt == "auto":
         fmt = auto_format(source)
@@ -111,26 +129,32 @@ def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 
         vc_nodes = None if own_layout else read_vc_config(vc_path)
     options = dict(vc_nodes=vc_nodes, gpus_per_node=gpus_per_node, on_error=on_error,
                    state_filter=list(state_filter) if state_filter else None, origin=str(origin),
-                   cluster=cluster or source.parent.name, **dict(reader_options or {}))
-    side = _side_files(fmt, source, options)
-    key = _cache_key(source, [vc_path, *side], fmt, options)
+                   cluster=cluster or source.parent.name, bounds=bounds, **dict(reader_options or {}))
     cache_file = _cache_path(source, cache_dir) if cache and fmt != "parquet" else None
-    if cache_file is not None and cache_file.exists():
-        table = pq.read_table(cache_file)
-        meta = metadata(table)
-        if meta.get("cache_key") == key:
-            report = SkipReport(file=str(source))
-            report.counts.update(meta.get("skipped", {}))
-            report.examples = meta.get("skip_examples", {})
-            report.converted.update(meta.get("converted", {}))
+    if cache_file is not None:
+        key = _cache_key(source, [vc_path, *_side_files(fmt, source, options)], fmt, options)
+        table = read_cache(cache_file, key)
+        if table is not None:
+            report = SkipReport.from_dict({**metadata(table)["report"], "file": str(source)})
             return _trace(table, layout, vc_nodes, report, source, from_cache=True)
     table, report = READERS[fmt](source, **options)
+    _check_jobs_left(table, report, source)
     if cache_file is not None:
-        meta = {**metadata(table), "cache_key": key, "skipped": dict(report.counts),
-                "skip_examples": report.examples, "converted": dict(report.converted)}
-        table = table.replace_schema_metadata({b"raysim": json.dumps(meta, sort_keys=True).encode()})
-        _write_cache(table, cache_file)
+        meta = {**metadata(table), "cache_key": key, "report": report.to_dict()}
+        table = table.replace_schema_metadata({META_KEY: json.dumps(meta, sort_keys=True).encode()})
+        write_cache(table, cache_file)
     return _trace(table, layout, vc_nodes, report, source)
+
+
+def _check_jobs_left(table: pa.Table, report: SkipReport, source: Path) -> None:
+    """Raise a TraceError when loading left no job to simulate, saying why."""
+    if table.num_rows:
+        return
+    if not report.total:
+        raise TraceError(str(source), "no jobs: the trace has no data rows")
+    reasons = "; ".join(f"{n} {reason}" for reason, n in report.counts.most_common())
+    raise TraceError(str(source), f"no jobs left to simulate: all {report.total} rows were skipped or "
+                                  f"filtered ({reasons})")
 
 
 def auto_format(source: Path) -> str:
@@ -171,18 +195,40 @@ def _recorded_layout(table: pa.Table) -> dict[str, int]:
 
 
 def _cache_key(source: Path, inputs: list[Path], fmt: str, options: dict) -> str:
+    """SHA-256 over the cache version, the format, the options (bounds included) and, per file read,
+    its name and the SHA-256 of its content ("absent" for a side file that is not there)."""
     parts = [CACHE_VERSION, fmt, json.dumps(options, sort_keys=True, default=str)]
     for p in (source, *inputs):
-        if p.exists():
-            st = p.stat()
-            parts += [str(p.resolve()), str(st.st_size), str(st.st_mtime_ns)]
-        else:
-            parts += [str(p), "absent"]
+        parts += [p.name, _content_hash(p) if p.is_file() else "absent"]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+def _content_hash(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def read_cache(cache_file: Path, key: str | None = None) -> pa.Table | None:
+    """The table cached in `cache_file` (with a `key`: only when cached under that key); None when
+    there is none. An unreadable cache file is as good as none: one warning, and the caller replaces
+    it."""
+    if not cache_file.exists():
+        return None
+    try:
+        if key is not None:
+            meta = json.loads((pq.read_schema(cache_file).metadata or {}).get(META_KEY, b"{}"))
+            if meta.get("cache_key") != key:
+                return None
+        return pq.read_table(cache_file)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        log.warning("trace cache %s is unreadable (%s): making the trace again and replacing the cache",
+                    cache_file, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return None
+
+
 def _cache_path(source: Path, cache_dir) -> Path:
-    """Beside the source when that folder is writable, else in cache_dir (default ~/.cache/raysim)."""
+    """Beside the source when no cache_dir is given and that folder is writable, else in cache_dir
+    (default ~/.cache/raysim)."""
     name = source.name + ".raysim-cache.parquet"
     if cache_dir is None and os.access(source.parent, os.W_OK):
         return source.parent / name
@@ -191,11 +237,14 @@ def _cache_path(source: Path, cache_dir) -> Path:
     return base / f"{digest}-{name}"
 
 
-def _write_cache(table: pa.Table, cache_file: Path) -> None:
+def write_cache(table: pa.Table, cache_file: Path) -> None:
+    """Write `table` to a temporary file of a unique name beside `cache_file`, then rename it into
+    place (atomic): a reader sees the old cache or the new one, and concurrent writers never share a
+    file. A cache that cannot be written only costs the next run the work again."""
+    tmp = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_suffix(".tmp")
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, cache_file)
     except OSError:
-        pass  # a cache that cannot be written only costs the next run a re-parse
+        tmp.unlink(missing_ok=True)

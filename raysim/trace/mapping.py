@@ -57,7 +57,7 @@ class Source:
         if not len(rows):
             return
         columns = np.broadcast_to(np.asarray(column, dtype=object), rows.shape)
-        report.counts[reason] += len(rows)
+        report.count(reason, columns.tolist())
         examples = report.examples.setdefault(reason, [])
         for row, col, value in zip(rows, columns, values):
             if len(examples) >= report.max_examples:
@@ -89,6 +89,8 @@ def validate_mapped(frame: pd.DataFrame, source: Source, report: SkipReport, **o
         new.value = err.value
         raise new from None
     report.counts.update(checked.counts)
+    for (reason, column), n in checked.by_column.items():
+        report.by_column[reason, source.columns.get(column, column)] += n
     for reason, examples in checked.examples.items():
         report.examples.setdefault(reason, []).extend(source.relocate(e) for e in examples)
     return table, report

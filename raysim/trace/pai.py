@@ -34,9 +34,11 @@ import pandas as pd
 import pyarrow as pa
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
+from raysim.trace.csvfile import RAGGED, read_csv_text
 from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.layout import trace_layout, with_layout
 from raysim.trace.mapping import RowChecks, Source, validate_mapped
+from raysim.trace.readers import Bounds
 
 TASK_FILE = "pai_task_table.csv"
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
@@ -53,16 +55,17 @@ COLUMNS = {"job_id": "(row number)", "submit_time": "start_time", "state": "stat
 
 def read_pai(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
              on_error: str = "raise", state_filter=None, origin: str = "auto", cluster: str = "",
-             vc_groups: dict | None = None) -> tuple[pa.Table, SkipReport]:
+             bounds: Bounds = Bounds(), vc_groups: dict | None = None) -> tuple[pa.Table, SkipReport]:
     """Read ``pai_job_table.csv`` and the task table beside it; `vc_nodes` None derives the layout."""
     name = str(path)
-    jobs, job_src = _read(path, JOB_COLUMNS)
+    jobs, job_src, ragged = _read(path, JOB_COLUMNS)
     job_src.columns = COLUMNS
     report = SkipReport(file=name)
     tasks = _tasks(Path(path).parent / TASK_FILE, report, on_error)
 
     rows = np.arange(1, len(jobs) + 1)
     checks = RowChecks(job_src, rows)
+    checks.flag(pd.notna(ragged), RAGGED, None, ragged)
     submit = _number(jobs["start_time"])
     checks.flag(np.isnan(submit) & (jobs["start_time"] != "").to_numpy(), "start_time is not a number",
                 "start_time", jobs["start_time"])
@@ -107,28 +110,28 @@ def read_pai(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFA
                                 frame["gpu_num"], gpus_per_node)
     table, report = validate_mapped(frame, job_src, report, vc_nodes=vc_nodes, gpus_per_node=gpus_per_node,
                                     on_error=on_error, state_filter=state_filter, origin=origin,
-                                    cluster=cluster)
+                                    cluster=cluster, bounds=bounds)
     return with_layout(table, vc_nodes), report
 
 
-def _read(path, columns) -> tuple[pd.DataFrame, Source]:
-    """A PAI table as strings, with or without a header line, and the Source naming its rows."""
+def _read(path, columns) -> tuple[pd.DataFrame, Source, np.ndarray]:
+    """A PAI table as stripped strings, with or without a header line, the Source naming its rows,
+    and the rows with the wrong number of values (see `read_csv_text`)."""
     path = Path(path)
     try:
         with path.open(encoding="utf-8") as f:
             first = f.readline().strip().split(",")
-        header = first[0] == columns[0]
-        df = pd.read_csv(path, header=0 if header else None, names=None if header else list(columns),
-                         dtype=str, keep_default_na=False, na_values=[])
     except FileNotFoundError:
         raise TraceError(str(path), "trace file not found") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise TraceError(str(path), f"not a readable CSV file: {exc}") from None
+    header = first[0] == columns[0]
+    df, ragged = read_csv_text(path, names=None if header else columns)
     source = Source(str(path), unit="row" if header else "line")
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise source.error(f"missing column; the file has {list(df.columns)}", column=missing[0])
-    return df.fillna("").apply(lambda c: c.str.strip()), source
+    return df.apply(lambda c: c.str.strip()), source, ragged
 
 
 def _number(raw: pd.Series) -> np.ndarray:
@@ -141,8 +144,9 @@ def _tasks(path: Path, report: SkipReport, on_error: str) -> pd.DataFrame:
     if not path.exists():
         raise TraceError(str(path), f"task table not found: PAI jobs get their GPUs from {TASK_FILE} "
                                     "beside pai_job_table.csv")
-    tasks, source = _read(path, TASK_COLUMNS)
+    tasks, source, ragged = _read(path, TASK_COLUMNS)
     checks = RowChecks(source, np.arange(1, len(tasks) + 1))
+    checks.flag(pd.notna(ragged), RAGGED, None, ragged)
     num = {}
     for col, empty in (("inst_num", "error"), ("plan_gpu", 0.0), ("plan_cpu", 0.0),
                        ("start_time", np.nan), ("end_time", np.nan)):

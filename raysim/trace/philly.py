@@ -33,6 +33,7 @@ from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.layout import trace_layout, with_layout
 from raysim.trace.mapping import RowChecks, Source, validate_mapped
+from raysim.trace.readers import Bounds
 
 STATES = {"Pass": "COMPLETED", "Killed": "CANCELLED", "Failed": "FAILED"}
 DURATION_RULES = ("sum", "span")
@@ -44,7 +45,7 @@ COLUMNS = {"job_id": "jobid", "submit_time": "submitted_time", "state": "status"
 
 def read_philly(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
                 on_error: str = "raise", state_filter=None, origin: str = "auto", cluster: str = "",
-                duration: str = "sum") -> tuple[pa.Table, SkipReport]:
+                bounds: Bounds = Bounds(), duration: str = "sum") -> tuple[pa.Table, SkipReport]:
     """Read a Philly ``cluster_job_log``; `vc_nodes` None derives the layout from the trace."""
     if duration not in DURATION_RULES:
         raise ValueError(f"duration must be one of {DURATION_RULES}, not {duration!r}")
@@ -113,7 +114,7 @@ def read_philly(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = D
                                 frame["vc"], frame["gpu_num"], gpus_per_node)
     table, report = validate_mapped(frame, source, report, vc_nodes=vc_nodes, gpus_per_node=gpus_per_node,
                                     on_error=on_error, state_filter=state_filter, origin=origin,
-                                    cluster=cluster)
+                                    cluster=cluster, bounds=bounds)
     return with_layout(table, vc_nodes), report
 
 

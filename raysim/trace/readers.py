@@ -1,12 +1,18 @@
 """Trace readers: CSV (Lucid's full log, Helios' cluster_log.csv) and Parquet in raysim's schema.
 
 Both go through one validation: a bad row raises a TraceError naming file, row and column, or,
-with ``on_error="skip"``, is dropped and counted in the SkipReport. Submit times may be datetimes
-(converted to seconds since the trace origin) or integer seconds.
+with ``on_error="skip"``, is dropped and counted in the SkipReport (by reason, and by reason and
+column). Submit times may be datetimes (converted to seconds since the trace origin) or integer
+seconds, not both in one column. Before a trace reaches the simulator every value is checked to be
+plausible (:class:`Bounds`): integers that fit their column, durations up to a maximum, submit
+times within a span of years around the trace's median.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from numbers import Real
 from pathlib import Path
 
 import numpy as np
@@ -14,46 +20,87 @@ import pandas as pd
 import pyarrow as pa
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
+from raysim.trace.csvfile import RAGGED, read_csv_text
 from raysim.trace.errors import SkipReport, TraceError
-from raysim.trace.schema import OPENB_COLUMNS, OPTIONAL, REQUIRED, conform, with_metadata
+from raysim.trace.schema import (GPU_TYPE_COLUMNS, OPENB_COLUMNS, OPTIONAL, REQUIRED, conform, metadata,
+                                 with_metadata)
 
 INT_COLUMNS = ("job_id", "gpu_num", "cpu_num", "duration")
 #: Optional text columns: workload names, and the GPU type and constraint of heterogeneous traces.
 TEXT_COLUMNS = ("model", "dataset", "job_type", "gpu_type", "gpu_constraint")
 OPTIONAL_NUMERIC = ("batchsize", "amp", "speed", "gpu_util", "gmem_util", "gmem")
-STRING_COLUMNS = ("vc", "user", "state")
+YEAR_S = 365.25 * 86400
+EPOCH = pd.Timestamp(0, tz="UTC").as_unit("s")  # seconds: datetimes of any year subtract it
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What a plausible trace holds (conf/config.yaml: trace.max_duration_s and
+    trace.max_submit_span_years): durations of at most `max_duration_s` seconds (default one year)
+    and submit times at most `max_submit_span_years` years from the trace's median submit time."""
+
+    max_duration_s: float = 365 * 86400
+    max_submit_span_years: float = 10
+
+    def __post_init__(self):
+        for key in ("max_duration_s", "max_submit_span_years"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, Real) or not value > 0:
+                raise ValueError(f"trace.{key} must be a positive number, not {value!r}")
 
 
 def read_csv_trace(path: str | Path, **options) -> tuple[pa.Table, SkipReport]:
     """Read and validate a CSV trace (options: see `validate_frame`)."""
-    name = str(path)
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[])
-    except FileNotFoundError:
-        raise TraceError(name, "trace file not found") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise TraceError(name, f"not a readable CSV file: {exc}") from None
-    return validate_frame(df, name, **options)
+    df, ragged = read_csv_text(path)
+    return validate_frame(df, str(path), ragged=ragged, **options)
 
 
 def read_parquet_trace(path: str | Path, **options) -> tuple[pa.Table, SkipReport]:
-    """Read and validate a Parquet trace in raysim's job schema (options: see `validate_frame`)."""
-    import pyarrow.parquet as pq
+    """Read and validate a Parquet trace in raysim's job schema (options: see `validate_frame`).
 
-    from raysim.trace.schema import metadata
+    Columns may hold text as in a CSV trace; submit_time may also be an Arrow timestamp (any unit;
+    without a time zone it is UTC). A column of another type (booleans, lists, ...) is an error."""
+    import pyarrow.parquet as pq
 
     name = str(path)
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowInvalid) as exc:
         raise TraceError(name, f"not a readable Parquet file: {exc}") from None
+    for column in table.column_names:
+        _check_type(name, column, table.schema.field(column).type)
     if options.get("origin", "auto") == "auto":
-        options["origin"] = metadata(table).get("origin", "0")
+        options["origin"] = metadata(table).get("origin", "auto")
     df = table.to_pandas()
     for col in df.columns:
         if isinstance(df[col].dtype, pd.CategoricalDtype):
             df[col] = df[col].astype(object)
     return validate_frame(df, name, **options)
+
+
+def _check_type(name: str, column: str, actual: pa.DataType) -> None:
+    """Raise a TraceError unless a Parquet column `column` of Arrow type `actual` can be read:
+    checked columns take numbers or text (submit_time also timestamps; vc, user and state also
+    integers), columns carried as they are (GPU type and openb columns) their own kind; all nulls
+    pass (the rows then say what is missing). Columns raysim does not know are ignored."""
+    target = {**REQUIRED, **OPTIONAL, **GPU_TYPE_COLUMNS, **OPENB_COLUMNS}.get(column)
+    kind = actual.value_type if pa.types.is_dictionary(actual) else actual
+    if target is None or pa.types.is_null(kind):
+        return
+    target = target.value_type if pa.types.is_dictionary(target) else target
+    text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+    whole = pa.types.is_integer(kind)
+    number = whole or pa.types.is_floating(kind)
+    if pa.types.is_string(target):
+        ok, expected = text or (whole and column in REQUIRED), "text"
+    elif column == "submit_time":
+        ok, expected = number or text or pa.types.is_timestamp(kind), "integer seconds, datetime text or timestamps"
+    elif column in REQUIRED or column in OPTIONAL:
+        ok, expected = number or text, "numbers"
+    else:
+        ok, expected = (whole, "integers") if pa.types.is_integer(target) else (number, "numbers")
+    if not ok:
+        raise TraceError(name, f"wrong type {actual} (expected {expected})", column=column)
 
 
 def _text(series: pd.Series) -> pd.Series:
@@ -64,9 +111,14 @@ def _text(series: pd.Series) -> pd.Series:
 
 
 def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
-                   gpus_per_node: int = DEFAULT_GPUS_PER_NODE, on_error: str = "raise", state_filter=None, origin: str = "auto",
-                   cluster: str = "") -> tuple[pa.Table, SkipReport]:
-    """Check every row of `df` and build the raysim job table (sorted by submit time, stable)."""
+                   gpus_per_node: int = DEFAULT_GPUS_PER_NODE, on_error: str = "raise", state_filter=None,
+                   origin: str = "auto", cluster: str = "", bounds: Bounds = Bounds(), ragged=None
+                   ) -> tuple[pa.Table, SkipReport]:
+    """Check every row of `df` and build the raysim job table (sorted by submit time, stable).
+
+    `ragged` (CSV input, from `read_csv_text`) describes the rows that had the wrong number of
+    values; `bounds` says which values are plausible. Each bad row is flagged for its first
+    problem, with the reason and the column."""
     if on_error not in ("raise", "skip"):
         raise ValueError(f"trace.on_error must be 'raise' or 'skip', not {on_error!r}")
     for col in REQUIRED:
@@ -79,7 +131,7 @@ def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
     bad = np.zeros(n, dtype=bool)
     problems: list[tuple[int, str, str, object]] = []  # (first bad row, reason, column, value)
 
-    def flag(mask: np.ndarray, reason: str, column: str, values) -> None:
+    def flag(mask: np.ndarray, reason: str, column: str | None, values) -> None:
         mask = mask & ~bad
         if not mask.any():
             return
@@ -89,24 +141,22 @@ def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
         report.add(reason, rows[idx], column, vals)
         bad[idx] = True
 
+    if ragged is not None:
+        flag(pd.notna(ragged), RAGGED, None, ragged)
+    for col in REQUIRED:
+        flag(df[col].isna().to_numpy(), "missing value", col, df[col])
     parsed: dict[str, np.ndarray] = {}
     for col in INT_COLUMNS:
-        raw = _text(df[col])
-        num = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
-        flag(np.isnan(num), "value is not a number", col, raw)
-        flag(~np.isnan(num) & (num != np.round(num)), "value is not an integer", col, raw)
-        parsed[col] = np.nan_to_num(num).astype(np.int64)
+        parsed[col], _ = _integers(_text(df[col]), col, flag, bits=REQUIRED[col].bit_width)
     for col in OPTIONAL_NUMERIC:
         if col in df.columns:
-            raw = _text(df[col])
-            num = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
-            flag(np.isnan(num) & (raw.astype(str) != "").to_numpy() & df[col].notna().to_numpy(),
-                 "value is not a number", col, raw)
-            parsed[col] = num
+            parsed[col] = _optional_number(_text(df[col]), col, flag)
 
-    submit, trace_origin = _parse_submit(_text(df["submit_time"]), origin, flag)
+    submit, trace_origin = _parse_submit(_text(df["submit_time"]), origin, flag, bounds)
     duration, gpu = parsed["duration"], parsed["gpu_num"]
     flag(duration <= 0, "duration must be positive", "duration", df["duration"])
+    flag(duration > bounds.max_duration_s, f"duration longer than trace.max_duration_s "
+         f"({bounds.max_duration_s:,.0f} s)", "duration", df["duration"])
     flag(gpu < 0, "gpu_num must not be negative", "gpu_num", df["gpu_num"])
     flag(parsed["cpu_num"] < 0, "cpu_num must not be negative", "cpu_num", df["cpu_num"])
     vc = df["vc"].astype(str).str.strip().to_numpy(dtype=object)
@@ -164,20 +214,120 @@ def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
     return with_metadata(table, cluster=cluster, origin=trace_origin, source=name), report
 
 
-def _parse_submit(raw: pd.Series, origin: str, flag) -> tuple[np.ndarray, str]:
-    """Integer seconds (origin "0") or datetimes (seconds since `origin`, auto = first day 00:00 UTC)."""
-    as_int = pd.to_numeric(raw, errors="coerce")
-    if as_int.notna().all():
-        values = as_int.to_numpy(dtype=np.float64)
-        flag(values != np.round(values), "submit_time is not whole seconds", "submit_time", raw)
-        return values.astype(np.int64), "0" if origin == "auto" else str(origin)
-    stamps = pd.to_datetime(raw, errors="coerce", format="ISO8601", utc=True)
-    flag(stamps.isna().to_numpy(), "submit_time is not a datetime or integer seconds", "submit_time", raw)
-    valid = stamps.dropna()
+def _integers(raw: pd.Series, column: str, flag, *, bits: int = 64,
+              fraction: str = "value is not an integer") -> tuple[np.ndarray, np.ndarray]:
+    """The exact integers of `raw` (0 where bad) and the mask of good ones. Flagged: what is not a
+    number, not whole (reason `fraction`), or outside a signed `bits`-bit integer (overflow)."""
+    numbers = pd.to_numeric(raw, errors="coerce")
+    real = numbers.to_numpy(dtype=np.float64, na_value=np.nan)
+    flag(~np.isfinite(real), "value is not a number", column, raw)
+    whole = np.isfinite(real) & (real == np.round(real))
+    flag(np.isfinite(real) & ~whole, fraction, column, raw)
+    values = np.zeros(len(real), dtype=np.int64)
+    small = whole & (np.abs(real) < 2.0 ** 53)  # exact in float64
+    values[small] = real[small].astype(np.int64)
+    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    fits = small & (real >= low) & (real <= high)
+    for i in np.flatnonzero(whole & ~small):  # parsed exactly, one by one: rare
+        exact = _exact_integer(raw.iloc[i])
+        if exact is not None and low <= exact <= high:
+            values[i], fits[i] = exact, True
+    flag(whole & ~fits, f"integer overflow: the value does not fit a {bits}-bit integer", column, raw)
+    values[~fits] = 0
+    return values, fits
+
+
+def _exact_integer(value) -> int | None:
+    """`value` (an integer, or the text of one) as a Python int, None when it is not one."""
+    try:
+        return int(Decimal(str(value)))
+    except (InvalidOperation, ValueError, OverflowError):
+        return None
+
+
+def _optional_number(raw: pd.Series, column: str, flag) -> np.ndarray:
+    """An optional numeric column as float64, NaN where empty; values of integer columns must be
+    whole and fit the column's type."""
+    numbers = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    given = raw.notna().to_numpy() & (raw.astype(str) != "").to_numpy()
+    flag(np.isnan(numbers) & given, "value is not a number", column, raw)
+    kind = OPTIONAL[column]
+    if pa.types.is_integer(kind):
+        finite = np.isfinite(numbers)
+        flag(finite & (numbers != np.round(numbers)), "value is not an integer", column, raw)
+        limit = 2.0 ** (kind.bit_width - 1)
+        flag(~finite & given | (numbers < -limit) | (numbers >= limit),
+             f"integer overflow: the value does not fit a {kind.bit_width}-bit integer", column, raw)
+    return numbers
+
+
+def _parse_submit(raw: pd.Series, origin: str, flag, bounds: Bounds) -> tuple[np.ndarray, str]:
+    """Submit times as seconds since the trace origin, and the origin: integer seconds (origin "0"
+    unless given), datetime text or timestamps (seconds since `origin`; auto = midnight UTC of the
+    first plausible submit day). A column holding both integers and datetimes keeps the format of
+    most of its rows (on a tie, the first row's) and flags the others."""
+    if pd.api.types.is_datetime64_any_dtype(raw):
+        stamps = raw.dt.tz_localize("UTC") if raw.dt.tz is None else raw.dt.tz_convert("UTC")
+        return _datetime_seconds(stamps, raw, origin, flag, bounds)
+    numeric = pd.to_numeric(raw, errors="coerce").notna().to_numpy()
+    if numeric.all():
+        return _integer_seconds(raw, origin, flag, bounds)
+    stamps = pd.to_datetime(raw.where(~numeric), errors="coerce", format="ISO8601", utc=True)
+    dated = stamps.notna().to_numpy()
+    flag(~numeric & ~dated, "submit_time is not a datetime or integer seconds", "submit_time", raw)
+    if _mostly_numbers(numeric, dated):
+        flag(dated, "submit_time mixes formats: a datetime among integer seconds", "submit_time", raw)
+        return _integer_seconds(raw, origin, flag, bounds)
+    flag(numeric, "submit_time mixes formats: integer seconds among datetimes", "submit_time", raw)
+    return _datetime_seconds(stamps, raw, origin, flag, bounds)
+
+
+def _mostly_numbers(numeric: np.ndarray, dated: np.ndarray) -> bool:
+    """Do more rows hold integer seconds than datetimes (on a tie: does the first of them)?"""
+    if numeric.sum() != dated.sum():
+        return bool(numeric.sum() > dated.sum())
+    either = np.flatnonzero(numeric | dated)
+    return bool(len(either) and numeric[either[0]])
+
+
+def _integer_seconds(raw: pd.Series, origin: str, flag, bounds: Bounds) -> tuple[np.ndarray, str]:
+    """Integer submit seconds: whole, in int64, within the span, not negative."""
+    seconds, ok = _integers(raw, "submit_time", flag, fraction="submit_time is not whole seconds")
+    ok = _within_span(seconds, ok, raw, flag, bounds, lambda median: f"{median:.0f} s")
+    flag(ok & (seconds < 0), "submit_time is negative (before the trace origin)", "submit_time", raw)
+    return seconds, "0" if origin == "auto" else str(origin)
+
+
+def _datetime_seconds(stamps: pd.Series, raw: pd.Series, origin: str, flag, bounds: Bounds
+                      ) -> tuple[np.ndarray, str]:
+    """Seconds since the origin of UTC datetimes `stamps` (NaT where not one): within the span, not
+    before the origin."""
+    ok = stamps.notna().to_numpy()
+    epoch = (stamps - EPOCH).dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
+    ok = _within_span(epoch, ok, raw, flag, bounds, lambda median: str(np.datetime64(round(median), "s")))
     if origin == "auto":
-        base = valid.min().floor("D") if len(valid) else pd.Timestamp(0, tz="UTC")
+        base = stamps[ok].min().floor("D") if ok.any() else EPOCH
     else:
-        base = pd.Timestamp(origin)
+        try:
+            base = pd.Timestamp(origin)
+        except ValueError:
+            raise ValueError(f"trace.origin must be an ISO datetime or auto for a trace with datetime submit "
+                             f"times, not {origin!r}") from None
         base = base.tz_localize("UTC") if base.tzinfo is None else base.tz_convert("UTC")
-    seconds = ((stamps - base).dt.total_seconds()).to_numpy(dtype=np.float64)
-    return np.nan_to_num(seconds).astype(np.int64), base.strftime("%Y-%m-%dT%H:%M:%S")
+    seconds = (stamps - base).dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
+    seconds = np.nan_to_num(seconds).astype(np.int64)
+    flag(ok & (seconds < 0), "submit_time before trace.origin", "submit_time", raw)
+    return seconds, base.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _within_span(values: np.ndarray, ok: np.ndarray, raw: pd.Series, flag, bounds: Bounds, show
+                 ) -> np.ndarray:
+    """Flag the `ok` values more than bounds.max_submit_span_years from their median (`show` writes
+    the median); the mask of those within."""
+    if not ok.any():
+        return ok
+    median = float(np.median(values[ok]))
+    far = ok & (np.abs(values - median) > bounds.max_submit_span_years * YEAR_S)
+    flag(far, f"submit_time more than {bounds.max_submit_span_years:g} years from the trace's median "
+              f"submit time {show(median)} (trace.max_submit_span_years)", "submit_time", raw)
+    return ok & ~far

@@ -40,7 +40,6 @@ import argparse
 import datetime as dt
 import hashlib
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +48,7 @@ import pyarrow.parquet as pq
 
 from raysim.cluster.layout import Layout, write_layout_csv
 from raysim.trace.errors import SkipReport
-from raysim.trace.load import LAYOUT_FILE, Trace
+from raysim.trace.load import LAYOUT_FILE, Trace, read_cache, write_cache
 from raysim.trace.presets import (
     COMBINED,
     DAY,
@@ -361,17 +360,11 @@ def load_synth(spec, cache_dir=None):
     key = f"{name}-{days:g}d-seed{seed}-v{GENERATOR_VERSION}-{digest}"
     path = (Path(cache_dir) if cache_dir else Path.home() / ".cache" / "raysim" / "synth") / f"{key}.parquet"
     source = f"synth:{key}"
-    if path.exists():
-        table = pq.read_table(path)
+    table = read_cache(path)
+    if table is not None:
         return Trace(table, preset_layout(name), SkipReport(file=source), source, from_cache=True)
     table, vc_nodes = generate_named(name, days=days, seed=seed)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
-    except OSError:
-        pass  # an unwritable cache only costs the next run a regeneration
+    write_cache(table, path)
     return Trace(table, vc_nodes, SkipReport(file=source), source)
 
 
