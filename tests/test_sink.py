@@ -2,14 +2,16 @@
 
 import numpy as np
 import pyarrow as pa
+import pytest
 import pyarrow.parquet as pq
 from test_invariants import synthetic_trace
 
 from raysim.cluster.layout import layout_from_vc_nodes
 
 from raysim.run.simulate import simulate, simulate_to
+from raysim.report import timeseries
 from raysim.report.results import jobs_table, merge_series, write_jobs
-from raysim.runtime.codec import RESULT_SCHEMA
+from raysim.runtime.codec import RESULT_SCHEMA, SAMPLE_INTERVAL
 from raysim.runtime.sink import ResultSink, read_records
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
@@ -17,11 +19,14 @@ from raysim.sim.recorder import COLUMNS, FLOAT_COLUMNS
 
 
 def samples(vc, times, busy=0):
-    cols = {"vc": pa.array([vc] * len(times)), "time": pa.array(np.asarray(times, np.int64))}
+    """Change rows of VC `vc` at `times` (8 GPUs, `busy` of them busy: one value or one per time)."""
+    n = len(times)
+    busy = np.broadcast_to(np.asarray(busy, np.int32), (n,))
+    cols = {"vc": pa.array([vc] * n), "time": pa.array(np.asarray(times, np.int64))}
     for c in COLUMNS:
-        value = {"total_gpu_num": 8, "idle_gpu_num": 8 - busy}.get(c, 0)
-        cols[c] = pa.array(np.full(len(times), value, np.float32 if c in FLOAT_COLUMNS else np.int32))
-    return pa.table(cols)
+        value = {"total_gpu_num": np.full(n, 8), "idle_gpu_num": 8 - busy}.get(c, np.zeros(n))
+        cols[c] = pa.array(np.asarray(value, np.float32 if c in FLOAT_COLUMNS else np.int32))
+    return pa.table(cols, metadata={SAMPLE_INTERVAL: "60"})
 
 
 def records(seqs):
@@ -32,16 +37,19 @@ def records(seqs):
 
 def test_samples_are_held_until_every_vc_has_passed_them_and_cut_at_the_end(tmp_path):
     sink = ResultSink(tmp_path, ["a", "b"], row_group_rows=4)
-    sink.add_samples([samples("a", [0, 60, 120]), samples("b", [0, 60, 120], busy=4)], final_up_to=60)
-    assert {vc: list(c["time"]) for vc, c in sink.pos.held.items()} == {"a": [120], "b": [120]}
-    sink.add_samples([samples("a", [180]), samples("b", [180], busy=4)], final_up_to=150)
+    sink.add_samples([samples("a", [0, 120], busy=[0, 2]), samples("b", [0], busy=4)], final_up_to=60)
+    assert sink.pos.held.column("time").to_pylist() == [120]  # a's change at 120
+    sink.add_samples([samples("a", [180], busy=8), samples("b", [], busy=4)], final_up_to=150)
     files = sink.close(end=150)
     ts = pq.read_table(files["series"][0])
-    # time-major, VCs in layout order then the cluster row; samples after the last event dropped
+    # expanded to the grid up to the last event: time-major, VCs in layout order then the cluster
+    # row; a's change at 180, after the last event, is dropped
     assert ts.column("time").to_pylist() == [0, 0, 0, 60, 60, 60, 120, 120, 120]
     assert ts.column("vc").to_pylist() == ["a", "b", "all"] * 3
-    assert ts.column("gpu_utilization").to_pylist()[:3] == [0.0, 0.5, 0.25]
+    assert ts.column("gpu_utilization").to_pylist() == [0.0, 0.5, 0.25] * 2 + [0.25, 0.5, 0.375]
     assert [pq.ParquetFile(files["series"][0]).metadata.row_group(i).num_rows for i in range(3)] == [4, 4, 1]
+    assert [p.name for p in files["series"]] == ["timeseries.parquet"]
+    assert not list(tmp_path.glob("series-*.parquet"))  # the segments became the time series
 
 
 def test_resume_drops_segments_written_after_the_checkpoint(tmp_path):
@@ -59,20 +67,27 @@ def test_resume_drops_segments_written_after_the_checkpoint(tmp_path):
     assert [p.name for p in files["records"]] == ["records-0000.parquet", "records-0001.parquet"]
 
 
-def test_merged_series_have_one_layout_however_segments_were_cut(tmp_path):
+@pytest.mark.parametrize("grid_max", [timeseries.GRID_MAX_SAMPLES, 2])
+def test_series_have_one_layout_however_segments_were_cut(tmp_path, monkeypatch, grid_max):
+    monkeypatch.setattr(timeseries, "GRID_MAX_SAMPLES", grid_max)  # 2: written as change-points
+    busy = [0, 0, 3, 3, 3, 1, 8, 8, 0, 0]
+
     def run(cuts, name):
         folder = tmp_path / name
-        sink = ResultSink(folder, ["a"], row_group_rows=3)
+        sink = ResultSink(folder, ["a", "b"], row_group_rows=3)
         t = 0
         for n in cuts:
-            sink.add_samples([samples("a", range(t, t + 60 * n, 60))], final_up_to=t + 60 * n)
+            times = np.arange(t, t + n)
+            sink.add_samples([samples("a", 60 * times, busy=[busy[i] for i in times]),
+                              samples("b", 60 * times[::2], busy=[8 - busy[i] for i in times[::2]])],
+                             final_up_to=60 * (t + n))
             sink.seal()
-            t += 60 * n
-        files = sink.close(end=t)
-        merge_series(files["series"], folder / "ts.parquet", row_group_rows=3)
+            t += n
+        files = sink.close(end=60 * t)
+        merge_series(files["series"], folder / "ts.parquet")
         return (folder / "ts.parquet").read_bytes()
 
-    assert run([5], "one") == run([1, 3, 1], "three") == run([2, 2, 1], "other")
+    assert run([10], "one") == run([2, 6, 2], "three") == run([4, 4, 2], "other")
 
 
 def test_jobs_file_written_in_chunks_equals_the_table(tmp_path):

@@ -7,6 +7,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from raysim.report.timeseries import change_runs, grid_count, series_layout
+
 QUANTILES = {"p50": 50, "p95": 95, "p99": 99, "p99.9": 99.9}
 
 
@@ -14,7 +16,8 @@ def summarize(jobs: pa.Table, series) -> pd.DataFrame:
     """Rows: each VC (layout order) and "all". Averages are exact means (reference tables truncate).
 
     `jobs` needs the columns vc, submit_time, end_time, queue, jct and preemptions; `series` is the
-    time-series table or the path of a timeseries.parquet, which is then read batch by batch.
+    path of a timeseries.parquet (grid or change-points), which is then read batch by batch, or
+    a table read from one.
     """
     df = jobs.select(["vc", "submit_time", "end_time", "queue", "jct", "preemptions"]).to_pandas()
     df["vc"] = df["vc"].astype(str)
@@ -45,8 +48,11 @@ def summarize(jobs: pa.Table, series) -> pd.DataFrame:
 
 def mean_utilisation(series, spans: dict, column: str = "gpu_utilization") -> dict:
     """Mean of `column` (`gpu_utilization`, or `gpu_utilization_<type>` in clusters of several GPU
-    types) of each VC over its samples at times within spans[vc] = (start, end). A VC without GPUs
-    of a type has utilisation 0 for it."""
+    types) of each VC over its grid samples at times within spans[vc] = (start, end). A VC without
+    GPUs of a type has utilisation 0 for it. A change-points file (raysim.report.timeseries) gives
+    the same mean, each row weighted by the grid times it stands for."""
+    if series_layout(series).changes:
+        return _weighted_utilisation(series, spans, column)
     if isinstance(series, pa.Table):
         batches = series.select(["vc", "time", column]).to_batches()
     else:
@@ -64,6 +70,17 @@ def mean_utilisation(series, spans: dict, column: str = "gpu_utilization") -> di
             pick = (codes == code) & (time >= start) & (time <= end)
             total[name] += float(util[pick].sum(dtype=np.float64))
             count[name] += int(pick.sum())
+    return {vc: total[vc] / count[vc] for vc in spans if count[vc]}
+
+
+def _weighted_utilisation(series, spans: dict, column: str) -> dict:
+    interval = series_layout(series).interval
+    total, count = dict.fromkeys(spans, 0.0), dict.fromkeys(spans, 0)
+    for name, time, until, values in change_runs(series, [column]):
+        if name in spans:
+            weight = grid_count(time, until, *spans[name], interval)
+            total[name] += float(np.dot(values[column].astype(np.float64), weight))
+            count[name] += int(weight.sum())
     return {vc: total[vc] / count[vc] for vc in spans if count[vc]}
 
 

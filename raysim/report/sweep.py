@@ -10,7 +10,7 @@ import yaml
 from hydra.experimental.callback import Callback
 
 from raysim.report.plots import compare_plots
-from raysim.report.results import cluster_series
+from raysim.report.timeseries import cluster_series
 from raysim.report.summary import markdown_table
 
 METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queue", "p99.9_jct",

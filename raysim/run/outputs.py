@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from raysim.report.results import cluster_series
+from raysim.report.timeseries import cluster_series
 from raysim.report.summary import to_markdown
 
 

@@ -1,7 +1,7 @@
 """Arrow batch codec: what travels between the coordinator, the profiler and the VC actors.
 
 Jobs go out as Arrow tables (one row per job: the simulator's input columns plus `vc`); finished-job
-records and time-series samples come back as Arrow tables. Ray moves Arrow buffers without copies.
+records and time-series change rows come back as Arrow tables. Ray moves Arrow buffers without copies.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import pyarrow as pa
 
 from raysim.sim.jobs import INPUT_COLUMNS, OPTIONAL_INPUTS, RESULT_COLUMNS
 
+#: Schema metadata key of a samples table: the interval of the grid its change rows lie on.
+SAMPLE_INTERVAL = b"raysim.sample_interval"
 RESULT_SCHEMA = pa.schema([pa.field("seq", pa.int64())] + [pa.field(c, pa.int64()) for c in RESULT_COLUMNS])
 
 
@@ -65,8 +67,9 @@ def results_table(parts: list[dict[str, np.ndarray]]) -> pa.Table:
                     schema=RESULT_SCHEMA)
 
 
-def samples_table(per_vc: dict[str, dict[str, np.ndarray]]) -> pa.Table:
-    """Time-series samples of several VCs as one Arrow table with a `vc` column."""
+def samples_table(per_vc: dict[str, dict[str, np.ndarray]], interval: int) -> pa.Table:
+    """Time-series change rows of several VCs (see raysim.sim.recorder) as one Arrow table with a
+    `vc` column; the schema metadata SAMPLE_INTERVAL gives their grid's interval (seconds)."""
     names = list(per_vc)
     sizes = [len(per_vc[v]["time"]) for v in names]
     codes = np.repeat(np.arange(len(names), dtype=np.int32), sizes)
@@ -74,4 +77,4 @@ def samples_table(per_vc: dict[str, dict[str, np.ndarray]]) -> pa.Table:
     if names:
         for c in per_vc[names[0]]:
             cols[c] = np.concatenate([per_vc[v][c] for v in names])
-    return pa.table(cols)
+    return pa.table(cols, metadata={SAMPLE_INTERVAL: str(interval)})

@@ -1,24 +1,27 @@
 """Where a run's results go while it runs: Parquet row groups on disk, not tables in memory.
 
-The coordinator hands the sink each window's finished-job records and time-series samples. Records
-are written as they come (raw simulator records, in completion order); samples are held back only
-until every VC's clock has passed them, then written together with the cluster-wide rows. Files are
-numbered segments (`records-0000.parquet`, `series-0000.parquet`, ...): a segment is sealed whenever
-the coordinator writes a checkpoint, so a resumed run drops whatever was written after it and goes on.
-`raysim.report.results` turns the segments into the run's jobs.parquet and timeseries.parquet.
+The coordinator hands the sink each window's finished-job records and time-series change rows
+(raysim.sim.recorder). Records are written as they come (raw simulator records, in completion
+order); change rows are held back only until every VC's clock has passed them (at most one row a
+VC), then written in time order (at each time, the VCs in layout order). Files are numbered
+segments (`records-0000.parquet`, `series-0000.parquet`, ...): a segment is sealed whenever the
+coordinator writes a checkpoint, so a resumed run drops whatever was written after it and goes on.
+At the end the series segments become the run's time series file (raysim.report.timeseries: the
+60-s grid, or change-points over a long span) and `raysim.report.results` the jobs file.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from raysim.report.results import series_by_vc, timeseries_table
-from raysim.runtime.codec import RESULT_SCHEMA
+from raysim.report.timeseries_write import write_timeseries
+from raysim.runtime.codec import RESULT_SCHEMA, SAMPLE_INTERVAL
 
 KINDS = ("records", "series")
 
@@ -31,10 +34,11 @@ def read_records(paths) -> pa.Table:
 
 @dataclass
 class SinkPosition:
-    """What a checkpoint must remember of the sink: sealed segments and samples not yet written."""
+    """What a checkpoint must remember of the sink: sealed segments and change rows not yet written."""
 
     segments: int = 0
-    held: dict = field(default_factory=dict)  # vc -> {column: array} of samples after the last written time
+    held: pa.Table | None = None  # change rows after the last written time (vc: index in the layout)
+    interval: int | None = None  # seconds between the samples (from the change rows' tables)
 
 
 class ResultSink:
@@ -56,11 +60,19 @@ class ResultSink:
             self._add("records", table)
 
     def add_samples(self, tables: list, final_up_to: int) -> None:
-        """One window's sample tables of every VC; samples at times <= `final_up_to` are final
+        """One window's change-row tables of every VC; rows at times <= `final_up_to` are final
         (no VC can end the run earlier) and are written, later ones are held back."""
-        for vc, cols in series_by_vc(list(tables), self.vc_order).items():
-            held = self.pos.held.get(vc)
-            self.pos.held[vc] = cols if held is None else {c: np.concatenate([held[c], v]) for c, v in cols.items()}
+        parts = [] if self.pos.held is None else [self.pos.held]
+        for table in tables:
+            meta = table.schema.metadata or {}
+            if SAMPLE_INTERVAL in meta:
+                self.pos.interval = int(meta[SAMPLE_INTERVAL])
+            if table.num_rows:
+                vc = pc.index_in(table.column("vc"), value_set=pa.array(self.vc_order)).cast(pa.int32())
+                parts.append(table.replace_schema_metadata().set_column(0, "vc", vc))
+        if parts:
+            rows = pa.concat_tables(parts)
+            self.pos.held = rows.take(pc.sort_indices(rows, [("time", "ascending"), ("vc", "ascending")]))
         self._write_samples(final_up_to)
 
     def seal(self) -> SinkPosition:
@@ -70,37 +82,42 @@ class ResultSink:
             w.close()
         self._writers = {}
         self.pos.segments += 1
-        return SinkPosition(self.pos.segments, {vc: dict(cols) for vc, cols in self.pos.held.items()})
+        return SinkPosition(self.pos.segments, self.pos.held, self.pos.interval)
 
     def reopen(self, pos: SinkPosition) -> None:
         """Continue from a checkpoint's position: segments written after it are deleted."""
-        self.pos = SinkPosition(pos.segments, {vc: dict(cols) for vc, cols in pos.held.items()})
+        self.pos = SinkPosition(pos.segments, pos.held, pos.interval)
         for kind in KINDS:
             for path in self.folder.glob(f"{kind}-*.parquet"):
                 if int(path.stem.split("-")[1]) >= pos.segments:
                     path.unlink()
 
     def close(self, end: int) -> dict[str, list[Path]]:
-        """Write the samples up to the run's last event `end` (later ones are dropped), close the
-        files and return {kind: segment paths in order}."""
+        """Write the change rows up to the run's last event `end` (later ones are dropped), close
+        the files and turn the series segments into the run's time series, whose grid ends at
+        `end`. Returns {"records": segment paths in order, "series": [the time series file], or
+        [] when the run sampled nothing}."""
         self._write_samples(end)
-        self.pos.held = {}
+        self.pos.held = None
         self.seal()
-        return {k: sorted(self.folder.glob(f"{k}-*.parquet")) for k in KINDS}
+        segments = sorted(self.folder.glob("series-*.parquet"))
+        series = self.folder / "timeseries.parquet"
+        parts = (batch for p in segments for batch in pq.ParquetFile(p).iter_batches(batch_size=self.row_group_rows))
+        written = write_timeseries(parts, series, self.vc_order, interval=self.pos.interval, end=end,
+                                   row_group_rows=self.row_group_rows)
+        for p in segments:
+            p.unlink()
+        return {"records": sorted(self.folder.glob("records-*.parquet")), "series": [series] if written else []}
 
     # ------------------------------------------------------------------ internals
     def _write_samples(self, up_to: int) -> None:
-        ready, held = {}, {}
-        for vc in self.vc_order:
-            cols = self.pos.held.get(vc)
-            if cols is None:
-                continue
-            k = int(np.searchsorted(cols["time"], up_to, side="right"))
-            ready[vc] = {c: v[:k] for c, v in cols.items()}
-            held[vc] = {c: v[k:] for c, v in cols.items()}
-        self.pos.held = held
-        if any(len(cols["time"]) for cols in ready.values()):
-            self._add("series", timeseries_table(ready))
+        held = self.pos.held
+        if held is None:
+            return
+        k = int(np.searchsorted(held.column("time").to_numpy(), up_to, side="right"))
+        if k:
+            self._add("series", held.slice(0, k))
+        self.pos.held = held.slice(k)
 
     def _add(self, kind: str, table: pa.Table) -> None:
         self._pending[kind].append(table)

@@ -26,8 +26,7 @@ class VCGroup:
         """Add this window's arrivals (`batch["jobs"]`, an Arrow table) and node loans
         (`batch["loans"]`: (vc, time, +1/-1)), then simulate every event before `t_end`.
 
-        Returns (finished-job records, time-series samples up to `t_end` - 1, per-VC status). Every
-        VC samples the same grid times in a window, so the cluster-wide rows can be added at once.
+        Returns (finished-job records, time-series change rows up to `t_end` - 1, per-VC status).
         """
         jobs = batch["jobs"] if batch else None
         if jobs is not None and jobs.num_rows:
@@ -44,17 +43,18 @@ class VCGroup:
             sim.forget_if_worth()
             samples[vc] = sim.recorder.emit(t_end - 1)
             status[vc] = self._status(sim)
-        return results_table(finished), samples_table(samples), status
+        return results_table(finished), samples_table(samples, self.interval), status
 
     def finish(self, end: int) -> tuple[pa.Table, pa.Table]:
-        """At the end of a run: records of jobs that have not finished, and every VC's samples up to
-        `end` (the cluster's last event), so that all VCs share one sampling grid."""
+        """At the end of a run: records of jobs that have not finished, and every VC's change rows
+        up to `end` (the cluster's last event)."""
         parts = []
         for sim in self.sims.values():
             rows = [j for j in range(sim.jobs.n) if sim.jobs.end[j] < 0]
             if rows:
                 parts.append(sim.jobs.results(rows))
-        return results_table(parts), samples_table({vc: sim.recorder.emit(end) for vc, sim in self.sims.items()})
+        samples = {vc: sim.recorder.emit(end) for vc, sim in self.sims.items()}
+        return results_table(parts), samples_table(samples, self.interval)
 
     def checkpoint(self) -> bytes:
         """The whole group's state, to rebuild it after a crash or resume an interrupted run."""
@@ -67,6 +67,11 @@ class VCGroup:
         group.sims = pickle.loads(state)  # noqa: S301 - produced by checkpoint() of this run
         group.vcs = list(group.sims)
         return group
+
+    @property
+    def interval(self) -> int:
+        """Seconds between time-series samples (the same for every VC of a run)."""
+        return next(iter(self.sims.values())).recorder.interval
 
     @staticmethod
     def _status(sim) -> dict:

@@ -1,7 +1,11 @@
-"""Time-series recorder: state snapshots at event times, sampled on a fixed grid.
+"""Time-series recorder: state snapshots at event times, sampled on a fixed grid, kept as change rows.
 
 Between events nothing changes, so the sample at grid time g is the last snapshot taken at or
-before g. Snapshots are cheap tuples; sampling is vectorised (one searchsorted per emit).
+before g. The recorder does not hand out every grid sample: it emits a row only at grid times
+whose sample differs from the one before (and at the first grid time), so its output grows with
+the events, not with simulated seconds (a job running alone for three years adds two rows, not
+1.6 million). Expanding the rows back to the grid (each one holds until the VC's next row) gives
+the samples exactly; see raysim.report.timeseries.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ def per_type_columns(gpu_types) -> tuple[str, ...]:
 
 
 class Recorder:
-    """Collects snapshots and turns them into samples every `interval` seconds of the trace clock."""
+    """Collects snapshots and turns them into change rows on a grid of `interval` seconds of the
+    trace clock (grid times are multiples of `interval`, from the first one >= t0)."""
 
     def __init__(self, interval: int, t0: int, extra: tuple[str, ...] = ()):
         self.interval = interval
@@ -44,6 +49,7 @@ class Recorder:
         self._times: list[int] = []
         self._rows: list[tuple] = []
         self._next_sample = -(-t0 // interval) * interval  # first grid time >= t0
+        self._last: tuple | None = None  # the last grid sample emitted (column values, as stored)
 
     def snapshot(self, t: int, row: tuple) -> None:
         """Record the state after everything that happens at time t (replaces an earlier one at t)."""
@@ -54,28 +60,49 @@ class Recorder:
             self._rows.append(row)
 
     def emit(self, last: int) -> dict[str, np.ndarray]:
-        """Samples for every grid time <= `last` not emitted yet; keeps the latest snapshot."""
+        """Change rows for the grid times <= `last` not emitted yet: the sample at the first grid
+        time, then the sample at every grid time where it differs from the one before. Keeps the
+        latest snapshot. Costs per snapshot, whatever the number of grid times."""
         if last < self._next_sample or not self._times:
             return _empty(self.columns)
-        grid = np.arange(self._next_sample, last + 1, self.interval, dtype=np.int64)
+        iv, first = self.interval, self._next_sample
+        stop = last - (last - first) % iv  # the last grid time <= last
         times = np.asarray(self._times, dtype=np.int64)
-        idx = np.searchsorted(times, grid, side="right") - 1
-        keep = idx >= 0
-        grid, idx = grid[keep], idx[keep]
-        rows = np.asarray(self._rows, dtype=np.float64)[idx]
-        out = {"time": grid}
-        for i, name in enumerate(self.columns):
-            col = rows[:, i]
-            out[name] = col.astype(np.float32 if name in FLOAT_COLUMNS else np.int32)
-        if len(grid):
-            self._next_sample = int(grid[-1]) + self.interval
-            cut = int(idx[-1])  # earlier snapshots can no longer be the latest before a future sample
-            self._times, self._rows = self._times[cut:], self._rows[cut:]
+        at = np.maximum(-(-times // iv) * iv, first)  # the first grid time each snapshot could be sampled at
+        # a snapshot is sampled from `at` on, unless a later one comes before that grid time
+        sampled = np.flatnonzero((at <= stop) & np.append(at[1:] != at[:-1], True))
+        if not len(sampled):
+            return _empty(self.columns)
+        rows = np.asarray([self._rows[i] for i in sampled], dtype=np.float64)
+        cast = [rows[:, i].astype(_dtype(name)) for i, name in enumerate(self.columns)]
+        changed = changed_rows(cast, self._last)
+        self._last = tuple(col[-1] for col in cast)
+        out = {"time": at[sampled][changed]}
+        for name, col in zip(self.columns, cast):
+            out[name] = col[changed]
+        self._next_sample = int(stop) + iv
+        cut = int(sampled[-1])  # earlier snapshots can no longer be the latest before a future sample
+        self._times, self._rows = self._times[cut:], self._rows[cut:]
         return out
+
+
+def changed_rows(columns: list[np.ndarray], before: tuple | None) -> np.ndarray:
+    """Whether each row of `columns` differs from the row before it (the first row: from the
+    values `before`, or always when None)."""
+    changed = np.zeros(len(columns[0]), dtype=bool)
+    for col in columns:
+        changed[1:] |= col[1:] != col[:-1]
+    if len(changed):
+        changed[0] = before is None or any(col[0] != prev for col, prev in zip(columns, before))
+    return changed
+
+
+def _dtype(name: str):
+    return np.float32 if name in FLOAT_COLUMNS else np.int32
 
 
 def _empty(columns) -> dict[str, np.ndarray]:
     out = {"time": np.empty(0, dtype=np.int64)}
     for name in columns:
-        out[name] = np.empty(0, dtype=np.float32 if name in FLOAT_COLUMNS else np.int32)
+        out[name] = np.empty(0, dtype=_dtype(name))
     return out
