@@ -3,18 +3,31 @@
 ``raysim <hydra overrides>`` runs an experiment exactly like ``python -m raysim``; the first word may
 instead name a tool: ``raysim trace ...`` (convert, stats, synth), ``raysim models ...`` (train,
 report) and ``raysim report <multirun folder>``.
+
+Errors: a user error (bad input file, config value or override, missing input, unwritable run
+folder; see :mod:`raysim.errors`) ends the command with exit status 2 and one line on stderr,
+``raysim: error: ...``; ``--verbose`` (anywhere on the command line) or ``HYDRA_FULL_ERROR=1`` adds
+its traceback. A bug keeps its traceback and exit status 1. Ctrl-C ends with one line saying where
+the run's checkpoint is (exit status 130).
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
+import os
+import signal
 import sys
+import threading
+import traceback
 from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from raysim.errors import FAILURES, Failure, record_failure, user_error_message
 from raysim.paths import CONF_DIR, project_path
 
 if not OmegaConf.has_resolver("raysim_path"):
@@ -27,20 +40,203 @@ from hydra_plugins.raysim_launcher.ray_tasks import register as register_launche
 #: `raysim <word> ...` -> module whose main(argv) handles the rest of the command line.
 TOOLS = {"trace": "raysim.trace.cli", "models": "raysim.models.cli", "report": "raysim.report.cli"}
 
+HELP = """\
+usage: raysim [--verbose] [-m] [KEY=VALUE ...]     run an experiment (Hydra overrides, see below)
+       raysim trace {convert,stats,synth} ...      read, check, convert or generate traces
+       raysim models {train,report} ...            train and inspect the duration/throughput models
+       raysim report MULTIRUN_FOLDER               rebuild a sweep's comparison table and plots
+       raysim <tool> --help                        a tool's own options
+
+  e.g. raysim +experiment=venus policy=srtf runtime=local
+       raysim -m +experiment=venus policy=fifo,sjf,srtf
+
+  --verbose   show the traceback of an error (as HYDRA_FULL_ERROR=1 does); errors in your input
+              are otherwise one line, `raysim: error: ...`, with exit status 2
+"""
+
+#: The current run's checkpoint folder (runtime.checkpoint_dir, absolute), for the Ctrl-C message.
+_checkpoint: dict[str, Path | None] = {"dir": None}
+
 
 @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
-def hydra_main(cfg: DictConfig) -> None:
+def hydra_main(cfg: DictConfig):
+    """Hydra's task function: run one job; a user error becomes the job's `Failure` (printed by
+    `main` once every job of the command is done) instead of an exception with a traceback."""
     from raysim.run import run
 
-    run(cfg, Path(HydraConfig.get().runtime.output_dir))
+    hc = HydraConfig.get()
+    _checkpoint["dir"] = _checkpoint_dir(cfg)
+    try:
+        return run(cfg, Path(hc.runtime.output_dir))
+    except Exception as exc:
+        message = user_error_message(exc)
+        if message is None:
+            raise
+        multirun = hc.mode == RunMode.MULTIRUN
+        _log_to_run_file(message)
+        failure = Failure.of(exc, message, hc.job.num if multirun else None, hc.overrides.task if multirun else ())
+        record_failure(failure)
+        return failure
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console script `raysim`."""
-    argv = sys.argv[1:] if argv is None else argv
+    console = argv is None
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = "--verbose" in argv or os.environ.get("HYDRA_FULL_ERROR") == "1"
+    argv = [a for a in argv if a != "--verbose"]
     register_launcher()
+    quiet_ray_notices()
     if argv and argv[0] in TOOLS:
         tool = importlib.import_module(TOOLS[argv[0]])
-        sys.exit(tool.main(argv[1:]))
+        _exit(guarded(lambda: tool.main(argv[1:]), verbose), console)
+    if "--help" in argv or "-h" in argv:
+        print(HELP)
     sys.argv = ["raysim", *argv]
-    hydra_main()
+    _exit(guarded(lambda: _run_hydra(verbose), verbose), console)
+
+
+#: Ray's notices on a plain local start that say nothing the user must act on.
+RAY_NOTICES = {
+    # Ray >= 2.59 turns on token authentication for the local Ray it starts (raysim's default runtime)
+    # and says so on every run; the README's "Running on a Ray cluster" explains it.
+    "ray._private.authentication.authentication_token_setup": "Token authentication is enabled for this Ray cluster",
+}
+
+
+def quiet_ray_notices() -> None:
+    """Drop RAY_NOTICES from Ray's log (its warnings that something is *off* still show)."""
+    for name, start in RAY_NOTICES.items():
+        logger = logging.getLogger(name)
+        if not any(getattr(f, "raysim_notice", None) == start for f in logger.filters):
+            notice = _Drop(start)
+            logger.addFilter(notice)
+
+
+class _Drop(logging.Filter):
+    def __init__(self, start: str):
+        super().__init__()
+        self.raysim_notice = start
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.raysim_notice)
+
+
+def guarded(command, verbose: bool = False) -> int:
+    """Run `command` (returning an exit status or None); a user error becomes one line on stderr
+    and status 2, Ctrl-C one line and status 130; a bug propagates with its traceback."""
+    try:
+        return command() or 0
+    except BrokenPipeError:  # e.g. `raysim --help | head`: the reader left; nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except KeyboardInterrupt:
+        sys.stderr.write(("\n" if sys.stderr.isatty() else "") + interrupted_line() + "\n")  # after a progress line
+        return 130
+    except Exception as exc:
+        message = user_error_message(exc)
+        if message is None:
+            raise
+        if verbose:
+            traceback.print_exception(exc)
+        culprit = _unparsable_override(exc)
+        if culprit:
+            message = f"override {culprit!r}: {message}"
+        print(f"raysim: error: {message}", file=sys.stderr)
+        return 2
+
+
+def _run_hydra(verbose: bool = False) -> int:
+    """Run Hydra on sys.argv; its own error printing is switched off (HYDRA_FULL_ERROR=1 makes it
+    re-raise), so `guarded` decides. Returns 2 after the jobs if some stopped on a user error."""
+    FAILURES.clear()
+    saved = os.environ.get("HYDRA_FULL_ERROR")
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        hydra_main()
+    finally:
+        if saved is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = saved
+    if not FAILURES:
+        return 0
+    for failure in FAILURES:
+        if verbose:
+            sys.stderr.write(failure.traceback)
+        label = failure.label(_swept_keys(sys.argv[1:]))
+        print(f"raysim: error: {label + ': ' if label else ''}{failure.message}", file=sys.stderr)
+    return 2
+
+
+def _swept_keys(args: list[str]) -> set[str]:
+    """The keys a multirun command line sweeps (`policy=fifo,srtf`, `seed=range(3)`)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    keys = set()
+    for arg in args:
+        if arg.startswith("-"):
+            continue
+        try:
+            override = parser.parse_override(arg)
+        except Exception:
+            continue
+        if override.is_sweep_override():
+            keys.add(override.get_key_element().lstrip("+~"))
+    return keys
+
+
+def _unparsable_override(exc: BaseException) -> str | None:
+    """The command-line override Hydra could not parse (its error does not say which), if any."""
+    from hydra.errors import OverrideParseException
+
+    if not isinstance(exc, OverrideParseException):
+        return None
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for arg in sys.argv[1:]:
+        if arg.startswith("-"):
+            continue
+        try:
+            parser.parse_override(arg)
+        except Exception:
+            return arg
+    return None
+
+
+def _exit(code: int, console: bool) -> None:
+    """sys.exit(code); in the console script, a Ctrl-C after this point (while Ray shuts down at
+    exit) ends the process at once instead of printing a traceback from Ray's atexit hook."""
+    if console and threading.current_thread() is threading.main_thread():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+    sys.exit(code)
+
+
+def interrupted_line() -> str:
+    where = _checkpoint["dir"]
+    if where is None:
+        return "raysim: interrupted (no checkpoint: set runtime.checkpoint_dir to resume)"
+    if not (where / "checkpoint.pkl").exists():
+        return (f"raysim: interrupted before the first checkpoint was written to {where} "
+                "(a run with runtime.resume=true starts from the beginning)")
+    return f"raysim: interrupted; checkpoint in {where} (continue with runtime.resume=true)"
+
+
+def _checkpoint_dir(cfg: DictConfig) -> Path | None:
+    try:
+        value = cfg.runtime.get("checkpoint_dir") if cfg.get("runtime") is not None else None
+    except Exception:  # an unresolvable value: the run itself reports it
+        return None
+    return Path(str(value)).expanduser().absolute() if value else None
+
+
+def _log_to_run_file(message: str) -> None:
+    """Write the error into the run's log file (not the console: `main` prints it there)."""
+    record = logging.LogRecord("raysim", logging.ERROR, __file__, 0, "%s", (message,), None)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)

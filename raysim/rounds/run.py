@@ -26,10 +26,12 @@ import pyarrow.parquet as pq
 from omegaconf import DictConfig, OmegaConf
 
 from raysim.cluster.throughput import ThroughputTable, read_gavel_throughputs, read_throughput_csv
+from raysim.errors import ConfigError, UserError
 from raysim.rounds import lp
 from raysim.rounds.cluster import RoundCluster, RoundJobs, pair_throughputs, throughput_matrix, whole_job_rate
 from raysim.rounds.engine import RoundEngine, RoundResult
 from raysim.rounds.policies import round_policy
+from raysim.trace.errors import TraceError
 
 log = logging.getLogger("raysim")
 
@@ -42,16 +44,26 @@ def run_rounds(cfg: DictConfig, run_dir: Path) -> dict:
     """Run one round-based simulation as configured; returns its summary row."""
     r = cfg.rounds
     if cfg.policy.get("kind") != "round" and cfg.policy.name != "fifo":
-        raise ValueError(f"policy={cfg.policy.name} is not round-based; round-based policies: "
-                         f"{', '.join(sorted(_round_policies()))}")
+        raise ConfigError("policy", f"{cfg.policy.name} is not round-based; round-based policies: "
+                          f"{', '.join(sorted(_round_policies()))}")
     table = read_table(r.throughputs)
     cluster = RoundCluster.from_layout(_layout(cfg))
     jobs_table, source = _jobs(cfg, table)
     jobs = RoundJobs.from_table(jobs_table)
-    thr = throughput_matrix(jobs, cluster, table)
+    try:
+        thr = throughput_matrix(jobs, cluster, table)
+        cluster.index(r.type_order or [])   # both GPU-type settings name types of the cluster
+        cluster.index([r.reference_type])
+    except ValueError as exc:
+        raise UserError(f"{source}: {exc}") from None
     constants = cfg.policy.get("round")
     constants = OmegaConf.to_container(constants, resolve=True) if constants else {}
-    policy = round_policy(cfg.policy.name, seed=int(cfg.seed), **constants)
+    try:
+        policy = round_policy(cfg.policy.name, seed=int(cfg.seed), **constants)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"policy ({cfg.policy.name})", str(exc)) from None
+    if r.lp_method not in ("ipm", "simplex"):
+        raise ConfigError("rounds.lp_method", "must be ipm or simplex", r.lp_method)
     lp.SOLVER["method"] = str(r.lp_method)
     lp.reset_solve_time()
     engine = RoundEngine(jobs, cluster, thr, policy, round_s=float(r.round_s), reset_min_s=float(r.reset_min_s),
@@ -86,7 +98,7 @@ def run_rounds(cfg: DictConfig, run_dir: Path) -> dict:
 def read_table(path) -> ThroughputTable:
     """Gavel's JSON (``.json``) or a throughput CSV; a missing file says where to get Gavel's."""
     if not path:
-        raise ValueError(f"rounds.throughputs is not set. {TABLE_HELP}")
+        raise ConfigError("rounds.throughputs", f"not set. {TABLE_HELP}")
     from raysim.paths import original_cwd
 
     p = (original_cwd() / str(path)).expanduser()
@@ -209,8 +221,8 @@ def _layout(cfg: DictConfig) -> dict:
 
     layout = configured_layout(cfg)
     if layout is None:
-        raise ValueError("mode rounds needs a typed cluster layout: cluster=gavel_24, cluster=hetero_demo or "
-                         "cluster.layout=<layout CSV>")
+        raise ConfigError("cluster.layout", "mode rounds needs a typed cluster layout: cluster=gavel_24, "
+                          "cluster=hetero_demo or cluster.layout=<layout CSV>")
     return layout
 
 
@@ -223,11 +235,14 @@ def _jobs(cfg: DictConfig, table: ThroughputTable) -> tuple[pa.Table, str]:
         g = r.generate
         templates = [(str(e["model"]), bool(e["distributed"])) for e in g.templates]
         lam_s = 3600.0 / float(r.rate_jobs_per_hour) if r.get("rate_jobs_per_hour") else float(g.lam_s)
-        jobs = generate_jobs(table, templates, jobs=int(g.jobs), lam_s=lam_s, seed=int(cfg.seed),
-                             reference_type=str(r.reference_type), multi_gpu=bool(g.multi_gpu))
+        try:
+            jobs = generate_jobs(table, templates, jobs=int(g.jobs), lam_s=lam_s, seed=int(cfg.seed),
+                                 reference_type=str(r.reference_type), multi_gpu=bool(g.multi_gpu))
+        except ValueError as exc:
+            raise ConfigError("rounds.generate", str(exc)) from None
         return jobs, f"generated (Gavel continuous, lam {lam_s:.0f} s, seed {int(cfg.seed)})"
     if not t.path:
-        raise ValueError("trace.path is not set: give a Gavel trace (trace.format=gavel) or set rounds.generate")
+        raise ConfigError("trace.path", "not set: give a Gavel trace (trace.format=gavel) or set rounds.generate")
     from raysim.paths import original_cwd
 
     path = original_cwd() / str(t.path)
@@ -249,9 +264,9 @@ def _from_raysim_trace(cfg: DictConfig, table: ThroughputTable) -> pa.Table:
     df = trace.table.to_pandas()
     column = str(cfg.rounds.get("job_type_column") or "job_type")
     if column not in df.columns:
-        raise ValueError(f"{trace.source}: round-based policies need a {column!r} column naming a job type of "
-                         "the throughput table (or mapped to one with rounds.job_type_map; another column: "
-                         "rounds.job_type_column)")
+        raise TraceError(trace.source, "round-based policies need this column naming a job type of the "
+                         "throughput table (or mapped to one with rounds.job_type_map; another column: "
+                         "rounds.job_type_column)", column=column)
     mapping = cfg.rounds.get("job_type_map")
     mapping = OmegaConf.to_container(mapping, resolve=True) if mapping else {}
     reference = str(cfg.rounds.reference_type)
@@ -263,8 +278,8 @@ def _from_raysim_trace(cfg: DictConfig, table: ThroughputTable) -> pa.Table:
         model = mapping.get(job_type, job_type)
         rate = whole_job_rate(table, model, str(recorded or reference), int(gpus))
         if not rate:
-            raise ValueError(f"{trace.source}: job {df['job_id'].iat[i]}: no throughput for job type {model!r} on "
-                             f"{recorded or reference} (map trace job types with rounds.job_type_map)")
+            raise TraceError(trace.source, f"no throughput for job type {model!r} on {recorded or reference} "
+                             "(map trace job types with rounds.job_type_map)", row=i + 1, column=column, value=job_type)
         steps[i] = max(float(duration), 1.0) * rate
         models.append(model)
     submit = df["submit_time"].to_numpy(dtype=float)

@@ -37,4 +37,6 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
         from raysim.rounds.run import run_rounds
 
         return run_rounds(cfg, run_dir)
-    raise ValueError(f"unknown mode {cfg.mode!r}: expected 'cluster', 'harvest', 'fgd' or 'rounds'")
+    from raysim.errors import ConfigError
+
+    raise ConfigError("mode", "must be one of cluster, harvest, fgd, rounds", cfg.mode)

@@ -4,34 +4,38 @@ every VC, then write the summary, plots and reports into the run folder."""
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
 from omegaconf import DictConfig
 
+from raysim.errors import ConfigError
 from raysim.policy import policy_class
 from raysim.report.summary import summarize, to_markdown
-from raysim.run.config import estimates_from_config, load_from_config, spec_from_config
+from raysim.run.config import check_cluster_config, estimates_from_config, load_from_config, spec_from_config
 from raysim.run.outputs import write_outputs, write_plots
-from raysim.run.simulate import simulate_to
+from raysim.run.simulate import simulate_to, vc_groups
+from raysim.trace.errors import TraceError
 
 log = logging.getLogger("raysim")
 
 
 def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     """Run a trace replay as configured; returns the cluster-wide summary row as a dict."""
-    if cfg.policy.get("kind") == "round":
-        raise ValueError(f"policy={cfg.policy.name} is a round-based policy of Gavel's family: run it with "
-                         "+experiment=gavel_trace (or gavel_continuous), see docs/gavel.md")
+    check_cluster_config(cfg)  # every value checked before anything is loaded or Ray is started
+    if policy_class(cfg.policy.name).needs_estimate and cfg.estimator.source == "none":
+        raise ConfigError("estimator.source", f"policy={cfg.policy.name} ranks jobs by estimated duration: set "
+                          "estimator.source=file estimator.path=<CSV>, estimator.source=model or "
+                          "estimator.source=oracle", "none")
     wall = time.perf_counter()
     trace = load_from_config(cfg)
     for line in trace.report.lines():
         log.warning("%s", line)
+    check_not_empty(trace)
     estimates, online = estimates_from_config(cfg, trace)
-    if policy_class(cfg.policy.name).needs_estimate and estimates is None:
-        raise ValueError(f"policy={cfg.policy.name} ranks jobs by estimated duration: set "
-                         "estimator.source=file estimator.path=<CSV>, estimator.source=model or estimator.source=oracle")
     spec, job_extra = spec_from_config(cfg, trace)
     gpus = {t: 0 for t in spec.catalog.gpu_types}
     for pools in spec.layout.values():
@@ -41,6 +45,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
              trace.source, trace.table.num_rows, len(spec.layout), ", ".join(f"{n} {t}" for t, n in gpus.items()),
              spec.policy, spec.placer, cfg.sim.compat, cfg.runtime.name)
 
+    check_local_ray_fits(cfg, spec.vcs)
     sim_start = time.perf_counter()
     rt = cfg.runtime
     simulate_to(run_dir, trace, spec, estimates, runtime=rt.name, window_s=int(rt.window_s),
@@ -59,3 +64,34 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
           f"{overall['jobs']} jobs; simulated in {sim_wall:.2f} s ({time.perf_counter() - wall:.2f} s total)")
     print(f"results: {run_dir}")
     return overall
+
+
+def check_not_empty(trace) -> None:
+    """A trace with no job left to simulate is an error naming the file, not a run of nothing."""
+    if trace.table.num_rows:
+        return
+    report = trace.report
+    if not report.total:
+        raise TraceError(trace.source, "no jobs to simulate: the trace has no data rows")
+    reasons = "; ".join(f"{n} {reason}" for reason, n in report.counts.most_common(3))
+    raise TraceError(trace.source, f"no jobs to simulate: all {report.total} row(s) were skipped or filtered "
+                                   f"({reasons})")
+
+
+def check_local_ray_fits(cfg: DictConfig, vcs: list[str]) -> None:
+    """The actors of a run on a Ray that raysim starts here must fit its CPUs (each reserves
+    ray.actor_cpus): otherwise Ray waits for them forever. Checked before Ray starts."""
+    if cfg.runtime.name != "ray" or cfg.ray.address or os.environ.get("RAY_ADDRESS"):
+        return
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        return
+    if cfg.ray.vcs_per_actor == "auto":
+        return  # one actor per CPU
+    cpus = float(cfg.ray.num_cpus) if cfg.ray.num_cpus is not None else float(os.cpu_count() or 1)
+    actors = len(vc_groups(vcs, cfg.ray.vcs_per_actor)) + 1  # and the profiler stage's
+    need = actors * float(cfg.ray.actor_cpus)
+    if need > cpus + 1e-9:
+        raise ConfigError("ray.actor_cpus", f"{actors} actors (ray.vcs_per_actor={cfg.ray.vcs_per_actor}, and the "
+                          f"profiler's) x {float(cfg.ray.actor_cpus):g} CPU = {need:g} CPUs, more than the {cpus:g} "
+                          "of the local Ray (ray.num_cpus): Ray would wait for them forever; raise "
+                          "ray.vcs_per_actor or lower ray.actor_cpus", cfg.ray.actor_cpus)

@@ -11,13 +11,159 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from raysim.cluster.catalog import JobTypes, job_types
 from raysim.cluster.layout import layout_from_config, layout_from_vc_nodes, read_layout_csv
+from raysim.errors import ConfigError, UserError
+from raysim.models.estimates import SOURCES as ESTIMATE_SOURCES
 from raysim.models.estimates import estimates_for
-from raysim.policy import policy_class
+from raysim.placement import PLACERS
+from raysim.placement.types import TYPE_ORDERS
+from raysim.policy import POLICIES, checked_constants, policy_class
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
-from raysim.trace.load import Trace, load_trace
+from raysim.trace.load import READERS, Trace, load_trace
 
 log = logging.getLogger("raysim")
+
+_MISSING = object()
+
+
+def check_cluster_config(cfg: DictConfig) -> None:
+    """Check the values a trace replay uses, before anything is loaded or Ray is started: a bad one
+    is a ConfigError naming its key (one line, exit status 2)."""
+    integer(cfg, "seed", minimum=0)
+    choice(cfg, "sim.compat", ("clean", "lucid"))
+    integer(cfg, "sim.sample_interval", minimum=1)
+    if choice(cfg, "sim.network", ("off", "on", False, True)) in ("on", True):
+        number(cfg, "network.nic_gbps", above=0)
+        number(cfg, "network.gbps_per_gpu", minimum=0)
+        number(cfg, "network.duty", minimum=0, maximum=1)
+    choice(cfg, "runtime.name", ("local", "ray"))
+    window = integer(cfg, "runtime.window_s", minimum=1)
+    integer(cfg, "runtime.checkpoint_every", minimum=1)
+    if boolean(cfg, "runtime.resume") and not value(cfg, "runtime.checkpoint_dir"):
+        raise ConfigError("runtime.resume", "needs runtime.checkpoint_dir (the folder to resume from)", True)
+    if value(cfg, "ray.vcs_per_actor") != "auto":
+        integer(cfg, "ray.vcs_per_actor", minimum=1, hint="or auto")
+    if value(cfg, "ray.num_cpus") is not None:
+        number(cfg, "ray.num_cpus", above=0)
+    number(cfg, "ray.actor_cpus", minimum=0)
+    address = value(cfg, "ray.address")
+    if address is not None and (not isinstance(address, str) or not address.strip()):
+        raise ConfigError("ray.address", "must be null (start a local Ray), auto or host:port", address)
+
+    if cfg.policy.get("kind") == "round":
+        raise ConfigError("policy", f"{cfg.policy.name} is a round-based policy of Gavel's family: run it with "
+                          "+experiment=gavel_trace (or gavel_continuous), see docs/gavel.md")
+    name = choice(cfg, "policy.name", sorted(POLICIES), what="policy")
+    try:
+        checked_constants(name, policy_constants_of(cfg))
+    except ValueError as exc:  # checked_constants only raises for constants of the wrong type
+        raise UserError(str(exc)) from exc
+    choice(cfg, "placer.name", sorted(PLACERS), what="placer")
+    if cfg.placer.get("type_order") is not None:
+        choice(cfg, "placer.type_order", TYPE_ORDERS)
+
+    t = cfg.trace
+    if not t.get("synth"):
+        if not t.path:
+            raise ConfigError("trace.path", "not set: give a trace file or folder, or use +experiment=venus")
+        choice(cfg, "trace.format", ("auto", *sorted(READERS)))
+    choice(cfg, "trace.on_error", ("raise", "skip"))
+    states = value(cfg, "trace.state_filter")
+    if states is not None and (isinstance(states, str) or not isinstance(states, (list, ListConfig))):
+        raise ConfigError("trace.state_filter", "must be a list of states, e.g. [COMPLETED]", states)
+    integer(cfg, "cluster.gpus_per_node", minimum=1)
+
+    source = choice(cfg, "estimator.source", ESTIMATE_SOURCES)
+    if source == "file" and not value(cfg, "estimator.path"):
+        raise ConfigError("estimator.path", "not set: estimator.source=file needs a CSV with job_id and "
+                          "an estimate column")
+    if source == "model":
+        choice(cfg, "estimator.kind", ("ebm", "lightgbm"))
+        days = number(cfg, "estimator.period_days", above=0)
+        if (days * 86_400) % window:
+            raise ConfigError("estimator.period_days", f"the retraining period must be a multiple of "
+                              f"runtime.window_s ({window} s)", days)
+    if source == "file":
+        number(cfg, "estimator.negative_to")
+    if name == "lucid":
+        for key in ("profiler.nodes", "profiler.time_limit", "profiler.factor"):
+            integer(cfg, key, minimum=0)
+
+
+def policy_constants_of(cfg: DictConfig) -> dict:
+    """The composed policy group's constants (everything but name, kind and round)."""
+    return {k: v for k, v in OmegaConf.to_container(cfg.policy, resolve=True).items()
+            if k not in ("name", "kind", "round")}  # kind, round: the round-based policies' (raysim.rounds)
+
+
+def value(cfg: DictConfig, key: str, default=None):
+    """The value at dotted `key` (a missing mandatory value raises OmegaConf's error)."""
+    return OmegaConf.select(cfg, key, default=default, throw_on_missing=True)
+
+
+def integer(cfg: DictConfig, key: str, *, minimum: int | None = None, hint: str = "") -> int:
+    """The integer at `key` (an int, a whole float or its decimal text), at least `minimum`."""
+    raw = value(cfg, key, _MISSING)
+    if raw is _MISSING:
+        raise ConfigError(key, "missing")
+    number_ = None
+    if isinstance(raw, bool):
+        number_ = None
+    elif isinstance(raw, int):
+        number_ = raw
+    elif isinstance(raw, float) and raw.is_integer():
+        number_ = int(raw)
+    elif isinstance(raw, str) and raw.strip().lstrip("+-").isdigit():
+        number_ = int(raw.strip())
+    kind = "a non-negative integer" if minimum == 0 else "a positive integer" if minimum == 1 else "an integer"
+    if number_ is None or (minimum is not None and number_ < minimum):
+        raise ConfigError(key, f"must be {kind}" + (f" {hint}" if hint else ""), raw)
+    return number_
+
+
+def number(cfg: DictConfig, key: str, *, minimum: float | None = None, above: float | None = None,
+           maximum: float | None = None) -> float:
+    """The finite number at `key` within the given bounds."""
+    raw = value(cfg, key, _MISSING)
+    if raw is _MISSING:
+        raise ConfigError(key, "missing")
+    num = None
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        num = float(raw)
+    elif isinstance(raw, str):
+        try:
+            num = float(raw)
+        except ValueError:
+            num = None
+    if num is None or not np.isfinite(num):
+        raise ConfigError(key, "must be a number", raw)
+    if above is not None and not num > above:
+        raise ConfigError(key, f"must be greater than {above:g}", raw)
+    if minimum is not None and num < minimum:
+        raise ConfigError(key, f"must be at least {minimum:g}", raw)
+    if maximum is not None and num > maximum:
+        raise ConfigError(key, f"must be at most {maximum:g}", raw)
+    return num
+
+
+def boolean(cfg: DictConfig, key: str) -> bool:
+    raw = value(cfg, key, False)
+    if not isinstance(raw, bool):
+        raise ConfigError(key, "must be true or false", raw)
+    return raw
+
+
+def choice(cfg: DictConfig, key: str, allowed, *, what: str = ""):
+    """The value at `key`, one of `allowed`."""
+    raw = value(cfg, key, _MISSING)
+    if raw is _MISSING:
+        raise ConfigError(key, "missing")
+    if any(raw == a and type(raw) is type(a) for a in allowed):
+        return raw
+    shown = ", ".join(str(a).lower() if isinstance(a, bool) else str(a) for a in allowed
+                      if not isinstance(a, bool))
+    message = f"unknown {what}; choose one of {shown}" if what else f"must be one of {shown}"
+    raise ConfigError(key, message, raw)
 
 
 def configured_layout(cfg: DictConfig) -> dict | None:
@@ -27,7 +173,10 @@ def configured_layout(cfg: DictConfig) -> dict | None:
     if spec is None:
         return None
     if isinstance(spec, (list, ListConfig)):
-        return layout_from_config(OmegaConf.to_container(spec, resolve=True), name="cluster.layout")
+        try:
+            return layout_from_config(OmegaConf.to_container(spec, resolve=True), name="cluster.layout")
+        except ValueError as exc:  # layout_from_config's only errors: its one-line checks of the entries
+            raise UserError(str(exc)) from exc
     return read_layout_csv(Path(str(spec)).expanduser())
 
 
@@ -39,11 +188,11 @@ def load_from_config(cfg: DictConfig) -> Trace:
 
         return load_synth(dict(t.synth), cache_dir=t.cache_dir)
     if not t.path:
-        raise ValueError("trace.path is not set: give a trace file or folder, or use +experiment=venus")
+        raise ConfigError("trace.path", "not set: give a trace file or folder, or use +experiment=venus")
     return load_trace(t.path, fmt=t.format, vc_config=t.vc_config, gpus_per_node=int(cfg.cluster.gpus_per_node),
                       on_error=t.on_error, state_filter=t.state_filter, origin=t.origin, cache=t.cache,
-                      cache_dir=t.cache_dir, reader_options=dict(t.reader_options or {}),
-                      layout=configured_layout(cfg))
+                      cache_dir=t.cache_dir, reader_options=dict(t.reader_options or {}), layout=configured_layout(cfg),
+                      max_duration_s=t.max_duration_s, max_submit_span_years=t.max_submit_span_years)
 
 
 def cluster_layout(cfg: DictConfig, trace: Trace) -> dict:
@@ -68,13 +217,28 @@ def gpu_type_inputs(cfg: DictConfig, trace: Trace, layout: dict) -> JobTypes:
 
         path = Path(str(path)).expanduser()
         table = read_gavel_throughputs(path) if path.suffix == ".json" else read_throughput_csv(path)
-    types = job_types(trace.table, layout, throughput=table, reference_gpu_type=cfg.cluster.get("reference_gpu_type"),
-                      source=trace.source)
+    reference = cfg.cluster.get("reference_gpu_type")
+    known = list(dict.fromkeys(p.gpu_type for pools in layout.values() for p in pools))
+    if reference is not None and reference not in known:
+        raise ConfigError("cluster.reference_gpu_type", f"not a GPU type of the cluster {known}", reference)
+    types = job_types(trace.table, layout, throughput=table, reference_gpu_type=reference, source=trace.source)
     if types.missing:
         log.warning("throughput table %s has no entry for %d (job type, GPU type) pair(s), e.g. %s: "
                     "those jobs run there as fast as on their reference type", path, len(types.missing),
                     types.missing[:3])
     return types
+
+
+def warn_if_network_idle(network: dict, layout: dict) -> None:
+    """sim.network=on slows a job only where a node's multi-node jobs ask more than its NIC carries;
+    say so when no node of the layout can get there (e.g. 8-GPU nodes at the default figures)."""
+    most = max(p.gpus_per_node for pools in layout.values() for p in pools)
+    demand = most * float(network["gbps_per_gpu"]) * float(network["duty"])
+    if demand <= float(network["nic_gbps"]):
+        log.warning("sim.network=on changes nothing here: a full node of %d GPUs asks at most %g Gb/s "
+                    "(gbps_per_gpu %g x duty %g per GPU) of its %g Gb/s NIC; raise network.gbps_per_gpu or "
+                    "network.duty, or lower network.nic_gbps (see README)", most, demand,
+                    network["gbps_per_gpu"], network["duty"], network["nic_gbps"])
 
 
 def estimates_from_config(cfg: DictConfig, trace: Trace):
@@ -93,14 +257,14 @@ def estimates_from_config(cfg: DictConfig, trace: Trace):
 def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     """The run's spec and the extra per-job input columns (GPU-type ids, and whatever the policy's
     `prepare` adds, e.g. Lucid's workload ids and share scores)."""
+    check_cluster_config(cfg)
     params = SimParams.for_mode(cfg.sim.compat, sample_interval=int(cfg.sim.sample_interval), seed=int(cfg.seed))
-    if cfg.sim.network not in ("off", "on", False, True):
-        raise ValueError(f"sim.network must be off or on, not {cfg.sim.network!r}")
     network = dict(cfg.network) if cfg.sim.network in ("on", True) else None
     layout = cluster_layout(cfg, trace)
+    if network is not None:
+        warn_if_network_idle(network, layout)
     types = gpu_type_inputs(cfg, trace, layout)
-    constants = {k: v for k, v in OmegaConf.to_container(cfg.policy, resolve=True).items()
-                 if k not in ("name", "kind", "round")}  # kind, round: the round-based policies' (raysim.rounds)
+    constants = policy_constants_of(cfg)
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog)
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile}

@@ -9,6 +9,7 @@ import logging
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from raysim.errors import ConfigError
 from raysim.models.colocation import pair_table, workload_ids
 from raysim.models.forecast import load_forecast
 from raysim.runtime.spec import RunSpec
@@ -24,21 +25,22 @@ def lucid_inputs(cfg: DictConfig, trace: Trace, spec: RunSpec) -> tuple[RunSpec,
     layout = dict(spec.layout)
     for vc in prof.take_from or []:
         if vc not in layout:
-            raise ValueError(f"profiler.take_from names VC {vc!r}, which is not in the VC layout {sorted(layout)}")
+            raise ConfigError("profiler.take_from", f"VC {vc!r} is not in the VC layout {sorted(layout)}", vc)
         first, *rest = layout[vc]
         if sum(p.nodes for p in layout[vc]) < 2 or first.nodes < 1:
-            raise ValueError(f"profiler.take_from: VC {vc!r} has {sum(p.nodes for p in layout[vc])} node(s), "
-                             "too few to give one")
+            raise ConfigError("profiler.take_from", f"VC {vc!r} has {sum(p.nodes for p in layout[vc])} node(s), "
+                              "too few to give one", vc)
         layout[vc] = (dataclasses.replace(first, nodes=first.nodes - 1), *rest)
     if prof.lender is not None and prof.lender not in layout:
-        raise ValueError(f"profiler.lender {prof.lender!r} is not in the VC layout {sorted(layout)}")
+        raise ConfigError("profiler.lender", f"not in the VC layout {sorted(layout)}", prof.lender)
     forecast = None
     if cfg.forecast.source == "file":
         if not cfg.forecast.path:
-            raise ValueError("forecast.source=file needs forecast.path=<CSV with time, pred_gpu_job, pred_gpu_num>")
+            raise ConfigError("forecast.path", "not set: forecast.source=file needs a CSV with time, pred_gpu_job, "
+                              "pred_gpu_num")
         forecast = load_forecast(cfg.forecast.path, trace.origin)
     elif cfg.forecast.source != "none":
-        raise ValueError(f"forecast.source must be none or file, not {cfg.forecast.source!r}")
+        raise ConfigError("forecast.source", "must be none or file", cfg.forecast.source)
     ids, keys = workload_ids(trace.table)
     pairs = pair_speeds_for(cfg, trace, keys)
     scores = share_scores(trace, cfg.profiles.single)
@@ -62,9 +64,10 @@ def pair_speeds_for(cfg: DictConfig, trace: Trace, keys: list) -> dict:
     if mode == "measured":
         return pair_table(keys, cfg.profiles.colocation) if cfg.profiles.colocation else {}
     if mode not in ("learned", "analytic"):
-        raise ValueError(f"profiles.interference must be measured, learned or analytic, not {mode!r}")
+        raise ConfigError("profiles.interference", "must be measured, learned or analytic", mode)
     if mode == "learned" and not (cfg.profiles.colocation and cfg.profiles.single):
-        raise ValueError("profiles.interference=learned trains on profiles.colocation and profiles.single: set both")
+        raise ConfigError("profiles.interference", "learned trains on profiles.colocation and profiles.single: "
+                          "set both", mode)
     from raysim.models.interference import interference_pairs
     from raysim.models.resources import key_profiles
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from raysim.errors import UserError
 from raysim.runtime.sink import ResultSink, SinkPosition
 
 log = logging.getLogger("raysim")
@@ -313,8 +314,8 @@ class Coordinator:
             log.info("%s", line)
 
 
-class CheckpointMismatch(ValueError):
-    """A resume whose checkpoint was written by a run with other inputs."""
+class CheckpointMismatch(UserError):
+    """A resume whose checkpoint was written by a run with other inputs (a user error: one line)."""
 
 
 def check_resumable(where, recorded: dict | None, current: dict) -> None:

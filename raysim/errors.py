@@ -1,0 +1,167 @@
+"""User errors, told apart from bugs.
+
+A *user error* is input the user can fix: a bad trace or cluster file, a bad config value or
+override, a missing input file, a run folder that cannot be written. ``raysim`` ends such a run
+with exit status 2 and one line on stderr, ``raysim: error: <what>``, where <what> names the file,
+row (line) and column (:class:`raysim.trace.errors.TraceError`) or the config key
+(:class:`ConfigError`). Anything else is a bug: it keeps its traceback and exit status 1.
+
+What counts as a user error (:func:`user_error_message`), and nothing else:
+
+- :class:`UserError` and its subclasses (:class:`ConfigError`), and ``TraceError``: raised by
+  raysim's own validation. Validation code that finds bad input raises one of these; a plain
+  ``ValueError`` (from numpy, pandas, or raysim's internal checks) stays a bug.
+- Hydra's composition and override errors (an unknown config group or key, an override that does
+  not parse, ``+experiment=nope``) and OmegaConf's value errors (a missing mandatory value, an
+  interpolation that does not resolve, a value of the wrong type for a typed field).
+- File-system errors naming a file (``FileNotFoundError``, ``PermissionError``, ...; a full or
+  read-only disk), including Hydra failing to open the run's log file in an unwritable folder.
+"""
+
+from __future__ import annotations
+
+import errno
+import sys
+import traceback
+from dataclasses import dataclass
+
+_NO_VALUE = object()
+
+
+class UserError(ValueError):
+    """Bad input the user can fix; its message is one line naming what to fix."""
+
+
+class ConfigError(UserError):
+    """A bad config value: ``<key>: <reason> (value <v>)``."""
+
+    def __init__(self, key: str, message: str, value=_NO_VALUE):
+        self.key, self.message, self.value = key, message, value
+        text = f"{key}: {message}"
+        if value is not _NO_VALUE:
+            text += f" (value {value!r})"
+        super().__init__(text)
+
+    def __reduce__(self):  # picklable (Ray tasks): rebuild from the same arguments
+        return (type(self), (self.key, self.message, self.value))
+
+
+def _type_named(module: str, name: str):
+    """Class `name` of `module` if that module is already imported, else None (an exception can only
+    be an instance of a class whose module was imported)."""
+    mod = sys.modules.get(module)
+    return getattr(mod, name, None) if mod is not None else None
+
+
+#: OSError numbers that are the user's environment, not a bug: full or read-only disks and the like.
+_FS_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.ENAMETOOLONG, errno.EACCES, errno.EPERM,
+              errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EEXIST}
+#: OmegaConf errors that are a bad value or override, not a bug in the code reading the config.
+_OMEGACONF_USER = ("MissingMandatoryValue", "InterpolationResolutionError", "GrammarParseError", "ValidationError")
+#: Hydra's own errors about the command line and the config tree.
+_HYDRA_USER = ("ConfigCompositionException", "OverrideParseException", "MissingConfigException",
+               "SearchPathException")
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: lines stripped and joined; an indented list under a line ending in ':'
+    (Hydra's "Available options") joined with commas; Hydra's config search path and OmegaConf's
+    `object_type=` lines dropped, its `full_key:` line in parentheses."""
+    text = str(text).split("\nConfig search path:")[0]
+    blocks: list[list[str]] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("object_type="):
+            continue
+        if raw[:1] in ("\t", " ") and blocks and blocks[-1][0].endswith(":") and not line.startswith("full_key:"):
+            blocks[-1].append(line)
+        else:
+            blocks.append([f"({line})" if line.startswith("full_key:") else line])
+    out = ""
+    for head, *items in blocks:
+        part = head + (" " + ", ".join(items) if items else "")
+        if out:
+            out += " " if out[-1] in ".:;(" or part.startswith("(") else "; "
+        out += part
+    return out
+
+
+def user_error_message(exc: BaseException) -> str | None:
+    """The one-line message of `exc` when it is a user error (see the module doc), else None."""
+    cause = getattr(exc, "cause", None)  # Ray's RayTaskError carries the task's exception
+    if cause is not None and type(exc).__name__.startswith("RayTaskError") and isinstance(cause, BaseException):
+        exc = cause
+    if isinstance(exc, UserError):
+        return one_line(str(exc))
+    trace_error = _type_named("raysim.trace.errors", "TraceError")
+    if trace_error is not None and isinstance(exc, trace_error):
+        return one_line(str(exc))
+    mismatch = _type_named("raysim.runtime.coordinator", "CheckpointMismatch")
+    if mismatch is not None and isinstance(exc, mismatch):
+        return one_line(str(exc))
+    for name in _HYDRA_USER:
+        cls = _type_named("hydra.errors", name)
+        if cls is not None and isinstance(exc, cls):
+            return _hydra_message(exc)
+    for name in _OMEGACONF_USER:
+        cls = _type_named("omegaconf.errors", name)
+        if cls is not None and isinstance(exc, cls):
+            return one_line(str(exc))
+    if isinstance(exc, OSError) and exc.errno in _FS_ERRNOS:
+        return _os_message(exc)
+    if isinstance(exc, OSError) and exc.errno is None and isinstance(exc, (FileNotFoundError, PermissionError)):
+        return one_line(str(exc))  # raised by raysim with its own message (e.g. harvest inputs)
+    if isinstance(exc, ValueError) and str(exc).startswith("Unable to configure handler"):
+        # logging.config (Hydra's job logging) could not open the run's log file
+        inner = exc.__cause__ or exc.__context__
+        if isinstance(inner, OSError) and inner.errno in _FS_ERRNOS:
+            return f"cannot write the run's log file: {_os_message(inner)} (set hydra.run.dir to a writable folder)"
+    return None
+
+
+def _os_message(exc: OSError) -> str:
+    text = exc.strerror or str(exc)
+    if exc.filename is not None:
+        text = f"{exc.filename}: {text}"
+        if exc.filename2 is not None:
+            text += f" (and {exc.filename2})"
+    return one_line(text)
+
+
+def _hydra_message(exc: BaseException) -> str:
+    """Hydra's message and that of the OmegaConf error behind it, on one line."""
+    text = one_line(str(exc))
+    cause = exc.__cause__
+    if cause is not None and one_line(str(cause)) and one_line(str(cause)) not in text:
+        text = f"{text.rstrip('.:')}: {one_line(str(cause))}"
+    return text
+
+
+@dataclass
+class Failure:
+    """What a Hydra job returns when it stopped on a user error (the run entry point prints it and
+    exits 2 once all jobs are done). Plain data, so it travels back from Ray tasks."""
+
+    message: str
+    traceback: str = ""
+    job: int | None = None  # the job's number in a multirun
+    overrides: tuple[str, ...] = ()  # and its overrides
+
+    @classmethod
+    def of(cls, exc: BaseException, message: str, job: int | None = None, overrides=()) -> "Failure":
+        return cls(message, "".join(traceback.format_exception(exc)), job, tuple(overrides))
+
+    def label(self, swept: set[str]) -> str:
+        """`run #N (its values of the `swept` keys)`, or "" for a single run."""
+        if self.job is None:
+            return ""
+        mine = [o for o in self.overrides if o.lstrip("+~").split("=", 1)[0] in swept]
+        return f"run #{self.job}" + (f" ({' '.join(mine)})" if mine else "")
+
+
+#: User errors of the jobs run by this process (or reported back to it by a launcher).
+FAILURES: list[Failure] = []
+
+
+def record_failure(failure: Failure) -> None:
+    FAILURES.append(failure)

@@ -1,0 +1,594 @@
+"""Bad input ends a run with exit status 2 and one line on stderr naming what to fix.
+
+Every case is a real command line (`raysim.cli.main`, what `python -m raysim` runs) in its own
+process under a memory limit (tests/clirunner.py: a fork server, so dozens of commands stay fast;
+they run two at a time). Each checks the exit status, that stderr is exactly one `raysim: error:`
+line without a traceback, and that the line names the file, row (line) and column where the input
+has them. Row-level trace defects are also run with trace.on_error=skip: every input row is then
+either a job of the run or counted under its reason (exact conservation).
+
+Left to the trace readers' own tests (raysim/trace/*, being extended): implausible dates and
+durations, a truncated last line, boolean gpu_num, Parquet timestamp types, readers' zero-job errors.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from clirunner import CliRunner, request
+
+HEADER = "job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state"
+#: Six good jobs on vcA (one 8-GPU node) and vcB (two nodes).
+GOOD = [
+    "1,vcA,u1,1,4,0,100,COMPLETED",
+    "2,vcA,u2,2,4,10,200,COMPLETED",
+    "3,vcB,u1,8,4,20,50,FAILED",
+    "4,vcB,u3,1,4,30,300,COMPLETED",
+    "5,vcB,u2,16,4,40,120,COMPLETED",
+    "6,vcA,u3,4,4,50,80,CANCELED",
+]
+VC_CONFIG = ",num\nvcA,1\nvcB,2\n"
+LAYOUT = "vc,gpu_type,gpus_per_node,nodes\nvcA,V100,8,1\nvcB,V100,8,2\n"
+
+#: (case, column, bad text put in row 3 (line 4) of GOOD, the reason the error and skip mode give)
+ROW_DEFECTS = [
+    ("gpu_num_text", "gpu_num", "two", "value is not a number"),
+    ("gpu_num_fraction", "gpu_num", "1.5", "value is not an integer"),
+    ("gpu_num_negative", "gpu_num", "-1", "gpu_num must not be negative"),
+    ("gpu_num_larger_than_vc", "gpu_num", "64", "gpu_num larger than its VC can ever hold"),
+    ("duration_negative", "duration", "-5", "duration must be positive"),
+    ("duration_zero", "duration", "0", "duration must be positive"),
+    ("duration_text", "duration", "long", "value is not a number"),
+    ("cpu_num_negative", "cpu_num", "-4", "cpu_num must not be negative"),
+    ("job_id_text", "job_id", "abc", "value is not a number"),
+    ("job_id_duplicate", "job_id", "1", "duplicate job_id"),
+    ("vc_unknown", "vc", "vcZ", "unknown VC"),
+    ("submit_fraction", "submit_time", "20.5", "submit_time is not whole seconds"),
+]
+
+
+# --- building inputs --------------------------------------------------------------------------------
+
+
+def with_cell(rows: list[str], index: int, column: str, text: str) -> list[str]:
+    cols = HEADER.split(",")
+    cells = rows[index].split(",")
+    cells[cols.index(column)] = text
+    return [*rows[:index], ",".join(cells), *rows[index + 1:]]
+
+
+def folder(root: Path, name: str, files: dict[str, str | bytes]) -> Path:
+    """A folder `name` under `root` holding `files` (name -> text or bytes)."""
+    d = root / name
+    d.mkdir(parents=True, exist_ok=True)
+    for fname, content in files.items():
+        (d / fname).write_bytes(content if isinstance(content, bytes) else content.encode())
+    return d
+
+
+def trace_csv(root: Path, name: str, lines: list[str], header: str = HEADER, vc_config: str | None = VC_CONFIG) -> Path:
+    files = {"jobs.csv": "\n".join([header, *lines]) + "\n"}
+    if vc_config is not None:
+        files["vc_config.csv"] = vc_config
+    return folder(root, name, files) / "jobs.csv"
+
+
+def parquet_trace(root: Path, name: str, change: Callable[[dict], None]) -> Path:
+    """GOOD as a Parquet trace (typed columns), changed by `change(columns)`."""
+    cols = HEADER.split(",")
+    rows = [r.split(",") for r in GOOD]
+    columns = {c: [r[i] for r in rows] for i, c in enumerate(cols)}
+    for c in ("job_id", "gpu_num", "cpu_num", "submit_time", "duration"):
+        columns[c] = [int(v) for v in columns[c]]
+    change(columns)
+    d = folder(root, name, {"vc_config.csv": VC_CONFIG})
+    pq.write_table(pa.table(columns), d / "jobs.parquet")
+    return d / "jobs.parquet"
+
+
+def where(path: Path, row: int | None = None, column: str | None = None) -> list[str]:
+    """The parts of a TraceError naming file, row (line) and column."""
+    parts = [str(path)]
+    if row is not None:
+        parts.append(f"row {row} (line {row + 1})")
+    if column is not None:
+        parts.append(f"column '{column}'")
+    return parts
+
+
+# --- checking results -------------------------------------------------------------------------------
+
+
+def one_error_line(res, *parts: str, prefix: str = "raysim: error: ") -> str:
+    """Exit status 2, stderr exactly one line starting with `prefix` and holding each of `parts`."""
+    assert res.returncode == 2, f"exit {res.returncode}\n{res.stderr[-3000:]}"
+    assert "Traceback" not in res.stderr + res.stdout, res.stderr[-3000:]
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.stderr[-3000:]
+    line = lines[0]
+    assert line.startswith(prefix), line
+    for part in parts:
+        assert part in line, f"{part!r} not in {line!r}"
+    return line
+
+
+def conserved(run_dir: Path, rows: int) -> dict:
+    """The run's trace report, after checking jobs + skipped + filtered == `rows` input rows."""
+    report = json.loads((run_dir / "trace_report.json").read_text())
+    jobs = pq.read_metadata(run_dir / "jobs.parquet").num_rows
+    assert jobs == report["jobs"]
+    assert jobs + sum(report["counts"].values()) == rows, report
+    return report
+
+
+# --- the cases --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    """A command line (run as `raysim <argv>` in `root`) and what to check of its result."""
+
+    argv: list[str]
+    parts: list[str] = field(default_factory=list)  # the error line must hold these ...
+    prefix: str = "raysim: error: "  # ... and start with this
+    check: Callable | None = None  # instead: check(result)
+    setup: str = ""  # Python code the command's process runs first
+
+
+CASES: dict[str, Callable[[Path], Case]] = {}
+
+
+def case(name: str):
+    def register(build):
+        assert name not in CASES
+        CASES[name] = build
+        return build
+    return register
+
+
+def replay(root: Path, trace: Path | None, *overrides: str, name: str) -> list[str]:
+    """`raysim runtime=local ...` on `trace` (default: the good trace), results in root/runs/<name>."""
+    trace = trace or trace_csv(root, "good", GOOD)
+    return ["runtime=local", f"trace.path={trace}", "trace.cache=false", f"hydra.run.dir={root / 'runs' / name}",
+            *overrides]
+
+
+# CSV traces: one bad cell each
+
+for _name, _column, _text, _reason in ROW_DEFECTS:
+    def _build(root, name=_name, column=_column, text=_text, reason=_reason):
+        path = trace_csv(root, name, with_cell(GOOD, 2, column, text))
+        return Case(replay(root, path, name=name), [*where(path, 3, column), reason, f"(value '{text}')"])
+    case(f"csv_{_name}")(_build)
+
+
+@case("csv_skip_mode_conserves_every_row")
+def _(root):
+    """All the row defects above in one file: skip mode keeps the good rows and counts each bad one
+    under its reason (and a CPU-only job under its filter)."""
+    bad = []
+    for k, (_, column, text, _) in enumerate(ROW_DEFECTS):
+        row = GOOD[k % len(GOOD)].split(",")
+        row[0] = str(100 + k)  # distinct ids (the duplicate case sets its own)
+        bad.append(with_cell([",".join(row)], 0, column, text)[0])
+    lines = [*GOOD, *bad, "7,vcA,u1,0,4,60,10,COMPLETED"]
+    path = trace_csv(root, "all_defects", lines)
+
+    def check(res):
+        assert res.returncode == 0, res.stderr[-3000:]
+        report = conserved(root / "runs" / "all_defects", len(lines))
+        assert report["jobs"] == len(GOOD)
+        expected: dict[str, int] = {"filtered: CPU-only job (gpu_num = 0)": 1}
+        for *_, reason in ROW_DEFECTS:
+            expected[reason] = expected.get(reason, 0) + 1
+        assert {re.sub(r" \(not in the VC layout.*", "", k): v for k, v in report["counts"].items()} == expected
+    return Case(replay(root, path, "trace.on_error=skip", name="all_defects"), check=check)
+
+
+def _datetimes(root):
+    lines = [f"{k + 1},vcA,u1,1,4,2020-09-01 00:0{k}:00,100,COMPLETED" for k in range(4)]
+    lines[2] = "3,vcA,u1,1,4,2020-13-45 99:00:00,100,COMPLETED"
+    return trace_csv(root, "bad_datetime", lines)
+
+
+@case("csv_bad_datetime")
+def _(root):
+    path = _datetimes(root)
+    return Case(replay(root, path, name="bad_datetime"),
+                [*where(path, 3, "submit_time"), "(value '2020-13-45 99:00:00')"])
+
+
+@case("csv_bad_datetime_skipped")
+def _(root):
+    def check(res):
+        assert res.returncode == 0, res.stderr[-3000:]
+        assert conserved(root / "runs" / "bad_datetime_skip", 4)["jobs"] == 3
+    return Case(replay(root, _datetimes(root), "trace.on_error=skip", name="bad_datetime_skip"), check=check)
+
+
+@case("csv_missing_column")
+def _(root):
+    lines = [",".join(c for i, c in enumerate(r.split(",")) if i != 6) for r in GOOD]
+    path = trace_csv(root, "missing_column", lines, header=HEADER.replace(",duration", ""))
+    return Case(replay(root, path, name="missing_column"), [*where(path, column="duration"), "missing column"])
+
+
+@case("csv_empty_file")
+def _(root):
+    path = folder(root, "empty_file", {"jobs.csv": "", "vc_config.csv": VC_CONFIG}) / "jobs.csv"
+    return Case(replay(root, path, name="empty_file"), [str(path), "empty"])
+
+
+@case("csv_header_only")
+def _(root):
+    path = trace_csv(root, "header_only", [])
+    return Case(replay(root, path, name="header_only"), [str(path), "no jobs"])
+
+
+@case("csv_every_row_skipped")
+def _(root):
+    """Skip mode that leaves no job is an error naming the file, not a run printing `avg JCT nan`."""
+    path = trace_csv(root, "all_skipped", [with_cell(GOOD, 0, "gpu_num", "x")[0]])
+    return Case(replay(root, path, "trace.on_error=skip", name="all_skipped"), [str(path), "no jobs"])
+
+
+@case("csv_ragged_row")
+def _(root):
+    path = trace_csv(root, "ragged", [*GOOD[:2], GOOD[2] + ",extra", *GOOD[3:]])
+    return Case(replay(root, path, name="ragged"), [str(path), "line 4"])
+
+
+@case("csv_not_text")
+def _(root):
+    path = folder(root, "binary", {"jobs.csv": b"\xff\xfe\x00\x81" * 64, "vc_config.csv": VC_CONFIG}) / "jobs.csv"
+    return Case(replay(root, path, name="binary"), [str(path)])
+
+
+@case("trace_path_missing")
+def _(root):
+    path = root / "nowhere" / "jobs.csv"
+    return Case(replay(root, path, name="nowhere"), [str(path), "not found"])
+
+
+@case("trace_folder_without_trace")
+def _(root):
+    d = folder(root, "no_trace_file", {"vc_config.csv": VC_CONFIG})
+    return Case(replay(root, d, name="no_trace_file"), [str(d), "no trace file"])
+
+
+@case("trace_path_not_set")
+def _(root):
+    return Case(["runtime=local", f"hydra.run.dir={root / 'runs' / 'no_path'}"], ["trace.path:", "not set"])
+
+
+# Parquet traces
+
+
+@case("parquet_text_in_a_number_column")
+def _(root):
+    def change(cols):
+        cols["gpu_num"] = [str(v) for v in cols["gpu_num"]]
+        cols["gpu_num"][1] = "x"
+    path = parquet_trace(root, "pq_gpu_text", change)
+    return Case(replay(root, path, name="pq_gpu_text"), [str(path), "row 2", "column 'gpu_num'", "not a number"])
+
+
+@case("parquet_text_in_a_number_column_skipped")
+def _(root):
+    path = root / "pq_gpu_text" / "jobs.parquet"  # written by the case above (cases are built in order)
+
+    def check(res):
+        assert res.returncode == 0, res.stderr[-3000:]
+        assert conserved(root / "runs" / "pq_gpu_text_skip", len(GOOD))["jobs"] == len(GOOD) - 1
+    return Case(replay(root, path, "trace.on_error=skip", name="pq_gpu_text_skip"), check=check)
+
+
+@case("parquet_fractional_duration")
+def _(root):
+    def change(cols):
+        cols["duration"] = [float(v) for v in cols["duration"]]
+        cols["duration"][3] = 12.5
+    path = parquet_trace(root, "pq_duration_float", change)
+    return Case(replay(root, path, name="pq_duration_float"), [str(path), "row 4", "column 'duration'",
+                                                                 "not an integer"])
+
+
+@case("parquet_missing_column")
+def _(root):
+    path = parquet_trace(root, "pq_missing_vc", lambda cols: cols.pop("vc"))
+    return Case(replay(root, path, name="pq_missing_vc"), [str(path), "column 'vc'", "missing column"])
+
+
+@case("parquet_vc_of_integers")
+def _(root):
+    path = parquet_trace(root, "pq_vc_int", lambda cols: cols.update(vc=list(range(len(GOOD)))))
+    return Case(replay(root, path, name="pq_vc_int"), [str(path), "row 1", "column 'vc'", "unknown VC"])
+
+
+@case("parquet_not_parquet")
+def _(root):
+    path = folder(root, "pq_text", {"jobs.parquet": HEADER + "\n", "vc_config.csv": VC_CONFIG}) / "jobs.parquet"
+    return Case(replay(root, path, name="pq_text"), [str(path), "Parquet"])
+
+
+# vc_config.csv beside the trace
+
+for _name, _text, _row, _column, _reason in [
+    ("missing_num", ",nodes\nvcA,1\nvcB,2\n", None, "num", "missing column"),
+    ("nodes_text", ",num\nvcA,one\nvcB,2\n", 1, "num", "not an integer"),
+    ("nodes_zero", ",num\nvcA,1\nvcB,0\n", 2, "num", "must be positive"),
+    ("duplicate_vc", ",num\nvcA,1\nvcA,2\n", 2, None, "duplicate VC"),
+]:
+    def _build(root, name=f"vc_config_{_name}", text=_text, row=_row, column=_column, reason=_reason):
+        path = trace_csv(root, name, GOOD, vc_config=text)
+        return Case(replay(root, path, name=name), [*where(path.parent / "vc_config.csv", row, column), reason])
+    case(f"vc_config_{_name}")(_build)
+
+
+@case("vc_config_absent")
+def _(root):
+    path = trace_csv(root, "vc_absent", GOOD, vc_config=None)
+    return Case(replay(root, path, name="vc_absent"), [str(path.parent / "vc_config.csv"), "not found"])
+
+
+# cluster layout files (cluster.layout=<csv>) and lists
+
+for _name, _text, _row, _column, _reason in [
+    ("gpus_text", LAYOUT.replace("vcB,V100,8,2", "vcB,V100,eight,2"), 2, "gpus_per_node", "not an integer"),
+    ("gpus_zero", LAYOUT.replace("vcA,V100,8,1", "vcA,V100,0,1"), 1, "gpus_per_node", "must be positive"),
+    ("missing_nodes", "vc,gpu_type,gpus_per_node\nvcA,V100,8\n", None, "nodes", "missing column"),
+    ("duplicate_pool", LAYOUT + "vcA,V100,8,3\n", 3, None, "repeats the pool"),
+    ("extra_value", LAYOUT + "vcA,K80,4,1,9\n", 3, None, "expected 4 values"),
+    ("no_pools", "vc,gpu_type,gpus_per_node,nodes\n", None, None, "no pools"),
+]:
+    def _build(root, name=f"layout_{_name}", text=_text, row=_row, column=_column, reason=_reason):
+        path = folder(root, name, {"layout.csv": text}) / "layout.csv"
+        return Case(replay(root, None, f"cluster.layout={path}", name=name), [*where(path, row, column), reason])
+    case(f"layout_{_name}")(_build)
+
+
+@case("layout_list_in_config")
+def _(root):
+    layout = "cluster.layout=[{vc:vcA,gpu_type:V100,gpus_per_node:0,nodes:1}]"
+    return Case(replay(root, None, layout, name="layout_list"),
+                ["cluster.layout entry 0", "'gpus_per_node'", "must be positive"])
+
+
+# throughput tables and estimate files
+
+for _name, _text, _reason in [
+    ("not_number", "job_type,gpu_type,throughput\nresnet,V100,fast\n", "not a number"),
+    ("negative", "job_type,gpu_type,throughput\nresnet,V100,-3\n", "must be a positive number"),
+]:
+    def _build(root, name=f"throughput_{_name}", text=_text, reason=_reason):
+        d = folder(root, name, {"tp.csv": text, "layout.csv": LAYOUT})
+        return Case(replay(root, None, f"cluster.layout={d / 'layout.csv'}", f"cluster.throughput={d / 'tp.csv'}",
+                           name=name), [*where(d / "tp.csv", 1, "throughput"), reason])
+    case(f"throughput_{_name}")(_build)
+
+
+@case("throughput_json_malformed")
+def _(root):
+    path = folder(root, "tp_json", {"tp.json": "{'V100': "}) / "tp.json"
+    return Case(replay(root, None, f"cluster.throughput={path}", name="tp_json"), [str(path), "JSON"])
+
+
+for _name, _text, _parts in [
+    ("not_number", "job_id,priority\n1,10\n2,soon\n", ["row 2 (line 3)", "column 'priority'", "'soon'"]),
+    ("missing_column", "job_id,estimate\n1,10\n", ["column 'priority'", "missing column"]),
+]:
+    def _build(root, name=f"estimates_{_name}", text=_text, parts=_parts):
+        path = folder(root, name, {"est.csv": text}) / "est.csv"
+        return Case(replay(root, None, "policy=qssf", "estimator.source=file", f"estimator.path={path}", name=name),
+                    [str(path), *parts])
+    case(f"estimates_{_name}")(_build)
+
+
+# config values and overrides on the command line (more values: test_config_value below, in-process)
+
+for _overrides, _parts in [
+    (["seed=abc"], ["seed:", "(value 'abc')"]),
+    (["runtime.window_s=-5"], ["runtime.window_s:", "(value -5)"]),
+    (["runtime=ray", "ray.vcs_per_actor=0"], ["ray.vcs_per_actor:", "(value 0)"]),  # before Ray starts
+    (["policy=srtf", "policy.overhead_s=abc"], ["policy.overhead_s", "conf/policy/srtf.yaml", "'abc'"]),
+    (["placer.type_order=bogus"], ["placer.type_order:", "any, given, fastest, slowest"]),
+    (["policy=qssf"], ["estimator.source", "estimator.source=oracle"]),
+    (["policy=bogus"], ["Could not find 'policy/bogus'", "fifo, "]),
+    (["+experiment=nope"], ["Could not find 'experiment/nope'", "venus"]),
+    (["sim.compatt=lucid"], ["sim.compatt", "+sim.compatt=lucid"]),
+    (["seed=[1"], ["override 'seed=[1'"]),
+    (["trace.path=${oc.env:RAYSIM_TEST_NO_SUCH_VARIABLE}"], ["RAYSIM_TEST_NO_SUCH_VARIABLE", "trace.path"]),
+    (["cluster.reference_gpu_type=H100"], ["cluster.reference_gpu_type:", "(value 'H100')"]),  # after loading
+]:
+    def _build(root, overrides=_overrides, parts=_parts):
+        return Case(replay(root, None, *overrides, name="config"), parts)
+    case("config_" + "_".join(_overrides))(_build)
+
+
+# the run folder
+
+
+@case("run_folder_under_a_file")
+def _(root):
+    blocker = root / "a_file"
+    blocker.write_text("not a folder")
+    return Case(["runtime=local", f"trace.path={trace_csv(root, 'good', GOOD)}", f"hydra.run.dir={blocker}/run"],
+                [str(blocker)])
+
+
+@case("run_log_file_cannot_be_opened")
+def _(root):
+    """Hydra's 'Unable to configure handler file' becomes one line naming the log file."""
+    run_dir = root / "runs" / "log_blocked"
+    (run_dir / "raysim.log").mkdir(parents=True)
+    return Case(["runtime=local", f"trace.path={trace_csv(root, 'good', GOOD)}", f"hydra.run.dir={run_dir}"],
+                [str(run_dir / "raysim.log"), "hydra.run.dir"])
+
+
+# tools
+
+
+@case("trace_stats_bad_row")
+def _(root):
+    path = trace_csv(root, "stats_bad", with_cell(GOOD, 2, "duration", "-5"))
+    return Case(["trace", "stats", str(path), "--no-cache"], [*where(path, 3, "duration"), "error: "], prefix="")
+
+
+@case("trace_convert_missing_source")
+def _(root):
+    return Case(["trace", "convert", str(root / "nope.csv"), "--out", str(root / "converted")],
+                [str(root / "nope.csv"), "not found", "error: "], prefix="")
+
+
+# not user errors; sweeps; the harness itself
+
+PLANT = "import raysim.run.cluster as c\ndef run_cluster(cfg, run_dir):\n    raise {}\nc.run_cluster = run_cluster"
+
+
+@case("bug_keeps_its_traceback")
+def _(root):
+    def check(res):
+        assert res.returncode == 1
+        assert "Traceback" in res.stderr and "ValueError: planted bug" in res.stderr
+        assert "raysim: error" not in res.stderr
+    return Case(replay(root, None, name="bug"), check=check, setup=PLANT.format("ValueError('planted bug')"))
+
+
+@case("verbose_adds_the_traceback")
+def _(root):
+    def check(res):
+        assert res.returncode == 2 and "Traceback" in res.stderr
+        last = res.stderr.strip().splitlines()[-1]
+        assert last == "raysim: error: seed: must be a non-negative integer (value 'abc')"
+    return Case(replay(root, None, "--verbose", "seed=abc", name="verbose"), check=check)
+
+
+def _interrupt(root, with_checkpoint: bool) -> Case:
+    ckpt = root / "ckpt"
+    ckpt.mkdir(exist_ok=True)
+    (ckpt / "checkpoint.pkl").write_bytes(b"")
+    extra = [f"runtime.checkpoint_dir={ckpt}"] if with_checkpoint else []
+
+    def check(res):
+        assert res.returncode == 130
+        lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and lines[0].startswith("raysim: interrupted"), res.stderr
+        assert (f"checkpoint in {ckpt}" in lines[0]) == with_checkpoint
+        assert with_checkpoint or "set runtime.checkpoint_dir" in lines[0]
+    return Case(replay(root, None, *extra, name="interrupted"), check=check, setup=PLANT.format("KeyboardInterrupt"))
+
+
+case("interrupt_without_checkpoint")(lambda root: _interrupt(root, False))
+case("interrupt_with_checkpoint")(lambda root: _interrupt(root, True))
+
+
+@case("multirun_reports_each_failed_job_after_the_others")
+def _(root):
+    sweep = root / "sweep"
+
+    def check(res):
+        one_error_line(res, "run #1 (seed=abc): seed: must be a non-negative integer")
+        assert (sweep / "0" / "jobs.parquet").exists() and res.stdout.count("results: ") == 1
+    return Case(["-m", "runtime=local", f"trace.path={trace_csv(root, 'good', GOOD)}", "trace.cache=false",
+                 "seed=0,abc", f"hydra.sweep.dir={sweep}"], check=check)
+
+
+@case("memory_limit_in_force")
+def _(root):
+    def check(res):
+        assert res.returncode == 1 and "MemoryError" in res.stderr
+    return Case(["--help"], check=check, setup="blob = bytearray(16 << 30)")
+
+
+# --- running them -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    """Every case's (Case, result): built in order, run two at a time."""
+    root = tmp_path_factory.mktemp("bad_input")
+    cases = {name: build(root) for name, build in CASES.items()}
+    runner = CliRunner()
+    try:
+        results = runner.run_many([request(c.argv, cwd=root, setup=c.setup) for c in cases.values()])
+    finally:
+        runner.close()
+    return {name: (c, res) for (name, c), res in zip(cases.items(), results)}
+
+
+def test_there_are_enough_distinct_bad_inputs():
+    assert len([n for n in CASES if not n.startswith(("bug_", "verbose_", "interrupt_", "memory_"))]) >= 30
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_command(outcomes, name):
+    c, res = outcomes[name]
+    if c.check is not None:
+        c.check(res)
+    else:
+        one_error_line(res, *c.parts, prefix=c.prefix)
+
+
+# --- config values, checked in-process (the command line above shows how any of them is reported) ---
+
+
+@pytest.mark.parametrize("overrides,parts", [
+    (["seed=-1"], ["seed:", "non-negative"]),
+    (["seed=1.5"], ["seed:", "(value 1.5)"]),
+    (["runtime=ray", "ray.num_cpus=-2"], ["ray.num_cpus:"]),
+    (["ray.vcs_per_actor=some"], ["ray.vcs_per_actor:", "or auto"]),
+    (["runtime.checkpoint_every=0"], ["runtime.checkpoint_every:"]),
+    (["runtime.resume=true"], ["runtime.resume:", "checkpoint_dir"]),
+    (["runtime.name=cloud"], ["runtime.name:", "local, ray"]),
+    (["sim.compat=bogus"], ["sim.compat:", "clean, lucid"]),
+    (["sim.sample_interval=0"], ["sim.sample_interval:"]),
+    (["sim.network=maybe"], ["sim.network:"]),
+    (["sim.network=on", "network.duty=2"], ["network.duty:", "at most 1"]),
+    (["sim.network=on", "network.nic_gbps=0"], ["network.nic_gbps:", "greater than 0"]),
+    (["trace.on_error=bogus"], ["trace.on_error:", "raise, skip"]),
+    (["trace.format=bogus"], ["trace.format:"]),
+    (["trace.state_filter=COMPLETED"], ["trace.state_filter:", "[COMPLETED]"]),
+    (["policy.name=bogus"], ["policy.name:", "unknown policy"]),
+    (["policy=gandiva"], ["gavel_trace"]),
+    (["placer.name=bogus"], ["placer.name:", "unknown placer"]),
+    (["estimator.source=file"], ["estimator.path:", "not set"]),
+    (["estimator.source=psychic"], ["estimator.source:"]),
+    (["estimator.source=model", "estimator.period_days=0.3"], ["estimator.period_days:", "runtime.window_s"]),
+    (["cluster.gpus_per_node=eight"], ["cluster.gpus_per_node:"]),
+    (["policy=lucid", "profiler.nodes=-1"], ["profiler.nodes:"]),
+])
+def test_config_value(overrides, parts):
+    from hydra import compose, initialize_config_dir
+
+    import raysim.cli  # noqa: F401  (the raysim_path resolver)
+    from raysim.errors import ConfigError, user_error_message
+    from raysim.paths import CONF_DIR
+    from raysim.run.config import check_cluster_config
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["+experiment=venus", "estimator.source=oracle", *overrides])
+    with pytest.raises(ValueError) as err:
+        check_cluster_config(cfg)
+    assert isinstance(err.value, ConfigError) or "policy." in str(err.value)
+    message = user_error_message(err.value)
+    assert message is not None and "\n" not in message
+    for part in parts:
+        assert part in message, f"{part!r} not in {message!r}"
+
+
+def test_mode_must_be_known(tmp_path):
+    from omegaconf import OmegaConf
+
+    from raysim.errors import ConfigError
+    from raysim.run import run
+
+    with pytest.raises(ConfigError, match="mode: must be one of cluster, harvest, fgd, rounds"):
+        run(OmegaConf.create({"mode": "bogus"}), tmp_path)

@@ -1,0 +1,141 @@
+"""The `raysim` command line as a real process: help, one-line errors, Ctrl-C, printed results."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+JOBS = """job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state
+1,vcA,u1,1,4,0,100,COMPLETED
+2,vcA,u2,2,4,10,200,COMPLETED
+3,vcB,u1,8,4,20,50,FAILED
+"""
+
+
+@pytest.fixture
+def tiny_trace(tmp_path) -> Path:
+    (tmp_path / "jobs.csv").write_text(JOBS)
+    (tmp_path / "vc_config.csv").write_text(",num\nvcA,1\nvcB,2\n")
+    return tmp_path / "jobs.csv"
+
+
+def raysim(*args, cwd=REPO, env=None, timeout=300):
+    env = {k: v for k, v in {**os.environ, **(env or {})}.items() if k != "HYDRA_FULL_ERROR" or (env or {}).get(k)}
+    return subprocess.run([sys.executable, "-m", "raysim", *map(str, args)], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("experiment", sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml")))
+def test_shipped_experiments_pass_the_config_checks(experiment):
+    from hydra import compose, initialize_config_dir
+
+    from raysim import cli  # noqa: F401  (the raysim_path resolver)
+    from raysim.paths import CONF_DIR
+    from raysim.run.config import check_cluster_config
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=[f"+experiment={experiment}"])
+    if cfg.mode == "cluster":
+        check_cluster_config(cfg)
+
+
+def test_every_policy_passes_the_config_checks():
+    from hydra import compose, initialize_config_dir
+
+    from raysim import cli  # noqa: F401
+    from raysim.paths import CONF_DIR
+    from raysim.policy import POLICIES
+    from raysim.run.config import check_cluster_config
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        for policy in POLICIES:
+            check_cluster_config(compose(config_name="config", overrides=["+experiment=venus", f"policy={policy}"]))
+
+
+def test_help_lists_the_tools_and_hydras_help():
+    res = raysim("--help")
+    assert res.returncode == 0, res.stderr
+    for tool in ("raysim trace", "raysim models", "raysim report", "--verbose"):
+        assert tool in res.stdout
+    assert "== Configuration groups ==" in res.stdout and "policy: fifo" in res.stdout
+
+
+def test_a_bad_value_is_one_line_and_exit_status_2(tiny_trace, tmp_path):
+    res = raysim("runtime=local", f"trace.path={tiny_trace}", "seed=abc", f"hydra.run.dir={tmp_path / 'run'}")
+    assert res.returncode == 2
+    assert res.stderr == "raysim: error: seed: must be a non-negative integer (value 'abc')\n"
+
+
+def test_hydra_full_error_shows_the_traceback(tiny_trace, tmp_path):
+    res = raysim("runtime=local", f"trace.path={tiny_trace}", "seed=abc", f"hydra.run.dir={tmp_path / 'run'}",
+                 env={"HYDRA_FULL_ERROR": "1"})
+    assert res.returncode == 2
+    assert "Traceback" in res.stderr and res.stderr.endswith("(value 'abc')\n")
+
+
+def test_ctrl_c_is_one_line_saying_where_the_checkpoint_is(tmp_path):
+    """SIGINT to the process group, as a terminal's Ctrl-C, in the middle of a run."""
+    ckpt = tmp_path / "ckpt"
+    proc = subprocess.Popen([sys.executable, "-m", "raysim", "+experiment=venus", "runtime=local",
+                             "runtime.window_s=3600", f"runtime.checkpoint_dir={ckpt}",
+                             f"hydra.run.dir={tmp_path / 'run'}"], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 120
+    while not any("| windows 3 |" in ln for ln in lines) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 130, err
+    assert err.strip().splitlines() == [
+        f"raysim: interrupted; checkpoint in {ckpt} (continue with runtime.resume=true)"]
+    assert (ckpt / "checkpoint.pkl").exists()
+
+
+def test_harvest_prints_its_table_and_results_path(shared_dir, tmp_path, capsys):
+    from hydra import compose, initialize_config_dir
+
+    from raysim import cli  # noqa: F401  (the raysim_path resolver)
+    from raysim.harvest.run import run_harvest
+    from raysim.paths import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["+experiment=harvest_summit", "harvest.plots=false",
+                                                       f"harvest.data_dir={shared_dir / 'harvest'}"])
+    summary = run_harvest(cfg, tmp_path / "run")
+    out = capsys.readouterr().out
+    assert "| tasks finished | 10 |" in out
+    assert f"| efficiency (net / gross samples) | {summary['efficiency']:.3f} |" in out
+    assert out.rstrip().endswith(f"results: {tmp_path / 'run'}")
+
+
+@pytest.mark.slow
+def test_ray_task_sweep_prints_each_table_once_and_reports_the_failed_job(tiny_trace, tmp_path):
+    sweep = tmp_path / "sweep"
+    res = raysim("-m", "runtime=local", f"trace.path={tiny_trace}", "trace.cache=false", "policy=fifo,srtf",
+                 "seed=0,abc", "hydra/launcher=raysim_ray", f"hydra.sweep.dir={sweep}", cwd=tmp_path, timeout=600)
+    assert res.returncode == 2, res.stderr[-3000:]
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("raysim: error:")]
+    assert sorted(errors) == [f"raysim: error: run #{n} (policy={p} seed=abc): seed: must be a non-negative integer "
+                              "(value 'abc')" for n, p in ((1, "fifo"), (3, "srtf"))]
+    assert "Traceback" not in res.stderr and "Token authentication" not in res.stderr
+    out = res.stdout.splitlines()
+    for policy in ("fifo", "srtf"):  # the table, whole, right under its job's label, once
+        title = out.index(f"## raysim: {policy}, clean semantics")
+        assert out.count(f"## raysim: {policy}, clean semantics") == 1
+        assert out[title - 1].startswith("#") and f"policy={policy}" in out[title - 1]
+        table = out[title + 2:title + 7]
+        assert table[0].startswith("| vc |")
+        assert [row.split(" | ")[0] for row in table[2:]] == ["| vcA", "| vcB", "| all"]
+    assert res.stdout.count("results: ") == 2
