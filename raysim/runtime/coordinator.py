@@ -328,7 +328,7 @@ def check_resumable(where, recorded: dict | None, current: dict) -> None:
     changed = differences(recorded, current)
     if changed:
         what = "holds no fingerprint (written by an older raysim)" if not recorded else \
-            f"was written by a run with other inputs: {', '.join(changed)} differ"
+            f"was written by a run with other inputs: {', '.join(changed)} differ{'s' if len(changed) == 1 else ''}"
         raise CheckpointMismatch(f"runtime.resume: {where} {what}; run without runtime.resume to start "
                                  "afresh, or give another runtime.checkpoint_dir")
 
