@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
+from test_readers_alibaba2023 import POD_HEADER, replace
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
 from raysim.cluster.layout import Pool, read_layout_csv
@@ -30,8 +31,6 @@ NODES = [
 ]
 #: node_pools order (first appearance); VCState numbers nodes pool by pool: G2 0-1, T4 2-4, V100M16 5
 POOLS = (Pool("G2", 8, 2), Pool("T4", 2, 2), Pool("T4", 4, 1), Pool("V100M16", 1, 1))
-POD_HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
-              "deletion_time,scheduled_time")
 PODS = [
     "p1,4000,8192,1,1000,,LS,Succeeded,0,100,10",  # observed 90
     "p2,2000,4096,1,500,,BE,Running,5,2000,5",  # a share; Running at the cut-off (2000): 1995, a lower bound
@@ -61,15 +60,6 @@ def write(folder, pods=PODS, nodes=NODES, name="openb_pod_list_default.csv"):
     path = folder / name
     path.write_text(POD_HEADER + "\n" + "\n".join(pods) + "\n")
     return path
-
-
-def replace(rows, index, **cells):
-    """`rows` with row `index` (0-based) changed in the named columns of the pod header."""
-    columns = POD_HEADER.split(",")
-    values = rows[index].split(",")
-    for column, value in cells.items():
-        values[columns.index(column)] = value
-    return rows[:index] + [",".join(values)] + rows[index + 1:]
 
 
 def load(folder, **kw):
