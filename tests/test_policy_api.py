@@ -49,6 +49,7 @@ def test_policies_use_only_the_view():
 def test_policies_declare_what_they_need():
     assert {n for n, c in POLICIES.items() if c.needs_estimate} == {"qssf", "lucid"}
     assert {n for n, c in POLICIES.items() if c.countdown} == {"srtf", "tiresias", "lucid"}
+    assert {n for n, c in POLICIES.items() if c.preemptive} == {"srtf", "tiresias"}
     assert policy_constants("tiresias") == {"threshold_gpu_s": 18000, "period_s": 60, "overhead_s": 40,
                                             "large_overhead_s": 60, "large_above_gpus": 8}
 

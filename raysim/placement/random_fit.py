@@ -26,7 +26,7 @@ class RandomFit:
             fits = [n for n in vc.order if vc.free[n] >= gpu_num and (allowed is None or type_of[n] in allowed)]
             if fits:
                 return [(fits[int(self.rng.integers(len(fits)))], gpu_num)]
-        nodes = [vc.order[i] for i in self.rng.permutation(vc.num_nodes)]
+        nodes = [vc.order[i] for i in self.rng.permutation(len(vc.order))]
         if vc.single_type:
             return fill_in_order(vc, nodes, gpu_num)
         groups = type_groups(vc, demand, "given" if self.type_order == "any" else self.type_order)

@@ -7,9 +7,9 @@ lists: the queue and running jobs, read-only job attributes (`view.jobs.<column>
 and the named actions (start, start on a given placement, preempt, share, set a rate factor, borrow
 or lend a node). `tests/test_policy_api.py` checks every policy module against these lists.
 
-A policy declares what it needs as class attributes (`needs_estimate`, `countdown`, `period_s`) and
-receives its constants (thresholds, periods, overheads) as keyword arguments, from
-`conf/policy/<name>.yaml` (see raysim.policy.make_policy).
+A policy declares what it needs as class attributes (`needs_estimate`, `countdown`, `period_s`,
+`preemptive`) and receives its constants (thresholds, periods, overheads) as keyword arguments,
+from `conf/policy/<name>.yaml` (see raysim.policy.make_policy).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ VIEW = frozenset({
     # state (read only)
     "jobs", "pending", "running", "pending_gpus", "free_gpus", "total_gpus", "free_by_type",
     "arrived_now", "params", "remaining", "attained", "demand", "borrowed_idle", "num_nodes",
-    "max_node_gpus",
+    "max_node_gpus", "joinable",
     # actions
     "try_start", "start_on", "preempt", "share", "set_rate_factor", "borrow_node", "lend_node",
 })
@@ -47,6 +47,9 @@ class Policy:
     countdown = False
     #: Seconds between the policy's periodic decisions (None: it decides at events only).
     period_s: int | None = None
+    #: The policy preempts running jobs (and defines `preempt_overhead`): a stopped job checkpoints
+    #: and later continues. Under other policies a job its VC stops restarts from the beginning.
+    preemptive = False
 
     def __init__(self, params, **constants):
         if constants:
@@ -73,6 +76,14 @@ class Policy:
 
     def on_complete(self, view, j: int) -> None:
         """Job j finished."""
+
+    def on_requeue(self, view, j: int, now: int) -> None:
+        """Running job j was stopped at `now` by its VC, not by this policy (a node it ran on went
+        back to the VC that lent it) and waits again. By default it re-enters like an arrival."""
+        self.on_arrival(view, j)
+
+    def on_capacity(self, view, now: int) -> None:
+        """Nodes joined the VC at `now` (borrowed, or back from a loan): waiting jobs may now fit."""
 
     def schedule(self, view, now: int) -> None:
         """Decide at time `now`: start (and, if preemptive, preempt) jobs."""
@@ -128,6 +139,7 @@ class QuotaWalkPolicy(Policy):
     `large_above_gpus` GPUs (its checkpoint and cold start)."""
 
     countdown = True
+    preemptive = True
 
     def __init__(self, params, *, overhead_s: int, large_overhead_s: int, large_above_gpus: int, **constants):
         super().__init__(params, **constants)

@@ -73,6 +73,14 @@ class Lucid(Policy):
         view.set_rate_factor(other, "share", 1.0, now)
         self._solo_add(view, other)
 
+    def on_requeue(self, view, j, now):
+        """j was stopped by its VC and waits again; its partner shares its GPUs, so it was stopped too."""
+        self._solo_remove(view, j)
+        other = self.partner.pop(j, None)
+        if other is not None:
+            self.partner.pop(other, None)
+        self.on_arrival(view, j)
+
     def renumber(self, new):
         self.queue = [(prio, new[j]) for prio, j in self.queue]
         self.partner = {new[j]: new[k] for j, k in self.partner.items()}
@@ -110,7 +118,7 @@ class Lucid(Policy):
         ratio = self.partner_priority_ratio
         gmem, scores, est, gpu = jobs.gmem, jobs.share_score, jobs.estimate, jobs.gpu
         for _, r in self.solo.get(gpu[j], ()):
-            if gmem[r] < limit and scores[r] <= score and prio <= ratio * est[r] * gpu[r]:
+            if gmem[r] < limit and scores[r] <= score and prio <= ratio * est[r] * gpu[r] and view.joinable(r):
                 return r
         return None
 

@@ -24,6 +24,9 @@ class Tiresias(QuotaWalkPolicy):
     def on_complete(self, view, j):
         self._dirty = True
 
+    def on_capacity(self, view, now):
+        self._dirty = True
+
     def ordered(self, view, now):
         submit, attained, thr = view.jobs.submit, view.attained, self.threshold
         high, low = [], []

@@ -12,7 +12,8 @@ from raysim.report.timeseries_write import timeseries_table
 
 
 def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
-    """One row per trace job, in trace order: inputs, start/end/queue/jct, preemptions, placement.
+    """One row per trace job, in trace order: inputs, start/end/queue/jct, preemptions, placement,
+    and, from a run with quota sharing, on which VC's nodes it ran (`ran_on_vc`) and its `reclaims`.
 
     `records` holds one simulator record per job (seq = trace row). Times are seconds on the trace
     clock; start/end/jct are null for jobs that had not started/finished at the horizon.
@@ -45,12 +46,14 @@ def merge_profiling(records: pa.Table, stage: pa.Table | None) -> pa.Table:
     finished = stage.column("finished").to_numpy(zero_copy_only=False)
     seq = stage.column("seq").to_numpy()
     k = int(finished.sum())
+    loans = {"ran_on_vc": pa.nulls(k, pa.string()), "reclaims": np.zeros(k, np.int64)}
     in_profiler = pa.table({
         "seq": seq[finished], "start_time": stage.column("prof_start").to_numpy()[finished],
         "end_time": stage.column("prof_end").to_numpy()[finished],
         "queue": stage.column("prof_queue").to_numpy()[finished],
         "preemptions": np.zeros(k, np.int64), "first_node": np.full(k, -1),
         "num_nodes": np.zeros(k, np.int64), "shared": np.zeros(k, np.int64),
+        **{name: col for name, col in loans.items() if name in records.column_names},
     }).cast(records.schema)
     merged = pa.concat_tables([records, in_profiler])
     wait = np.zeros(int(merged.column("seq").to_numpy().max()) + 1 if merged.num_rows else 0, np.int64)
@@ -90,6 +93,8 @@ def _jobs_rows(trace: pa.Table, r: dict[str, np.ndarray]) -> pa.Table:
     finished = r["end_time"] >= 0
     started = r["start_time"] >= 0
     submit = trace.column("submit_time").to_numpy()
+    loans = {"ran_on_vc": pa.array(r["ran_on_vc"], pa.string()),
+             "reclaims": pa.array(r["reclaims"].astype(np.int32))} if "reclaims" in r else {}
     return pa.table({
         "job_id": trace.column("job_id"),
         "vc": trace.column("vc"),
@@ -107,4 +112,5 @@ def _jobs_rows(trace: pa.Table, r: dict[str, np.ndarray]) -> pa.Table:
         "shared": pa.array(r["shared"].astype(bool) if "shared" in r else np.zeros(n, dtype=bool)),
         "profiled": pa.array(r["profiled"].astype(bool) if "profiled" in r else np.zeros(n, dtype=bool)),
         "finished": pa.array(finished),
+        **loans,
     })

@@ -14,6 +14,9 @@ from raysim.sim.jobs import INPUT_COLUMNS, OPTIONAL_INPUTS, RESULT_COLUMNS
 #: Schema metadata key of a samples table: the interval of the grid its change rows lie on.
 SAMPLE_INTERVAL = b"raysim.sample_interval"
 RESULT_SCHEMA = pa.schema([pa.field("seq", pa.int64())] + [pa.field(c, pa.int64()) for c in RESULT_COLUMNS])
+#: Records of a run with quota sharing: also the VC whose nodes the job ran on, and its reclaims.
+LOAN_RESULT_SCHEMA = pa.schema(list(RESULT_SCHEMA) + [pa.field("ran_on_vc", pa.string()),
+                                                       pa.field("reclaims", pa.int64())])
 
 
 def jobs_batch(table: pa.Table, estimates: np.ndarray | None, extra: dict | None = None) -> pa.Table:
@@ -60,11 +63,11 @@ def split_by_vc(batch: pa.Table) -> dict[str, dict[str, np.ndarray]]:
 
 
 def results_table(parts: list[dict[str, np.ndarray]]) -> pa.Table:
-    """Finished-job records (numpy column dicts) as one Arrow table."""
+    """Finished-job records (numpy column dicts, see VCSimulator.results) as one Arrow table."""
     if not parts:
         return RESULT_SCHEMA.empty_table()
-    return pa.table({f.name: np.concatenate([p[f.name] for p in parts]) for f in RESULT_SCHEMA},
-                    schema=RESULT_SCHEMA)
+    schema = LOAN_RESULT_SCHEMA if "reclaims" in parts[0] else RESULT_SCHEMA
+    return pa.table({f.name: np.concatenate([p[f.name] for p in parts]) for f in schema}, schema=schema)
 
 
 def samples_table(per_vc: dict[str, dict[str, np.ndarray]], interval: int) -> pa.Table:

@@ -38,7 +38,7 @@ class VCGroup:
         for vc, sim in self.sims.items():
             sim.run(until=t_end)
             if sim.finished_log:
-                finished.append(sim.jobs.results(sim.finished_log))
+                finished.append(sim.results(sim.finished_log))
                 sim.finished_log = []
             sim.forget_if_worth()
             samples[vc] = sim.recorder.emit(t_end - 1)
@@ -52,7 +52,7 @@ class VCGroup:
         for sim in self.sims.values():
             rows = [j for j in range(sim.jobs.n) if sim.jobs.end[j] < 0]
             if rows:
-                parts.append(sim.jobs.results(rows))
+                parts.append(sim.results(rows))
         samples = {vc: sim.recorder.emit(end) for vc, sim in self.sims.items()}
         return results_table(parts), samples_table(samples, self.interval)
 

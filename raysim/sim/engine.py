@@ -19,6 +19,7 @@ from raysim.cluster.catalog import TypeCatalog
 from raysim.sim.demand import Demand
 from raysim.sim.jobs import JobTable
 from raysim.sim.params import SimParams
+from raysim.sim.quota import QuotaLedger, QuotaLoans
 from raysim.sim.recorder import Recorder, per_type_columns
 from raysim.sim.vc import VCState
 
@@ -27,29 +28,31 @@ NEVER = math.inf
 FORGET_AT = 4096
 
 
-class VCSimulator:
-    """Simulates one VC under one policy and placer. Feed jobs with `add_jobs`, advance with `run`."""
+class VCSimulator(QuotaLoans):
+    """Simulates one VC under one policy and placer. Feed jobs with `add_jobs`, advance with `run`.
+    With `quota_sharing` it also lends and borrows nodes at the coordinator's epochs (raysim.sim.quota)."""
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
-                 *, t0: int = 0, network=None, catalog: TypeCatalog | None = None):
+                 *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_sharing: bool = False):
         self.name = name
         self.params = params
         self.policy = policy
         self.placer = placer
         self.vc = VCState(pools)
         self.jobs = JobTable()
-        catalog = catalog or TypeCatalog()
-        #: per constraint id: the indices of this VC's GPU types the constraint allows
-        self._allowed = catalog.allowed(self.vc.types)
-        #: per speed-profile id: the job's speed on each of this VC's GPU types
-        self._speeds = catalog.speed_rows(self.vc.types)
+        self._catalog = catalog or TypeCatalog()
+        self._index_types()
         self._plain_demand: dict[int, Demand] = {}  # GPU count -> Demand of a job without type inputs
-        self.recorder = Recorder(params.sample_interval, t0, per_type_columns(catalog.gpu_types))
+        self.recorder = Recorder(params.sample_interval, t0, per_type_columns(self._catalog.gpu_types))
         #: optional NetworkModel: multi-node jobs slow down when their NICs are oversubscribed
         self.network = network
+        # with quota sharing a job may also run on the GPU types of other VCs
+        types = list(dict.fromkeys(self.vc.types + list(self._catalog.gpu_types))) if quota_sharing else self.vc.types
         #: remaining work counts down at a rate (needed for preemption and for network slowdowns)
         self.countdown = policy.countdown or network is not None or any(
-            s != 1.0 for row in self._speeds for s in row)
+            s != 1.0 for row in self._catalog.speed_rows(types) for s in row)
+        #: loan bookkeeping with quota sharing (raysim.sim.quota), else None
+        self.quota = QuotaLedger(self._own_pool_nodes(pools), since=t0) if quota_sharing else None
         self.now = t0 - 1  # last time fully processed
         self.pending: dict[int, None] = {}  # insertion order = queue order of (re)entry
         self.running: dict[int, None] = {}  # insertion order = order of (re)start
@@ -58,9 +61,6 @@ class VCSimulator:
         #: pending jobs asking for fewer GPUs than the VC's largest node has ("small" jobs)
         self.pending_small = 0
         self.small_below = self.vc.max_node_gpus
-        #: the run's GPU types (time-series columns per type when there are several)
-        self._series_types = [self.vc.types.index(t) if t in self.vc.types else -1
-                              for t in catalog.gpu_types] if len(catalog.gpu_types) > 1 else []
         self.finished = 0
         self.forgotten = 0  # finished jobs dropped from the job table (forget_finished)
         self.events = 0
@@ -73,6 +73,26 @@ class VCSimulator:
         self._starts = 0  # counts starts: run_order of the next one
         self._wakeup = NEVER
         self._snapshot(t0)
+
+    def _index_types(self) -> None:
+        """Lookups over the VC's GPU types (again when a borrowed node brings a new type)."""
+        catalog, types = self._catalog, self.vc.types
+        #: per constraint id: the indices of this VC's GPU types the constraint allows
+        self._allowed = catalog.allowed(types)
+        #: per speed-profile id: the job's speed on each of this VC's GPU types
+        self._speeds = catalog.speed_rows(types)
+        #: the run's GPU types (time-series columns per type when there are several)
+        self._series_types = [types.index(t) if t in types else -1
+                              for t in catalog.gpu_types] if len(catalog.gpu_types) > 1 else []
+
+    @staticmethod
+    def _own_pool_nodes(pools) -> list[range]:
+        """Per pool, the indices of its nodes (VCState creates them pool by pool)."""
+        out, start = [], 0
+        for pool in pools:
+            out.append(range(start, start + pool.nodes))
+            start += pool.nodes
+        return out
 
     # ------------------------------------------------------------------ feeding and running
     def add_jobs(self, cols) -> None:
@@ -98,6 +118,8 @@ class VCSimulator:
 
     def add_node_events(self, events) -> None:
         """Timed node loans: (time, +1) the VC gains a node, (time, -1) it lends an idle one."""
+        if self.quota is not None:
+            raise ValueError(f"{self.name}: the profiler's node loans and quota sharing do not mix")
         for t, delta in events:
             if t <= self.now:
                 raise ValueError(f"{self.name}: node event at {t} arrives after t={self.now}")
@@ -139,6 +161,14 @@ class VCSimulator:
             self.last_event = t
         if until is not NEVER and until - 1 > self.now:
             self.now = int(until) - 1
+
+    def results(self, rows=None) -> dict[str, np.ndarray]:
+        """Result columns of the given jobs (all by default), see JobTable.results; with quota
+        sharing also `ran_on_vc` and `reclaims`."""
+        out = self.jobs.results(rows)
+        if self.quota is not None:
+            out.update(self._loan_results(range(self.jobs.n) if rows is None else rows))
+        return out
 
     @property
     def done(self) -> bool:
@@ -249,6 +279,8 @@ class VCSimulator:
             if any(vc.type_of[node] != t for node, _ in alloc) or c >= 0 and t not in self._allowed[c]:
                 raise AssertionError(f"{self.name}: placement {alloc} breaks job {j}'s GPU-type constraint")
         vc.allocate(j, alloc, jobs.util_milli[j], jobs.gmem[j])
+        if self.quota is not None:
+            jobs.ran_on[j] = self._ran_on(alloc)
         del self.pending[j]
         self.pending_gpus -= g
         self.pending_small -= g < self.small_below
@@ -277,6 +309,7 @@ class VCSimulator:
         jobs.share_speed[j] = speed
         jobs.rate[j] = jobs.type_speed[j] * speed * jobs.net_speed[j]
         jobs.shared[j] = jobs.shared[host] = True
+        jobs.ran_on[j] = jobs.ran_on[host]
         self._started(j, now, jobs.first_node[host], jobs.num_nodes[host])
         self.set_rate_factor(host, "share", host_speed, now)
 
@@ -292,6 +325,12 @@ class VCSimulator:
     def borrowed_idle(self) -> bool:
         """Whether a node this VC holds on loan is idle."""
         return self.vc.borrowed_idle()
+
+    def joinable(self, host: int) -> bool:
+        """Whether a job may join running job `host` on its GPUs (not while one of its nodes is
+        being drained)."""
+        draining = self.vc.draining
+        return not draining or not any(node in draining for node, _ in self.vc.placement[host])
 
     def _started(self, j: int, now: int, first_node: int, num_nodes: int) -> None:
         jobs = self.jobs
@@ -368,11 +407,16 @@ class VCSimulator:
     def preempt(self, j: int, now: int) -> None:
         """Stop running job j: it checkpoints, frees its GPUs and waits again (pays the overhead)."""
         jobs = self.jobs
-        g = jobs.gpu[j]
         jobs.preemptions[j] += 1
+        self._stop(j, now, self.policy.preempt_overhead(jobs.gpu[j]))
+
+    def _stop(self, j: int, now: int, overhead: int | None) -> None:
+        """Running job j frees its GPUs and waits again: it will continue its remaining work plus
+        `overhead` seconds, or, with None, restart from the beginning."""
+        jobs = self.jobs
         jobs.ckpt_time[j] = now
         jobs.attained[j] = self.attained(j, now)
-        jobs.remain[j] = self._remain_at(j, now) + self.policy.preempt_overhead(g)
+        jobs.remain[j] = jobs.duration[j] if overhead is None else self._remain_at(j, now) + overhead
         jobs.version[j] += 1
         jobs.end_due[j] = -1
         jobs.rate[j] = jobs.type_speed[j] = jobs.share_speed[j] = jobs.net_speed[j] = 1.0
@@ -381,6 +425,8 @@ class VCSimulator:
         self._enqueue(j)
         if self.network is not None:
             self._reprice(self.network.remove(j), now)
+        if self.vc.draining:
+            self._return_drained(now)
 
     def remaining(self, j: int, now: int) -> int:
         """Seconds of work job j still has at time `now` (after that second's progress)."""
@@ -419,6 +465,13 @@ class VCSimulator:
         self.policy.on_complete(self, j)
         if self.network is not None:
             self._reprice(self.network.remove(j), t)
+        if self.vc.draining:
+            self._return_drained(t)
+
+    def _finish_at(self, j: int, t: int) -> None:
+        """Running job j, due at t, completes now (before the events of t are processed)."""
+        self.jobs.version[j] += 1  # its completion event is spent
+        self._complete(j, t)
 
     def _apply_node_events(self, t: int) -> None:
         """Node loans due at t take effect after that second's placements (as in the reference)."""

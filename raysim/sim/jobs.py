@@ -50,6 +50,10 @@ class JobTable:
         self.preemptions: list[int] = []
         self.first_node: list[int] = []
         self.num_nodes: list[int] = []
+        # quota sharing (raysim.sim.quota): the lender whose nodes the latest run used (-1: the
+        # job's own VC) and how often a lender's reclaim stopped the job
+        self.ran_on: list[int] = []
+        self.reclaims: list[int] = []
         # state used by preemptive policies
         self.workload: list[int] = []
         self.share_score: list[int] = []
@@ -91,9 +95,9 @@ class JobTable:
             getattr(self, name).extend([1.0] * k)
         self.run_order += [-1] * k
         self.shared += [False] * k
-        for name in ("start", "end", "first_node", "end_due", "ckpt_time", "run_since"):
+        for name in ("start", "end", "first_node", "end_due", "ckpt_time", "run_since", "ran_on"):
             getattr(self, name).extend([UNSET] * k)
-        for name in ("queue", "preemptions", "num_nodes", "attained", "version"):
+        for name in ("queue", "preemptions", "num_nodes", "attained", "version", "reclaims"):
             getattr(self, name).extend([0] * k)
         self.remain += duration
         self.n += k

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+
 TEMP_NODE_NAME = 9999  # the reference's name for a node added on loan
 
 
@@ -15,6 +17,11 @@ class VCState:
     `name` is the reference's node name, used only by the Lucid-compatible rule for which node to
     give away. Allocation takes a node's lowest free GPUs. Free and total GPUs are also counted per
     GPU type (`type_free`, `type_total`).
+
+    Quota sharing (raysim.sim.quota) adds held nodes (`held`, on loan from another VC), own nodes
+    away on loan (`lent`: out of `order`, their slots kept idle), held nodes being drained
+    (`draining`: out of `order`, so no job is placed there, but still counted until they go back)
+    and slots of held nodes that went back (`spare`, reused by the next held node of that shape).
     """
 
     def __init__(self, pools):
@@ -51,6 +58,12 @@ class VCState:
         self.has_temp = False
         #: nodes this VC holds on loan from elsewhere (added by add_node)
         self.borrowed: set[int] = set()
+        #: quota sharing: held node -> its tag (lender, pool shape); own node lent out -> the borrower
+        self.held: dict[int, object] = {}
+        self.lent: dict[int, object] = {}
+        #: held nodes being drained for return, in the order they started draining
+        self.draining: dict[int, None] = {}
+        self.spare: list[int] = []
         #: per-job placement: job index -> list of (node, [gpu ids])
         self.placement: dict[int, list[tuple[int, list[int]]]] = {}
         #: per-job (utilisation in milli-percent, memory MB) of the job alone
@@ -85,7 +98,8 @@ class VCState:
 
     @property
     def num_nodes(self) -> int:
-        return len(self.order)
+        """Nodes the VC has now: those in the scan order and those being drained."""
+        return len(self.order) + len(self.draining)
 
     def _count_jobs(self, node: int, delta: int) -> None:
         before = self.jobs_on[node]
@@ -102,6 +116,8 @@ class VCState:
 
     def allocate(self, job: int, alloc: list[tuple[int, int]], util_milli: int, gmem: float) -> None:
         """Give `job` the requested GPU counts on each node of `alloc` (lowest free GPU ids first)."""
+        if self.draining and any(node in self.draining for node, _ in alloc):
+            raise AssertionError(f"job {job} placed on a node being drained: {alloc}")
         placed = []
         for node, count in alloc:
             per = self.size[node]
@@ -137,6 +153,8 @@ class VCState:
 
     def share(self, job: int, host: int, util_milli: int, gmem: float, pair_util_milli: int, pair_gmem: float) -> None:
         """Put `job` on exactly the GPUs of running job `host` (colocation; each GPU then holds two)."""
+        if self.draining and any(node in self.draining for node, _ in self.placement[host]):
+            raise AssertionError(f"job {job} joins job {host} on a node being drained")
         placed = []
         for node, ids in self.placement[host]:
             for g in ids:
@@ -200,8 +218,15 @@ class VCState:
         return self.type_of[self.placement[job][0][0]]
 
     def check(self) -> None:
-        """Assert the occupancy counters agree with the per-GPU state (no GPU over-allocated)."""
-        live = self.order
+        """Assert the occupancy counters agree with the per-GPU state (no GPU over-allocated), and
+        that every node is in one place: present (in the scan order or being drained), lent, or a
+        spare slot; held nodes are present, drained ones held, and nodes away idle."""
+        live = self.order + list(self.draining)
+        assert len(set(live)) == len(live), "a node is listed twice"
+        away = list(self.lent) + self.spare
+        assert len(set(away)) == len(away) and not set(away) & set(live), "a node away is also present"
+        assert all(self.free[n] == self.size[n] and max(self.owner[n]) < 0 for n in away), "a node away is busy"
+        assert set(self.draining) <= set(self.held) <= set(live), "a held node is lost"
         free = [sum(1 for o in self.owner[n] if o < 0) for n in live]
         assert all(f == self.free[n] for f, n in zip(free, live)), "per-node free count is off"
         assert sum(self.free[n] for n in live) == self.free_gpus, "free GPU count is off"
@@ -237,6 +262,52 @@ class VCState:
         self._capacity(node, -self.size[node])
         return True
 
+    def lend_own(self, node: int, borrower) -> None:
+        """Idle own node `node` leaves on loan to `borrower`; its slot stays, idle, for its return."""
+        if self.free[node] != self.size[node]:
+            raise AssertionError(f"node {node} is not idle")
+        self.order.remove(node)
+        self._capacity(node, -self.size[node])
+        self.lent[node] = borrower
+
+    def take_back_own(self, node: int) -> None:
+        """Own node `node` returns from loan, idle, to its original place in the scan order. (Own
+        nodes come first, in index order, and every other node has a larger index, so bisection
+        finds that place although the order's tail need not be sorted.)"""
+        del self.lent[node]
+        self.order.insert(bisect.bisect_left(self.order, node), node)
+        self._capacity(node, self.size[node])
+
+    def add_held(self, gpu_type: str, per: int, tag) -> int:
+        """A node on loan from another VC (`tag` names the loan) joins at the end of the scan order,
+        in the lowest spare slot of its shape if there is one; returns the node."""
+        self._admit_shape(gpu_type, per)
+        t = self.types.index(gpu_type)
+        node = min((n for n in self.spare if self.type_of[n] == t and self.size[n] == per), default=None)
+        if node is None:
+            node = self._new_node(gpu_type, per, name=len(self.size))
+        else:
+            self.spare.remove(node)
+            self.order.append(node)
+            self._capacity(node, per)
+        self.held[node] = tag
+        return node
+
+    def drain(self, node: int) -> None:
+        """Held node `node` takes no new job from now on; it stays counted until `give_back`."""
+        self.order.remove(node)
+        self.draining[node] = None
+
+    def give_back(self, node: int) -> None:
+        """Idle held node `node` (maybe being drained) leaves; its slot becomes spare."""
+        if node in self.draining:
+            del self.draining[node]
+        else:
+            self.order.remove(node)
+        del self.held[node]
+        self._capacity(node, -self.size[node])
+        self.spare.append(node)
+
     def add_node(self, reference_naming: bool, pool=None) -> bool:
         """Take one node (back) from a loan, shaped like `pool` (default: the VC's first pool); it
         goes to the end of the node order.
@@ -245,17 +316,22 @@ class VCState:
         if reference_naming and any(self.name[n] == TEMP_NODE_NAME for n in self.order):
             return False
         pool = pool or self.pools[0]
-        if pool.gpu_type not in self.types:
-            self.types.append(pool.gpu_type)
-            self.type_total.append(0)
-            self.type_free.append(0)
+        self._admit_shape(pool.gpu_type, pool.gpus_per_node)
         node = self._new_node(pool.gpu_type, pool.gpus_per_node,
                               name=TEMP_NODE_NAME if reference_naming else len(self.size))
-        self.max_node_gpus = max(self.max_node_gpus, pool.gpus_per_node)
-        self.single_type = len(self.types) == 1
-        self.uniform = self.uniform and (pool.gpu_type, pool.gpus_per_node) == (self.types[0], self.size[0])
         self.borrowed.add(node)
         return True
+
+    def _admit_shape(self, gpu_type: str, per: int) -> None:
+        """Make room for a node of `per` GPUs of `gpu_type` (a new type joins `types`) and update
+        the shape summaries placers rely on."""
+        if gpu_type not in self.types:
+            self.types.append(gpu_type)
+            self.type_total.append(0)
+            self.type_free.append(0)
+        self.max_node_gpus = max(self.max_node_gpus, per)
+        self.single_type = len(self.types) == 1
+        self.uniform = self.uniform and (gpu_type, per) == (self.types[0], self.size[0])
 
     def borrowed_idle(self) -> bool:
         """Whether a node this VC holds on loan is idle."""

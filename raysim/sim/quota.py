@@ -1,0 +1,321 @@
+"""Elastic quotas across VCs, the VC side: reports, lending, borrowing, reclaiming and taking back nodes.
+
+A VC that takes part in quota sharing (`VCSimulator(..., quota_sharing=True)`) holds two kinds of
+nodes: its *own* nodes (its layout pools) and *held* nodes, on loan from another VC and tagged with
+that lender and the lender's pool (`PoolShape`). The coordinator decides loans at epochs t between
+windows: at an epoch every VC has processed every event before t and none at t. Each operation
+below acts at t, before the events of second t (completions, arrivals, decisions), and makes t an
+event of the VC, so its policy decides (and its time series is sampled) at t with the new nodes:
+
+- `quota_report(t)`: what the coordinator decides from (a plain dict, one row per VC): per own
+  pool its nodes, idle nodes and nodes lent out per borrower; the held nodes per lender and pool
+  (open to placement, idle among those, being drained); the pending jobs and GPUs, also per set of
+  GPU types they may use; nodes given back since the last report; borrowed and lent GPU-seconds.
+- `lend(t, pool, count, to_vc)`: the last `count` idle own nodes of `pool` in scan order leave;
+  their slots stay, idle and out of the node order, until `take_back`.
+- `borrow(t, shape, count, from_vc)`: `count` nodes shaped like the lender's pool join at the end of
+  the node order; pending jobs may start on them at t.
+- `reclaim(t, from_vc, shape, count, mode)` on the borrower: `count` nodes held from `from_vc`'s
+  pool and not being drained go back: those with the fewest GPUs in use (idle ones first; ties: the
+  node borrowed last). Jobs on them that end at t finish first (their work is done). Then, with
+  mode "preempt", the jobs still on them are stopped (a multi-node job as a whole) and the nodes go
+  back at once; with "drain", the nodes take no new job and each goes back when its last job ends.
+  Returns the nodes given back at once; drained ones are listed in the next report's `returned`.
+- `take_back(t, pool, count, from_vc)` on the lender: `count` of its nodes of `pool` that `from_vc`
+  gave back return idle to their original place in the node order (own nodes keep their index,
+  so once all are back the lender's scan order is as before the loan).
+
+A job stopped by a reclaim waits again (`Policy.on_requeue`); its `reclaims` counter grows, not
+its `preemptions`. Under a policy that preempts (`Policy.preemptive`) it checkpoints, exactly as
+when the policy preempts it: it later continues its remaining work plus the policy's
+`preempt_overhead`. Under any other policy there is no checkpoint to resume from and it restarts
+from the beginning. Every job record also says on which VC's nodes the job's latest run was
+(`ran_on_vc`: the lender of the first held node of its placement, else its own VC).
+
+Borrowed GPU-seconds count a held node from its borrow until it goes back; lent GPU-seconds count an
+own node from its lend until its take-back (a drained node is thus counted as lent, not borrowed,
+from its return until the next epoch's take-back). Between epochs, per lender, borrower and pool:
+nodes lent = nodes held + nodes returned and not yet taken back (`check_conservation`).
+
+Quota sharing and the Lucid profiler's node loans (`VCSimulator.add_node_events`) do not mix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+MODES = ("preempt", "drain")
+
+
+class PoolShape(NamedTuple):
+    """A lender's pool as its borrowers see it: its index in the lender's layout and its node shape."""
+
+    pool: int
+    gpu_type: str
+    gpus_per_node: int
+
+
+@dataclass
+class QuotaLedger:
+    """A VC's loan bookkeeping besides the nodes themselves (which raysim.sim.vc.VCState keeps)."""
+
+    #: per own pool, its nodes' indices (own nodes are created first, pool by pool)
+    pool_nodes: list[range]
+    #: time up to which the GPU-second counters are integrated
+    since: int
+    #: names of the VCs this one lent to or borrowed from; nodes are tagged with their index
+    partners: list[str] = field(default_factory=list)
+    #: (lender index, shape) -> drained nodes that went back since the last report
+    returned: dict = field(default_factory=dict)
+    held_gpus: int = 0
+    lent_gpus: int = 0
+    borrowed_gpu_s: int = 0
+    lent_gpu_s: int = 0
+
+    def code(self, vc: str) -> int:
+        """The tag of partner VC `vc` (registered on first use)."""
+        if vc not in self.partners:
+            self.partners.append(vc)
+        return self.partners.index(vc)
+
+    def account(self, t: int) -> None:
+        """Integrate the borrowed and lent GPU-seconds up to time t."""
+        self.borrowed_gpu_s += self.held_gpus * (t - self.since)
+        self.lent_gpu_s += self.lent_gpus * (t - self.since)
+        self.since = t
+
+
+class QuotaLoans:
+    """The quota-sharing operations of raysim.sim.engine.VCSimulator (see the module docstring)."""
+
+    # ------------------------------------------------------------------ the coordinator's calls
+    def quota_report(self, t: int) -> dict:
+        """The VC at epoch t: own pools, held nodes, pending demand, nodes returned since the last
+        report (which this report empties), and the borrowed and lent GPU-seconds up to t."""
+        ledger, vc = self._epoch(t), self.vc
+        ledger.account(t)
+        pools = []
+        for p, pool in enumerate(vc.pools):
+            lent = {}
+            for node in ledger.pool_nodes[p]:
+                if node in vc.lent:
+                    name = ledger.partners[vc.lent[node]]
+                    lent[name] = lent.get(name, 0) + 1
+            idle = sum(1 for n in ledger.pool_nodes[p] if n not in vc.lent and vc.free[n] == vc.size[n])
+            pools.append({"pool": p, "gpu_type": pool.gpu_type, "gpus_per_node": pool.gpus_per_node,
+                          "nodes": pool.nodes, "idle": idle,
+                          "lent": [{"vc": name, "nodes": k} for name, k in lent.items()]})
+        held: dict = {}
+        for node, key in vc.held.items():
+            row = held.setdefault(key, {"nodes": 0, "idle": 0, "draining": 0})
+            if node in vc.draining:
+                row["draining"] += 1
+            else:
+                row["nodes"] += 1
+                row["idle"] += vc.free[node] == vc.size[node]
+        report = {
+            "vc": self.name, "time": t, "pools": pools,
+            "held": [{**self._loan_key(key), **row} for key, row in self._by_lender(held)],
+            "returned": [{**self._loan_key(key), "nodes": k} for key, k in self._by_lender(ledger.returned)],
+            "pending_jobs": len(self.pending), "pending_gpus": self.pending_gpus,
+            "pending_by_types": self._pending_by_types(),
+            "borrowed_gpu_s": ledger.borrowed_gpu_s, "lent_gpu_s": ledger.lent_gpu_s,
+        }
+        ledger.returned = {}
+        return report
+
+    def lend(self, t: int, pool: int, count: int, to_vc: str) -> None:
+        """Lend `count` idle own nodes of pool `pool` (the last ones in scan order) to `to_vc`."""
+        ledger, vc = self._epoch(t), self.vc
+        idle = [n for n in reversed(ledger.pool_nodes[pool]) if n not in vc.lent and vc.free[n] == vc.size[n]]
+        if count > len(idle):
+            raise ValueError(f"{self.name}: cannot lend {count} nodes of pool {pool} at t={t}: "
+                             f"{len(idle)} are idle")
+        ledger.account(t)
+        borrower = ledger.code(to_vc)
+        for node in idle[:count]:
+            vc.lend_own(node, borrower)
+            ledger.lent_gpus += vc.size[node]
+        self._decide_at(t)
+
+    def borrow(self, t: int, shape: PoolShape, count: int, from_vc: str) -> None:
+        """Take `count` nodes of `from_vc`'s pool `shape` on loan; they join at the end of the node order."""
+        ledger, vc = self._epoch(t), self.vc
+        ledger.account(t)
+        key = (ledger.code(from_vc), PoolShape(*shape))
+        types = len(vc.types)
+        for _ in range(count):
+            node = vc.add_held(key[1].gpu_type, key[1].gpus_per_node, key)
+            ledger.held_gpus += vc.size[node]
+        if len(vc.types) != types:
+            self._index_types()
+        self.policy.on_capacity(self, t)
+        self._decide_at(t)
+
+    def reclaim(self, t: int, from_vc: str, shape: PoolShape, count: int, mode: str) -> int:
+        """Give back `count` nodes held from `from_vc`'s pool `shape` (see the module docstring for
+        which ones and what happens to their jobs). Returns the number given back at once."""
+        ledger, vc = self._epoch(t), self.vc
+        if mode not in MODES:
+            raise ValueError(f"reclaim mode must be one of {', '.join(MODES)}, not {mode!r}")
+        key = (ledger.code(from_vc), PoolShape(*shape))
+        open_nodes = [n for n in reversed(vc.order) if vc.held.get(n) == key]  # borrowed last first
+        if count > len(open_nodes):
+            raise ValueError(f"{self.name}: cannot reclaim {count} nodes of {from_vc}'s pool {key[1].pool} "
+                             f"at t={t}: {len(open_nodes)} are held and not being drained")
+        chosen = sorted(open_nodes, key=lambda n: vc.size[n] - vc.free[n])[:count]
+        ledger.account(t)
+        on = self._jobs_on(chosen)
+        for j in on:
+            if self.jobs.end_due[j] == t:
+                self._finish_at(j, t)
+        on = [j for j in on if j in self.running]
+        if mode == "preempt":
+            for j in on:
+                self.jobs.reclaims[j] += 1
+                self._stop(j, t, self._restart_cost(j))
+            for j in on:
+                self.policy.on_requeue(self, j, t)
+        back = 0
+        for node in chosen:
+            if vc.free[node] == vc.size[node]:
+                self._give_back(node)
+                back += 1
+            else:
+                vc.drain(node)
+        self._decide_at(t)
+        return back
+
+    def take_back(self, t: int, pool: int, count: int, from_vc: str) -> None:
+        """`count` own nodes of pool `pool` that `from_vc` gave back (the lowest-indexed of those lent
+        to it) return, idle, to their place in the scan order."""
+        ledger, vc = self._epoch(t), self.vc
+        borrower = ledger.code(from_vc)
+        away = [n for n in ledger.pool_nodes[pool] if vc.lent.get(n) == borrower]
+        if count > len(away):
+            raise ValueError(f"{self.name}: cannot take back {count} nodes of pool {pool} from {from_vc} "
+                             f"at t={t}: {len(away)} are lent to it")
+        ledger.account(t)
+        for node in away[:count]:
+            vc.take_back_own(node)
+            ledger.lent_gpus -= vc.size[node]
+        self.policy.on_capacity(self, t)
+        self._decide_at(t)
+
+    def check_loans(self) -> None:
+        """Assert the node state's invariants (VCState.check) and that the ledger agrees with it:
+        every own node is present or lent, and the held and lent GPU counts are right."""
+        vc, ledger = self.vc, self.quota
+        vc.check()
+        present = set(vc.order)
+        for p, nodes in enumerate(ledger.pool_nodes):
+            assert all(n in present or n in vc.lent for n in nodes), f"an own node of pool {p} is lost"
+        assert ledger.held_gpus == sum(vc.size[n] for n in vc.held), "held GPU count is off"
+        assert ledger.lent_gpus == sum(vc.size[n] for n in vc.lent), "lent GPU count is off"
+
+    # ------------------------------------------------------------------ engine hooks
+    def _ran_on(self, alloc) -> int:
+        """Tag of the VC whose nodes a placement uses: the first held node's lender, or -1 (own)."""
+        held = self.vc.held
+        for node, _ in alloc:
+            if node in held:
+                return held[node][0]
+        return -1
+
+    def _return_drained(self, t: int) -> None:
+        """Drained nodes that became idle go back at t (the next report lists them)."""
+        vc, ledger = self.vc, self.quota
+        for node in [n for n in vc.draining if vc.free[n] == vc.size[n]]:
+            key = vc.held[node]
+            ledger.account(t)
+            self._give_back(node)
+            ledger.returned[key] = ledger.returned.get(key, 0) + 1
+
+    def _loan_results(self, rows) -> dict[str, np.ndarray]:
+        """`ran_on_vc` (None before a job's first start) and `reclaims` of the jobs `rows`."""
+        jobs, partners = self.jobs, self.quota.partners
+        ran = [None if jobs.start[j] < 0 else self.name if jobs.ran_on[j] < 0 else partners[jobs.ran_on[j]]
+               for j in rows]
+        return {"ran_on_vc": np.array(ran, dtype=object),
+                "reclaims": np.array([jobs.reclaims[j] for j in rows], dtype=np.int64)}
+
+    # ------------------------------------------------------------------ internals
+    def _epoch(self, t: int) -> QuotaLedger:
+        """The ledger, after checking that t is an epoch for this VC (events before t done, none at t)."""
+        if self.quota is None:
+            raise RuntimeError(f"{self.name}: quota sharing is off for this VC")
+        if t <= self.now or self.next_event_time() < t:
+            raise ValueError(f"{self.name}: a loan operation at t={t} needs every event before t "
+                             f"processed and none at t (processed up to {self.now})")
+        return self.quota
+
+    def _decide_at(self, t: int) -> None:
+        """Make t an event: the policy decides, and the state is sampled, after this operation."""
+        self._wakeup = min(self._wakeup, t)
+
+    def _give_back(self, node: int) -> None:
+        """Idle held node `node` leaves the VC."""
+        self.quota.held_gpus -= self.vc.size[node]
+        self.vc.give_back(node)
+
+    def _loan_key(self, key) -> dict:
+        code, shape = key
+        return {"lender": self.quota.partners[code], **shape._asdict()}
+
+    def _by_lender(self, per_key: dict) -> list:
+        """Items of a dict keyed by (lender tag, shape), by lender name, then pool."""
+        partners = self.quota.partners
+        return sorted(per_key.items(), key=lambda kv: (partners[kv[0][0]], kv[0][1]))
+
+    def _jobs_on(self, nodes) -> list[int]:
+        """Jobs holding GPUs on `nodes`, in the order they (re)started."""
+        vc, on = self.vc, set()
+        for node in nodes:
+            on.update(j for j in vc.owner[node] if j >= 0)
+            on.update(j for j in vc.second[node] if j >= 0)
+        return sorted(on, key=self.jobs.run_order.__getitem__)
+
+    def _restart_cost(self, j: int) -> int | None:
+        """Work job j redoes after a reclaim stops it: the policy's preemption overhead, or None
+        (it restarts from the beginning) under a policy that does not preempt."""
+        return self.policy.preempt_overhead(self.jobs.gpu[j]) if self.policy.preemptive else None
+
+    def _pending_by_types(self) -> list[dict]:
+        """Pending jobs and GPUs per set of GPU types they may use (None: any type)."""
+        jobs, constraints = self.jobs, self._catalog.constraints
+        groups: dict = {}
+        for j in self.pending:
+            c = jobs.constraint[j]
+            row = groups.setdefault(c, [0, 0])
+            row[0] += 1
+            row[1] += jobs.gpu[j]
+        return [{"gpu_types": None if c < 0 else sorted(constraints[c]), "jobs": k, "gpus": g}
+                for c, (k, g) in sorted(groups.items())]
+
+
+def check_conservation(sims: dict, in_transit: dict | None = None) -> None:
+    """Assert, between epochs, that every node a VC lent is held by its borrower, or was given back
+    and is not yet taken back: reported (`in_transit`: (lender, borrower, pool) -> nodes, the
+    coordinator's) or not yet reported (the borrower's `returned`). `sims`: VC name -> simulator."""
+    lent: dict = {}
+    for name, sim in sims.items():
+        vc, ledger = sim.vc, sim.quota
+        sim.check_loans()
+        for p, nodes in enumerate(ledger.pool_nodes):
+            for node in nodes:
+                if node in vc.lent:
+                    key = (name, ledger.partners[vc.lent[node]], p)
+                    lent[key] = lent.get(key, 0) - 1
+    for name, sim in sims.items():
+        vc, ledger = sim.vc, sim.quota
+        owed = [(key, 1) for key in vc.held.values()] + list(ledger.returned.items())
+        for (code, shape), n in owed:
+            key = (ledger.partners[code], name, shape.pool)
+            lent[key] = lent.get(key, 0) + n
+    for key, n in (in_transit or {}).items():
+        lent[key] = lent.get(key, 0) + n
+    wrong = {key: n for key, n in lent.items() if n}
+    assert not wrong, f"loans not conserved ((lender, borrower, pool): held + returned - lent): {wrong}"
