@@ -143,6 +143,11 @@ def read_throughput_csv(path: str | Path) -> ThroughputTable:
     return ThroughputTable(rates)
 
 
+def read_throughput_table(path: str | Path) -> ThroughputTable:
+    """Gavel's JSON when `path` ends in ``.json``, else a throughput CSV."""
+    return read_gavel_throughputs(path) if Path(path).suffix == ".json" else read_throughput_csv(path)
+
+
 def read_gavel_throughputs(path: str | Path) -> ThroughputTable:
     """Read Gavel's ``simulation_throughputs.json``: isolated and pair throughputs per GPU type.
 

@@ -22,7 +22,7 @@ def compare_plots(runs: dict[str, tuple], out: Path) -> list[Path]:
     """The same four plots with one line/bar per run: {label: (jobs, series, summary)}."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    paths = [_jct_cdf(runs, out / "jct_cdf.png"), _queue_per_vc(runs, out / "queue_per_vc.png"),
+    paths = [jct_cdf({label: jobs["jct"] for label, (jobs, _, _) in runs.items()}, out / "jct_cdf.png"), _queue_per_vc(runs, out / "queue_per_vc.png"),
              _over_time(runs, "gpu_utilization", "GPU utilisation (cluster)", out / "gpu_utilization.png"),
              _over_time(runs, "pending_gpujob_num", "pending jobs (cluster)", out / "pending_jobs.png")]
     series = next(iter(runs.values()))[1]
@@ -46,15 +46,20 @@ def _per_type(series, columns, path):
     return _save(fig, path)
 
 
-def _jct_cdf(runs, path):
+def jct_cdf(jcts: dict, path: Path, title: str = "") -> Path:
+    """Empirical CDF of job completion times (s, log scale), one line per {label: JCTs} (NaN: the
+    job never finished, left out)."""
     fig, ax = plt.subplots(figsize=(6, 4))
-    for label, (jobs, _, _) in runs.items():
-        jct = np.sort(jobs["jct"].dropna().to_numpy())
+    for label, values in jcts.items():
+        jct = np.asarray(values, dtype=float)
+        jct = np.sort(jct[~np.isnan(jct)])
         if len(jct):
             ax.plot(np.maximum(jct, 1), np.arange(1, len(jct) + 1) / len(jct), label=label)
     ax.set_xscale("log")
     ax.set_xlabel("job completion time (s)")
     ax.set_ylabel("fraction of jobs")
+    if title:
+        ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend()
     return _save(fig, path)

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from omegaconf import DictConfig, OmegaConf
 
-from raysim.cluster.throughput import ThroughputTable, read_gavel_throughputs, read_throughput_csv
+from raysim.cluster.throughput import ThroughputTable, read_throughput_table
 from raysim.errors import ConfigError, UserError
 from raysim.rounds import lp
 from raysim.rounds.cluster import RoundCluster, RoundJobs, pair_throughputs, throughput_matrix, whole_job_rate
@@ -82,8 +82,11 @@ def run_rounds(cfg: DictConfig, run_dir: Path) -> dict:
     row["seed"] = int(cfg.seed)
     pd.DataFrame([row]).to_csv(run_dir / "summary.csv", index=False)
     if cfg.rounds.get("plots", True):
-        jct_cdf_plot({policy.name: result.completion - jobs.arrival_time}, run_dir / "plots" / "jct_cdf.png",
-                     title=f"{source}: {policy.name}")
+        from raysim.report.plots import jct_cdf
+
+        (run_dir / "plots").mkdir(exist_ok=True)
+        jct_cdf({policy.name: result.completion - jobs.arrival_time}, run_dir / "plots" / "jct_cdf.png",
+                title=f"{source}: {policy.name}")
     if result.dropped:
         log.warning("%d job(s) were dropped after %d failed micro-tasks each (fewer steps left than GPUs): "
                     "ids %s", len(result.dropped), 5, [int(jobs.job_id[j]) for j in result.dropped[:10]])
@@ -104,7 +107,7 @@ def read_table(path) -> ThroughputTable:
     p = (original_cwd() / str(path)).expanduser()
     if not p.is_file():
         raise FileNotFoundError(f"rounds.throughputs: no file {p}. {TABLE_HELP}")
-    return read_gavel_throughputs(p) if p.suffix == ".json" else read_throughput_csv(p)
+    return read_throughput_table(p)
 
 
 def jobs_parquet(jobs: RoundJobs, cluster: RoundCluster, result: RoundResult, window) -> pa.Table:
@@ -141,29 +144,6 @@ def summary_row(policy: str, jobs: RoundJobs, result: RoundResult, window, wall:
     if rate:
         row["rate_jobs_per_hour"] = rate
     return row
-
-
-def jct_cdf_plot(jcts: dict, path: Path, title: str = "") -> Path:
-    """Empirical CDF of job completion times (hours), one line per policy."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for label, jct in jcts.items():
-        values = np.sort(np.asarray(jct)[~np.isnan(jct)]) / 3600
-        ax.plot(values, np.arange(1, len(values) + 1) / max(len(values), 1), label=label)
-    ax.set_xscale("log")
-    ax.set_xlabel("job completion time (hours)")
-    ax.set_ylabel("fraction of jobs")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
 
 
 def summarize_rounds_sweep(sweep_dir) -> pd.DataFrame:
@@ -272,11 +252,15 @@ def _from_raysim_trace(cfg: DictConfig, table: ThroughputTable) -> pa.Table:
     reference = str(cfg.rounds.reference_type)
     steps = np.empty(len(df))
     models = []
+    rates: dict[tuple, float | None] = {}   # (job type, GPU type, GPUs) -> throughput: few distinct keys
     for i, (job_type, gpus, duration, recorded) in enumerate(zip(
             df[column].astype(str), df["gpu_num"], df["duration"],
             df["gpu_type"] if "gpu_type" in df.columns else [None] * len(df))):
         model = mapping.get(job_type, job_type)
-        rate = whole_job_rate(table, model, str(recorded or reference), int(gpus))
+        key = (model, str(recorded or reference), int(gpus))
+        if key not in rates:
+            rates[key] = whole_job_rate(table, *key)
+        rate = rates[key]
         if not rate:
             raise TraceError(trace.source, f"no throughput for job type {model!r} on {recorded or reference} "
                              "(map trace job types with rounds.job_type_map)", row=i + 1, column=column, value=job_type)

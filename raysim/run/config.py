@@ -213,10 +213,10 @@ def gpu_type_inputs(cfg: DictConfig, trace: Trace, layout: dict) -> JobTypes:
     table = None
     path = cfg.cluster.get("throughput")
     if path:
-        from raysim.cluster.throughput import read_gavel_throughputs, read_throughput_csv
+        from raysim.cluster.throughput import read_throughput_table
 
         path = Path(str(path)).expanduser()
-        table = read_gavel_throughputs(path) if path.suffix == ".json" else read_throughput_csv(path)
+        table = read_throughput_table(path)
     reference = cfg.cluster.get("reference_gpu_type")
     known = list(dict.fromkeys(p.gpu_type for pools in layout.values() for p in pools))
     if reference is not None and reference not in known:
