@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -93,7 +94,7 @@ def test_ctrl_c_is_one_line_saying_where_the_checkpoint_is(tmp_path):
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
     reader.start()
     deadline = time.monotonic() + 120
-    while not any("| windows 3 |" in ln for ln in lines) and proc.poll() is None and time.monotonic() < deadline:
+    while not any(int(m.group(1)) >= 1 for ln in lines if (m := re.search(r"\| windows (\d+) \|", ln))) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGINT)
     err = proc.stderr.read()

@@ -15,15 +15,16 @@ NETWORK = {"nic_gbps": 100.0, "gbps_per_gpu": 25.0, "duty": 0.5}
 
 
 def both_ways(monkeypatch, run):
-    """(results with the default threshold, results forgetting after every window, jobs forgotten)."""
+    """(results with the default threshold, results forgetting at every window that ships results,
+    jobs forgotten)."""
     monkeypatch.setattr(engine, "FORGET_AT", 10**12)
     kept = run()
     monkeypatch.setattr(engine, "FORGET_AT", 1)
     forgotten = []
     original = VCGroup.run_window
 
-    def counting(self, batch, t_end):
-        out = original(self, batch, t_end)
+    def counting(self, batch, t_end, orders=None):
+        out = original(self, batch, t_end, orders)
         forgotten.append(sum(sim.forgotten for sim in self.sims.values()))
         return out
 

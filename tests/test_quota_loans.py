@@ -68,7 +68,7 @@ def test_the_report_shows_idle_nodes_and_demand():
     assert a == {"vc": "A", "time": 300,
                  "pools": [{"pool": 0, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": 2, "idle": 2, "lent": []}],
                  "held": [], "returned": [], "pending_jobs": 0, "pending_gpus": 0, "pending_by_types": [],
-                 "borrowed_gpu_s": 0, "lent_gpu_s": 0}
+                 "free_gpus": 16, "held_gpus": 0, "lent_gpus": 0, "borrowed_gpu_s": 0, "lent_gpu_s": 0}
     assert b["pools"] == [{"pool": 0, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": 1, "idle": 0, "lent": []}]
     assert (b["pending_jobs"], b["pending_gpus"]) == (2, 16)
     assert b["pending_by_types"] == [{"gpu_types": None, "jobs": 2, "gpus": 16}]

@@ -28,8 +28,8 @@ class FreezeOnce(RayExecutor):
         super().__init__(*args, **kw)
         self.group, self.window, self.calls, self.frozen = group, window, 0, None
 
-    def run_window(self, g, batch_ref, t_end, snapshot=True):
-        handle = super().run_window(g, batch_ref, t_end, snapshot)
+    def run_window(self, g, batch_ref, t_end, snapshot=True, orders=None):
+        handle = super().run_window(g, batch_ref, t_end, snapshot, orders)
         if g == self.group:
             self.calls += 1
             if self.calls == self.window and self.frozen is None:

@@ -68,8 +68,8 @@ class KillOnce(RayExecutor):
         super().__init__(*args, **kw)
         self.victim, self.at, self.calls, self.killed = victim, at, 0, False
 
-    def run_window(self, g, batch_ref, t_end, snapshot=True):
-        handle = super().run_window(g, batch_ref, t_end, snapshot)
+    def run_window(self, g, batch_ref, t_end, snapshot=True, orders=None):
+        handle = super().run_window(g, batch_ref, t_end, snapshot, orders)
         if g == self.victim:
             self.calls += 1
             if self.calls == self.at and not self.killed:
@@ -100,11 +100,11 @@ class StopAfter(LocalExecutor):
         super().__init__(*args, **kw)
         self.left = windows * len(self.groups)
 
-    def run_window(self, g, batch, t_end, snapshot=False):
+    def run_window(self, g, batch, t_end, snapshot=False, orders=None):
         self.left -= 1
         if self.left < 0:
             raise Interrupt()
-        return super().run_window(g, batch, t_end, snapshot)
+        return super().run_window(g, batch, t_end, snapshot, orders)
 
 
 @pytest.mark.parametrize("runtime", ["local", "ray"])

@@ -37,6 +37,7 @@ def records(seqs):
 
 def test_samples_are_held_until_every_vc_has_passed_them_and_cut_at_the_end(tmp_path):
     sink = ResultSink(tmp_path, ["a", "b"], row_group_rows=4)
+    sink.MERGE_ROWS = 1  # merge every window, to see what is held
     sink.add_samples([samples("a", [0, 120], busy=[0, 2]), samples("b", [0], busy=4)], final_up_to=60)
     assert sink.pos.held.column("time").to_pylist() == [120]  # a's change at 120
     sink.add_samples([samples("a", [180], busy=8), samples("b", [], busy=4)], final_up_to=150)

@@ -21,8 +21,6 @@ def route(jobs: pa.Table | None, group_of_vc: dict[str, int], n_groups: int) -> 
         return outputs
     vc = pc.cast(jobs.column("vc"), pa.string()).to_numpy(zero_copy_only=False)
     group = np.fromiter((group_of_vc[v] for v in vc), dtype=np.int64, count=len(vc))
-    for g in range(n_groups):
-        mask = group == g
-        if mask.any():
-            outputs[g]["jobs"] = jobs.filter(pa.array(mask))
+    for g in np.unique(group):  # only the groups with arrivals: a window costs what arrives in it
+        outputs[g]["jobs"] = jobs.filter(pa.array(group == g))
     return outputs

@@ -13,7 +13,8 @@ from raysim.report.timeseries_write import timeseries_table
 
 def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
     """One row per trace job, in trace order: inputs, start/end/queue/jct, preemptions, placement,
-    and, from a run with quota sharing, on which VC's nodes it ran (`ran_on_vc`) and its `reclaims`.
+    and, from a run with quota sharing, its own VC (`home_vc`, the same as `vc`), on which VC's nodes
+    its latest run was (`ran_on_vc`) and how often a lender reclaimed nodes from under it (`reclaims`).
 
     `records` holds one simulator record per job (seq = trace row). Times are seconds on the trace
     clock; start/end/jct are null for jobs that had not started/finished at the horizon.
@@ -93,7 +94,7 @@ def _jobs_rows(trace: pa.Table, r: dict[str, np.ndarray]) -> pa.Table:
     finished = r["end_time"] >= 0
     started = r["start_time"] >= 0
     submit = trace.column("submit_time").to_numpy()
-    loans = {"ran_on_vc": pa.array(r["ran_on_vc"], pa.string()),
+    loans = {"home_vc": trace.column("vc"), "ran_on_vc": pa.array(r["ran_on_vc"], pa.string()),
              "reclaims": pa.array(r["reclaims"].astype(np.int32))} if "reclaims" in r else {}
     return pa.table({
         "job_id": trace.column("job_id"),

@@ -7,19 +7,26 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from raysim.report.loans import has_loans, loan_gpu_hours
 from raysim.report.timeseries import change_runs, grid_count, series_layout
 
 QUANTILES = {"p50": 50, "p95": 95, "p99": 99, "p99.9": 99.9}
 
 
-def summarize(jobs: pa.Table, series) -> pd.DataFrame:
+def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
     """Rows: each VC (layout order) and "all". Averages are exact means (reference tables truncate).
 
     `jobs` needs the columns vc, submit_time, end_time, queue, jct and preemptions; `series` is the
     path of a timeseries.parquet (grid or change-points), which is then read batch by batch, or
-    a table read from one.
+    a table read from one, sampled every `interval` seconds.
+
+    With quota sharing, also per VC: `reclaims` (of its jobs), `ran_elsewhere` (its jobs whose
+    latest run was on another VC's nodes; needs the jobs' `ran_on_vc` and `reclaims`) and, from a
+    run with sharing=borrow, `borrowed_gpu_h` and `lent_gpu_h` (raysim.report.loans).
     """
-    df = jobs.select(["vc", "submit_time", "end_time", "queue", "jct", "preemptions"]).to_pandas()
+    loans = "reclaims" in jobs.column_names and "ran_on_vc" in jobs.column_names
+    df = jobs.select(["vc", "submit_time", "end_time", "queue", "jct", "preemptions"]
+                     + (["ran_on_vc", "reclaims"] if loans else [])).to_pandas()
     df["vc"] = df["vc"].astype(str)
     rows, spans = [], {}
     groups = [(vc, g) for vc, g in df.groupby("vc", sort=False)] + [("all", df)]
@@ -33,6 +40,9 @@ def summarize(jobs: pa.Table, series) -> pd.DataFrame:
         for label, q in QUANTILES.items():
             row[f"{label}_jct"] = np.percentile(done["jct"], q) if len(done) else np.nan
         row["preemptions"] = int(g["preemptions"].sum())
+        if loans:
+            row["reclaims"] = int(g["reclaims"].sum())
+            row["ran_elsewhere"] = int((g["ran_on_vc"].notna() & (g["ran_on_vc"] != g["vc"])).sum())
         start = g["submit_time"].min()
         row["makespan"] = done["end_time"].max() - start if len(done) else np.nan
         if len(done):
@@ -43,6 +53,12 @@ def summarize(jobs: pa.Table, series) -> pd.DataFrame:
         util = mean_utilisation(series, spans, column)
         for row in rows:
             row[column] = util.get(row["vc"], np.nan)
+    if has_loans(series):
+        hours = loan_gpu_hours(series, interval)
+        for row in rows:
+            pairs = list(hours.values()) if row["vc"] == "all" else [hours.get(row["vc"], (0.0, 0.0))]
+            row["borrowed_gpu_h"] = sum(b for b, _ in pairs)
+            row["lent_gpu_h"] = sum(lent for _, lent in pairs)
     return pd.DataFrame(rows)
 
 

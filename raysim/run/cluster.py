@@ -41,9 +41,9 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     for pools in spec.layout.values():
         for p in pools:
             gpus[p.gpu_type] += p.gpus_per_node * p.nodes
-    log.info("trace %s: %d jobs, %d VCs, %s GPUs; policy=%s placer=%s compat=%s runtime=%s",
+    log.info("trace %s: %d jobs, %d VCs, %s GPUs; policy=%s placer=%s compat=%s runtime=%s sharing=%s",
              trace.source, trace.table.num_rows, len(spec.layout), ", ".join(f"{n} {t}" for t, n in gpus.items()),
-             spec.policy, spec.placer, cfg.sim.compat, cfg.runtime.name)
+             spec.policy, spec.placer, cfg.sim.compat, cfg.runtime.name, spec.sharing.mode)
 
     check_local_ray_fits(cfg, spec.vcs)
     sim_start = time.perf_counter()
@@ -53,10 +53,12 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
                 checkpoint_dir=rt.checkpoint_dir, checkpoint_every=int(rt.checkpoint_every),
                 resume=bool(rt.resume), progress=True, job_extra=job_extra, estimator=online)
     sim_wall = time.perf_counter() - sim_start
-    jobs = pq.read_table(run_dir / "jobs.parquet",
-                         columns=["vc", "submit_time", "end_time", "queue", "jct", "preemptions"])
-    summary = summarize(jobs, run_dir / "timeseries.parquet")
-    write_plots(jobs, run_dir, summary, label=spec.policy)
+    columns = ["vc", "submit_time", "end_time", "queue", "jct", "preemptions"]
+    if spec.sharing.mode != "none":
+        columns += ["ran_on_vc", "reclaims"]
+    jobs = pq.read_table(run_dir / "jobs.parquet", columns=columns)
+    summary = summarize(jobs, run_dir / "timeseries.parquet", interval=int(cfg.sim.sample_interval))
+    write_plots(jobs, run_dir, summary, label=spec.policy, interval=int(cfg.sim.sample_interval))
     write_outputs(run_dir, summary, trace, spec, title=f"{spec.policy} / {spec.placer} / {cfg.sim.compat}")
     overall = summary[summary.vc == "all"].iloc[0].to_dict()
     print(to_markdown(summary, title=f"raysim: {spec.policy}, {cfg.sim.compat} semantics"))

@@ -9,12 +9,16 @@ from raysim.report.timeseries import cluster_series
 from raysim.report.summary import to_markdown
 
 
-def write_plots(jobs, run_dir: Path, summary, label: str) -> None:
-    """JCT CDF, queueing per VC, utilisation (per GPU type too) and pending jobs over time."""
+def write_plots(jobs, run_dir: Path, summary, label: str, interval: int = 60) -> None:
+    """JCT CDF, queueing per VC, utilisation (per GPU type too) and pending jobs over time; with
+    sharing=borrow also the borrowed and lent GPU-hours per VC (time series sampled every `interval` s)."""
+    from raysim.report.loans import has_loans, loans_plot
     from raysim.report.plots import run_plots
 
-    run_plots(jobs.select(["jct"]).to_pandas(), cluster_series(run_dir / "timeseries.parquet"), summary,
-              run_dir / "plots", label=label)
+    series = run_dir / "timeseries.parquet"
+    run_plots(jobs.select(["jct"]).to_pandas(), cluster_series(series), summary, run_dir / "plots", label=label)
+    if has_loans(series):
+        loans_plot(series, run_dir / "plots" / "loans.png", interval)
 
 
 def write_outputs(run_dir: Path, summary, trace, spec, title: str) -> None:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from raysim.elastic import GLOBAL_VC
+from raysim.elastic.exchange import EpochExchange
 from raysim.report.results import merge_profiling, merge_series, write_jobs
 from raysim.runtime.codec import jobs_batch
 from raysim.runtime.coordinator import Coordinator, check_resumable
@@ -53,6 +55,10 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     PeriodicDurationEstimator) fills in duration estimates while the run goes on. Returns the
     run's event and window counts and how many lost actors were rebuilt.
 
+    With quota sharing (`spec.sharing`, mode borrow) windows last at most `sharing.period_s` and
+    end at its epochs (the period must be a multiple of the window); mode global routes every job
+    to the one cluster-wide VC of the spec's merged layout.
+
     With `checkpoint_dir`, checkpoints carry the run's fingerprint (raysim.runtime.fingerprint) and
     `resume` refuses one written by a run with other inputs, naming them. A finished run leaves its
     result files beside its checkpoint; resuming it re-emits them without simulating again.
@@ -70,26 +76,50 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
         from raysim.runtime.ray_backend import ensure_ray
 
         ensure_ray((ray_options or {}).get("address"), (ray_options or {}).get("num_cpus"))  # to count its CPUs
+    exchange = None
+    if spec.sharing.borrow:  # windows end at epochs
+        window_s = min(window_s, spec.sharing.period_s)
+        exchange = EpochExchange(spec.sharing, spec.t0, window_s)
     groups = vc_groups(spec.vcs, vcs_per_actor)
     if executor is None:
         executor = make_executor(runtime, spec, groups, ray_options or {})
     # with checkpoints, the partial result files must outlive this process: they live beside them
     spool = Path(checkpoint_dir) / "results" if checkpoint_dir else out_dir / ".partial"
     sink = ResultSink(spool, spec.vcs)
-    coordinator = Coordinator(executor, jobs_batch(trace.table, estimates, job_extra), groups, sink,
+    batch = jobs_batch(trace.table, estimates, job_extra)
+    if spec.sharing.mode == "global":  # every job waits in the one cluster-wide queue
+        batch = batch.set_column(batch.schema.get_field_index("vc"), "vc", pa.array([GLOBAL_VC] * batch.num_rows,
+                                                                                   pa.string()).dictionary_encode())
+    coordinator = Coordinator(executor, batch, groups, sink,
                               t0=spec.t0, window_s=window_s, checkpoint_dir=checkpoint_dir,
                               checkpoint_every=checkpoint_every, resume=resume, progress=progress,
-                              origin=trace.origin, estimator=estimator, fingerprint=fingerprint)
+                              origin=trace.origin, estimator=estimator, fingerprint=fingerprint,
+                              dispatch_s=dispatch_span(window_s, spec, estimator), exchange=exchange)
     end, stage = coordinator.run()
     files = sink.close(end)
     write_jobs(trace.table, merge_profiling(read_records(files["records"]), stage), out_dir / "jobs.parquet")
     merge_series(files["series"], out_dir / "timeseries.parquet")
     counts = {"events": coordinator.events, "windows": coordinator.windows_run, "recoveries": coordinator.recoveries}
+    if exchange is not None:
+        counts.update(epochs=exchange.epochs, loan_operations=exchange.operations)
     if checkpoint_dir:
         _keep_finished(Path(checkpoint_dir) / FINISHED, out_dir, fingerprint, counts)
     else:
         shutil.rmtree(spool, ignore_errors=True)
     return counts
+
+
+#: arrivals leave the pass-through stage at least this many seconds at a time
+DISPATCH_MIN_S = 86_400
+
+
+def dispatch_span(window_s: int, spec: RunSpec, estimator) -> int:
+    """Seconds of arrivals the stage hands the VC groups at once: a window's worth under a stage
+    with its own events (the Lucid profiler) or an online estimator (estimates depend on the jobs
+    finished by dispatch); else at least a day, so that short windows do not each pay for it."""
+    if spec.profiler is not None or estimator is not None or window_s >= DISPATCH_MIN_S:
+        return window_s
+    return -(-DISPATCH_MIN_S // window_s) * window_s
 
 
 def _keep_finished(folder: Path, out_dir: Path, fingerprint: dict, counts: dict) -> None:

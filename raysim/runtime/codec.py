@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from raysim.sim.jobs import INPUT_COLUMNS, OPTIONAL_INPUTS, RESULT_COLUMNS
+from raysim.sim.recorder import rows_to_columns
 
 #: Schema metadata key of a samples table: the interval of the grid its change rows lie on.
 SAMPLE_INTERVAL = b"raysim.sample_interval"
@@ -54,30 +55,50 @@ def split_by_vc(batch: pa.Table) -> dict[str, dict[str, np.ndarray]]:
         names, codes = np.unique(np.asarray(vc.to_pylist(), dtype=object), return_inverse=True)
         names = list(names)
     cols = {k: batch.column(k).to_numpy() for k in INPUT_COLUMNS}
+    codes = np.asarray(codes, dtype=np.int64)
+    order = np.argsort(codes, kind="stable")  # rows grouped by VC, each group in row order
+    counts = np.bincount(codes, minlength=len(names))
+    ends = np.cumsum(counts)
     out = {}
-    for code, name in enumerate(names):
-        idx = np.flatnonzero(codes == code)
-        if len(idx):
-            out[name] = {k: np.ascontiguousarray(v[idx], dtype=INPUT_COLUMNS[k]) for k, v in cols.items()}
+    for code in np.flatnonzero(counts):  # only the VCs present: a batch costs its rows, not the VC count
+        idx = order[ends[code] - counts[code]:ends[code]]
+        out[names[code]] = {k: np.ascontiguousarray(v[idx], dtype=INPUT_COLUMNS[k]) for k, v in cols.items()}
     return out
+
+
+_NO_RESULTS = RESULT_SCHEMA.empty_table()
 
 
 def results_table(parts: list[dict[str, np.ndarray]]) -> pa.Table:
     """Finished-job records (numpy column dicts, see VCSimulator.results) as one Arrow table."""
     if not parts:
-        return RESULT_SCHEMA.empty_table()
+        return _NO_RESULTS
     schema = LOAN_RESULT_SCHEMA if "reclaims" in parts[0] else RESULT_SCHEMA
     return pa.table({f.name: np.concatenate([p[f.name] for p in parts]) for f in schema}, schema=schema)
 
 
-def samples_table(per_vc: dict[str, dict[str, np.ndarray]], interval: int) -> pa.Table:
-    """Time-series change rows of several VCs (see raysim.sim.recorder) as one Arrow table with a
-    `vc` column; the schema metadata SAMPLE_INTERVAL gives their grid's interval (seconds)."""
+def samples_table(per_vc: dict[str, tuple[list, list]], columns, interval: int) -> pa.Table:
+    """Time-series change rows of several VCs (per VC: (times, rows) from Recorder.emit_rows, rows
+    holding `columns`) as one Arrow table with a `vc` column; the schema metadata SAMPLE_INTERVAL
+    gives their grid's interval (seconds)."""
+    per_vc = {vc: tr for vc, tr in per_vc.items() if tr[0]}
+    if not per_vc:
+        return no_samples(interval)
     names = list(per_vc)
-    sizes = [len(per_vc[v]["time"]) for v in names]
-    codes = np.repeat(np.arange(len(names), dtype=np.int32), sizes)
-    cols = {"vc": pa.array(np.asarray(names, dtype=object)[codes] if len(codes) else [], pa.string())}
-    if names:
-        for c in per_vc[names[0]]:
-            cols[c] = np.concatenate([per_vc[v][c] for v in names])
-    return pa.table(cols, metadata={SAMPLE_INTERVAL: str(interval)})
+    codes = np.repeat(np.arange(len(names), dtype=np.int32), [len(per_vc[v][0]) for v in names])
+    merged = rows_to_columns([t for v in names for t in per_vc[v][0]], [r for v in names for r in per_vc[v][1]],
+                             columns)
+    return pa.table({"vc": pa.array(np.asarray(names, dtype=object)[codes], pa.string()), **merged},
+                    metadata={SAMPLE_INTERVAL: str(interval)})
+
+
+def no_samples(interval: int) -> pa.Table:
+    """An empty samples table (shared: most windows of most VCs change nothing)."""
+    table = _NO_SAMPLES.get(interval)
+    if table is None:
+        table = _NO_SAMPLES[interval] = pa.table({"vc": pa.array([], pa.string())},
+                                                 metadata={SAMPLE_INTERVAL: str(interval)})
+    return table
+
+
+_NO_SAMPLES: dict[int, pa.Table] = {}

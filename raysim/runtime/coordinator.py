@@ -71,6 +71,8 @@ class RunState:
     stage_records: list = field(default_factory=list)  # profiler records (profiling start/end/queue)
     stage_state: bytes | None = None  # the profiler stage's state (in checkpoints only)
     fingerprint: dict = field(default_factory=dict)  # digests of the run's inputs (raysim.runtime.fingerprint)
+    loans: dict | None = None  # quota sharing: pending operations and the due epoch (raysim.elastic.exchange)
+    shipped_at: int = 0  # end of the last window whose results left the VC groups
 
 
 class Coordinator:
@@ -78,9 +80,15 @@ class Coordinator:
 
     def __init__(self, executor, batch: pa.Table, groups: list[list[str]], sink: ResultSink, *, t0: int,
                  window_s: int, checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
-                 progress: bool = True, origin: str = "0", estimator=None, fingerprint: dict | None = None):
+                 progress: bool = True, origin: str = "0", estimator=None, fingerprint: dict | None = None,
+                 dispatch_s: int | None = None, exchange=None):
         if window_s <= 0:
             raise ValueError("runtime.window_s must be a positive number of seconds")
+        #: arrivals go to the VC groups this many seconds at a time (a multiple of the window: a
+        #: VC holds jobs before they arrive, so this changes no result, only how often the stage runs)
+        self.dispatch_s = int(dispatch_s or window_s)
+        if self.dispatch_s % window_s:
+            raise ValueError(f"dispatch_s ({dispatch_s}) must be a multiple of runtime.window_s ({window_s})")
         self.executor = executor
         self.batch = batch
         self.submit = batch.column("submit_time").to_numpy()
@@ -99,12 +107,15 @@ class Coordinator:
         if estimator is not None and estimator.period_s % self.window_s:
             raise ValueError(f"the estimator's period ({estimator.period_s} s) must be a multiple of "
                              f"runtime.window_s ({self.window_s} s)")
+        #: quota sharing (raysim.elastic.exchange.EpochExchange) or None
+        self.exchange = exchange
         self.recoveries = 0
         self.windows_run = 0
         self.events = 0
         self._state_cost: dict[int, float] = {}  # group -> seconds its last state took to save
         self._work_since: dict[int, float] = {}  # group -> simulation seconds since its last snapshot
         self._stage_snapshot = None  # the profiler stage's state after its last window (None: fresh)
+        self._reported_at = -math.inf  # wall time of the last progress line
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> tuple[int, pa.Table | None]:
@@ -116,38 +127,44 @@ class Coordinator:
         while True:
             stage = self._stage_window(state) if queued is None else queued.t_start
             vc_next = [s["next_event"] for s in state.status.values() if s["next_event"] is not None]
-            if stage is None and not vc_next:
+            loans_by = self.exchange.must_start_by(state.loans) if self.exchange else None
+            if stage is None and not vc_next and loans_by is None:
                 break
-            t_start = max(state.t, self._window_of(min(vc_next + ([stage] if stage is not None else []))))
+            t_start = max(state.t, self._window_of(min(vc_next + [t for t in (stage, loans_by) if t is not None])))
             t_end = t_start + self.window_s
             if stage is not None and stage <= t_start:
                 if queued is None:
-                    queued = self._profile(state.pos, t_start, t_end, state)
+                    queued = self._profile(state.pos, t_start, t_start + self.dispatch_s, state)
                 current, status = self._stage_result(queued)
+                state.pos = int(np.searchsorted(self.submit, queued.t_end, side="left"))
                 queued = None
-                state.pos = int(np.searchsorted(self.submit, t_end, side="left"))
                 state.stage_next = status["next_event"]
                 if status["records"].num_rows:
                     state.stage_records.append(status["records"])
             else:  # only the VCs have events in this window: nothing arrives
                 current = [None] * len(self.groups)
             snapshot = [self._snapshot_due(state, g) for g in range(len(self.groups))]
-            handles = [self.executor.run_window(g, current[g], t_end, snapshot[g]) for g in range(len(self.groups))]
+            orders = self._orders(state, t_start, t_end)
+            handles = [self.executor.run_window(g, current[g], t_end, snapshot[g], orders[g])
+                       for g in range(len(self.groups))]
             state.t = t_end
-            nxt = self._stage_window(state)
+            nxt = self._stage_window(state) if queued is None else None  # (one call issued ahead at a time)
             if nxt is not None and self.estimator is not None and \
                     self.estimator.period_of(nxt) != self.estimator.period_of(t_start):
                 nxt = None  # a new estimator period: wait until the VCs have reached it
             if nxt is not None and self._checkpoint_after(state.windows):
                 nxt = None  # the checkpoint must catch the stage at this window's end, not beyond
             if nxt is not None:  # the stage works on its next window while the VC groups run this one
-                queued = self._profile(state.pos, nxt, nxt + self.window_s, state)
-            samples = []
-            for res, smp, vc_status in self._collect(state, handles, current, t_end, snapshot):
+                queued = self._profile(state.pos, nxt, nxt + self.dispatch_s, state)
+            samples, changed = [], False
+            for res, smp, vc_status in self._collect(state, handles, current, orders, t_end, snapshot):
                 self._add_records(state, res)
                 samples.append(smp)
                 state.status.update(vc_status)
-            self.sink.add_samples(samples, max(s["last_event"] for s in state.status.values()))
+                changed = changed or bool(vc_status)
+            if self.exchange:
+                self.exchange.after_window(state.loans, t_end, state.status, changed)
+            self.sink.add_samples(samples, min(state.shipped_at - 1, max(s["last_event"] for s in state.status.values())))
             state.windows += 1
             self._write_checkpoint(state)
             if self.progress:
@@ -181,7 +198,21 @@ class Coordinator:
         """Is a checkpoint written after the window that follows `windows_before` windows?"""
         return self.checkpoint_dir is not None and (windows_before + 1) % self.checkpoint_every == 0
 
-    def _collect(self, state: RunState, handles, prof_out, t_end: int, snapshot: list[bool]) -> list:
+    #: simulated seconds between windows whose results leave the VC groups (with short windows,
+    #: e.g. quota epochs, shipping every window would cost more than the window)
+    SHIP_EVERY_S = 86_400
+
+    def _orders(self, state: RunState, t_start: int, t_end: int) -> list[dict]:
+        """Per group, what it is told besides the arrivals: quota-sharing operations and reports,
+        and whether to ship its results (an online estimator needs them every window)."""
+        ship = self.estimator is not None or t_end - state.shipped_at >= self.SHIP_EVERY_S
+        if ship:
+            state.shipped_at = t_end
+        quota = self.exchange.window_input(state.loans, t_start, t_end, self.groups) if self.exchange \
+            else [None] * len(self.groups)
+        return [{**(q or {}), "ship": ship} for q in quota]
+
+    def _collect(self, state: RunState, handles, prof_out, quota, t_end: int, snapshot: list[bool]) -> list:
         outputs = []
         for g, h in enumerate(handles):
             history = state.replay.setdefault(g, [])
@@ -195,9 +226,9 @@ class Coordinator:
                                 "last snapshot and replaying %d window(s) (%s)",
                                 g, ",".join(self.groups[g]), t_end, len(history) + 1, lost)
                     self.executor.rebuild(g, state.group_states[g])
-                    for batch, end in history:  # their results are already in: only the state matters
-                        self.executor.get(g, self.executor.run_window(g, batch, end, False))
-                    h = self.executor.run_window(g, prof_out[g], t_end, snapshot[g])
+                    for batch, end, loans in history:  # their results are already in: only the state matters
+                        self.executor.get(g, self.executor.run_window(g, batch, end, False, loans))
+                    h = self.executor.run_window(g, prof_out[g], t_end, snapshot[g], quota[g])
             outputs.append(out)
             if snapshot[g]:
                 state.group_states[g] = group_state
@@ -205,7 +236,7 @@ class Coordinator:
                 self._state_cost[g] = state_s
                 self._work_since[g] = 0.0
             else:
-                history.append((prof_out[g], t_end))
+                history.append((prof_out[g], t_end, quota[g]))
                 self._work_since[g] = self._work_since.get(g, 0.0) + run_s
         return outputs
 
@@ -277,8 +308,8 @@ class Coordinator:
         status = {vc: {"next_event": None, "last_event": self.t0, "finished": 0,
                        "running": 0, "pending": 0, "events": 0} for grp in self.groups for vc in grp}
         self.sink.reopen(SinkPosition())  # a fresh run: no result file of an earlier one may remain
-        return RunState(t=self.t0, pos=0, status=status, group_states=[None] * len(self.groups),
-                        fingerprint=self.fingerprint)
+        return RunState(t=self.t0, pos=0, status=status, group_states=[None] * len(self.groups), shipped_at=self.t0,
+                        fingerprint=self.fingerprint, loans=self.exchange.initial() if self.exchange else None)
 
     def _write_checkpoint(self, state: RunState) -> None:
         """Write a resumable checkpoint every `checkpoint_every` windows (when a folder is set)."""
@@ -301,13 +332,21 @@ class Coordinator:
         stage = pa.concat_tables(state.stage_records) if state.stage_records else None
         return end, stage
 
+    #: seconds of wall time between progress lines on a terminal / in the log
+    PROGRESS_EVERY_S = {True: 0.5, False: 5.0}
+
     def _report(self, state: RunState, t: int, wall: float) -> None:
+        """A progress line: after the first window, then at most every PROGRESS_EVERY_S."""
+        tty = sys.stderr.isatty()
+        if state.windows > 1 and wall - self._reported_at < self.PROGRESS_EVERY_S[tty]:
+            return
+        self._reported_at = wall
         st = state.status.values()
         done = sum(s["finished"] for s in st)
         line = (f"sim {_clock(self.origin, t)} | windows {state.windows} | finished {done:,}/{len(self.submit):,}"
                 f" | running {sum(s['running'] for s in st):,} | pending {sum(s['pending'] for s in st):,}"
                 f" | {wall:6.1f} s wall, {done / wall if wall > 0 else math.inf:,.0f} jobs/s")
-        if sys.stderr.isatty():
+        if tty:
             sys.stderr.write("\r" + line)
             sys.stderr.flush()
         else:

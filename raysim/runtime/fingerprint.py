@@ -40,6 +40,8 @@ def run_fingerprint(trace_table: pa.Table, spec, estimates=None, job_extra=None,
         "job_inputs": job_extra,
         "estimator": _settings(estimator),
     }
+    if spec.sharing.mode != "none":  # (absent without sharing: earlier checkpoints stay resumable)
+        parts["sharing"] = {"settings": spec.sharing, "pool_homes": spec.pool_homes}
     return {name: digest(value) for name, value in parts.items()}
 
 

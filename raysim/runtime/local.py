@@ -40,8 +40,8 @@ class LocalExecutor:
     #: in-process groups cannot be lost: no state needs keeping between windows
     snapshots_groups = False
 
-    def run_window(self, g, batch, t_end, snapshot: bool = False):
-        return self.vcgroups[g].run_window(batch, t_end)
+    def run_window(self, g, batch, t_end, snapshot: bool = False, orders: dict | None = None):
+        return self.vcgroups[g].run_window(batch, t_end, orders)
 
     def get(self, g, handle):
         """(window output, seconds simulating, seconds saving state, snapshot)."""

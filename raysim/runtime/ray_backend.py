@@ -53,11 +53,11 @@ class _GroupActor:
         self.group = VCGroup.restore(state)
         return True
 
-    def run_window(self, batch, t_end, snapshot: bool):
+    def run_window(self, batch, t_end, snapshot: bool, orders=None):
         """(window output, seconds simulating, seconds saving the state), and the group's state at
         the window's end when asked."""
         t = time.perf_counter()
-        out = self.group.run_window(batch, t_end)
+        out = self.group.run_window(batch, t_end, orders)
         t1 = time.perf_counter()
         state = self.group.checkpoint() if snapshot else None
         return (out, t1 - t, time.perf_counter() - t1), state
@@ -172,8 +172,8 @@ class RayExecutor:
     def restore_stage(self, state: bytes) -> None:
         ray.get(self.profiler.restore.remote(state))
 
-    def run_window(self, g, batch_ref, t_end, snapshot: bool = True):
-        return self.actors[g].run_window.options(num_returns=2).remote(batch_ref, t_end, snapshot)
+    def run_window(self, g, batch_ref, t_end, snapshot: bool = True, orders: dict | None = None):
+        return self.actors[g].run_window.options(num_returns=2).remote(batch_ref, t_end, snapshot, orders)
 
     def get(self, g, handle):
         """(window output, seconds simulating, seconds saving the state, ref to the group's state at

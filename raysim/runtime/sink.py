@@ -51,7 +51,15 @@ class ResultSink:
         self.row_group_rows = int(row_group_rows)
         self.pos = SinkPosition()
         self._pending = {k: [] for k in KINDS}  # tables not written yet
+        self._pending_rows = {k: 0 for k in KINDS}  # their row counts (kept, not summed per window)
         self._writers: dict[str, pq.ParquetWriter] = {}
+        self._incoming: list[pa.Table] = []  # change-row tables not merged into `pos.held` yet
+        self._incoming_rows = 0
+        self._final = None  # the latest `final_up_to`
+
+    #: change rows gathered before they are merged, sorted and written: windows that each bring
+    #: a few rows (short windows) cost little, and the files do not depend on how windows cut them
+    MERGE_ROWS = 8192
 
     # ------------------------------------------------------------------ during the run
     def add_records(self, table: pa.Table) -> None:
@@ -62,21 +70,35 @@ class ResultSink:
     def add_samples(self, tables: list, final_up_to: int) -> None:
         """One window's change-row tables of every VC; rows at times <= `final_up_to` are final
         (no VC can end the run earlier) and are written, later ones are held back."""
-        parts = [] if self.pos.held is None else [self.pos.held]
         for table in tables:
             meta = table.schema.metadata or {}
             if SAMPLE_INTERVAL in meta:
                 self.pos.interval = int(meta[SAMPLE_INTERVAL])
             if table.num_rows:
-                vc = pc.index_in(table.column("vc"), value_set=pa.array(self.vc_order)).cast(pa.int32())
-                parts.append(table.replace_schema_metadata().set_column(0, "vc", vc))
+                self._incoming.append(table.replace_schema_metadata())
+                self._incoming_rows += table.num_rows
+        self._final = final_up_to
+        if self._incoming_rows >= self.MERGE_ROWS:
+            self._merge_samples()
+
+    def _merge_samples(self) -> None:
+        """Merge the gathered change rows into the held ones (sorted by time, then VC in layout
+        order) and write those up to the latest `final_up_to`."""
+        parts = [] if self.pos.held is None else [self.pos.held]
+        if self._incoming:
+            table = pa.concat_tables(self._incoming)
+            vc = pc.index_in(table.column("vc"), value_set=pa.array(self.vc_order)).cast(pa.int32())
+            parts.append(table.set_column(0, "vc", vc))
+            self._incoming, self._incoming_rows = [], 0
         if parts:
             rows = pa.concat_tables(parts)
             self.pos.held = rows.take(pc.sort_indices(rows, [("time", "ascending"), ("vc", "ascending")]))
-        self._write_samples(final_up_to)
+        if self._final is not None:
+            self._write_samples(self._final)
 
     def seal(self) -> SinkPosition:
         """Write everything pending and close the current segment; returns the position to resume from."""
+        self._merge_samples()
         self._flush()
         for w in self._writers.values():
             w.close()
@@ -87,6 +109,7 @@ class ResultSink:
     def reopen(self, pos: SinkPosition) -> None:
         """Continue from a checkpoint's position: segments written after it are deleted."""
         self.pos = SinkPosition(pos.segments, pos.held, pos.interval)
+        self._incoming, self._incoming_rows, self._final = [], 0, None
         for kind in KINDS:
             for path in self.folder.glob(f"{kind}-*.parquet"):
                 if int(path.stem.split("-")[1]) >= pos.segments:
@@ -97,6 +120,7 @@ class ResultSink:
         the files and turn the series segments into the run's time series, whose grid ends at
         `end`. Returns {"records": segment paths in order, "series": [the time series file], or
         [] when the run sampled nothing}."""
+        self._merge_samples()
         self._write_samples(end)
         self.pos.held = None
         self.seal()
@@ -121,7 +145,8 @@ class ResultSink:
 
     def _add(self, kind: str, table: pa.Table) -> None:
         self._pending[kind].append(table)
-        if sum(t.num_rows for t in self._pending[kind]) >= self.row_group_rows:
+        self._pending_rows[kind] += table.num_rows
+        if self._pending_rows[kind] >= self.row_group_rows:
             self._flush(kind)
 
     def _flush(self, only: str | None = None) -> None:
@@ -134,6 +159,7 @@ class ResultSink:
             table = pa.concat_tables(parts).combine_chunks()
             n = table.num_rows if only is None else table.num_rows - table.num_rows % self.row_group_rows
             self._pending[kind] = [table.slice(n)] if n < table.num_rows else []
+            self._pending_rows[kind] = table.num_rows - n
             if n == 0:
                 continue
             writer = self._writers.get(kind)

@@ -9,6 +9,7 @@ from raysim.placement.types import check_type_order
 from raysim.policy import checked_constants, policy_class
 from raysim.sim import SimParams, VCSimulator
 from raysim.cluster.catalog import TypeCatalog
+from raysim.elastic.settings import SharingSettings
 from raysim.sim.network import NetworkModel
 
 
@@ -33,6 +34,10 @@ class RunSpec:
     network: dict | None = None
     #: GPU-type constraints and per-type speed profiles the jobs refer to by id
     catalog: TypeCatalog = field(default_factory=TypeCatalog)
+    #: quota sharing between VCs (raysim.elastic): with mode "global" the layout is one merged VC
+    #: (GLOBAL_VC) and `pool_homes` names the VC each of its pools came from
+    sharing: SharingSettings = field(default_factory=SharingSettings)
+    pool_homes: tuple = ()
 
     def __post_init__(self):
         check_type_order(self.type_order)  # before any actor is built with it
@@ -56,5 +61,5 @@ class RunSpec:
             make_placer(self.placer, params=self.params, vc_index=index, type_order=self.type_order),
             self.params, t0=self.t0,
             network=NetworkModel(**self.network) if self.network else None,
-            catalog=self.catalog,
+            catalog=self.catalog, quota_sharing=self.sharing.borrow, pool_homes=self.pool_homes or None,
         )

@@ -20,7 +20,7 @@ from raysim.sim.demand import Demand
 from raysim.sim.jobs import JobTable
 from raysim.sim.params import SimParams
 from raysim.sim.quota import QuotaLedger, QuotaLoans
-from raysim.sim.recorder import Recorder, per_type_columns
+from raysim.sim.recorder import LOAN_COLUMNS, Recorder, per_type_columns
 from raysim.sim.vc import VCState
 
 NEVER = math.inf
@@ -33,7 +33,8 @@ class VCSimulator(QuotaLoans):
     With `quota_sharing` it also lends and borrows nodes at the coordinator's epochs (raysim.sim.quota)."""
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
-                 *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_sharing: bool = False):
+                 *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_sharing: bool = False,
+                 pool_homes: list[str] | None = None):
         self.name = name
         self.params = params
         self.policy = policy
@@ -43,7 +44,8 @@ class VCSimulator(QuotaLoans):
         self._catalog = catalog or TypeCatalog()
         self._index_types()
         self._plain_demand: dict[int, Demand] = {}  # GPU count -> Demand of a job without type inputs
-        self.recorder = Recorder(params.sample_interval, t0, per_type_columns(self._catalog.gpu_types))
+        self.recorder = Recorder(params.sample_interval, t0, per_type_columns(self._catalog.gpu_types)
+                                 + (LOAN_COLUMNS if quota_sharing else ()))
         #: optional NetworkModel: multi-node jobs slow down when their NICs are oversubscribed
         self.network = network
         # with quota sharing a job may also run on the GPU types of other VCs
@@ -53,6 +55,9 @@ class VCSimulator(QuotaLoans):
             s != 1.0 for row in self._catalog.speed_rows(types) for s in row)
         #: loan bookkeeping with quota sharing (raysim.sim.quota), else None
         self.quota = QuotaLedger(self._own_pool_nodes(pools), since=t0) if quota_sharing else None
+        #: one cluster-wide queue (sharing=global): per node, the VC whose pool it came from
+        self._node_home = None if pool_homes is None else [
+            home for home, nodes in zip(pool_homes, self._own_pool_nodes(pools)) for _ in nodes]
         self.now = t0 - 1  # last time fully processed
         self.pending: dict[int, None] = {}  # insertion order = queue order of (re)entry
         self.running: dict[int, None] = {}  # insertion order = order of (re)start
@@ -164,10 +169,14 @@ class VCSimulator(QuotaLoans):
 
     def results(self, rows=None) -> dict[str, np.ndarray]:
         """Result columns of the given jobs (all by default), see JobTable.results; with quota
-        sharing also `ran_on_vc` and `reclaims`."""
+        sharing (or as the cluster-wide queue) also `ran_on_vc` and `reclaims`."""
         out = self.jobs.results(rows)
         if self.quota is not None:
             out.update(self._loan_results(range(self.jobs.n) if rows is None else rows))
+        elif self._node_home is not None:
+            home = self._node_home
+            out["ran_on_vc"] = np.array([None if n < 0 else home[n] for n in out["first_node"].tolist()], dtype=object)
+            out["reclaims"] = np.zeros(len(out["first_node"]), dtype=np.int64)
         return out
 
     @property
@@ -503,4 +512,6 @@ class VCSimulator(QuotaLoans):
             tt, tf = vc.type_total, vc.type_free
             row += tuple(tt[i] if i >= 0 else 0 for i in self._series_types)
             row += tuple(tf[i] if i >= 0 else 0 for i in self._series_types)
+        if self.quota is not None:
+            row += (self.quota.held_gpus, self.quota.lent_gpus)
         self.recorder.snapshot(t, row)

@@ -84,9 +84,10 @@ class JobTable:
         duration = cols["duration"].tolist()
         self.duration += duration
         self.gpu += cols["gpu_num"].tolist()
-        util = np.nan_to_num(cols["gpu_util"], nan=0.0)
+        util, gmem = cols["gpu_util"], cols["gmem"]
+        util = np.where(np.isnan(util), 0.0, util)
         self.util_milli += np.rint(util * 1000).astype(np.int64).tolist()
-        self.gmem += np.nan_to_num(cols["gmem"], nan=0.0).tolist()
+        self.gmem += np.where(np.isnan(gmem), 0.0, gmem).tolist()
         self.estimate += cols["estimate"].tolist()
         for name, default in OPTIONAL_INPUTS.items():
             col = cols.get(name)

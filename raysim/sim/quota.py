@@ -10,17 +10,20 @@ event of the VC, so its policy decides (and its time series is sampled) at t wit
 - `quota_report(t)`: what the coordinator decides from (a plain dict, one row per VC): per own
   pool its nodes, idle nodes and nodes lent out per borrower; the held nodes per lender and pool
   (open to placement, idle among those, being drained); the pending jobs and GPUs, also per set of
-  GPU types they may use; nodes given back since the last report; borrowed and lent GPU-seconds.
+  GPU types they may use; the free GPUs on nodes open to placement; nodes given back since the
+  last report; the GPUs held on loan and lent out now; borrowed and lent GPU-seconds.
 - `lend(t, pool, count, to_vc)`: the last `count` idle own nodes of `pool` in scan order leave;
   their slots stay, idle and out of the node order, until `take_back`.
 - `borrow(t, shape, count, from_vc)`: `count` nodes shaped like the lender's pool join at the end of
   the node order; pending jobs may start on them at t.
 - `reclaim(t, from_vc, shape, count, mode)` on the borrower: `count` nodes held from `from_vc`'s
   pool and not being drained go back: those with the fewest GPUs in use (idle ones first; ties: the
-  node borrowed last). Jobs on them that end at t finish first (their work is done). Then, with
-  mode "preempt", the jobs still on them are stopped (a multi-node job as a whole) and the nodes go
-  back at once; with "drain", the nodes take no new job and each goes back when its last job ends.
-  Returns the nodes given back at once; drained ones are listed in the next report's `returned`.
+  node borrowed last). With mode "preempt", jobs on them that end at t finish (their work is
+  done), the others are stopped (a multi-node job as a whole) and the nodes go back at once. With
+  "drain", the idle ones go back at once, the others take no new job and each goes back when its
+  last job ends (at t for a job ending at t). Returns the nodes given back at once (with "drain":
+  as many as were idle, so a coordinator knows it from the report); drained ones are listed in
+  the next report's `returned`.
 - `take_back(t, pool, count, from_vc)` on the lender: `count` of its nodes of `pool` that `from_vc`
   gave back return idle to their original place in the node order (own nodes keep their index,
   so once all are back the lender's scan order is as before the loan).
@@ -42,6 +45,8 @@ Quota sharing and the Lucid profiler's node loans (`VCSimulator.add_node_events`
 
 from __future__ import annotations
 
+import bisect
+import operator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -75,6 +80,11 @@ class QuotaLedger:
     borrowed_gpu_s: int = 0
     lent_gpu_s: int = 0
 
+    @property
+    def pool_starts(self) -> list[int]:
+        """The first node of each own pool (for bisection)."""
+        return [nodes.start for nodes in self.pool_nodes]
+
     def code(self, vc: str) -> int:
         """The tag of partner VC `vc` (registered on first use)."""
         if vc not in self.partners:
@@ -97,19 +107,24 @@ class QuotaLoans:
         report (which this report empties), and the borrowed and lent GPU-seconds up to t."""
         ledger, vc = self._epoch(t), self.vc
         ledger.account(t)
+        lent_in: dict = {}  # pool -> {borrower name: nodes}, borrowers in node order
+        for node in sorted(vc.lent):
+            p = bisect.bisect_right(ledger.pool_starts, node) - 1
+            per = lent_in.setdefault(p, {})
+            name = ledger.partners[vc.lent[node]]
+            per[name] = per.get(name, 0) + 1
         pools = []
         for p, pool in enumerate(vc.pools):
-            lent = {}
-            for node in ledger.pool_nodes[p]:
-                if node in vc.lent:
-                    name = ledger.partners[vc.lent[node]]
-                    lent[name] = lent.get(name, 0) + 1
-            idle = sum(1 for n in ledger.pool_nodes[p] if n not in vc.lent and vc.free[n] == vc.size[n])
+            nodes = ledger.pool_nodes[p]
+            lent = lent_in.get(p, {})
+            # nodes away on loan are idle in their slots: count them out
+            idle = sum(map(operator.eq, vc.free[nodes.start:nodes.stop], vc.size[nodes.start:nodes.stop])) \
+                - sum(lent.values())
             pools.append({"pool": p, "gpu_type": pool.gpu_type, "gpus_per_node": pool.gpus_per_node,
                           "nodes": pool.nodes, "idle": idle,
                           "lent": [{"vc": name, "nodes": k} for name, k in lent.items()]})
         held: dict = {}
-        for node, key in vc.held.items():
+        for node, key in vc.held.items():  # (few: held nodes only)
             row = held.setdefault(key, {"nodes": 0, "idle": 0, "draining": 0})
             if node in vc.draining:
                 row["draining"] += 1
@@ -121,6 +136,8 @@ class QuotaLoans:
             "held": [{**self._loan_key(key), **row} for key, row in self._by_lender(held)],
             "returned": [{**self._loan_key(key), "nodes": k} for key, k in self._by_lender(ledger.returned)],
             "pending_jobs": len(self.pending), "pending_gpus": self.pending_gpus,
+            "free_gpus": vc.free_gpus - (sum(vc.free[n] for n in vc.draining) if vc.draining else 0),
+            "held_gpus": ledger.held_gpus, "lent_gpus": ledger.lent_gpus,
             "pending_by_types": self._pending_by_types(),
             "borrowed_gpu_s": ledger.borrowed_gpu_s, "lent_gpu_s": ledger.lent_gpu_s,
         }
@@ -169,11 +186,11 @@ class QuotaLoans:
         chosen = sorted(open_nodes, key=lambda n: vc.size[n] - vc.free[n])[:count]
         ledger.account(t)
         on = self._jobs_on(chosen)
-        for j in on:
-            if self.jobs.end_due[j] == t:
-                self._finish_at(j, t)
-        on = [j for j in on if j in self.running]
         if mode == "preempt":
+            for j in on:
+                if self.jobs.end_due[j] == t:  # its work is done: it finishes, it is not stopped
+                    self._finish_at(j, t)
+            on = [j for j in on if j in self.running]
             for j in on:
                 self.jobs.reclaims[j] += 1
                 self._stop(j, t, self._restart_cost(j))
@@ -263,7 +280,8 @@ class QuotaLoans:
 
     def _loan_key(self, key) -> dict:
         code, shape = key
-        return {"lender": self.quota.partners[code], **shape._asdict()}
+        return {"lender": self.quota.partners[code], "pool": shape.pool, "gpu_type": shape.gpu_type,
+                "gpus_per_node": shape.gpus_per_node}
 
     def _by_lender(self, per_key: dict) -> list:
         """Items of a dict keyed by (lender tag, shape), by lender name, then pool."""
@@ -286,6 +304,8 @@ class QuotaLoans:
     def _pending_by_types(self) -> list[dict]:
         """Pending jobs and GPUs per set of GPU types they may use (None: any type)."""
         jobs, constraints = self.jobs, self._catalog.constraints
+        if not constraints:  # no job of the run is constrained
+            return [{"gpu_types": None, "jobs": len(self.pending), "gpus": self.pending_gpus}] if self.pending else []
         groups: dict = {}
         for j in self.pending:
             c = jobs.constraint[j]

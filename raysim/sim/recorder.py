@@ -27,6 +27,9 @@ COLUMNS = (
     "gmem_mb",  # mean GPU memory in use (MB) over the VC's GPUs
 )
 FLOAT_COLUMNS = ("sm_util", "gmem_mb")  # stored as float32, the counts as int32 (long runs keep millions of rows)
+#: With quota sharing (raysim.sim.quota): GPUs the VC holds on loan from other VCs, and its own GPUs
+#: lent out (from the lend until the lender takes them back).
+LOAN_COLUMNS = ("borrowed_gpu_num", "lent_gpu_num")
 #: Per GPU type, in clusters of several types: total and idle GPUs of that type (int32).
 TYPE_COLUMNS = ("total_gpu_num", "idle_gpu_num")
 
@@ -43,6 +46,8 @@ class Recorder:
     """Collects snapshots and turns them into change rows on a grid of `interval` seconds of the
     trace clock (grid times are multiples of `interval`, from the first one >= t0)."""
 
+    _settled = False  # (see __init__; a class default keeps recorders pickled before it existed valid)
+
     def __init__(self, interval: int, t0: int, extra: tuple[str, ...] = ()):
         self.interval = interval
         self.columns = COLUMNS + tuple(extra)
@@ -50,6 +55,9 @@ class Recorder:
         self._rows: list[tuple] = []
         self._next_sample = -(-t0 // interval) * interval  # first grid time >= t0
         self._last: tuple | None = None  # the last grid sample emitted (column values, as stored)
+        #: the only snapshot kept is the one `_last` was sampled from: until the next snapshot,
+        #: every grid sample equals `_last`, so emit has nothing to say
+        self._settled = False
 
     def snapshot(self, t: int, row: tuple) -> None:
         """Record the state after everything that happens at time t (replaces an earlier one at t)."""
@@ -58,32 +66,74 @@ class Recorder:
         else:
             self._times.append(t)
             self._rows.append(row)
+        self._settled = False
 
     def emit(self, last: int) -> dict[str, np.ndarray]:
         """Change rows for the grid times <= `last` not emitted yet: the sample at the first grid
         time, then the sample at every grid time where it differs from the one before. Keeps the
         latest snapshot. Costs per snapshot, whatever the number of grid times."""
+        times, rows = self.emit_rows(last)
+        return rows_to_columns(times, rows, self.columns)
+
+    def emit_rows(self, last: int) -> tuple[list[int], list[tuple]]:
+        """`emit` as (grid times, rows of column values as stored: int32 counts, float32 means):
+        plain Python, so that a window in which a VC took a few snapshots costs a few steps."""
         if last < self._next_sample or not self._times:
-            return _empty(self.columns)
+            return [], []
         iv, first = self.interval, self._next_sample
         stop = last - (last - first) % iv  # the last grid time <= last
-        times = np.asarray(self._times, dtype=np.int64)
-        at = np.maximum(-(-times // iv) * iv, first)  # the first grid time each snapshot could be sampled at
-        # a snapshot is sampled from `at` on, unless a later one comes before that grid time
-        sampled = np.flatnonzero((at <= stop) & np.append(at[1:] != at[:-1], True))
-        if not len(sampled):
-            return _empty(self.columns)
-        rows = np.asarray([self._rows[i] for i in sampled], dtype=np.float64)
-        cast = [rows[:, i].astype(_dtype(name)) for i, name in enumerate(self.columns)]
-        changed = changed_rows(cast, self._last)
-        self._last = tuple(col[-1] for col in cast)
-        out = {"time": at[sampled][changed]}
-        for name, col in zip(self.columns, cast):
-            out[name] = col[changed]
         self._next_sample = int(stop) + iv
-        cut = int(sampled[-1])  # earlier snapshots can no longer be the latest before a future sample
-        self._times, self._rows = self._times[cut:], self._rows[cut:]
-        return out
+        if self._settled:  # no snapshot since the last emit (a window without events): no change
+            return [], []
+        times, rows, floats = self._times, self._rows, self._float_columns
+        out_times, out_rows = [], []
+        prev, cut = self._last, -1
+        at = max(-(-times[0] // iv) * iv, first)  # the first grid time snapshot 0 could be sampled at
+        for i in range(len(times)):
+            if at > stop:
+                break
+            nxt = max(-(-times[i + 1] // iv) * iv, first) if i + 1 < len(times) else None
+            if nxt != at:  # snapshot i is the latest before grid time `at`: it is sampled there
+                row = rows[i]
+                if floats:  # as stored (float32), so that equal samples compare equal
+                    row = list(row)
+                    for c in floats:
+                        row[c] = float(np.float32(row[c]))
+                    row = tuple(row)
+                if row != prev:
+                    out_times.append(at)
+                    out_rows.append(row)
+                    prev = row
+                cut = i
+            at = nxt
+        if cut < 0:
+            return [], []
+        self._last = prev
+        # earlier snapshots can no longer be the latest before a future sample
+        self._times, self._rows = times[cut:], rows[cut:]
+        self._settled = len(self._times) == 1
+        return out_times, out_rows
+
+    @property
+    def settled(self) -> bool:
+        """True when every future grid sample equals the last one emitted, until the next snapshot."""
+        return self._settled
+
+    @property
+    def _float_columns(self) -> list[int]:
+        """Positions of the columns stored as float32 (the others are int32)."""
+        return [i for i, name in enumerate(self.columns) if name in FLOAT_COLUMNS]
+
+
+def rows_to_columns(times: list[int], rows: list[tuple], columns) -> dict[str, np.ndarray]:
+    """Change rows (see Recorder.emit_rows) as one array per column: `time` (int64) and `columns`."""
+    if not times:
+        return _empty(tuple(columns))
+    values = np.asarray(rows, dtype=np.float64)
+    out = {"time": np.asarray(times, dtype=np.int64)}
+    for i, name in enumerate(columns):
+        out[name] = values[:, i].astype(_dtype(name))
+    return out
 
 
 def changed_rows(columns: list[np.ndarray], before: tuple | None) -> np.ndarray:
@@ -102,7 +152,16 @@ def _dtype(name: str):
 
 
 def _empty(columns) -> dict[str, np.ndarray]:
-    out = {"time": np.empty(0, dtype=np.int64)}
-    for name in columns:
-        out[name] = np.empty(0, dtype=_dtype(name))
-    return out
+    """No change rows (shared, read-only arrays: emit is called every window, mostly with nothing to say)."""
+    out = _EMPTY.get(columns)
+    if out is None:
+        out = {"time": np.empty(0, dtype=np.int64)}
+        for name in columns:
+            out[name] = np.empty(0, dtype=_dtype(name))
+        for arr in out.values():
+            arr.flags.writeable = False
+        _EMPTY[columns] = out
+    return dict(out)
+
+
+_EMPTY: dict[tuple, dict[str, np.ndarray]] = {}

@@ -1,0 +1,190 @@
+"""The coordinator's lending policy: from every VC's report at an epoch, the loan operations each
+VC carries out at that epoch (raysim.sim.quota has the operations and the report's fields).
+
+The policy is deterministic: it reads the reports in layout order and breaks every tie by it.
+At an epoch, in this order:
+
+1. **Take back.** Nodes a borrower gave back since the last epoch (drained) return to their lender.
+2. **Reclaim.** A VC's *shortfall* is the GPUs of its pending jobs minus its free GPUs (on nodes
+   open to placement). A lender whose shortfall is positive, after counting the nodes coming back
+   to it at this epoch or being drained for it, reclaims lent nodes until the shortfall is covered
+   or none is left: one node at a time, from the borrower holding most of its GPUs (ties: layout
+   order), the lender's first pool (in layout order) of a GPU type its pending jobs may use. The
+   borrower gives them back in the lender's reclaim mode: `preempt` (jobs on them stop; the nodes
+   return at once) or `drain` (idle ones return at once, busy ones when their jobs end).
+3. **Return.** A borrower without pending jobs gives its idle held nodes back.
+4. **Lend.** Per cohort, lenders are the VCs without pending jobs, their supply their idle own
+   nodes (within `lending_limit`); borrowers are the VCs whose shortfall is still positive. Nodes
+   go out one at a time, max-min fair: to the borrower holding the fewest borrowed GPUs (counting
+   this epoch's), among those still short of GPUs a node can serve (their pending jobs may use
+   its type) and within `borrow_limit`; the node is the first such in lender then pool order.
+
+A borrowed node serves the borrower until the lender reclaims it or the borrower returns it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from raysim.elastic.settings import SharingSettings
+from raysim.sim.quota import PoolShape
+
+
+def decide(reports: dict[str, dict], settings: SharingSettings) -> dict[str, list[tuple]]:
+    """Per VC (those with something to do), its operations at the epoch, in the order it applies
+    them: ("reclaim", lender, shape, count, mode, nodes returned at once), ("take_back", pool, count, borrower),
+    ("lend", pool, count, borrower), ("borrow", shape, count, lender). `reports`: VC -> its
+    latest quota report, in layout order."""
+    epoch = _Epoch(reports, settings)
+    for vc, r in reports.items():  # 1. take back
+        for row in r["returned"]:
+            epoch.take_back(row["lender"], row["pool"], row["nodes"], vc, row["gpus_per_node"])
+        for row in r["held"]:
+            epoch.coming[row["lender"]] += row["draining"] * row["gpus_per_node"]
+    for lender, r in reports.items():  # 2. reclaim
+        if r["lent_gpus"]:
+            short = _shortfall(r) - epoch.coming[lender]
+            if short > 0:
+                epoch.reclaim(lender, short)
+    for vc, rows in epoch.open_rows.items():  # 3. return
+        if reports[vc]["pending_jobs"] == 0:
+            for (lender, _), row in rows.items():
+                if row["idle"]:
+                    epoch.give_back(vc, lender, row, row["idle"], "drain")
+    short = [vc for vc, r in reports.items() if r["pending_jobs"] and _shortfall(r) > epoch.coming[vc]]
+    if short and any(not r["pending_jobs"] and any(p["idle"] for p in r["pools"]) for r in reports.values()):
+        for cohort in dict.fromkeys(settings.quota(vc).cohort for vc in short):  # 4. lend
+            epoch.lend([vc for vc in reports if settings.quota(vc).cohort == cohort])
+    return epoch.operations()
+
+
+def _shortfall(report: dict) -> int:
+    """GPUs of the VC's pending jobs beyond its free GPUs."""
+    return report["pending_gpus"] - report["free_gpus"]
+
+
+def _usable(report: dict, gpu_type: str) -> int:
+    """GPUs of the VC's pending jobs that may run on `gpu_type`."""
+    groups = report["pending_by_types"]
+    if len(groups) == 1 and groups[0]["gpu_types"] is None:
+        return groups[0]["gpus"]
+    return sum(g["gpus"] for g in report["pending_by_types"] if g["gpu_types"] is None or gpu_type in g["gpu_types"])
+
+
+class _Epoch:
+    """The decisions of one epoch being made: operations per VC and what they change."""
+
+    ORDER = ("reclaim", "take_back", "lend", "borrow")
+
+    def __init__(self, reports: dict[str, dict], settings: SharingSettings):
+        self.reports, self.settings = reports, settings
+        self.rank = {vc: i for i, vc in enumerate(reports)}
+        self.ops: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+        #: lender -> GPUs coming back to it at this epoch or being drained for it
+        self.coming: dict[str, int] = defaultdict(int)
+        #: lender -> GPUs taken back at this epoch
+        self.back: dict[str, int] = defaultdict(int)
+        #: borrower -> GPUs it holds on loan (open and being drained), after this epoch's operations
+        self.held = {vc: r["held_gpus"] for vc, r in reports.items()}
+        #: borrower -> (lender, pool) -> its held row, counts updated as nodes go back
+        self.open_rows = {vc: {(row["lender"], row["pool"]): dict(row) for row in r["held"]}
+                          for vc, r in reports.items() if r["held"]}
+
+    def operations(self) -> dict[str, list[tuple]]:
+        return {vc: [(kind, *args) for kind in self.ORDER for args in per[kind]]
+                for vc, per in self.ops.items() if any(per[kind] for kind in self.ORDER)}
+
+    def take_back(self, lender: str, pool: int, count: int, borrower: str, gpus_per_node: int) -> None:
+        self.ops[lender]["take_back"].append((pool, count, borrower))
+        self.coming[lender] += count * gpus_per_node
+        self.back[lender] += count * gpus_per_node
+
+    def give_back(self, borrower: str, lender: str, row: dict, count: int, mode: str) -> None:
+        """`borrower` gives `count` nodes of its held `row` back; those that return at once
+        (all with preempt, the idle ones with drain) the lender takes back at once."""
+        gpus = row["gpus_per_node"]
+        now = count if mode == "preempt" else min(count, row["idle"])
+        self.ops[borrower]["reclaim"].append((lender, PoolShape(row["pool"], row["gpu_type"], gpus), count, mode, now))
+        if now:
+            self.take_back(lender, row["pool"], now, borrower, gpus)
+        self.coming[lender] += (count - now) * gpus
+        row["idle"] = max(0, row["idle"] - count)
+        row["nodes"] -= count
+        self.held[borrower] -= now * gpus
+
+    def reclaim(self, lender: str, short: int) -> None:
+        """Reclaim `lender`'s lent nodes until `short` GPUs are covered (see the module docstring)."""
+        report, mode = self.reports[lender], self.settings.quota(lender).reclaim
+        rows = {(vc, pool): row for vc, held in self.open_rows.items() for (lend, pool), row in held.items()
+                if lend == lender and row["nodes"]}
+        left = {key: row["nodes"] for key, row in rows.items()}  # nodes not reclaimed yet
+        holding = defaultdict(int)  # borrower -> the lender's GPUs it still holds
+        for (vc, _), row in rows.items():
+            holding[vc] += row["nodes"] * row["gpus_per_node"]
+        useful = [key for key, row in rows.items() if _usable(report, row["gpu_type"])]
+        while short > 0:
+            useful = [key for key in useful if left[key]]
+            if not useful:
+                break  # nothing lent out that its pending jobs may use
+            # the borrower holding most of the lender's GPUs, then the lender's first pool
+            key = min(useful, key=lambda k: (-holding[k[0]], self.rank[k[0]], k[1]))
+            gpus = rows[key]["gpus_per_node"]
+            left[key] -= 1
+            holding[key[0]] -= gpus
+            short -= gpus
+        for key in sorted(rows, key=lambda k: (self.rank[k[0]], k[1])):
+            if left[key] < rows[key]["nodes"]:
+                self.give_back(key[0], lender, rows[key], rows[key]["nodes"] - left[key], mode)
+
+    def lend(self, members: list[str]) -> None:
+        """Max-min fair lending within one cohort (see the module docstring)."""
+        reports, settings = self.reports, self.settings
+        supply, lendable = [], {}  # [lender, its pool's report row, idle nodes left]; lender -> GPUs it may still lend
+        for vc in members:
+            r = reports[vc]
+            if r["pending_jobs"]:
+                continue
+            limit = settings.quota(vc).lending_limit
+            if limit is not None:
+                out = sum(row["nodes"] * p["gpus_per_node"] for p in r["pools"] for row in p["lent"])
+                lendable[vc] = limit - (out - self.back[vc])
+            supply.extend([vc, p, p["idle"]] for p in r["pools"] if p["idle"])
+        want = {vc: _shortfall(reports[vc]) - self.coming[vc] for vc in members if reports[vc]["pending_jobs"]}
+        want = {vc: w for vc, w in want.items() if w > 0}
+        granted: dict = defaultdict(int)  # borrower -> GPUs lent to it at this epoch
+        loans: dict = defaultdict(int)  # (lender, pool, borrower) -> nodes
+        while want and supply:
+            choice = None
+            for vc in sorted(want, key=lambda v: (self.held[v], self.rank[v])):
+                limit = settings.quota(vc).borrow_limit
+                for item in supply:
+                    lender, pool, left = item
+                    gpus = pool["gpus_per_node"]
+                    if not left or lendable.get(lender, gpus) < gpus:
+                        continue
+                    if limit is not None and self.held[vc] + gpus > limit:
+                        continue
+                    if _usable(reports[vc], pool["gpu_type"]) <= granted[vc]:
+                        continue
+                    choice = (vc, item)
+                    break
+                if choice:
+                    break
+            if choice is None:
+                break
+            vc, item = choice
+            lender, pool, _ = item
+            gpus = pool["gpus_per_node"]
+            item[2] -= 1
+            if lender in lendable:
+                lendable[lender] -= gpus
+            loans[lender, pool["pool"], vc] += 1
+            self.held[vc] += gpus
+            granted[vc] += gpus
+            want[vc] -= gpus
+            if want[vc] <= 0:
+                del want[vc]
+        for (lender, pool, vc), count in loans.items():
+            row = reports[lender]["pools"][pool]
+            self.ops[lender]["lend"].append((pool, count, vc))
+            self.ops[vc]["borrow"].append((PoolShape(pool, row["gpu_type"], row["gpus_per_node"]), count, lender))

@@ -1,0 +1,349 @@
+"""Quota sharing across VCs (sharing=borrow|global): the lending policy, the epoch exchange through
+the coordinator, and results that do not depend on how the run is executed."""
+
+import dataclasses
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from test_invariants import synthetic_trace
+
+from raysim.cluster.layout import layout_from_vc_nodes
+from raysim.elastic import GLOBAL_VC, merged_layout
+from raysim.elastic.exchange import EpochExchange, LoanError, check_reports
+from raysim.elastic.lending import decide
+from raysim.elastic.settings import SharingSettings, VCQuota, sharing_settings
+from raysim.errors import ConfigError
+from raysim.run.simulate import simulate
+from raysim.runtime.local import LocalExecutor
+from raysim.runtime.spec import RunSpec
+from raysim.sim import SimParams
+from raysim.sim.quota import PoolShape, check_conservation
+from raysim.trace.errors import SkipReport
+from raysim.trace.load import Trace
+from raysim.trace.schema import conform, with_metadata
+
+GPU8 = PoolShape(0, "gpu", 8)
+
+
+# ---------------------------------------------------------------------- hand-built traces
+def hand_trace(rows, vcs):
+    """A trace from (vc, submit, duration, gpus) rows, job ids in row order."""
+    n = len(rows)
+    table = pa.table({
+        "job_id": np.arange(n, dtype=np.int64), "vc": [r[0] for r in rows], "user": ["u"] * n,
+        "gpu_num": np.array([r[3] for r in rows], np.int32), "cpu_num": np.ones(n, np.int32),
+        "submit_time": np.array([r[1] for r in rows], np.int64),
+        "duration": np.array([r[2] for r in rows], np.int64), "state": ["COMPLETED"] * n,
+    })
+    return Trace(with_metadata(conform(table), cluster="t", origin="0", source="hand"), dict(vcs), SkipReport(), "hand")
+
+
+def spec_of(trace, policy="fifo", sharing=None, **constants):
+    layout = layout_from_vc_nodes(trace.vc_nodes, 8)
+    spec = RunSpec(policy, "consolidate", SimParams.for_mode("clean", seed=1), layout, policy_options=constants)
+    if sharing is None:
+        return spec
+    settings = sharing_settings(sharing, list(layout))
+    if settings.mode == "global":
+        merged, homes = merged_layout(layout)
+        return dataclasses.replace(spec, layout=merged, pool_homes=homes, sharing=settings)
+    return dataclasses.replace(spec, sharing=settings)
+
+
+def borrow(period=300, reclaim="preempt", **more):
+    return {"mode": "borrow", "period_s": period, "reclaim": reclaim, **more}
+
+
+def rows_of(jobs):
+    cols = ("start_time", "end_time", "queue", "reclaims", "ran_on_vc")
+    return [tuple(jobs.column(c)[i].as_py() for c in cols) for i in range(jobs.num_rows)]
+
+
+# A: 2 idle nodes until its own 16-GPU job arrives at t=1000; B: 1 node, busy 0-5000, and two
+# 8-GPU jobs of 3000 s queued from t=10.
+TWO_VCS = [("B", 0, 5000, 8), ("B", 10, 3000, 8), ("B", 10, 3000, 8), ("A", 1000, 600, 16)]
+
+
+def test_b_borrows_exactly_the_idle_nodes_at_the_next_epoch_and_a_reclaims_them_by_preemption():
+    trace = hand_trace(TWO_VCS, {"A": 2, "B": 1})
+    jobs, series = simulate(trace, spec_of(trace, sharing=borrow()), None)
+    b0, b1, b2, a = rows_of(jobs)
+    assert b0 == (0, 5000, 0, 0, "B")
+    # t=300: B borrows A's two idle nodes; t=1200 (the epoch after A's arrival): A reclaims both,
+    # B's jobs on them stop. FIFO keeps no checkpoint: they start again from scratch on A's nodes,
+    # lent again at 2100, the epoch after A's job ends (queue: 290 + 900 s, 900 s of work lost)
+    assert a == (1200, 1800, 200, 0, "A")
+    assert b1 == b2 == (300, 5100, 1190, 1, "A")
+    assert jobs.column("jct")[1].as_py() == 1190 + 3000 + 900
+    assert jobs.column("home_vc").to_pylist() == ["B", "B", "B", "A"]
+    # the time series shows the loan: 16 GPUs borrowed by B (lent by A) from 300 until 1200
+    rows = series.filter(pa.compute.equal(series.column("vc"), "B")).to_pandas().set_index("time")
+    assert rows.loc[300, "borrowed_gpu_num"] == 16 and rows.loc[1140, "borrowed_gpu_num"] == 16
+    assert rows.loc[1200, "borrowed_gpu_num"] == 0 and rows.loc[300, "total_gpu_num"] == 24
+    lent = series.filter(pa.compute.equal(series.column("vc"), "A")).to_pandas().set_index("time")
+    assert lent.loc[600, "lent_gpu_num"] == 16 and lent.loc[600, "total_gpu_num"] == 0
+
+
+def test_tiresias_jobs_continue_after_a_reclaim_and_pay_the_preemption_overhead():
+    trace = hand_trace(TWO_VCS, {"A": 2, "B": 1})
+    spec = spec_of(trace, "tiresias", sharing=borrow(), threshold_gpu_s=10**9)
+    jobs, _ = simulate(trace, spec, None)
+    b1 = rows_of(jobs)[1]
+    # 900 s done on A's node before the reclaim at 1200; from 2100 the rest (2100 s) and 40 s overhead
+    assert b1 == (300, 4240, 1190, 1, "A")
+    assert jobs.column("jct")[1].as_py() == 1190 + 3000 + 40
+    assert jobs.column("preemptions")[1].as_py() == 0
+
+
+def test_drain_lets_the_borrowers_jobs_finish_and_the_lender_waits_for_them():
+    trace = hand_trace(TWO_VCS, {"A": 2, "B": 1})
+    jobs, _ = simulate(trace, spec_of(trace, sharing=borrow(reclaim="drain")), None)
+    b0, b1, b2, a = rows_of(jobs)
+    assert (b1[0], b1[1], b1[3], b1[4]) == (300, 3300, 0, "A")  # never stopped
+    assert (b2[0], b2[1], b2[3]) == (300, 3300, 0)
+    # the drained nodes go back at 3300 and A takes them back at the next epoch, 3600
+    assert a[:3] == (3600, 4200, 2600)
+
+
+def test_borrow_and_lending_limits_are_never_exceeded():
+    trace = hand_trace(TWO_VCS, {"A": 2, "B": 1})
+    jobs, series = simulate(trace, spec_of(trace, sharing=borrow(vcs={"B": {"borrow_limit": 8}})), None)
+    b = series.filter(pa.compute.equal(series.column("vc"), "B")).column("borrowed_gpu_num").to_numpy()
+    assert b.max() == 8
+    jobs, series = simulate(trace, spec_of(trace, sharing=borrow(vcs={"A": {"lending_limit": 8}})), None)
+    a = series.filter(pa.compute.equal(series.column("vc"), "A")).column("lent_gpu_num").to_numpy()
+    assert a.max() == 8
+    assert rows_of(jobs)[1][0] == 300 and rows_of(jobs)[2][0] > 300  # one job on the one lent node
+
+
+def test_vcs_lend_only_within_their_cohort():
+    trace = hand_trace(TWO_VCS, {"A": 2, "B": 1})
+    jobs, series = simulate(trace, spec_of(trace, sharing=borrow(vcs={"A": {"cohort": "x"}})), None)
+    assert series.column("borrowed_gpu_num").to_numpy().max() == 0
+    assert set(jobs.column("ran_on_vc").to_pylist()) == {"A", "B"}
+    assert jobs.column("ran_on_vc").to_pylist() == jobs.column("vc").to_pylist()
+
+
+# ---------------------------------------------------------------------- the lending policy alone
+def report(vc, *, pools=((8, 2, 2, {}),), held=(), returned=(), pending=(0, 0), free=None, by_types=None):
+    """A quota report: pools (gpus_per_node, nodes, idle, {borrower: nodes lent}), held rows
+    (lender, pool, nodes, idle, draining), returned rows (lender, pool, nodes), pending (jobs, GPUs)."""
+    pool_rows = [{"pool": i, "gpu_type": "gpu", "gpus_per_node": g, "nodes": n, "idle": idle,
+                  "lent": [{"vc": b, "nodes": k} for b, k in lent.items()]} for i, (g, n, idle, lent) in enumerate(pools)]
+    held_rows = [{"lender": lender, "pool": p, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": n, "idle": i,
+                  "draining": d} for lender, p, n, i, d in held]
+    jobs, gpus = pending
+    return {"vc": vc, "time": 0, "pools": pool_rows, "held": held_rows,
+            "returned": [{"lender": lender, "pool": p, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": n}
+                         for lender, p, n in returned],
+            "pending_jobs": jobs, "pending_gpus": gpus,
+            "pending_by_types": by_types if by_types is not None else ([{"gpu_types": None, "jobs": jobs, "gpus": gpus}]
+                                                                       if jobs else []),
+            "free_gpus": free if free is not None else sum(g * idle for g, _, idle, _ in pools),
+            "held_gpus": sum(8 * (n + d) for _, _, n, _, d in held),
+            "lent_gpus": sum(g * sum(lent.values()) for g, _, _, lent in pools),
+            "borrowed_gpu_s": 0, "lent_gpu_s": 0}
+
+
+SETTINGS = SharingSettings(mode="borrow", period_s=300)
+
+
+def test_lending_is_max_min_fair_over_the_borrowers_shortfall():
+    reports = {"L": report("L", pools=((8, 4, 4, {}),)),
+               "B1": report("B1", pools=((8, 1, 0, {}),), pending=(3, 24)),
+               "B2": report("B2", pools=((8, 1, 0, {}),), pending=(1, 8))}
+    ops = decide(reports, SETTINGS)
+    # B2 wants one node, B1 three: one each, then B1 (the one holding fewer) gets the rest
+    assert ops["L"] == [("lend", 0, 1, "B1"), ("lend", 0, 3, "B2")] or ops["L"] == [("lend", 0, 3, "B1"), ("lend", 0, 1, "B2")]
+    assert dict((o[3], o[2]) for o in ops["L"]) == {"B1": 3, "B2": 1}
+    assert ops["B1"] == [("borrow", GPU8, 3, "L")] and ops["B2"] == [("borrow", GPU8, 1, "L")]
+
+
+def test_scarce_nodes_go_to_the_borrower_holding_least():
+    reports = {"L": report("L", pools=((8, 2, 2, {}),)),
+               "B1": report("B1", pools=((8, 1, 0, {}),), held=[("X", 0, 2, 0, 0)], pending=(2, 16)),
+               "B2": report("B2", pools=((8, 1, 0, {}),), pending=(2, 16)),
+               "X": report("X", pools=((8, 2, 0, {"B1": 2}),), pending=(0, 0))}
+    ops = decide(reports, SETTINGS)
+    assert ops["B2"] == [("borrow", GPU8, 2, "L")] and "B1" not in ops
+
+
+def test_a_lender_with_waiting_jobs_reclaims_from_the_biggest_holder_first_in_its_mode():
+    settings = SharingSettings(mode="borrow", period_s=300, quotas={"L": VCQuota(reclaim="drain")})
+    reports = {"L": report("L", pools=((8, 4, 0, {"B1": 1, "B2": 3}),), pending=(1, 16), free=0),
+               "B1": report("B1", held=[("L", 0, 1, 1, 0)], pending=(1, 8)),
+               "B2": report("B2", held=[("L", 0, 3, 1, 0)], pending=(1, 8))}
+    ops = decide(reports, settings)
+    # 16 GPUs short: two nodes from B2 (it holds most), of which one is idle and comes back at once
+    assert ops["B2"] == [("reclaim", "L", GPU8, 2, "drain", 1)]
+    assert ops["L"] == [("take_back", 0, 1, "B2")]
+    assert "B1" not in ops
+
+
+def test_drained_returns_are_taken_back_and_idle_loans_go_home_when_the_borrower_is_done():
+    reports = {"L": report("L", pools=((8, 3, 0, {"B": 3}),)),
+               "B": report("B", pools=((8, 1, 1, {}),), held=[("L", 0, 2, 2, 0)], returned=[("L", 0, 1)])}
+    ops = decide(reports, SETTINGS)
+    assert ops["B"] == [("reclaim", "L", GPU8, 2, "drain", 2)]
+    assert ops["L"] == [("take_back", 0, 1, "B"), ("take_back", 0, 2, "B")]
+
+
+def test_epoch_reports_are_checked_for_conservation_and_limits():
+    ok = {"L": report("L", pools=((8, 2, 0, {"B": 2}),)), "B": report("B", held=[("L", 0, 1, 0, 0)],
+                                                                      returned=[("L", 0, 1)])}
+    check_reports(ok, SETTINGS)
+    lost = {"L": ok["L"], "B": report("B", held=[("L", 0, 1, 0, 0)])}
+    with pytest.raises(LoanError, match="not conserved"):
+        check_reports(lost, SETTINGS)
+    limited = SharingSettings(mode="borrow", period_s=300, quotas={"B": VCQuota(borrow_limit=8)})
+    over = {"L": report("L", pools=((8, 2, 0, {"B": 2}),)), "B": report("B", held=[("L", 0, 2, 0, 0)])}
+    with pytest.raises(LoanError, match="borrow_limit"):
+        check_reports(over, limited)
+
+
+# ---------------------------------------------------------------------- exact and distributed
+def test_conservation_holds_per_vc_and_per_node_at_every_epoch(monkeypatch):
+    """A random three-VC run on the in-process executor: at every epoch, before the decisions,
+    every lent node is held by its borrower or given back and not yet taken back."""
+    trace, est = synthetic_trace(seed=5, n=100)
+    spec = spec_of(trace, "tiresias", sharing=borrow(vcs={"b": {"reclaim": "drain"}}))
+    executors, epochs = [], []
+
+    class Watched(LocalExecutor):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            executors.append(self)
+
+    original = EpochExchange.after_window
+
+    def checked(self, loans, t_end, status, changed):
+        if self.is_epoch(t_end):
+            sims = {vc: sim for group in executors[0].vcgroups for vc, sim in group.sims.items()}
+            in_transit = {}
+            for vc, s in status.items():
+                for row in s["quota"]["returned"]:
+                    key = (row["lender"], vc, row["pool"])
+                    in_transit[key] = in_transit.get(key, 0) + row["nodes"]
+            check_conservation(sims, in_transit)
+            epochs.append(t_end)
+        return original(self, loans, t_end, status, changed)
+
+    monkeypatch.setattr(EpochExchange, "after_window", checked)
+    from raysim.run.simulate import vc_groups
+
+    executor = Watched(spec, vc_groups(spec.vcs, 1))
+    jobs, _ = simulate(trace, spec, est, executor=executor, window_s=300)
+    assert len(epochs) > 20
+    assert jobs.column("reclaims").to_numpy().sum() > 0
+    assert (jobs.column("ran_on_vc").to_numpy(zero_copy_only=False) != jobs.column("vc").to_numpy(zero_copy_only=False)).any()
+
+
+@pytest.mark.parametrize("mode", ["borrow", "global"])
+def test_results_do_not_depend_on_window_size_or_packing(mode, tmp_path):
+    trace, est = synthetic_trace(seed=6)
+    spec = spec_of(trace, "tiresias", sharing=borrow() if mode == "borrow" else {"mode": "global"})
+    base, base_ts = simulate(trace, spec, est, runtime="local", window_s=300)
+    for window_s, per_actor in ((100, 1), (300, 8), (604_800, 2)):
+        jobs, ts = simulate(trace, spec, est, runtime="local", window_s=window_s, vcs_per_actor=per_actor)
+        assert jobs.equals(base) and ts.equals(base_ts), (window_s, per_actor)
+
+
+def test_sharing_none_is_the_run_without_sharing():
+    trace, est = synthetic_trace(seed=7)
+    plain = spec_of(trace, "srtf")
+    jobs, ts = simulate(trace, plain, est)
+    again, ts2 = simulate(trace, spec_of(trace, "srtf", sharing={"mode": "none"}), est)
+    assert jobs.equals(again) and ts.equals(ts2)
+    assert "ran_on_vc" not in jobs.column_names
+
+
+def test_the_global_queue_runs_every_job_on_any_vcs_nodes():
+    trace, est = synthetic_trace(seed=8)
+    jobs, series = simulate(trace, spec_of(trace, "fifo", sharing={"mode": "global"}), est)
+    assert set(series.column("vc").to_pylist()) == {GLOBAL_VC, "all"}
+    assert jobs.column("vc").to_pylist() == trace.table.column("vc").to_pylist()
+    ran = jobs.column("ran_on_vc").to_numpy(zero_copy_only=False)
+    assert set(ran) <= set(trace.vc_nodes) and (ran != jobs.column("vc").to_numpy(zero_copy_only=False)).any()
+    assert series.column("total_gpu_num").to_numpy().max() == 8 * sum(trace.vc_nodes.values())
+    none, _ = simulate(trace, spec_of(trace, "fifo"), est)
+    assert jobs.column("queue").to_numpy().mean() < none.column("queue").to_numpy().mean()
+
+
+def test_a_borrow_run_resumes_from_its_checkpoint_with_identical_results(tmp_path):
+    from test_ray_runtime import StopAfter
+
+    from raysim.run.simulate import simulate_to, vc_groups
+
+    trace, est = synthetic_trace(seed=9)
+    spec = spec_of(trace, "tiresias", sharing=borrow())
+    whole, whole_ts = simulate(trace, spec, est, window_s=300)
+    ckpt = tmp_path / "ckpt"
+    with pytest.raises(Exception):
+        simulate_to(tmp_path / "a", trace, spec, est, window_s=300, checkpoint_dir=ckpt, checkpoint_every=7,
+                    executor=StopAfter(spec, vc_groups(spec.vcs, 1), windows=40))
+    simulate_to(tmp_path / "b", trace, spec, est, window_s=300, checkpoint_dir=ckpt, resume=True)
+    assert pq.read_table(tmp_path / "b" / "jobs.parquet").equals(whole)
+    assert pq.read_table(tmp_path / "b" / "timeseries.parquet").equals(whole_ts)
+
+
+# ---------------------------------------------------------------------- configuration
+def test_bad_sharing_settings_are_one_line_errors_naming_the_key():
+    with pytest.raises(ConfigError, match="sharing.mode"):
+        sharing_settings({"mode": "lend"}, ["a"])
+    with pytest.raises(ConfigError, match="sharing.vcs: names VC"):
+        sharing_settings(borrow(vcs={"zz": {"cohort": "x"}}), ["a", "b"])
+    with pytest.raises(ConfigError, match=r"sharing.vcs.a.reclaim"):
+        sharing_settings(borrow(vcs={"a": {"reclaim": "kill"}}), ["a"])
+    with pytest.raises(ConfigError, match=r"sharing.vcs.a: unknown setting"):
+        sharing_settings(borrow(vcs={"a": {"limit": 3}}), ["a"])
+    with pytest.raises(ConfigError, match="sharing.borrow_limit"):
+        sharing_settings(borrow(borrow_limit=-1), ["a"])
+    settings = sharing_settings(borrow(borrow_limit=16, vcs={"a": {"cohort": "x", "reclaim": "drain"}}), ["a", "b"])
+    assert settings.quota("a") == VCQuota(cohort="x", borrow_limit=16, reclaim="drain")
+    assert settings.quota("b") == VCQuota(borrow_limit=16)
+
+
+# ---------------------------------------------------------------------- on Ray
+@pytest.fixture(scope="module")
+def ray_up():
+    import ray
+
+    from raysim.runtime.ray_backend import ensure_ray
+
+    ensure_ray(num_cpus=2)
+    yield
+    ray.shutdown()
+
+
+def parquet_bytes(table, path):
+    pq.write_table(table, path, compression="zstd")
+    return path.read_bytes()
+
+
+def test_ray_writes_the_same_files_as_local_whatever_the_packing(ray_up, tmp_path):
+    trace, est = synthetic_trace(seed=10, n=200)
+    spec = spec_of(trace, "tiresias", sharing=borrow(vcs={"c": {"reclaim": "drain"}}))
+    local, local_ts = simulate(trace, spec, est, runtime="local")
+    assert local.column("ran_on_vc").to_pylist() != local.column("vc").to_pylist()
+    for per_actor in (1, 8):
+        jobs, ts = simulate(trace, spec, est, runtime="ray", window_s=86_400, vcs_per_actor=per_actor,
+                            ray_options={"actor_cpus": 0.1})
+        assert parquet_bytes(jobs, tmp_path / "a.parquet") == parquet_bytes(local, tmp_path / "b.parquet")
+        assert ts.equals(local_ts)
+
+
+def test_a_killed_vc_actor_in_a_borrow_run_is_rebuilt_with_identical_results(ray_up, tmp_path):
+    from test_ray_runtime import KillOnce
+
+    from raysim.run.simulate import vc_groups
+
+    trace, est = synthetic_trace(seed=11, n=200)
+    spec = spec_of(trace, "fifo", sharing=borrow())
+    undisturbed, undisturbed_ts = simulate(trace, spec, est, runtime="local")
+    executor = KillOnce(spec, vc_groups(spec.vcs, 1), victim=1, at=40)
+    jobs, ts = simulate(trace, spec, est, executor=executor, window_s=300)
+    assert executor.killed
+    assert parquet_bytes(jobs, tmp_path / "a.parquet") == parquet_bytes(undisturbed, tmp_path / "b.parquet")
+    assert ts.equals(undisturbed_ts)
