@@ -362,6 +362,22 @@ def _(root):
                 ["cluster.layout entry 0", "'gpus_per_node'", "must be positive"])
 
 
+# quota sharing (sharing=...)
+
+for _name, _overrides, _parts in [
+    ("mode", ["sharing.mode=lend"], ["sharing.mode", "must be one of none, borrow, global", "(value 'lend')"]),
+    ("period_not_multiple", ["sharing=borrow", "sharing.period_s=250", "runtime.window_s=100"],
+     ["sharing.period_s", "multiple of runtime.window_s (100 s)"]),
+    ("unknown_vc", ["sharing=borrow", "+sharing.vcs={vcZ: {cohort: a}}"], ["sharing.vcs", "vcZ"]),
+    ("bad_reclaim", ["sharing=borrow", "sharing.reclaim=kill"], ["sharing.reclaim", "preempt, drain"]),
+    ("negative_limit", ["sharing=borrow", "sharing.borrow_limit=-8"], ["sharing.borrow_limit", "at least 0"]),
+    ("with_lucid", ["sharing=borrow", "policy=lucid"], ["sharing", "policy=lucid", "sharing=none"]),
+]:
+    def _build(root, name=f"sharing_{_name}", overrides=_overrides, parts=_parts):
+        return Case(replay(root, None, *overrides, name=name), parts)
+    case(f"sharing_{_name}")(_build)
+
+
 # throughput tables and estimate files
 
 for _name, _text, _reason in [

@@ -4,6 +4,7 @@ the coordinator, and results that do not depend on how the run is executed."""
 import dataclasses
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -347,3 +348,37 @@ def test_a_killed_vc_actor_in_a_borrow_run_is_rebuilt_with_identical_results(ray
     assert executor.killed
     assert parquet_bytes(jobs, tmp_path / "a.parquet") == parquet_bytes(undisturbed, tmp_path / "b.parquet")
     assert ts.equals(undisturbed_ts)
+
+
+# ---------------------------------------------------------------------- a whole run and a sweep
+def test_a_borrow_run_reports_loans_in_its_summary_and_plots(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from raysim import cli  # noqa: F401  (the raysim_path resolver)
+    from raysim.paths import CONF_DIR
+    from raysim.run.cluster import run_cluster
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["+experiment=venus", "runtime=local", "sharing=borrow"])
+    overall = run_cluster(cfg, tmp_path)
+    summary = pd.read_csv(tmp_path / "summary.csv").set_index("vc")
+    vcs = summary.drop(index="all")
+    assert overall["borrowed_gpu_h"] == pytest.approx(overall["lent_gpu_h"]) and overall["borrowed_gpu_h"] > 0
+    assert vcs["borrowed_gpu_h"].sum() == pytest.approx(overall["borrowed_gpu_h"])
+    assert summary.loc["all", "reclaims"] == vcs["reclaims"].sum() > 0
+    assert (tmp_path / "plots" / "loans.png").stat().st_size > 10_000
+    jobs = pq.read_table(tmp_path / "jobs.parquet", columns=["vc", "home_vc", "ran_on_vc", "reclaims"])
+    assert jobs.column("home_vc").to_pylist() == jobs.column("vc").to_pylist()
+    assert summary.loc["all", "ran_elsewhere"] == sum(
+        r is not None and r != v for r, v in zip(jobs.column("ran_on_vc").to_pylist(), jobs.column("vc").to_pylist()))
+
+
+def test_a_sweep_shows_the_queue_each_vc_gained_or_lost():
+    from raysim.report.sweep import sharing_change
+
+    table = pd.DataFrame({"run": ["policy=fifo,sharing=none"] * 2 + ["policy=fifo,sharing=borrow"] * 2
+                          + ["policy=sjf,sharing=global"] * 2,
+                          "vc": ["a", "all"] * 3, "avg_queue": [100.0, 50.0, 40.0, 30.0, 1.0, 1.0]})
+    change = sharing_change(table, "avg_queue")
+    assert list(change.columns) == ["policy=fifo,sharing=borrow"]  # sjf has no sharing=none run to compare to
+    assert change.loc["a"].tolist() == [-60.0] and change.loc["all"].tolist() == [-20.0]

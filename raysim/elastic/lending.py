@@ -35,13 +35,17 @@ def decide(reports: dict[str, dict], settings: SharingSettings) -> dict[str, lis
     them: ("reclaim", lender, shape, count, mode, nodes returned at once), ("take_back", pool, count, borrower),
     ("lend", pool, count, borrower), ("borrow", shape, count, lender). `reports`: VC -> its
     latest quota report, in layout order."""
-    epoch = _Epoch(reports, settings)
-    for vc, r in reports.items():  # 1. take back
+    # VCs taking part in a loan; most epochs touch few of them, so the rest is read once
+    loaning = [vc for vc, r in reports.items() if r["held_gpus"] or r["lent_gpus"] or r["returned"]]
+    epoch = _Epoch(reports, settings, loaning)
+    for vc in loaning:  # 1. take back
+        r = reports[vc]
         for row in r["returned"]:
             epoch.take_back(row["lender"], row["pool"], row["nodes"], vc, row["gpus_per_node"])
         for row in r["held"]:
             epoch.coming[row["lender"]] += row["draining"] * row["gpus_per_node"]
-    for lender, r in reports.items():  # 2. reclaim
+    for lender in loaning:  # 2. reclaim
+        r = reports[lender]
         if r["lent_gpus"]:
             short = _shortfall(r) - epoch.coming[lender]
             if short > 0:
@@ -51,9 +55,15 @@ def decide(reports: dict[str, dict], settings: SharingSettings) -> dict[str, lis
             for (lender, _), row in rows.items():
                 if row["idle"]:
                     epoch.give_back(vc, lender, row, row["idle"], "drain")
-    short = [vc for vc, r in reports.items() if r["pending_jobs"] and _shortfall(r) > epoch.coming[vc]]
-    if short and any(not r["pending_jobs"] and any(p["idle"] for p in r["pools"]) for r in reports.values()):
-        for cohort in dict.fromkeys(settings.quota(vc).cohort for vc in short):  # 4. lend
+    short, supply = [], False
+    for vc, r in reports.items():
+        if r["pending_jobs"]:
+            if r["pending_gpus"] - r["free_gpus"] > epoch.coming.get(vc, 0):
+                short.append(vc)
+        elif not supply:
+            supply = any(p["idle"] for p in r["pools"])
+    if short and supply:  # 4. lend
+        for cohort in dict.fromkeys(settings.quota(vc).cohort for vc in short):
             epoch.lend([vc for vc in reports if settings.quota(vc).cohort == cohort])
     return epoch.operations()
 
@@ -76,7 +86,7 @@ class _Epoch:
 
     ORDER = ("reclaim", "take_back", "lend", "borrow")
 
-    def __init__(self, reports: dict[str, dict], settings: SharingSettings):
+    def __init__(self, reports: dict[str, dict], settings: SharingSettings, loaning: list[str]):
         self.reports, self.settings = reports, settings
         self.rank = {vc: i for i, vc in enumerate(reports)}
         self.ops: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
@@ -87,8 +97,8 @@ class _Epoch:
         #: borrower -> GPUs it holds on loan (open and being drained), after this epoch's operations
         self.held = {vc: r["held_gpus"] for vc, r in reports.items()}
         #: borrower -> (lender, pool) -> its held row, counts updated as nodes go back
-        self.open_rows = {vc: {(row["lender"], row["pool"]): dict(row) for row in r["held"]}
-                          for vc, r in reports.items() if r["held"]}
+        self.open_rows = {vc: {(row["lender"], row["pool"]): dict(row) for row in reports[vc]["held"]}
+                          for vc in loaning if reports[vc]["held"]}
 
     def operations(self) -> dict[str, list[tuple]]:
         return {vc: [(kind, *args) for kind in self.ORDER for args in per[kind]]

@@ -1,10 +1,13 @@
 """The coordinator: owns simulated time and drives the profiler stage and the VC groups in windows.
 
-Window k covers [t0 + kW, t0 + (k+1)W). For each window the profiler stage turns the trace's
-arrivals into per-group job batches; each VC group simulates every event before the window's end
-and returns finished-job records, time-series samples and its status. Empty stretches are skipped
-(cost follows events, not seconds). The profiler already works on the next window while the VC
-groups run the current one. Group snapshots are taken at window boundaries, so a lost group is
+Window k covers [t0 + kW, t0 + (k+1)W). The profiler stage turns the trace's arrivals into
+per-group job batches (a window at a time, or a day at a time under the pass-through stage: a VC
+holds jobs before they arrive); each VC group simulates every event before the window's end and
+returns its status, and, once a simulated day (every window with an online estimator), its
+finished-job records and time-series change rows. Empty stretches are skipped (cost follows
+events, not seconds). The profiler already works on the next batch while the VC groups run the
+current window. With quota sharing (raysim.elastic.exchange) windows end at the loan epochs: the
+groups report there, and the operations decided go out with the next window. Group snapshots are taken at window boundaries, so a lost group is
 rebuilt and its windows since replayed; the profiler stage is snapshotted after every window, so
 a lost stage is rebuilt and redoes its window. With a checkpoint folder an interrupted run resumes
 from there.
