@@ -83,7 +83,7 @@ def samples_table(per_vc: dict[str, tuple[list, list]], columns, interval: int) 
     gives their grid's interval (seconds)."""
     per_vc = {vc: tr for vc, tr in per_vc.items() if tr[0]}
     if not per_vc:
-        return no_samples(interval)
+        return _no_samples(interval)
     names = list(per_vc)
     codes = np.repeat(np.arange(len(names), dtype=np.int32), [len(per_vc[v][0]) for v in names])
     merged = rows_to_columns([t for v in names for t in per_vc[v][0]], [r for v in names for r in per_vc[v][1]],
@@ -92,7 +92,7 @@ def samples_table(per_vc: dict[str, tuple[list, list]], columns, interval: int) 
                     metadata={SAMPLE_INTERVAL: str(interval)})
 
 
-def no_samples(interval: int) -> pa.Table:
+def _no_samples(interval: int) -> pa.Table:
     """An empty samples table (shared: most windows of most VCs change nothing)."""
     table = _NO_SAMPLES.get(interval)
     if table is None:

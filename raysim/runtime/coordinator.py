@@ -161,8 +161,9 @@ class Coordinator:
                 queued = self._profile(state.pos, nxt, nxt + self.dispatch_s, state)
             samples, changed = [], False
             for res, smp, vc_status in self._collect(state, handles, current, orders, t_end, snapshot):
-                self._add_records(state, res)
-                samples.append(smp)
+                if res is not None:  # (a window that does not ship sends no tables)
+                    self._add_records(state, res)
+                    samples.append(smp)
                 state.status.update(vc_status)
                 changed = changed or bool(vc_status)
             if self.exchange:

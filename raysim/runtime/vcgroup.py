@@ -10,11 +10,8 @@ import pickle
 import numpy as np
 import pyarrow as pa
 
-from raysim.runtime.codec import RESULT_SCHEMA, no_samples, results_table, samples_table, split_by_vc
+from raysim.runtime.codec import results_table, samples_table, split_by_vc
 from raysim.runtime.spec import RunSpec
-
-
-_NO_RECORDS = RESULT_SCHEMA.empty_table()
 
 
 class VCGroup:
@@ -48,7 +45,7 @@ class VCGroup:
 
         Returns (finished-job records, time-series change rows, the status of every VC that got
         input or had events: the others' is unchanged). The records and rows are those since the
-        last window that shipped, and empty when this one does not; the rows then reach t_end - 1.
+        last window that shipped, reaching t_end - 1; both are None when this one does not ship.
         With `report`, the status of every VC that changed since its last report carries its new
         one (`status[vc]["quota"]`, VCSimulator.quota_report at t_end)."""
         orders = orders or {}
@@ -80,7 +77,7 @@ class VCGroup:
                               "quota": self.sims[vc].quota_report(t_end)}
             self._unreported.clear()
         if not orders.get("ship"):
-            return _NO_RECORDS, no_samples(self.interval), status
+            return None, None, status  # (not even empty tables: they would cost more than the window)
         finished, samples = [], {}
         for vc in self.vcs:  # layout order
             sim = self.sims[vc]
