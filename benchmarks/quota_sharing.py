@@ -1,0 +1,87 @@
+"""Cost of quota sharing: wall time of the Helios-like run with sharing=borrow against sharing=none,
+in-process and on Ray, each in a fresh process on this machine.
+
+    python benchmarks/quota_sharing.py [--days 183] [--policy fifo] [--runtimes local ray]
+                                       [--period-s 300] [--json]
+
+Each run simulates the whole trace and writes its result files (as `python -m raysim
++experiment=helios_synth` does, without summary and plots), with the experiment's packing
+(`ray.vcs_per_actor=auto`) and each runtime's default window (sharing=borrow: the epoch period).
+Prints one line per run and the ratio borrow / none per runtime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+
+WINDOW_S = {"local": 604_800, "ray": 86_400}  # conf/runtime/*.yaml
+
+
+def one(days: int, policy: str, runtime: str, sharing: str, period_s: int) -> dict:
+    import dataclasses
+
+    from raysim.cluster.layout import layout_from_vc_nodes
+    from raysim.elastic import merged_layout
+    from raysim.elastic.settings import sharing_settings
+    from raysim.run.simulate import simulate_to
+    from raysim.runtime.spec import RunSpec
+    from raysim.sim import SimParams
+    from raysim.trace.synth import load_synth
+
+    trace = load_synth({"preset": "helios", "days": days, "seed": 0})
+    layout = layout_from_vc_nodes(trace.vc_nodes, 8)
+    settings = sharing_settings({"mode": sharing, "period_s": period_s}, list(layout))
+    spec = RunSpec(policy, "consolidate", SimParams.for_mode("clean"), layout, sharing=settings)
+    if sharing == "global":
+        merged, homes = merged_layout(layout)
+        spec = dataclasses.replace(spec, layout=merged, pool_homes=homes)
+    if runtime == "ray":
+        from raysim.runtime.ray_backend import ensure_ray
+
+        ensure_ray()
+    t = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="raysim-quota-") as out:
+        stats = simulate_to(out, trace, spec, None, runtime=runtime, vcs_per_actor="auto", window_s=WINDOW_S[runtime])
+    wall = time.perf_counter() - t
+    return {"days": days, "jobs": trace.table.num_rows, "policy": policy, "runtime": runtime, "sharing": sharing,
+            "period_s": period_s if sharing == "borrow" else None, "wall_s": round(wall, 2), **stats}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--days", type=int, default=183)
+    ap.add_argument("--policy", default="fifo")
+    ap.add_argument("--runtimes", nargs="+", default=["local", "ray"])
+    ap.add_argument("--period-s", type=int, default=300)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--one", nargs=3, metavar=("RUNTIME", "SHARING", "PERIOD"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        runtime, sharing, period = args.one
+        print(json.dumps(one(args.days, args.policy, runtime, sharing, int(period))))
+        return
+    for runtime in args.runtimes:
+        walls = {}
+        for sharing in ("none", "borrow"):
+            res = subprocess.run([sys.executable, __file__, "--days", str(args.days), "--policy", args.policy,
+                                  "--one", runtime, sharing, str(args.period_s)], capture_output=True, text=True)
+            if res.returncode != 0:
+                print(json.dumps({"runtime": runtime, "sharing": sharing, "error": res.stderr.strip().splitlines()[-1:]}))
+                continue
+            row = json.loads(res.stdout.strip().splitlines()[-1])
+            walls[sharing] = row["wall_s"]
+            print(json.dumps(row) if args.json else
+                  f"{runtime:5s} sharing={sharing:6s} {row['jobs']:>9,} jobs  {row['wall_s']:7.1f} s  "
+                  f"{row['windows']:>7,} windows  {row['events']:>10,} events")
+        if len(walls) == 2:
+            ratio = {"runtime": runtime, "borrow_over_none": round(walls["borrow"] / walls["none"], 2)}
+            print(json.dumps(ratio) if args.json else f"{runtime:5s} borrow / none: x{ratio['borrow_over_none']}")
+
+
+if __name__ == "__main__":
+    main()
