@@ -131,12 +131,13 @@ def test_vcs_lend_only_within_their_cohort():
 def report(vc, *, pools=((8, 2, 2, {}),), held=(), returned=(), pending=(0, 0), free=None, by_types=None):
     """A quota report: pools (gpus_per_node, nodes, idle, {borrower: nodes lent}), held rows
     (lender, pool, nodes, idle, draining), returned rows (lender, pool, nodes), pending (jobs, GPUs)."""
-    pool_rows = [{"pool": i, "gpu_type": "gpu", "gpus_per_node": g, "nodes": n, "idle": idle,
-                  "lent": [{"vc": b, "nodes": k} for b, k in lent.items()]} for i, (g, n, idle, lent) in enumerate(pools)]
+    pool_rows = [{"pool": i, "gpu_type": "gpu", "gpus_per_node": g, "nodes": n, "idle": idle}
+                 for i, (g, n, idle, _) in enumerate(pools)]
+    lent_rows = [{"pool": i, "vc": b, "nodes": k} for i, (_, _, _, lent) in enumerate(pools) for b, k in lent.items()]
     held_rows = [{"lender": lender, "pool": p, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": n, "idle": i,
                   "draining": d} for lender, p, n, i, d in held]
     jobs, gpus = pending
-    return {"vc": vc, "time": 0, "pools": pool_rows, "held": held_rows,
+    return {"vc": vc, "time": 0, "pools": pool_rows, "lent": lent_rows, "held": held_rows,
             "returned": [{"lender": lender, "pool": p, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": n}
                          for lender, p, n in returned],
             "pending_jobs": jobs, "pending_gpus": gpus,
@@ -144,6 +145,8 @@ def report(vc, *, pools=((8, 2, 2, {}),), held=(), returned=(), pending=(0, 0), 
                                                                        if jobs else []),
             "free_gpus": free if free is not None else sum(g * idle for g, _, idle, _ in pools),
             "held_gpus": sum(8 * (n + d) for _, _, n, _, d in held),
+            "draining_gpus": sum(8 * d for _, _, _, _, d in held), "held_idle": sum(i for _, _, _, i, _ in held),
+            "loan_state": 0,
             "lent_gpus": sum(g * sum(lent.values()) for g, _, _, lent in pools),
             "borrowed_gpu_s": 0, "lent_gpu_s": 0}
 
@@ -246,9 +249,78 @@ def test_results_do_not_depend_on_window_size_or_packing(mode, tmp_path):
     trace, est = synthetic_trace(seed=6)
     spec = spec_of(trace, "tiresias", sharing=borrow() if mode == "borrow" else {"mode": "global"})
     base, base_ts = simulate(trace, spec, est, runtime="local", window_s=300)
-    for window_s, per_actor in ((100, 1), (300, 8), (604_800, 2)):
+    for window_s, per_actor in ((100, 1), (300, 8), (604_800, 2), (604_800, 8), (7_000, 8)):
         jobs, ts = simulate(trace, spec, est, runtime="local", window_s=window_s, vcs_per_actor=per_actor)
         assert jobs.equals(base) and ts.equals(base_ts), (window_s, per_actor)
+
+
+def five_vcs(seed, n=500):
+    """Five VCs in two cohorts, x = {v0, v1} and y = {v2, v3, v4}, busy enough to lend and reclaim."""
+    from simutil import random_jobs
+
+    rng = np.random.default_rng(seed)
+    nodes = {"v0": 2, "v1": 1, "v2": 3, "v3": 1, "v4": 2}
+    rows = random_jobs(rng, n, 60_000, max_gpu=16, long_tail=True)
+    vcs = rng.choice(list(nodes), n, p=[0.1, 0.3, 0.1, 0.35, 0.15])
+    trace = hand_trace([(vc, s, d, g) for vc, (s, d, g, _) in zip(vcs, rows)], nodes)
+    cohorts = {"v0": {"cohort": "x"}, "v1": {"cohort": "x", "reclaim": "drain"}, "v2": {"cohort": "y"},
+               "v3": {"cohort": "y", "borrow_limit": 16}, "v4": {"cohort": "y", "lending_limit": 8}}
+    return trace, cohorts
+
+
+@pytest.mark.parametrize("policy", ["fifo", "tiresias"])
+def test_a_cohort_is_decided_alike_in_its_group_and_by_the_coordinator(policy):
+    """Where a cohort is decided (inside the VC group holding all of it, or by the coordinator
+    when it is split) changes no result, with windows of any length, aligned to epochs or not."""
+    from raysim.elastic.cohorts import decided_by_coordinator
+    from raysim.run.simulate import vc_groups
+
+    trace, cohorts = five_vcs(seed=3)
+    spec = spec_of(trace, policy, sharing=borrow(vcs=cohorts))
+    # one VC per group: both cohorts are split, the coordinator decides at 300-s windows
+    assert decided_by_coordinator(spec.sharing, spec.vcs, vc_groups(spec.vcs, 1)) == spec.vcs
+    base, base_ts = simulate(trace, spec, None, window_s=300)
+    assert base.column("reclaims").to_numpy().sum() > 0
+    assert set(base.column("ran_on_vc").to_pylist()) - set(base.column("vc").to_pylist()) == set()
+    assert (base.column("ran_on_vc").to_numpy(zero_copy_only=False) != base.column("vc").to_numpy(zero_copy_only=False)).any()
+    for per_actor, window_s, split in ((8, 604_800, []), (8, 7_000, []), (8, 100, []),
+                                       (2, 600, ["v2", "v3", "v4"]), (3, 86_400, ["v2", "v3", "v4"])):
+        assert decided_by_coordinator(spec.sharing, spec.vcs, vc_groups(spec.vcs, per_actor)) == split
+        jobs, ts = simulate(trace, spec, None, window_s=window_s, vcs_per_actor=per_actor)
+        assert jobs.equals(base) and ts.equals(base_ts), (per_actor, window_s)
+
+
+def test_conservation_holds_at_every_epoch_decided_inside_a_group(monkeypatch):
+    """The in-group decisions: before each, every lent node is held by its borrower or was given
+    back (and not yet taken back), and the node state of every VC is consistent."""
+    from raysim.elastic.exchange import CohortEpochs
+
+    trace, cohorts = five_vcs(seed=4)
+    spec = spec_of(trace, "fifo", sharing=borrow(vcs=cohorts))
+    original, epochs = CohortEpochs.decide, []
+
+    def checked(self, sims, t):
+        check_conservation({vc: sims[vc] for vc in self.vcs})
+        epochs.append(t)
+        return original(self, sims, t)
+
+    monkeypatch.setattr(CohortEpochs, "decide", checked)
+    jobs, _ = simulate(trace, spec, None, window_s=604_800, vcs_per_actor=8)
+    assert len(epochs) > 50 and all(t % 300 == 0 for t in epochs)
+    assert jobs.column("reclaims").to_numpy().sum() > 0
+
+
+def test_auto_packing_keeps_every_cohort_in_one_group():
+    from raysim.elastic.cohorts import cohort_groups, cohorts, decided_in_group
+
+    settings = sharing_settings(borrow(vcs={"a": {"cohort": "x"}, "c": {"cohort": "x"}, "d": {"cohort": "y"},
+                                            "e": {"cohort": "y"}, "f": {"cohort": "y"}}), list("abcdef"))
+    assert cohorts(settings, list("abcdef")) == {"x": ["a", "c"], "y": ["d", "e", "f"]}  # b is alone in "all"
+    assert cohort_groups(settings, list("abcdef"), 2) == [["a", "b", "c"], ["d", "e", "f"]]
+    assert cohort_groups(settings, list("abcdef"), 8) == [["a", "c"], ["b"], ["d", "e", "f"]]
+    assert cohort_groups(settings, list("abcdef"), 1) == [list("abcdef")]
+    assert decided_in_group(settings, list("abcdef"), ["a", "b", "c"]) == ["a", "c"]
+    assert decided_in_group(settings, list("abcdef"), ["b", "d", "e"]) == []
 
 
 def test_sharing_none_is_the_run_without_sharing():

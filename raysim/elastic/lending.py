@@ -30,42 +30,76 @@ from raysim.elastic.settings import SharingSettings
 from raysim.sim.quota import PoolShape
 
 
-def decide(reports: dict[str, dict], settings: SharingSettings) -> dict[str, list[tuple]]:
+def decide(reports: dict[str, dict], settings: SharingSettings, index: "ReportIndex | None" = None
+           ) -> dict[str, list[tuple]]:
     """Per VC (those with something to do), its operations at the epoch, in the order it applies
     them: ("reclaim", lender, shape, count, mode, nodes returned at once), ("take_back", pool, count, borrower),
     ("lend", pool, count, borrower), ("borrow", shape, count, lender). `reports`: VC -> its
-    latest quota report, in layout order."""
-    # VCs taking part in a loan; most epochs touch few of them, so the rest is read once
-    loaning = [vc for vc, r in reports.items() if r["held_gpus"] or r["lent_gpus"] or r["returned"]]
-    epoch = _Epoch(reports, settings, loaning)
-    for vc in loaning:  # 1. take back
+    latest quota report, in layout order; `index`: the reports' ReportIndex, when the caller keeps
+    one up to date (else it is built here)."""
+    index = index or ReportIndex.of(reports, settings)
+    epoch = _Epoch(reports, settings, index.rank)
+    for vc in index.ordered(index.transit):  # 1. take back
         r = reports[vc]
         for row in r["returned"]:
             epoch.take_back(row["lender"], row["pool"], row["nodes"], vc, row["gpus_per_node"])
-        for row in r["held"]:
-            epoch.coming[row["lender"]] += row["draining"] * row["gpus_per_node"]
-    for lender in loaning:  # 2. reclaim
-        r = reports[lender]
-        if r["lent_gpus"]:
-            short = _shortfall(r) - epoch.coming[lender]
-            if short > 0:
-                epoch.reclaim(lender, short)
-    for vc, rows in epoch.open_rows.items():  # 3. return
-        if reports[vc]["pending_jobs"] == 0:
-            for (lender, _), row in rows.items():
-                if row["idle"]:
-                    epoch.give_back(vc, lender, row, row["idle"], "drain")
-    short, supply = [], False
-    for vc, r in reports.items():
-        if r["pending_jobs"]:
-            if r["pending_gpus"] - r["free_gpus"] > epoch.coming.get(vc, 0):
-                short.append(vc)
-        elif not supply:
-            supply = any(p["idle"] for p in r["pools"])
-    if short and supply:  # 4. lend
-        for cohort in dict.fromkeys(settings.quota(vc).cohort for vc in short):
-            epoch.lend([vc for vc in reports if settings.quota(vc).cohort == cohort])
+        if r["draining_gpus"]:
+            for row in r["held"]:
+                epoch.coming[row["lender"]] += row["draining"] * row["gpus_per_node"]
+    for lender in index.ordered(index.pending & index.lending):  # 2. reclaim (a shortfall needs pending jobs)
+        short = _shortfall(reports[lender]) - epoch.coming[lender]
+        if short > 0:
+            epoch.reclaim(lender, short)
+    for vc in index.ordered(index.idle_held):  # 3. return
+        for (lender, _), row in epoch.open_rows(vc).items():
+            if row["idle"]:
+                epoch.give_back(vc, lender, row, row["idle"], "drain")
+    short = [vc for vc in index.ordered(index.pending)
+             if reports[vc]["pending_gpus"] - reports[vc]["free_gpus"] > epoch.coming.get(vc, 0)]
+    if short and any(any(p["idle"] for p in reports[vc]["pools"]) for vc in index.order if vc not in index.pending):
+        for cohort in dict.fromkeys(settings.quota(vc).cohort for vc in short):  # 4. lend
+            epoch.lend(index.members[cohort])
     return epoch.operations()
+
+
+class ReportIndex:
+    """Which VCs each step of the lending policy looks at, from their reports: those with pending
+    jobs, those lending nodes out, those with nodes returned or being drained, and borrowers with
+    idle held nodes and no pending job. A caller that keeps it up to date (`update` whenever a
+    report changes) makes a decision cost what it concerns rather than the number of VCs."""
+
+    def __init__(self, vcs: list[str], settings: SharingSettings):
+        self.order = list(vcs)
+        self.rank = {vc: i for i, vc in enumerate(self.order)}
+        #: cohort -> its VCs (among `vcs`), in layout order
+        self.members: dict[str, list[str]] = {}
+        for vc in self.order:
+            self.members.setdefault(settings.quota(vc).cohort, []).append(vc)
+        self.pending: set = set()
+        self.lending: set = set()
+        self.transit: set = set()
+        self.idle_held: set = set()
+
+    @classmethod
+    def of(cls, reports: dict[str, dict], settings: SharingSettings) -> "ReportIndex":
+        index = cls(list(reports), settings)
+        for vc, r in reports.items():
+            index.update(vc, r)
+        return index
+
+    def update(self, vc: str, r: dict) -> None:
+        """Place VC `vc` by its report `r`."""
+        for members, inside in ((self.pending, r["pending_jobs"] > 0), (self.lending, r["lent_gpus"] > 0),
+                                (self.transit, bool(r["returned"]) or r["draining_gpus"] > 0),
+                                (self.idle_held, r["held_idle"] > 0 and r["pending_jobs"] == 0)):
+            if inside:
+                members.add(vc)
+            else:
+                members.discard(vc)
+
+    def ordered(self, vcs) -> list[str]:
+        """`vcs` in layout order."""
+        return sorted(vcs, key=self.rank.__getitem__)
 
 
 def _shortfall(report: dict) -> int:
@@ -86,19 +120,25 @@ class _Epoch:
 
     ORDER = ("reclaim", "take_back", "lend", "borrow")
 
-    def __init__(self, reports: dict[str, dict], settings: SharingSettings, loaning: list[str]):
-        self.reports, self.settings = reports, settings
-        self.rank = {vc: i for i, vc in enumerate(reports)}
+    def __init__(self, reports: dict[str, dict], settings: SharingSettings, rank: dict[str, int]):
+        self.reports, self.settings, self.rank = reports, settings, rank
         self.ops: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
         #: lender -> GPUs coming back to it at this epoch or being drained for it
         self.coming: dict[str, int] = defaultdict(int)
         #: lender -> GPUs taken back at this epoch
         self.back: dict[str, int] = defaultdict(int)
         #: borrower -> GPUs it holds on loan (open and being drained), after this epoch's operations
-        self.held = {vc: r["held_gpus"] for vc, r in reports.items()}
-        #: borrower -> (lender, pool) -> its held row, counts updated as nodes go back
-        self.open_rows = {vc: {(row["lender"], row["pool"]): dict(row) for row in reports[vc]["held"]}
-                          for vc in loaning if reports[vc]["held"]}
+        self.held = _HeldGPUs(reports)
+        #: borrower -> (lender, pool) -> its held row, counts updated as nodes go back (see open_rows)
+        self._rows: dict[str, dict] = {}
+
+    def open_rows(self, borrower: str) -> dict:
+        """(lender, pool) -> the borrower's held row, as this epoch's operations leave it."""
+        rows = self._rows.get(borrower)
+        if rows is None:
+            rows = self._rows[borrower] = {(row["lender"], row["pool"]): dict(row)
+                                           for row in self.reports[borrower]["held"]}
+        return rows
 
     def operations(self) -> dict[str, list[tuple]]:
         return {vc: [(kind, *args) for kind in self.ORDER for args in per[kind]]
@@ -125,7 +165,8 @@ class _Epoch:
     def reclaim(self, lender: str, short: int) -> None:
         """Reclaim `lender`'s lent nodes until `short` GPUs are covered (see the module docstring)."""
         report, mode = self.reports[lender], self.settings.quota(lender).reclaim
-        rows = {(vc, pool): row for vc, held in self.open_rows.items() for (lend, pool), row in held.items()
+        borrowers = sorted({row["vc"] for row in report["lent"]}, key=self.rank.__getitem__)
+        rows = {(vc, pool): row for vc in borrowers for (lend, pool), row in self.open_rows(vc).items()
                 if lend == lender and row["nodes"]}
         left = {key: row["nodes"] for key, row in rows.items()}  # nodes not reclaimed yet
         holding = defaultdict(int)  # borrower -> the lender's GPUs it still holds
@@ -149,28 +190,19 @@ class _Epoch:
     def lend(self, members: list[str]) -> None:
         """Max-min fair lending within one cohort (see the module docstring)."""
         reports, settings = self.reports, self.settings
-        supply, lendable = [], {}  # [lender, its pool's report row, idle nodes left]; lender -> GPUs it may still lend
-        for vc in members:
-            r = reports[vc]
-            if r["pending_jobs"]:
-                continue
-            limit = settings.quota(vc).lending_limit
-            if limit is not None:
-                out = sum(row["nodes"] * p["gpus_per_node"] for p in r["pools"] for row in p["lent"])
-                lendable[vc] = limit - (out - self.back[vc])
-            supply.extend([vc, p, p["idle"]] for p in r["pools"] if p["idle"])
         want = {vc: _shortfall(reports[vc]) - self.coming[vc] for vc in members if reports[vc]["pending_jobs"]}
         want = {vc: w for vc, w in want.items() if w > 0}
+        supply = _Supply(reports, settings, members, self.back)
         granted: dict = defaultdict(int)  # borrower -> GPUs lent to it at this epoch
         loans: dict = defaultdict(int)  # (lender, pool, borrower) -> nodes
-        while want and supply:
+        while want:
             choice = None
             for vc in sorted(want, key=lambda v: (self.held[v], self.rank[v])):
                 limit = settings.quota(vc).borrow_limit
                 for item in supply:
                     lender, pool, left = item
                     gpus = pool["gpus_per_node"]
-                    if not left or lendable.get(lender, gpus) < gpus:
+                    if not left or supply.lendable.get(lender, gpus) < gpus:
                         continue
                     if limit is not None and self.held[vc] + gpus > limit:
                         continue
@@ -186,8 +218,8 @@ class _Epoch:
             lender, pool, _ = item
             gpus = pool["gpus_per_node"]
             item[2] -= 1
-            if lender in lendable:
-                lendable[lender] -= gpus
+            if lender in supply.lendable:
+                supply.lendable[lender] -= gpus
             loans[lender, pool["pool"], vc] += 1
             self.held[vc] += gpus
             granted[vc] += gpus
@@ -198,3 +230,51 @@ class _Epoch:
             row = reports[lender]["pools"][pool]
             self.ops[lender]["lend"].append((pool, count, vc))
             self.ops[vc]["borrow"].append((PoolShape(pool, row["gpu_type"], row["gpus_per_node"]), count, lender))
+
+
+class _HeldGPUs(dict):
+    """Borrower -> GPUs it holds on loan, read from its report when first asked for."""
+
+    def __init__(self, reports: dict):
+        super().__init__()
+        self._reports = reports
+
+    def __missing__(self, vc: str) -> int:
+        value = self[vc] = self._reports[vc]["held_gpus"]
+        return value
+
+
+class _Supply:
+    """A cohort's idle nodes, as [lender, its pool's report row, idle nodes left] items in lender
+    (layout) then pool order: the VCs without pending jobs and their idle own nodes. Iterating
+    goes on to the next lender's pools only when the items so far are used up, so the pools of
+    lenders the epoch does not reach are never read. `lendable`: lender -> GPUs it may still
+    lend under its lending limit (for the lenders reached)."""
+
+    def __init__(self, reports: dict, settings: SharingSettings, members: list[str], back: dict):
+        self.items: list = []
+        self.lendable: dict = {}
+        self._reports, self._settings, self._back = reports, settings, back
+        self._lenders = iter([vc for vc in members if not reports[vc]["pending_jobs"]])
+
+    def __iter__(self):
+        i = 0
+        while True:
+            while i < len(self.items):
+                yield self.items[i]
+                i += 1
+            if not self._more():
+                return
+
+    def _more(self) -> bool:
+        """Add the next lender with idle nodes; False when none is left."""
+        for vc in self._lenders:
+            r = self._reports[vc]
+            idle = [[vc, p, p["idle"]] for p in r["pools"] if p["idle"]]
+            if idle:
+                limit = self._settings.quota(vc).lending_limit
+                if limit is not None:
+                    self.lendable[vc] = limit - (r["lent_gpus"] - self._back[vc])
+                self.items.extend(idle)
+                return True
+        return False

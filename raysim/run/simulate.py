@@ -12,7 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from raysim.elastic import GLOBAL_VC
+from raysim.elastic.cohorts import cohort_groups, decided_by_coordinator
 from raysim.elastic.exchange import EpochExchange
+from raysim.elastic.settings import SharingSettings
 from raysim.report.results import merge_profiling, merge_series, write_jobs
 from raysim.runtime.codec import jobs_batch
 from raysim.runtime.coordinator import Coordinator, check_resumable
@@ -28,16 +30,20 @@ FINISHED = "finished"
 RESULT_FILES = ("jobs.parquet", "timeseries.parquet")
 
 
-def vc_groups(vcs: list[str], vcs_per_actor: int | str) -> list[list[str]]:
+def vc_groups(vcs: list[str], vcs_per_actor: int | str, sharing: SharingSettings | None = None) -> list[list[str]]:
     """VCs in layout order, packed `vcs_per_actor` to a group (one process/actor per group).
 
     "auto" packs them into as many groups as the Ray cluster has CPUs (one group without Ray);
-    packing never changes results, only how the work is spread over processes."""
+    with quota sharing (`sharing` mode borrow) it keeps every cohort in one group, so that its
+    loans are decided there rather than by a coordinator window per epoch (raysim.elastic.cohorts).
+    Packing never changes results, only how the work is spread over processes."""
     names = list(vcs)
     if vcs_per_actor == "auto":
         import ray
 
         cpus = int(ray.cluster_resources().get("CPU", 1)) if ray.is_initialized() else 1
+        if sharing is not None and sharing.borrow:
+            return cohort_groups(sharing, names, max(1, cpus))
         vcs_per_actor = -(-len(names) // max(1, cpus))
     k = max(1, int(vcs_per_actor))
     return [names[i:i + k] for i in range(0, len(names), k)]
@@ -55,9 +61,11 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     PeriodicDurationEstimator) fills in duration estimates while the run goes on. Returns the
     run's event and window counts and how many lost actors were rebuilt.
 
-    With quota sharing (`spec.sharing`, mode borrow) windows last at most `sharing.period_s` and
-    end at its epochs (the period must be a multiple of the window); mode global routes every job
-    to the one cluster-wide VC of the spec's merged layout.
+    With quota sharing (`spec.sharing`, mode borrow) each VC group decides the loans of the cohorts
+    it holds whole; when a cohort is split over groups the coordinator decides its loans, and its
+    windows then last at most `sharing.period_s` and end at its epochs (the period must be a
+    multiple of the window). Mode global routes every job to the one cluster-wide VC of the spec's
+    merged layout.
 
     With `checkpoint_dir`, checkpoints carry the run's fingerprint (raysim.runtime.fingerprint) and
     `resume` refuses one written by a run with other inputs, naming them. A finished run leaves its
@@ -76,11 +84,12 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
         from raysim.runtime.ray_backend import ensure_ray
 
         ensure_ray((ray_options or {}).get("address"), (ray_options or {}).get("num_cpus"))  # to count its CPUs
+    groups = vc_groups(spec.vcs, vcs_per_actor, spec.sharing)
     exchange = None
-    if spec.sharing.borrow:  # windows end at epochs
+    split = decided_by_coordinator(spec.sharing, spec.vcs, groups)
+    if split:  # the coordinator decides the cohorts split over groups: windows end at epochs
         window_s = min(window_s, spec.sharing.period_s)
-        exchange = EpochExchange(spec.sharing, spec.t0, window_s)
-    groups = vc_groups(spec.vcs, vcs_per_actor)
+        exchange = EpochExchange(spec.sharing, spec.t0, window_s, split)
     if executor is None:
         executor = make_executor(runtime, spec, groups, ray_options or {})
     # with checkpoints, the partial result files must outlive this process: they live beside them

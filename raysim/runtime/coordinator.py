@@ -159,13 +159,13 @@ class Coordinator:
                 nxt = None  # the checkpoint must catch the stage at this window's end, not beyond
             if nxt is not None:  # the stage works on its next window while the VC groups run this one
                 queued = self._profile(state.pos, nxt, nxt + self.dispatch_s, state)
-            samples, changed = [], False
+            samples, changed = [], set()
             for res, smp, vc_status in self._collect(state, handles, current, orders, t_end, snapshot):
                 if res is not None:  # (a window that does not ship sends no tables)
                     self._add_records(state, res)
                     samples.append(smp)
                 state.status.update(vc_status)
-                changed = changed or bool(vc_status)
+                changed.update(vc_status)
             if self.exchange:
                 self.exchange.after_window(state.loans, t_end, state.status, changed)
             self.sink.add_samples(samples, min(state.shipped_at - 1, max(s["last_event"] for s in state.status.values())))

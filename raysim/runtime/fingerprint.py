@@ -41,7 +41,8 @@ def run_fingerprint(trace_table: pa.Table, spec, estimates=None, job_extra=None,
         "estimator": _settings(estimator),
     }
     if spec.sharing.mode != "none":  # (absent without sharing: earlier checkpoints stay resumable)
-        parts["sharing"] = {"settings": spec.sharing, "pool_homes": spec.pool_homes}
+        # (`groups`: VC groups decide their own cohorts; checkpoints before that are refused)
+        parts["sharing"] = {"settings": spec.sharing, "pool_homes": spec.pool_homes, "decisions": "groups"}
     return {name: digest(value) for name, value in parts.items()}
 
 

@@ -10,6 +10,8 @@ import pickle
 import numpy as np
 import pyarrow as pa
 
+from raysim.elastic.cohorts import decided_in_group
+from raysim.elastic.exchange import CohortEpochs
 from raysim.runtime.codec import results_table, samples_table, split_by_vc
 from raysim.runtime.spec import RunSpec
 
@@ -20,61 +22,73 @@ class VCGroup:
 
     A window visits only the VCs that get input or have an event before its end, and results
     leave only when the coordinator says so: short windows (quota-sharing epochs) cost what
-    happens in them, not the number of VCs."""
+    happens in them, not the number of VCs.
+
+    With quota sharing, the group decides the loans of the cohorts all of whose VCs it holds
+    itself, at their epochs (raysim.elastic.exchange.CohortEpochs), and reports the VCs of split
+    cohorts to the coordinator, which decides theirs (raysim.elastic.cohorts)."""
 
     def __init__(self, spec: RunSpec, vcs: list[str]):
         self.vcs = list(vcs)
         self.sims = {vc: spec.make_simulator(vc) for vc in self.vcs}
+        mine = decided_in_group(spec.sharing, spec.vcs, self.vcs)
+        #: loan decisions made here (None: no cohort lies wholly in this group)
+        self.epochs = CohortEpochs(spec.sharing, spec.t0, mine) if mine else None
+        #: VCs whose quota reports go to the coordinator (their cohort is split over groups)
+        self.reporting = [vc for vc in self.vcs if spec.sharing.borrow and vc not in mine]
         self._track()
 
     def _track(self) -> None:
         """Start tracking every VC: its next event time, whether its recorder has unemitted
-        snapshots, and whether it changed since its last quota report."""
+        snapshots, whether it changed since its last quota report, and the next event time the
+        coordinator was last told."""
         self._next = {vc: sim.next_event_time() for vc, sim in self.sims.items()}
         self._unsettled = set(self.sims)
-        self._unreported = set(self.sims)
+        self._reporting = frozenset(self.reporting)
+        self._unreported = set(self.reporting)
+        self._mine = frozenset(self.epochs.vcs if self.epochs is not None else ())
+        self._told: dict = {}  # VC -> the next event its last status said
 
     def run_window(self, batch: dict | None, t_end: int, orders: dict | None = None) -> tuple[pa.Table, pa.Table, dict]:
         """Add this window's arrivals (`batch["jobs"]`, an Arrow table) and the profiler's node
         loans (`batch["loans"]`: (vc, time, +1/-1)), carry out the coordinator's `orders` given at
-        the window's start, then simulate every event before `t_end`.
+        the window's start, then simulate every event before `t_end`, deciding the loans of this
+        group's own cohorts at their epochs on the way.
 
         Orders: `ops` (VC -> quota-sharing operations at time `t`, see raysim.elastic.lending),
         `report` (t_end is a quota epoch) and `ship` (send the results now; without it finished
         jobs' records and time-series rows wait in the simulators for a later window).
 
         Returns (finished-job records, time-series change rows, the status of every VC that got
-        input or had events: the others' is unchanged). The records and rows are those since the
+        input, had events or whose next event changed: the others' is unchanged). A VC's next
+        event includes its cohort's next loan decision. The records and rows are those since the
         last window that shipped, reaching t_end - 1; both are None when this one does not ship.
-        With `report`, the status of every VC that changed since its last report carries its new
-        one (`status[vc]["quota"]`, VCSimulator.quota_report at t_end)."""
+        With `report`, the status of every reporting VC that changed since its last report
+        carries its new one (`status[vc]["quota"]`, VCSimulator.quota_report at t_end)."""
         orders = orders or {}
-        touched = set()
+        visited = set()
         jobs = batch["jobs"] if batch else None
         if jobs is not None and jobs.num_rows:
             for vc, cols in split_by_vc(jobs).items():
                 self.sims[vc].add_jobs(cols)
-                touched.add(vc)
+                visited.add(vc)
         for vc, t, delta in (batch or {}).get("loans", ()):
             self.sims[vc].add_node_events([(t, delta)])
-            touched.add(vc)
+            visited.add(vc)
         ops = orders.get("ops") or {}
         for vc in self.vcs:
             if vc in ops:
-                apply_operations(self.sims[vc], orders["t"], ops[vc])
-                touched.add(vc)
-        status = {}
-        for vc in touched.union(vc for vc, t in self._next.items() if t < t_end):
-            sim = self.sims[vc]
-            sim.run(until=t_end)
-            self._next[vc] = nxt = sim.next_event_time()
-            status[vc] = self._status(sim, nxt)
-            self._unreported.add(vc)
-            self._unsettled.add(vc)
+                self.sims[vc].apply_loan_operations(orders["t"], ops[vc])
+                visited.add(vc)
+        for vc in visited:  # new arrivals, node events or operations
+            self._next[vc] = self.sims[vc].next_event_time()
+        if self.epochs is not None:
+            self._decide_epochs(t_end, visited)
+        self._advance(visited.union(vc for vc, t in self._next.items() if t < t_end), t_end, visited)
+        status = self._statuses(visited)
         if orders.get("report"):
             for vc in self._unreported:
-                status[vc] = {**(status.get(vc) or self._status(self.sims[vc], self._next[vc])),
-                              "quota": self.sims[vc].quota_report(t_end)}
+                status[vc] = {**(status.get(vc) or self._status(vc)), "quota": self.sims[vc].quota_report(t_end)}
             self._unreported.clear()
         if not orders.get("ship"):
             return None, None, status  # (not even empty tables: they would cost more than the window)
@@ -91,6 +105,41 @@ class VCGroup:
                     self._unsettled.discard(vc)
         return results_table(finished), samples_table(samples, self.columns, self.interval), status
 
+    def _advance(self, vcs, until: int, visited: set) -> list[str]:
+        """Run the VCs `vcs` up to `until` (every event before it); returns those that had events."""
+        ran = []
+        for vc in vcs:
+            sim = self.sims[vc]
+            if self._next[vc] < until:
+                ran.append(vc)
+            sim.run(until=until)
+            self._next[vc] = sim.next_event_time()
+            visited.add(vc)
+            self._unsettled.add(vc)
+            if vc in self._reporting:
+                self._unreported.add(vc)
+        return ran
+
+    def _decide_epochs(self, t_end: int, visited: set) -> None:
+        """Stop this group's own cohorts at every epoch up to t_end that follows a change, and
+        decide their loans there; a decision owed to later events of this window becomes `due`."""
+        epochs, mine, nxt = self.epochs, self.epochs.vcs, self._next
+        while True:
+            e = epochs.next_decision(min(nxt[vc] for vc in mine))
+            if e is None or e > t_end:
+                break
+            epochs.changed(self._advance([vc for vc in mine if nxt[vc] < e], e, visited))
+            for vc, ops in epochs.decide(self.sims, e).items():
+                sim = self.sims[vc]
+                sim.apply_loan_operations(e, ops)
+                nxt[vc] = sim.next_event_time()
+                visited.add(vc)
+        first = min(nxt[vc] for vc in mine)
+        if first < t_end:  # events the window still processes: the next decision is owed to them
+            epochs.changed(vc for vc in mine if nxt[vc] < t_end)
+            if epochs.due is None:
+                epochs.due = epochs.next_decision(first)
+
     def finish(self, end: int) -> tuple[pa.Table, pa.Table]:
         """At the end of a run: records of jobs not shipped yet (finished since the last window
         that shipped, or not finished), and every VC's change rows up to `end` (the cluster's last event)."""
@@ -105,15 +154,19 @@ class VCGroup:
 
     def checkpoint(self) -> bytes:
         """The whole group's state, to rebuild it after a crash or resume an interrupted run."""
-        return pickle.dumps(self.sims, protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps((self.sims, self.epochs, self.reporting, self._told), protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
     def restore(cls, state: bytes) -> "VCGroup":
         """Rebuild a group from `checkpoint()` output (raysim's own bytes, never user input)."""
         group = cls.__new__(cls)
-        group.sims = pickle.loads(state)  # noqa: S301 - produced by checkpoint() of this run
+        loaded = pickle.loads(state)  # noqa: S301 - produced by checkpoint() of this run
+        if isinstance(loaded, dict):  # a checkpoint from before quota sharing kept only the simulators
+            loaded = (loaded, None, [], {})
+        group.sims, group.epochs, group.reporting, told = loaded
         group.vcs = list(group.sims)
         group._track()
+        group._told = told
         return group
 
     @property
@@ -126,28 +179,22 @@ class VCGroup:
         """The sampled columns (the same for every VC of a run)."""
         return next(iter(self.sims.values())).recorder.columns
 
-    @staticmethod
-    def _status(sim, nxt: float) -> dict:
+    def _statuses(self, visited: set) -> dict:
+        """The status of every visited VC, and of every VC whose next event (its own, or its
+        cohort's next loan decision) differs from what the coordinator was last told."""
+        candidates = visited if self.epochs is None else visited.union(self.epochs.vcs)
+        status, told = {}, self._told
+        for vc in candidates:
+            st = self._status(vc)
+            if vc in visited or st["next_event"] != told.get(vc):
+                status[vc] = st
+                told[vc] = st["next_event"]
+        return status
+
+    def _status(self, vc: str) -> dict:
+        sim, nxt = self.sims[vc], self._next[vc]
+        if vc in self._mine and self.epochs.due is not None:
+            nxt = min(nxt, self.epochs.due)
         return {"next_event": None if nxt == np.inf else int(nxt),
                 "last_event": sim.last_event, "finished": sim.finished,
                 "running": len(sim.running), "pending": len(sim.pending), "events": sim.events}
-
-
-def apply_operations(sim, t: int, ops: list[tuple]) -> None:
-    """Carry out one VC's quota-sharing operations at epoch t, in order (see
-    raysim.elastic.lending.decide); a reclaim must give back at once what the coordinator expects."""
-    for kind, *args in ops:
-        if kind == "reclaim":
-            lender, shape, count, mode, expected = args
-            back = sim.reclaim(t, lender, shape, count, mode)
-            if back != expected:
-                raise AssertionError(f"{sim.name}: reclaim of {count} node(s) of {lender}'s pool {shape.pool} at "
-                                     f"t={t} gave back {back} at once, the coordinator expected {expected}")
-        elif kind == "take_back":
-            sim.take_back(t, *args)
-        elif kind == "lend":
-            sim.lend(t, *args)
-        elif kind == "borrow":
-            sim.borrow(t, *args)
-        else:
-            raise ValueError(f"unknown quota operation {kind!r}")

@@ -7,11 +7,15 @@ windows: at an epoch every VC has processed every event before t and none at t. 
 below acts at t, before the events of second t (completions, arrivals, decisions), and makes t an
 event of the VC, so its policy decides (and its time series is sampled) at t with the new nodes:
 
-- `quota_report(t)`: what the coordinator decides from (a plain dict, one row per VC): per own
-  pool its nodes, idle nodes and nodes lent out per borrower; the held nodes per lender and pool
+- `quota_report(t)`: what the lending policy decides from (a plain dict, one row per VC): per own
+  pool its nodes and idle nodes; its nodes lent out per pool and borrower; the held nodes per lender and pool
   (open to placement, idle among those, being drained); the pending jobs and GPUs, also per set of
   GPU types they may use; the free GPUs on nodes open to placement; nodes given back since the
-  last report; the GPUs held on loan and lent out now; borrowed and lent GPU-seconds.
+  last report; the GPUs held on loan and lent out now, and of those being drained; the idle held
+  nodes open to placement; a number that changes whenever its loans change; borrowed and lent
+  GPU-seconds.
+  `report_at(t)` is the same report with its costlier fields computed when first read.
+- `apply_loan_operations(t, ops)`: the operations the lending policy decided for this VC, in order.
 - `lend(t, pool, count, to_vc)`: the last `count` idle own nodes of `pool` in scan order leave;
   their slots stay, idle and out of the node order, until `take_back`.
 - `borrow(t, shape, count, from_vc)`: `count` nodes shaped like the lender's pool join at the end of
@@ -63,6 +67,34 @@ class PoolShape(NamedTuple):
     gpus_per_node: int
 
 
+class QuotaReport(dict):
+    """A VC's quota report at an epoch (VCSimulator.report_at): a dict whose costlier fields, `LAZY`,
+    are computed when first read. The lending policy reads most of them only for the few VCs a loan
+    concerns; `complete()` fills them all in."""
+
+    LAZY = ("pools", "lent", "held", "pending_by_types")
+    __slots__ = ("_sim",)
+
+    def __init__(self, sim, fields: dict):
+        super().__init__(fields)
+        self._sim = sim
+
+    def __missing__(self, key):
+        if key not in self.LAZY:
+            raise KeyError(key)
+        value = self[key] = getattr(self._sim, f"_report_{key}")()
+        return value
+
+    def complete(self) -> dict:
+        """Every field, as a plain dict (no reference to the simulator)."""
+        for key in self.LAZY:
+            self[key]  # noqa: B018 - computes it
+        return dict(self)
+
+    def __reduce__(self):
+        return dict, (self.complete(),)
+
+
 @dataclass
 class QuotaLedger:
     """A VC's loan bookkeeping besides the nodes themselves (which raysim.sim.vc.VCState keeps)."""
@@ -77,6 +109,8 @@ class QuotaLedger:
     returned: dict = field(default_factory=dict)
     held_gpus: int = 0
     lent_gpus: int = 0
+    #: changes whenever the nodes lent, held, being drained or returned change (reports carry it)
+    loan_state: int = 0
     borrowed_gpu_s: int = 0
     lent_gpu_s: int = 0
 
@@ -103,26 +137,65 @@ class QuotaLoans:
 
     # ------------------------------------------------------------------ the coordinator's calls
     def quota_report(self, t: int) -> dict:
-        """The VC at epoch t: own pools, held nodes, pending demand, nodes returned since the last
-        report (which this report empties), and the borrowed and lent GPU-seconds up to t."""
-        ledger, vc = self._epoch(t), self.vc
+        """The VC at epoch t, every field filled in (what crosses to another process): own pools,
+        held nodes, pending demand, nodes returned since the last report (which this report
+        empties), and the borrowed and lent GPU-seconds up to t."""
+        return self.report_at(t).complete()
+
+    def report_at(self, t: int) -> "QuotaReport":
+        """The VC's report at epoch t with only its cheap fields computed; the others
+        (`QuotaReport.LAZY`) are computed when first read, from the state as it is then: read them
+        before the VC changes (the lending policy does, at the epoch)."""
+        ledger, vc = self.quota, self.vc
+        if ledger is None:
+            raise RuntimeError(f"{self.name}: quota sharing is off for this VC")
+        if t <= self.now:  # (cheaper than _epoch's check: reports are many, operations few)
+            raise ValueError(f"{self.name}: a report at t={t} after the simulation reached {self.now}")
         ledger.account(t)
-        lent_in: dict = {}  # pool -> {borrower name: nodes}, borrowers in node order
+        returned = []
+        if ledger.returned:
+            returned = [{**self._loan_key(key), "nodes": k} for key, k in self._by_lender(ledger.returned)]
+            ledger.returned = {}
+            ledger.loan_state += 1
+        draining = sum(vc.size[n] for n in vc.draining) if vc.draining else 0
+        free, size = vc.free, vc.size
+        return QuotaReport(self, {
+            "vc": self.name, "time": t, "returned": returned,
+            "pending_jobs": len(self.pending), "pending_gpus": self.pending_gpus,
+            "free_gpus": vc.free_gpus - (sum(vc.free[n] for n in vc.draining) if vc.draining else 0),
+            "held_gpus": ledger.held_gpus, "lent_gpus": ledger.lent_gpus, "draining_gpus": draining,
+            "held_idle": sum(1 for n in vc.held if free[n] == size[n] and n not in vc.draining) if vc.held else 0,
+            "loan_state": ledger.loan_state,
+            "borrowed_gpu_s": ledger.borrowed_gpu_s, "lent_gpu_s": ledger.lent_gpu_s,
+        })
+
+    def _report_pools(self) -> list[dict]:
+        """Per own pool: its shape, nodes and idle nodes (present and idle)."""
+        ledger, vc = self.quota, self.vc
+        away = [0] * len(vc.pools)  # per pool, nodes out on loan (idle in their slots)
+        if vc.lent:
+            starts = ledger.pool_starts
+            for node in vc.lent:
+                away[bisect.bisect_right(starts, node) - 1] += 1
+        free, size = vc.free, vc.size
+        return [{"pool": p, "gpu_type": pool.gpu_type, "gpus_per_node": pool.gpus_per_node, "nodes": pool.nodes,
+                 "idle": sum(map(operator.eq, free[nodes.start:nodes.stop], size[nodes.start:nodes.stop])) - away[p]}
+                for p, (pool, nodes) in enumerate(zip(vc.pools, ledger.pool_nodes))]
+
+    def _report_lent(self) -> list[dict]:
+        """Own nodes out on loan per pool and borrower (pools in order, borrowers in node order)."""
+        ledger, vc = self.quota, self.vc
+        if not vc.lent:
+            return []
+        starts, per = ledger.pool_starts, {}
         for node in sorted(vc.lent):
-            p = bisect.bisect_right(ledger.pool_starts, node) - 1
-            per = lent_in.setdefault(p, {})
-            name = ledger.partners[vc.lent[node]]
-            per[name] = per.get(name, 0) + 1
-        pools = []
-        for p, pool in enumerate(vc.pools):
-            nodes = ledger.pool_nodes[p]
-            lent = lent_in.get(p, {})
-            # nodes away on loan are idle in their slots: count them out
-            idle = sum(map(operator.eq, vc.free[nodes.start:nodes.stop], vc.size[nodes.start:nodes.stop])) \
-                - sum(lent.values())
-            pools.append({"pool": p, "gpu_type": pool.gpu_type, "gpus_per_node": pool.gpus_per_node,
-                          "nodes": pool.nodes, "idle": idle,
-                          "lent": [{"vc": name, "nodes": k} for name, k in lent.items()]})
+            key = (bisect.bisect_right(starts, node) - 1, ledger.partners[vc.lent[node]])
+            per[key] = per.get(key, 0) + 1
+        return [{"pool": p, "vc": name, "nodes": k} for (p, name), k in per.items()]
+
+    def _report_held(self) -> list[dict]:
+        """The held nodes per lender and pool: open to placement, idle among those, being drained."""
+        vc = self.vc
         held: dict = {}
         for node, key in vc.held.items():  # (few: held nodes only)
             row = held.setdefault(key, {"nodes": 0, "idle": 0, "draining": 0})
@@ -131,18 +204,9 @@ class QuotaLoans:
             else:
                 row["nodes"] += 1
                 row["idle"] += vc.free[node] == vc.size[node]
-        report = {
-            "vc": self.name, "time": t, "pools": pools,
-            "held": [{**self._loan_key(key), **row} for key, row in self._by_lender(held)],
-            "returned": [{**self._loan_key(key), "nodes": k} for key, k in self._by_lender(ledger.returned)],
-            "pending_jobs": len(self.pending), "pending_gpus": self.pending_gpus,
-            "free_gpus": vc.free_gpus - (sum(vc.free[n] for n in vc.draining) if vc.draining else 0),
-            "held_gpus": ledger.held_gpus, "lent_gpus": ledger.lent_gpus,
-            "pending_by_types": self._pending_by_types(),
-            "borrowed_gpu_s": ledger.borrowed_gpu_s, "lent_gpu_s": ledger.lent_gpu_s,
-        }
-        ledger.returned = {}
-        return report
+        partners = self.quota.partners
+        return [{"lender": partners[code], "pool": shape.pool, "gpu_type": shape.gpu_type,
+                 "gpus_per_node": shape.gpus_per_node, **row} for (code, shape), row in self._by_lender(held)]
 
     def lend(self, t: int, pool: int, count: int, to_vc: str) -> None:
         """Lend `count` idle own nodes of pool `pool` (the last ones in scan order) to `to_vc`."""
@@ -152,6 +216,7 @@ class QuotaLoans:
             raise ValueError(f"{self.name}: cannot lend {count} nodes of pool {pool} at t={t}: "
                              f"{len(idle)} are idle")
         ledger.account(t)
+        ledger.loan_state += 1
         borrower = ledger.code(to_vc)
         for node in idle[:count]:
             vc.lend_own(node, borrower)
@@ -162,6 +227,7 @@ class QuotaLoans:
         """Take `count` nodes of `from_vc`'s pool `shape` on loan; they join at the end of the node order."""
         ledger, vc = self._epoch(t), self.vc
         ledger.account(t)
+        ledger.loan_state += 1
         key = (ledger.code(from_vc), PoolShape(*shape))
         types = len(vc.types)
         for _ in range(count):
@@ -185,6 +251,7 @@ class QuotaLoans:
                              f"at t={t}: {len(open_nodes)} are held and not being drained")
         chosen = sorted(open_nodes, key=lambda n: vc.size[n] - vc.free[n])[:count]
         ledger.account(t)
+        ledger.loan_state += 1
         on = self._jobs_on(chosen)
         if mode == "preempt":
             for j in on:
@@ -216,6 +283,7 @@ class QuotaLoans:
             raise ValueError(f"{self.name}: cannot take back {count} nodes of pool {pool} from {from_vc} "
                              f"at t={t}: {len(away)} are lent to it")
         ledger.account(t)
+        ledger.loan_state += 1
         for node in away[:count]:
             vc.take_back_own(node)
             ledger.lent_gpus -= vc.size[node]
@@ -233,6 +301,25 @@ class QuotaLoans:
         assert ledger.held_gpus == sum(vc.size[n] for n in vc.held), "held GPU count is off"
         assert ledger.lent_gpus == sum(vc.size[n] for n in vc.lent), "lent GPU count is off"
 
+    def apply_loan_operations(self, t: int, ops: list[tuple]) -> None:
+        """Carry out this VC's operations of epoch t, in order (raysim.elastic.lending.decide says
+        what they are); a reclaim must give back at once what the lending policy expects."""
+        for kind, *args in ops:
+            if kind == "reclaim":
+                lender, shape, count, mode, expected = args
+                back = self.reclaim(t, lender, shape, count, mode)
+                if back != expected:
+                    raise AssertionError(f"{self.name}: reclaim of {count} node(s) of {lender}'s pool {shape.pool} "
+                                         f"at t={t} gave back {back} at once, the lending policy expected {expected}")
+            elif kind == "take_back":
+                self.take_back(t, *args)
+            elif kind == "lend":
+                self.lend(t, *args)
+            elif kind == "borrow":
+                self.borrow(t, *args)
+            else:
+                raise ValueError(f"unknown quota operation {kind!r}")
+
     # ------------------------------------------------------------------ engine hooks
     def _ran_on(self, alloc) -> int:
         """Tag of the VC whose nodes a placement uses: the first held node's lender, or -1 (own)."""
@@ -248,6 +335,7 @@ class QuotaLoans:
         for node in [n for n in vc.draining if vc.free[n] == vc.size[n]]:
             key = vc.held[node]
             ledger.account(t)
+            ledger.loan_state += 1
             self._give_back(node)
             ledger.returned[key] = ledger.returned.get(key, 0) + 1
 
@@ -301,7 +389,7 @@ class QuotaLoans:
         (it restarts from the beginning) under a policy that does not preempt."""
         return self.policy.preempt_overhead(self.jobs.gpu[j]) if self.policy.preemptive else None
 
-    def _pending_by_types(self) -> list[dict]:
+    def _report_pending_by_types(self) -> list[dict]:
         """Pending jobs and GPUs per set of GPU types they may use (None: any type)."""
         jobs, constraints = self.jobs, self._catalog.constraints
         if not constraints:  # no job of the run is constrained
