@@ -2,12 +2,14 @@
 in-process and on Ray, each in a fresh process on this machine.
 
     python benchmarks/quota_sharing.py [--days 183] [--policy fifo] [--runtimes local ray]
-                                       [--period-s 300] [--json]
+                                       [--period-s 300] [--vcs-per-actor auto] [--json]
 
 Each run simulates the whole trace and writes its result files (as `python -m raysim
 +experiment=helios_synth` does, without summary and plots), with the experiment's packing
-(`ray.vcs_per_actor=auto`) and each runtime's default window (sharing=borrow: the epoch period).
-Prints one line per run and the ratio borrow / none per runtime.
+(`ray.vcs_per_actor=auto`: with sharing=borrow every cohort in one VC actor, whose loans it decides
+itself) and each runtime's default window. `--vcs-per-actor N` packs N VCs to an actor instead,
+which splits the one cohort over actors: the coordinator then decides its loans, at windows of the
+epoch period. Prints one line per run and the ratio borrow / none per runtime.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 WINDOW_S = {"local": 604_800, "ray": 86_400}  # conf/runtime/*.yaml
 
 
-def one(days: int, policy: str, runtime: str, sharing: str, period_s: int) -> dict:
+def one(days: int, policy: str, runtime: str, sharing: str, period_s: int, vcs_per_actor="auto") -> dict:
     import dataclasses
 
     from raysim.cluster.layout import layout_from_vc_nodes
@@ -46,10 +48,12 @@ def one(days: int, policy: str, runtime: str, sharing: str, period_s: int) -> di
         ensure_ray()
     t = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="raysim-quota-") as out:
-        stats = simulate_to(out, trace, spec, None, runtime=runtime, vcs_per_actor="auto", window_s=WINDOW_S[runtime])
+        stats = simulate_to(out, trace, spec, None, runtime=runtime, vcs_per_actor=vcs_per_actor,
+                            window_s=WINDOW_S[runtime])
     wall = time.perf_counter() - t
     return {"days": days, "jobs": trace.table.num_rows, "policy": policy, "runtime": runtime, "sharing": sharing,
-            "period_s": period_s if sharing == "borrow" else None, "wall_s": round(wall, 2), **stats}
+            "period_s": period_s if sharing == "borrow" else None, "vcs_per_actor": vcs_per_actor,
+            "wall_s": round(wall, 2), **stats}
 
 
 def main() -> None:
@@ -58,18 +62,21 @@ def main() -> None:
     ap.add_argument("--policy", default="fifo")
     ap.add_argument("--runtimes", nargs="+", default=["local", "ray"])
     ap.add_argument("--period-s", type=int, default=300)
+    ap.add_argument("--vcs-per-actor", default="auto", help="auto (default) or VCs per actor")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--one", nargs=3, metavar=("RUNTIME", "SHARING", "PERIOD"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         runtime, sharing, period = args.one
-        print(json.dumps(one(args.days, args.policy, runtime, sharing, int(period))))
+        packing = args.vcs_per_actor if args.vcs_per_actor == "auto" else int(args.vcs_per_actor)
+        print(json.dumps(one(args.days, args.policy, runtime, sharing, int(period), packing)))
         return
     for runtime in args.runtimes:
         walls = {}
         for sharing in ("none", "borrow"):
             res = subprocess.run([sys.executable, __file__, "--days", str(args.days), "--policy", args.policy,
-                                  "--one", runtime, sharing, str(args.period_s)], capture_output=True, text=True)
+                                  "--vcs-per-actor", str(args.vcs_per_actor), "--one", runtime, sharing,
+                                  str(args.period_s)], capture_output=True, text=True)
             if res.returncode != 0:
                 print(json.dumps({"runtime": runtime, "sharing": sharing, "error": res.stderr.strip().splitlines()[-1:]}))
                 continue

@@ -207,6 +207,18 @@ def test_epoch_reports_are_checked_for_conservation_and_limits():
         check_reports(over, limited)
 
 
+def test_reports_cross_to_the_coordinator_as_one_arrow_batch_and_come_back_whole():
+    from raysim.elastic.reports import REPORT_SCHEMA, reports_batch, reports_of
+
+    reports = [report("L", pools=((8, 4, 1, {"B": 2}),)),
+               report("B", held=[("L", 0, 1, 1, 1)], returned=[("L", 0, 1)], pending=(2, 24),
+                      by_types=[{"gpu_types": None, "jobs": 1, "gpus": 8}, {"gpu_types": ["a", "b"], "jobs": 1, "gpus": 16}])]
+    batch = reports_batch(reports)
+    assert batch.schema == REPORT_SCHEMA and batch.num_rows == 2
+    assert reports_of(batch) == {"L": reports[0], "B": reports[1]}
+    assert reports_of(reports_batch([])) == {}
+
+
 # ---------------------------------------------------------------------- exact and distributed
 def test_conservation_holds_per_vc_and_per_node_at_every_epoch(monkeypatch):
     """A random three-VC run on the in-process executor: at every epoch, before the decisions,

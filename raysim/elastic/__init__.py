@@ -1,5 +1,6 @@
-"""Quota sharing between VCs (`sharing=none|borrow|global`): settings, the coordinator's lending
-policy and epoch exchange, and the cluster-wide queue. The VC side is raysim.sim.quota."""
+"""Quota sharing between VCs (`sharing=none|borrow|global`): settings, where each cohort is decided,
+the lending policy and the epoch decisions, and the cluster-wide queue. The VC side is
+raysim.sim.quota."""
 
 from __future__ import annotations
 

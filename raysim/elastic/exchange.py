@@ -9,9 +9,10 @@ Decisions thus depend on the simulated state only: not on the runtime, the windo
 are packed or where a cohort is decided (raysim.elastic.cohorts).
 
 - `EpochExchange` decides, in the coordinator, the cohorts split over several VC groups. Its
-  windows end at epochs (the window length divides the period); the groups send, with the status
-  of a window ending at an epoch, the quota report of each such VC that changed since its last one
-  (the others' still hold); the operations go to the groups with the next window.
+  windows end at epochs (the window length divides the period); the groups send, with the output
+  of a window ending at an epoch, the quota reports (an Arrow record batch, raysim.elastic.reports)
+  of each such VC that changed since its last one (the others' still hold); the operations go to
+  the groups with the next window.
 - `CohortEpochs` decides, inside a VC group, the cohorts all of whose VCs the group holds: the
   group stops its VCs at each epoch that follows a change and decides there, so the coordinator's
   windows may be as long as without sharing.

@@ -1,5 +1,6 @@
-"""The coordinator's lending policy: from every VC's report at an epoch, the loan operations each
-VC carries out at that epoch (raysim.sim.quota has the operations and the report's fields).
+"""The lending policy: from every VC's report at an epoch, the loan operations each VC carries out
+at that epoch (raysim.sim.quota has the operations and the report's fields). It runs wherever a
+cohort is decided, in the coordinator or in a VC group (raysim.elastic.exchange).
 
 The policy is deterministic: it reads the reports in layout order and breaks every tie by it.
 At an epoch, in this order:
@@ -56,7 +57,8 @@ def decide(reports: dict[str, dict], settings: SharingSettings, index: "ReportIn
                 epoch.give_back(vc, lender, row, row["idle"], "drain")
     short = [vc for vc in index.ordered(index.pending)
              if reports[vc]["pending_gpus"] - reports[vc]["free_gpus"] > epoch.coming.get(vc, 0)]
-    if short and any(any(p["idle"] for p in reports[vc]["pools"]) for vc in index.order if vc not in index.pending):
+    if short and any(any(p["idle"] for p in reports[vc]["pools"]) for vc in index.order
+                     if vc not in index.pending and reports[vc]["free_gpus"]):
         for cohort in dict.fromkeys(settings.quota(vc).cohort for vc in short):  # 4. lend
             epoch.lend(index.members[cohort])
     return epoch.operations()
@@ -255,13 +257,18 @@ class _Supply:
         self.items: list = []
         self.lendable: dict = {}
         self._reports, self._settings, self._back = reports, settings, back
-        self._lenders = iter([vc for vc in members if not reports[vc]["pending_jobs"]])
+        # (a VC without a free GPU has no idle node: its pools need not be read)
+        self._lenders = iter([vc for vc in members if not reports[vc]["pending_jobs"] and reports[vc]["free_gpus"]])
+        self._used = 0  # items before this one are used up
 
     def __iter__(self):
-        i = 0
+        items = self.items
+        while self._used < len(items) and not items[self._used][2]:
+            self._used += 1  # used-up items stay used up: later scans start after them
+        i = self._used
         while True:
-            while i < len(self.items):
-                yield self.items[i]
+            while i < len(items):
+                yield items[i]
                 i += 1
             if not self._more():
                 return

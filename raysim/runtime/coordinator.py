@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from raysim.elastic.reports import reports_of
 from raysim.errors import UserError
 from raysim.runtime.sink import ResultSink, SinkPosition
 
@@ -160,12 +161,15 @@ class Coordinator:
             if nxt is not None:  # the stage works on its next window while the VC groups run this one
                 queued = self._profile(state.pos, nxt, nxt + self.dispatch_s, state)
             samples, changed = [], set()
-            for res, smp, vc_status in self._collect(state, handles, current, orders, t_end, snapshot):
+            for res, smp, vc_status, reports in self._collect(state, handles, current, orders, t_end, snapshot):
                 if res is not None:  # (a window that does not ship sends no tables)
                     self._add_records(state, res)
                     samples.append(smp)
                 state.status.update(vc_status)
                 changed.update(vc_status)
+                if reports is not None:  # quota reports of the VCs the coordinator decides for
+                    for vc, report in reports_of(reports).items():
+                        state.status[vc] = {**state.status[vc], "quota": report}
             if self.exchange:
                 self.exchange.after_window(state.loans, t_end, state.status, changed)
             self.sink.add_samples(samples, min(state.shipped_at - 1, max(s["last_event"] for s in state.status.values())))

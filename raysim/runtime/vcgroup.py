@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from raysim.elastic.cohorts import decided_in_group
 from raysim.elastic.exchange import CohortEpochs
+from raysim.elastic.reports import reports_batch
 from raysim.runtime.codec import results_table, samples_table, split_by_vc
 from raysim.runtime.spec import RunSpec
 
@@ -49,7 +50,8 @@ class VCGroup:
         self._mine = frozenset(self.epochs.vcs if self.epochs is not None else ())
         self._told: dict = {}  # VC -> the next event its last status said
 
-    def run_window(self, batch: dict | None, t_end: int, orders: dict | None = None) -> tuple[pa.Table, pa.Table, dict]:
+    def run_window(self, batch: dict | None, t_end: int, orders: dict | None = None
+                   ) -> tuple[pa.Table | None, pa.Table | None, dict, pa.RecordBatch | None]:
         """Add this window's arrivals (`batch["jobs"]`, an Arrow table) and the profiler's node
         loans (`batch["loans"]`: (vc, time, +1/-1)), carry out the coordinator's `orders` given at
         the window's start, then simulate every event before `t_end`, deciding the loans of this
@@ -60,11 +62,11 @@ class VCGroup:
         jobs' records and time-series rows wait in the simulators for a later window).
 
         Returns (finished-job records, time-series change rows, the status of every VC that got
-        input, had events or whose next event changed: the others' is unchanged). A VC's next
-        event includes its cohort's next loan decision. The records and rows are those since the
-        last window that shipped, reaching t_end - 1; both are None when this one does not ship.
-        With `report`, the status of every reporting VC that changed since its last report
-        carries its new one (`status[vc]["quota"]`, VCSimulator.quota_report at t_end)."""
+        input, had events or whose next event changed: the others' is unchanged, quota reports).
+        A VC's next event includes its cohort's next loan decision. The records and rows are those
+        since the last window that shipped, reaching t_end - 1; both are None when this one does
+        not ship. With `report`, the reports (an Arrow record batch, raysim.elastic.reports; else
+        None) are those at t_end of the reporting VCs that changed since their last report."""
         orders = orders or {}
         visited = set()
         jobs = batch["jobs"] if batch else None
@@ -85,13 +87,13 @@ class VCGroup:
         if self.epochs is not None:
             self._decide_epochs(t_end, visited)
         self._advance(visited.union(vc for vc, t in self._next.items() if t < t_end), t_end, visited)
-        status = self._statuses(visited)
+        status, reports = self._statuses(visited), None
         if orders.get("report"):
-            for vc in self._unreported:
-                status[vc] = {**(status.get(vc) or self._status(vc)), "quota": self.sims[vc].quota_report(t_end)}
+            reports = reports_batch([self.sims[vc].quota_report(t_end) for vc in self.reporting
+                                     if vc in self._unreported])
             self._unreported.clear()
         if not orders.get("ship"):
-            return None, None, status  # (not even empty tables: they would cost more than the window)
+            return None, None, status, reports  # (not even empty tables: they would cost more than the window)
         finished, samples = [], {}
         for vc in self.vcs:  # layout order
             sim = self.sims[vc]
@@ -103,7 +105,7 @@ class VCGroup:
                 samples[vc] = sim.recorder.emit_rows(t_end - 1)
                 if sim.recorder.settled:
                     self._unsettled.discard(vc)
-        return results_table(finished), samples_table(samples, self.columns, self.interval), status
+        return results_table(finished), samples_table(samples, self.columns, self.interval), status, reports
 
     def _advance(self, vcs, until: int, visited: set) -> list[str]:
         """Run the VCs `vcs` up to `until` (every event before it); returns those that had events."""
