@@ -57,8 +57,7 @@ def decide(reports: dict[str, dict], settings: SharingSettings, index: "ReportIn
                 epoch.give_back(vc, lender, row, row["idle"], "drain")
     short = [vc for vc in index.ordered(index.pending)
              if reports[vc]["pending_gpus"] - reports[vc]["free_gpus"] > epoch.coming.get(vc, 0)]
-    if short and any(any(p["idle"] for p in reports[vc]["pools"]) for vc in index.order
-                     if vc not in index.pending and reports[vc]["free_gpus"]):
+    if short and any(_may_lend(reports[vc]) and any(p["idle"] for p in reports[vc]["pools"]) for vc in index.order):
         for cohort in dict.fromkeys(settings.quota(vc).cohort for vc in short):  # 4. lend
             epoch.lend(index.members[cohort])
     return epoch.operations()
@@ -102,6 +101,12 @@ class ReportIndex:
     def ordered(self, vcs) -> list[str]:
         """`vcs` in layout order."""
         return sorted(vcs, key=self.rank.__getitem__)
+
+
+def _may_lend(report: dict) -> bool:
+    """Whether the VC may have nodes to lend: no pending job, and a free GPU (without one it has no
+    idle node, so its pools need not be read)."""
+    return not report["pending_jobs"] and report["free_gpus"] > 0
 
 
 def _shortfall(report: dict) -> int:
@@ -257,8 +262,7 @@ class _Supply:
         self.items: list = []
         self.lendable: dict = {}
         self._reports, self._settings, self._back = reports, settings, back
-        # (a VC without a free GPU has no idle node: its pools need not be read)
-        self._lenders = iter([vc for vc in members if not reports[vc]["pending_jobs"] and reports[vc]["free_gpus"]])
+        self._lenders = iter([vc for vc in members if _may_lend(reports[vc])])
         self._used = 0  # items before this one are used up
 
     def __iter__(self):

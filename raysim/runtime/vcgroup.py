@@ -184,9 +184,10 @@ class VCGroup:
     def _statuses(self, visited: set) -> dict:
         """The status of every visited VC, and of every VC whose next event (its own, or its
         cohort's next loan decision) differs from what the coordinator was last told."""
-        candidates = visited if self.epochs is None else visited.union(self.epochs.vcs)
+        if self.epochs is None:  # every next event is the VC's own: only visited VCs change
+            return {vc: self._status(vc) for vc in visited}
         status, told = {}, self._told
-        for vc in candidates:
+        for vc in visited.union(self.epochs.vcs):
             st = self._status(vc)
             if vc in visited or st["next_event"] != told.get(vc):
                 status[vc] = st

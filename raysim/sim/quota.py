@@ -91,9 +91,6 @@ class QuotaReport(dict):
             self[key]  # noqa: B018 - computes it
         return dict(self)
 
-    def __reduce__(self):
-        return dict, (self.complete(),)
-
 
 @dataclass
 class QuotaLedger:
