@@ -67,17 +67,19 @@ def test_the_report_shows_idle_nodes_and_demand():
     a, b = sims["A"].quota_report(300), sims["B"].quota_report(300)
     assert a == {"vc": "A", "time": 300,
                  "pools": [{"pool": 0, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": 2, "idle": 2}], "lent": [],
-                 "held": [], "returned": [], "pending_jobs": 0, "pending_gpus": 0, "pending_by_types": [],
-                 "free_gpus": 16, "held_gpus": 0, "lent_gpus": 0, "draining_gpus": 0, "held_idle": 0,
+                 "loans": {}, "held": [], "returned": [], "pending_jobs": 0, "pending_gpus": 0, "pending_by_types": [],
+                 "free_gpus": 16, "held_gpus": 0, "lent_gpus": 0, "draining_gpus": 0, "held_idle": 0, "idle_own": 2,
                  "loan_state": 0, "borrowed_gpu_s": 0, "lent_gpu_s": 0}
     assert b["pools"] == [{"pool": 0, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": 1, "idle": 0}]
     assert (b["pending_jobs"], b["pending_gpus"]) == (2, 16)
     assert b["pending_by_types"] == [{"gpu_types": None, "jobs": 2, "gpus": 16}]
     lend_two(sims)
     a, b = sims["A"].quota_report(300), sims["B"].quota_report(300)
-    assert a["pools"][0]["idle"] == 0 and a["lent"] == [{"pool": 0, "vc": "B", "nodes": 2}]
+    assert a["pools"][0]["idle"] == 0
+    assert a["lent"] == [{"pool": 0, "gpu_type": "gpu", "gpus_per_node": 8, "vc": "B", "nodes": 2}]
     assert b["held"] == [{"lender": "A", "pool": 0, "gpu_type": "gpu", "gpus_per_node": 8,
                           "nodes": 2, "idle": 2, "draining": 0}]
+    assert a["loans"] == {("A", "B", 0): -2} and b["loans"] == {("A", "B", 0): 2}
     to(sims, 600)
     a, b = sims["A"].quota_report(600), sims["B"].quota_report(600)
     assert b["held"][0]["idle"] == 0 and b["pending_jobs"] == 0

@@ -133,11 +133,14 @@ def report(vc, *, pools=((8, 2, 2, {}),), held=(), returned=(), pending=(0, 0), 
     (lender, pool, nodes, idle, draining), returned rows (lender, pool, nodes), pending (jobs, GPUs)."""
     pool_rows = [{"pool": i, "gpu_type": "gpu", "gpus_per_node": g, "nodes": n, "idle": idle}
                  for i, (g, n, idle, _) in enumerate(pools)]
-    lent_rows = [{"pool": i, "vc": b, "nodes": k} for i, (_, _, _, lent) in enumerate(pools) for b, k in lent.items()]
+    lent_rows = [{"pool": i, "gpu_type": "gpu", "gpus_per_node": g, "vc": b, "nodes": k}
+                 for i, (g, _, _, lent) in enumerate(pools) for b, k in lent.items()]
     held_rows = [{"lender": lender, "pool": p, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": n, "idle": i,
                   "draining": d} for lender, p, n, i, d in held]
+    loans = {(vc, row["vc"], row["pool"]): -row["nodes"] for row in lent_rows}
+    loans.update({(row["lender"], vc, row["pool"]): row["nodes"] + row["draining"] for row in held_rows})
     jobs, gpus = pending
-    return {"vc": vc, "time": 0, "pools": pool_rows, "lent": lent_rows, "held": held_rows,
+    return {"vc": vc, "time": 0, "pools": pool_rows, "lent": lent_rows, "loans": loans, "held": held_rows,
             "returned": [{"lender": lender, "pool": p, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": n}
                          for lender, p, n in returned],
             "pending_jobs": jobs, "pending_gpus": gpus,
@@ -146,6 +149,7 @@ def report(vc, *, pools=((8, 2, 2, {}),), held=(), returned=(), pending=(0, 0), 
             "free_gpus": free if free is not None else sum(g * idle for g, _, idle, _ in pools),
             "held_gpus": sum(8 * (n + d) for _, _, n, _, d in held),
             "draining_gpus": sum(8 * d for _, _, _, _, d in held), "held_idle": sum(i for _, _, _, i, _ in held),
+            "idle_own": sum(idle for _, _, idle, _ in pools),
             "loan_state": 0,
             "lent_gpus": sum(g * sum(lent.values()) for g, _, _, lent in pools),
             "borrowed_gpu_s": 0, "lent_gpu_s": 0}

@@ -186,12 +186,11 @@ class LoanBook:
             if seen.get(vc) == state:
                 continue
             seen[vc] = state
-            old = self._share.pop(vc, None)
-            new = _share(vc, r) if r["lent_gpus"] or r["held_gpus"] or r["returned"] else None
-            for share, sign in ((old, -1), (new, 1)):
-                for key, n in (share or {}).items():
-                    balance[key] = balance.get(key, 0) + sign * n
-                    touched.add(key)
+            old = self._share.pop(vc, {})
+            new = _share(r) if r["lent_gpus"] or r["held_gpus"] or r["returned"] else {}
+            for key in {key for key, _ in old.items() ^ new.items()}:  # the balances the VC moved
+                balance[key] = balance.get(key, 0) + new.get(key, 0) - old.get(key, 0)
+                touched.add(key)
             if new:
                 self._share[vc] = new
                 _check_limits(vc, r, settings)
@@ -210,17 +209,11 @@ def check_reports(reports: dict[str, dict], settings: SharingSettings) -> None:
     LoanBook().check(reports, settings)
 
 
-def _share(vc: str, r: dict) -> dict:
-    """The VC's rows' share of the loan balances: - lent, + held (open and draining), + returned."""
-    share: dict = {}
-    for row in r["lent"]:
-        key = (vc, row["vc"], row["pool"])
-        share[key] = share.get(key, 0) - row["nodes"]
-    for row in r["held"]:
-        key = (row["lender"], vc, row["pool"])
-        share[key] = share.get(key, 0) + row["nodes"] + row["draining"]
+def _share(r: dict) -> dict:
+    """The VC's share of the loan balances: - lent, + held (open and draining), + returned."""
+    share = dict(r["loans"])
     for row in r["returned"]:
-        key = (row["lender"], vc, row["pool"])
+        key = (row["lender"], r["vc"], row["pool"])
         share[key] = share.get(key, 0) + row["nodes"]
     return share
 

@@ -25,6 +25,7 @@ A borrowed node serves the borrower until the lender reclaims it or the borrower
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 
 from raysim.elastic.settings import SharingSettings
@@ -44,30 +45,35 @@ def decide(reports: dict[str, dict], settings: SharingSettings, index: "ReportIn
         r = reports[vc]
         for row in r["returned"]:
             epoch.take_back(row["lender"], row["pool"], row["nodes"], vc, row["gpus_per_node"])
+            epoch.closed[row["lender"], vc, row["pool"]] += row["nodes"]
         if r["draining_gpus"]:
             for row in r["held"]:
-                epoch.coming[row["lender"]] += row["draining"] * row["gpus_per_node"]
+                if row["draining"]:
+                    epoch.coming[row["lender"]] += row["draining"] * row["gpus_per_node"]
+                    epoch.closed[row["lender"], vc, row["pool"]] += row["draining"]
     for lender in index.ordered(index.pending & index.lending):  # 2. reclaim (a shortfall needs pending jobs)
         short = _shortfall(reports[lender]) - epoch.coming[lender]
         if short > 0:
             epoch.reclaim(lender, short)
     for vc in index.ordered(index.idle_held):  # 3. return
-        for (lender, _), row in epoch.open_rows(vc).items():
-            if row["idle"]:
-                epoch.give_back(vc, lender, row, row["idle"], "drain")
+        for (lender, pool), row in epoch.held_rows(vc).items():
+            idle = epoch.idle_left(vc, lender, pool)
+            if idle:
+                epoch.give_back(vc, lender, pool, row["gpu_type"], row["gpus_per_node"], idle, "drain")
     short = [vc for vc in index.ordered(index.pending)
              if reports[vc]["pending_gpus"] - reports[vc]["free_gpus"] > epoch.coming.get(vc, 0)]
-    if short and any(_may_lend(reports[vc]) and any(p["idle"] for p in reports[vc]["pools"]) for vc in index.order):
+    if short and any(reports[vc]["idle_own"] for vc in index.may_lend):
         for cohort in dict.fromkeys(settings.quota(vc).cohort for vc in short):  # 4. lend
-            epoch.lend(index.members[cohort])
+            epoch.lend(index.members[cohort], index.may_lend)
     return epoch.operations()
 
 
 class ReportIndex:
     """Which VCs each step of the lending policy looks at, from their reports: those with pending
-    jobs, those lending nodes out, those with nodes returned or being drained, and borrowers with
-    idle held nodes and no pending job. A caller that keeps it up to date (`update` whenever a
-    report changes) makes a decision cost what it concerns rather than the number of VCs."""
+    jobs, those lending nodes out, those with nodes returned or being drained, borrowers with idle
+    held nodes and no pending job, and those that may lend (`_may_lend`). A caller that keeps it
+    up to date (`update` whenever a report changes) makes a decision cost what it concerns rather
+    than the number of VCs."""
 
     def __init__(self, vcs: list[str], settings: SharingSettings):
         self.order = list(vcs)
@@ -80,6 +86,7 @@ class ReportIndex:
         self.lending: set = set()
         self.transit: set = set()
         self.idle_held: set = set()
+        self.may_lend: set = set()
 
     @classmethod
     def of(cls, reports: dict[str, dict], settings: SharingSettings) -> "ReportIndex":
@@ -90,9 +97,11 @@ class ReportIndex:
 
     def update(self, vc: str, r: dict) -> None:
         """Place VC `vc` by its report `r`."""
-        for members, inside in ((self.pending, r["pending_jobs"] > 0), (self.lending, r["lent_gpus"] > 0),
+        waits = r["pending_jobs"] > 0
+        for members, inside in ((self.pending, waits), (self.lending, r["lent_gpus"] > 0),
                                 (self.transit, bool(r["returned"]) or r["draining_gpus"] > 0),
-                                (self.idle_held, r["held_idle"] > 0 and r["pending_jobs"] == 0)):
+                                (self.idle_held, not waits and r["held_gpus"] > 0 and r["held_idle"] > 0),
+                                (self.may_lend, _may_lend(r))):
             if inside:
                 members.add(vc)
             else:
@@ -129,6 +138,7 @@ class _Epoch:
 
     def __init__(self, reports: dict[str, dict], settings: SharingSettings, rank: dict[str, int]):
         self.reports, self.settings, self.rank = reports, settings, rank
+        #: VC -> kind -> its operations of that kind
         self.ops: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
         #: lender -> GPUs coming back to it at this epoch or being drained for it
         self.coming: dict[str, int] = defaultdict(int)
@@ -136,49 +146,64 @@ class _Epoch:
         self.back: dict[str, int] = defaultdict(int)
         #: borrower -> GPUs it holds on loan (open and being drained), after this epoch's operations
         self.held = _HeldGPUs(reports)
-        #: borrower -> (lender, pool) -> its held row, counts updated as nodes go back (see open_rows)
-        self._rows: dict[str, dict] = {}
+        #: (lender, borrower, pool) -> lent nodes not open to the borrower's placement at the epoch:
+        #: given back since the last epoch, or being drained
+        self.closed: dict = defaultdict(int)
+        #: (lender, borrower, pool) -> nodes the borrower gives back at this epoch
+        self.given: dict = defaultdict(int)
+        self._held_rows: dict[str, dict] = {}  # borrower -> (lender, pool) -> its report's held row
 
-    def open_rows(self, borrower: str) -> dict:
-        """(lender, pool) -> the borrower's held row, as this epoch's operations leave it."""
-        rows = self._rows.get(borrower)
+    def held_rows(self, borrower: str) -> dict:
+        """(lender, pool) -> the borrower's held row in its report (counts before this epoch's operations)."""
+        rows = self._held_rows.get(borrower)
         if rows is None:
-            rows = self._rows[borrower] = {(row["lender"], row["pool"]): dict(row)
-                                           for row in self.reports[borrower]["held"]}
+            rows = self._held_rows[borrower] = {(row["lender"], row["pool"]): row
+                                                for row in self.reports[borrower]["held"]}
         return rows
 
+    def idle_left(self, borrower: str, lender: str, pool: int) -> int:
+        """Idle nodes of the borrower's held row (lender, pool) not given back at this epoch yet (those
+        given back are its idle nodes first)."""
+        row = self.held_rows(borrower)[lender, pool]
+        return max(0, row["idle"] - self.given.get((lender, borrower, pool), 0))
+
     def operations(self) -> dict[str, list[tuple]]:
-        return {vc: [(kind, *args) for kind in self.ORDER for args in per[kind]]
-                for vc, per in self.ops.items() if any(per[kind] for kind in self.ORDER)}
+        """VC -> its operations in the order it applies them (ORDER, then as decided)."""
+        return {vc: [(kind, *args) for kind in self.ORDER if kind in per for args in per[kind]]
+                for vc, per in self.ops.items()}  # (every VC in `ops` has an operation)
 
     def take_back(self, lender: str, pool: int, count: int, borrower: str, gpus_per_node: int) -> None:
         self.ops[lender]["take_back"].append((pool, count, borrower))
         self.coming[lender] += count * gpus_per_node
         self.back[lender] += count * gpus_per_node
 
-    def give_back(self, borrower: str, lender: str, row: dict, count: int, mode: str) -> None:
-        """`borrower` gives `count` nodes of its held `row` back; those that return at once
-        (all with preempt, the idle ones with drain) the lender takes back at once."""
-        gpus = row["gpus_per_node"]
-        now = count if mode == "preempt" else min(count, row["idle"])
-        self.ops[borrower]["reclaim"].append((lender, PoolShape(row["pool"], row["gpu_type"], gpus), count, mode, now))
+    def give_back(self, borrower: str, lender: str, pool: int, gpu_type: str, gpus: int, count: int, mode: str
+                  ) -> None:
+        """`borrower` gives back `count` nodes it holds open of `lender`'s pool (gpu_type, gpus per
+        node); those that return at once (all with preempt, the idle ones with drain) the lender
+        takes back at once."""
+        now = count if mode == "preempt" else min(count, self.idle_left(borrower, lender, pool))
+        self.ops[borrower]["reclaim"].append((lender, PoolShape(pool, gpu_type, gpus), count, mode, now))
         if now:
-            self.take_back(lender, row["pool"], now, borrower, gpus)
+            self.take_back(lender, pool, now, borrower, gpus)
         self.coming[lender] += (count - now) * gpus
-        row["idle"] = max(0, row["idle"] - count)
-        row["nodes"] -= count
+        self.given[lender, borrower, pool] += count
         self.held[borrower] -= now * gpus
 
     def reclaim(self, lender: str, short: int) -> None:
         """Reclaim `lender`'s lent nodes until `short` GPUs are covered (see the module docstring)."""
         report, mode = self.reports[lender], self.settings.quota(lender).reclaim
-        borrowers = sorted({row["vc"] for row in report["lent"]}, key=self.rank.__getitem__)
-        rows = {(vc, pool): row for vc in borrowers for (lend, pool), row in self.open_rows(vc).items()
-                if lend == lender and row["nodes"]}
-        left = {key: row["nodes"] for key, row in rows.items()}  # nodes not reclaimed yet
+        # (borrower, pool) -> the lent row, and the nodes the borrower holds open (by conservation,
+        # which the reports passed: lent - closed), borrowers in layout order, then pools
+        rows, open_nodes = {}, {}
+        for row in sorted(report["lent"], key=lambda row: (self.rank[row["vc"]], row["pool"])):
+            n = row["nodes"] - self.closed.get((lender, row["vc"], row["pool"]), 0)
+            if n:
+                rows[row["vc"], row["pool"]], open_nodes[row["vc"], row["pool"]] = row, n
+        left = dict(open_nodes)  # nodes not reclaimed yet
         holding = defaultdict(int)  # borrower -> the lender's GPUs it still holds
         for (vc, _), row in rows.items():
-            holding[vc] += row["nodes"] * row["gpus_per_node"]
+            holding[vc] += open_nodes[vc, row["pool"]] * row["gpus_per_node"]
         useful = [key for key, row in rows.items() if _usable(report, row["gpu_type"])]
         while short > 0:
             useful = [key for key in useful if left[key]]
@@ -190,38 +215,30 @@ class _Epoch:
             left[key] -= 1
             holding[key[0]] -= gpus
             short -= gpus
-        for key in sorted(rows, key=lambda k: (self.rank[k[0]], k[1])):
-            if left[key] < rows[key]["nodes"]:
-                self.give_back(key[0], lender, rows[key], rows[key]["nodes"] - left[key], mode)
+        for key, row in rows.items():
+            if left[key] < open_nodes[key]:
+                self.give_back(key[0], lender, key[1], row["gpu_type"], row["gpus_per_node"],
+                               open_nodes[key] - left[key], mode)
 
-    def lend(self, members: list[str]) -> None:
-        """Max-min fair lending within one cohort (see the module docstring)."""
+    def lend(self, members: list[str], may_lend: set) -> None:
+        """Max-min fair lending within one cohort (see the module docstring; `may_lend`: the VCs
+        that may lend)."""
         reports, settings = self.reports, self.settings
         want = {vc: _shortfall(reports[vc]) - self.coming[vc] for vc in members if reports[vc]["pending_jobs"]}
         want = {vc: w for vc, w in want.items() if w > 0}
-        supply = _Supply(reports, settings, members, self.back)
+        supply = _Supply(reports, settings, [vc for vc in members if vc in may_lend], self.back)
         granted: dict = defaultdict(int)  # borrower -> GPUs lent to it at this epoch
         loans: dict = defaultdict(int)  # (lender, pool, borrower) -> nodes
-        while want:
-            choice = None
-            for vc in sorted(want, key=lambda v: (self.held[v], self.rank[v])):
-                limit = settings.quota(vc).borrow_limit
-                for item in supply:
-                    lender, pool, left = item
-                    gpus = pool["gpus_per_node"]
-                    if not left or supply.lendable.get(lender, gpus) < gpus:
-                        continue
-                    if limit is not None and self.held[vc] + gpus > limit:
-                        continue
-                    if _usable(reports[vc], pool["gpu_type"]) <= granted[vc]:
-                        continue
-                    choice = (vc, item)
-                    break
-                if choice:
-                    break
-            if choice is None:
-                break
-            vc, item = choice
+        # the next node goes to the first borrower, by (GPUs held, layout order), that a node of the
+        # supply can serve. One that none can serve is dropped for good: the supply only shrinks,
+        # and what the borrower holds and was granted only grow.
+        queue = [(self.held[vc], self.rank[vc], vc) for vc in want]
+        heapq.heapify(queue)
+        while queue:
+            vc = heapq.heappop(queue)[2]
+            item = self._node_for(vc, supply, granted[vc])
+            if item is None:
+                continue
             lender, pool, _ = item
             gpus = pool["gpus_per_node"]
             item[2] -= 1
@@ -231,12 +248,29 @@ class _Epoch:
             self.held[vc] += gpus
             granted[vc] += gpus
             want[vc] -= gpus
-            if want[vc] <= 0:
-                del want[vc]
+            if want[vc] > 0:
+                heapq.heappush(queue, (self.held[vc], self.rank[vc], vc))
         for (lender, pool, vc), count in loans.items():
             row = reports[lender]["pools"][pool]
             self.ops[lender]["lend"].append((pool, count, vc))
             self.ops[vc]["borrow"].append((PoolShape(pool, row["gpu_type"], row["gpus_per_node"]), count, lender))
+
+    def _node_for(self, vc: str, supply: "_Supply", granted: int) -> list | None:
+        """The first supply item with a node borrower `vc` may take (within the lender's lending
+        limit and its own borrow limit, of a GPU type its pending jobs beyond the `granted` GPUs
+        may use); None if there is none."""
+        limit, report = self.settings.quota(vc).borrow_limit, self.reports[vc]
+        for item in supply:
+            lender, pool, left = item
+            gpus = pool["gpus_per_node"]
+            if not left or supply.lendable.get(lender, gpus) < gpus:
+                continue
+            if limit is not None and self.held[vc] + gpus > limit:
+                continue
+            if _usable(report, pool["gpu_type"]) <= granted:
+                continue
+            return item
+        return None
 
 
 class _HeldGPUs(dict):
@@ -253,16 +287,17 @@ class _HeldGPUs(dict):
 
 class _Supply:
     """A cohort's idle nodes, as [lender, its pool's report row, idle nodes left] items in lender
-    (layout) then pool order: the VCs without pending jobs and their idle own nodes. Iterating
+    (layout) then pool order: the lenders (`lenders`, VCs that may lend, in layout order) and
+    their idle own nodes. Iterating
     goes on to the next lender's pools only when the items so far are used up, so the pools of
     lenders the epoch does not reach are never read. `lendable`: lender -> GPUs it may still
     lend under its lending limit (for the lenders reached)."""
 
-    def __init__(self, reports: dict, settings: SharingSettings, members: list[str], back: dict):
+    def __init__(self, reports: dict, settings: SharingSettings, lenders: list[str], back: dict):
         self.items: list = []
         self.lendable: dict = {}
         self._reports, self._settings, self._back = reports, settings, back
-        self._lenders = iter([vc for vc in members if _may_lend(reports[vc])])
+        self._lenders = iter(lenders)
         self._used = 0  # items before this one are used up
 
     def __iter__(self):
@@ -281,6 +316,8 @@ class _Supply:
         """Add the next lender with idle nodes; False when none is left."""
         for vc in self._lenders:
             r = self._reports[vc]
+            if not r["idle_own"]:
+                continue
             idle = [[vc, p, p["idle"]] for p in r["pools"] if p["idle"]]
             if idle:
                 limit = self._settings.quota(vc).lending_limit

@@ -114,8 +114,7 @@ class VCGroup:
             sim = self.sims[vc]
             if self._next[vc] < until:
                 ran.append(vc)
-            sim.run(until=until)
-            self._next[vc] = sim.next_event_time()
+            self._next[vc] = sim.run(until=until)
             visited.add(vc)
             self._unsettled.add(vc)
             if vc in self._reporting:

@@ -109,16 +109,18 @@ class VCSimulator(QuotaLoans):
 
     def next_event_time(self) -> float:
         """Time of the next event this VC knows of (inf when idle and no job is waiting to arrive)."""
-        t = self._wakeup
-        if self._next_arrival < self.jobs.n:
-            t = min(t, self.jobs.submit[self._next_arrival])
-        heap = self._completions
-        while heap and heap[0][1] != self.jobs.version[heap[0][2]]:
+        t, jobs = self._wakeup, self.jobs
+        if self._next_arrival < jobs.n:
+            submit = jobs.submit[self._next_arrival]
+            if submit < t:
+                t = submit
+        heap, version = self._completions, jobs.version
+        while heap and heap[0][1] != version[heap[0][2]]:
             heapq.heappop(heap)
-        if heap:
-            t = min(t, heap[0][0])
-        if self._node_events:
-            t = min(t, self._node_events[0][0])
+        if heap and heap[0][0] < t:
+            t = heap[0][0]
+        if self._node_events and self._node_events[0][0] < t:
+            t = self._node_events[0][0]
         return t
 
     def add_node_events(self, events) -> None:
@@ -130,8 +132,9 @@ class VCSimulator(QuotaLoans):
                 raise ValueError(f"{self.name}: node event at {t} arrives after t={self.now}")
             heapq.heappush(self._node_events, (int(t), len(self._node_events), int(delta)))
 
-    def run(self, until: float = NEVER) -> None:
-        """Process every event at a time < `until` (all of them by default)."""
+    def run(self, until: float = NEVER) -> float:
+        """Process every event at a time < `until` (all of them by default); returns the time of
+        the next event (next_event_time())."""
         jobs, policy = self.jobs, self.policy
         heap = self._completions
         while True:
@@ -166,6 +169,7 @@ class VCSimulator(QuotaLoans):
             self.last_event = t
         if until is not NEVER and until - 1 > self.now:
             self.now = int(until) - 1
+        return t
 
     def results(self, rows=None) -> dict[str, np.ndarray]:
         """Result columns of the given jobs (all by default), see JobTable.results; with quota

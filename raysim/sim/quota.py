@@ -8,11 +8,13 @@ below acts at t, before the events of second t (completions, arrivals, decisions
 event of the VC, so its policy decides (and its time series is sampled) at t with the new nodes:
 
 - `quota_report(t)`: what the lending policy decides from (a plain dict, one row per VC): per own
-  pool its nodes and idle nodes; its nodes lent out per pool and borrower; the held nodes per lender and pool
-  (open to placement, idle among those, being drained); the pending jobs and GPUs, also per set of
-  GPU types they may use; the free GPUs on nodes open to placement; nodes given back since the
-  last report; the GPUs held on loan and lent out now, and of those being drained; the idle held
-  nodes open to placement; a number that changes whenever its loans change; borrowed and lent
+  pool its nodes and idle nodes; its nodes lent out per pool (with the pool's shape) and borrower;
+  the held nodes per lender and pool (open to placement, idle among those, being drained); every
+  loan it is part of, as its own books have it (`loans`, which the conservation check reads,
+  raysim.elastic.exchange); the pending jobs and GPUs, also per set of GPU types they may use;
+  the free GPUs on nodes open to placement; nodes given back since the last report; the GPUs held
+  on loan and lent out now, and of those being drained; the idle held nodes open to placement
+  and the idle own nodes; a number that changes whenever its loans change; borrowed and lent
   GPU-seconds.
   `report_at(t)` is the same report with its costlier fields computed when first read.
 - `apply_loan_operations(t, ops)`: the operations the lending policy decided for this VC, in order.
@@ -50,6 +52,7 @@ Quota sharing and the Lucid profiler's node loans (`VCSimulator.add_node_events`
 from __future__ import annotations
 
 import bisect
+import itertools
 import operator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -72,7 +75,7 @@ class QuotaReport(dict):
     are computed when first read. The lending policy reads most of them only for the few VCs a loan
     concerns; `complete()` fills them all in."""
 
-    LAZY = ("pools", "lent", "held", "pending_by_types")
+    LAZY = ("pools", "lent", "held", "loans", "pending_by_types", "held_idle", "idle_own")
     __slots__ = ("_sim",)
 
     def __init__(self, sim, fields: dict):
@@ -104,6 +107,11 @@ class QuotaLedger:
     partners: list[str] = field(default_factory=list)
     #: (lender index, shape) -> drained nodes that went back since the last report
     returned: dict = field(default_factory=dict)
+    #: (lender, borrower, pool) -> nodes on this VC's books: minus those it lent out, plus those it
+    #: holds (open to placement or being drained); VCs by name, the lender's pool by index
+    loans: dict = field(default_factory=dict)
+    #: (lender index, shape) -> nodes held on loan (open to placement or being drained)
+    held_nodes: dict = field(default_factory=dict)
     held_gpus: int = 0
     lent_gpus: int = 0
     #: changes whenever the nodes lent, held, being drained or returned change (reports carry it)
@@ -155,13 +163,11 @@ class QuotaLoans:
             ledger.returned = {}
             ledger.loan_state += 1
         draining = sum(vc.size[n] for n in vc.draining) if vc.draining else 0
-        free, size = vc.free, vc.size
         return QuotaReport(self, {
             "vc": self.name, "time": t, "returned": returned,
             "pending_jobs": len(self.pending), "pending_gpus": self.pending_gpus,
             "free_gpus": vc.free_gpus - (sum(vc.free[n] for n in vc.draining) if vc.draining else 0),
             "held_gpus": ledger.held_gpus, "lent_gpus": ledger.lent_gpus, "draining_gpus": draining,
-            "held_idle": sum(1 for n in vc.held if free[n] == size[n] and n not in vc.draining) if vc.held else 0,
             "loan_state": ledger.loan_state,
             "borrowed_gpu_s": ledger.borrowed_gpu_s, "lent_gpu_s": ledger.lent_gpu_s,
         })
@@ -179,28 +185,44 @@ class QuotaLoans:
                  "idle": sum(map(operator.eq, free[nodes.start:nodes.stop], size[nodes.start:nodes.stop])) - away[p]}
                 for p, (pool, nodes) in enumerate(zip(vc.pools, ledger.pool_nodes))]
 
+    def _report_held_idle(self) -> int:
+        """Idle held nodes open to placement."""
+        vc = self.vc
+        free, size, draining = vc.free, vc.size, vc.draining
+        return sum(1 for n in vc.held if free[n] == size[n] and n not in draining) if vc.held else 0
+
+    def _report_idle_own(self) -> int:
+        """Idle own nodes (present: not lent out); from the VC's count of nodes without a job."""
+        vc = self.vc
+        free, size = vc.free, vc.size
+        idle_held = sum(1 for n in vc.held if free[n] == size[n]) if vc.held else 0
+        return vc.num_nodes - vc.nodes_one_job - vc.nodes_multi_job - idle_held
+
     def _report_lent(self) -> list[dict]:
-        """Own nodes out on loan per pool and borrower (pools in order, borrowers in node order)."""
-        ledger, vc = self.quota, self.vc
-        if not vc.lent:
-            return []
-        starts, per = ledger.pool_starts, {}
-        for node in sorted(vc.lent):
-            key = (bisect.bisect_right(starts, node) - 1, ledger.partners[vc.lent[node]])
-            per[key] = per.get(key, 0) + 1
-        return [{"pool": p, "vc": name, "nodes": k} for (p, name), k in per.items()]
+        """Own nodes out on loan per pool (with its shape) and borrower (pools in order, then
+        borrowers by name)."""
+        name, pools = self.name, self.vc.pools
+        return sorted(({"pool": p, "gpu_type": pools[p].gpu_type, "gpus_per_node": pools[p].gpus_per_node,
+                        "vc": borrower, "nodes": -k}
+                       for (lender, borrower, p), k in self.quota.loans.items() if lender == name),
+                      key=lambda row: (row["pool"], row["vc"]))
+
+    def _report_loans(self) -> dict:
+        """Every loan the VC is part of, as its books have it (QuotaLedger.loans)."""
+        return dict(self.quota.loans)
 
     def _report_held(self) -> list[dict]:
         """The held nodes per lender and pool: open to placement, idle among those, being drained."""
         vc = self.vc
-        held: dict = {}
+        held = {key: {"nodes": k, "idle": 0, "draining": 0} for key, k in self.quota.held_nodes.items()}
+        draining, free, size = vc.draining, vc.free, vc.size
+        for node in draining:
+            row = held[vc.held[node]]
+            row["nodes"] -= 1
+            row["draining"] += 1
         for node, key in vc.held.items():  # (few: held nodes only)
-            row = held.setdefault(key, {"nodes": 0, "idle": 0, "draining": 0})
-            if node in vc.draining:
-                row["draining"] += 1
-            else:
-                row["nodes"] += 1
-                row["idle"] += vc.free[node] == vc.size[node]
+            if free[node] == size[node] and node not in draining:
+                held[key]["idle"] += 1
         partners = self.quota.partners
         return [{"lender": partners[code], "pool": shape.pool, "gpu_type": shape.gpu_type,
                  "gpus_per_node": shape.gpus_per_node, **row} for (code, shape), row in self._by_lender(held)]
@@ -208,7 +230,9 @@ class QuotaLoans:
     def lend(self, t: int, pool: int, count: int, to_vc: str) -> None:
         """Lend `count` idle own nodes of pool `pool` (the last ones in scan order) to `to_vc`."""
         ledger, vc = self._epoch(t), self.vc
-        idle = [n for n in reversed(ledger.pool_nodes[pool]) if n not in vc.lent and vc.free[n] == vc.size[n]]
+        lent, free, size = vc.lent, vc.free, vc.size
+        idle = list(itertools.islice((n for n in reversed(ledger.pool_nodes[pool])
+                                      if free[n] == size[n] and n not in lent), count))
         if count > len(idle):
             raise ValueError(f"{self.name}: cannot lend {count} nodes of pool {pool} at t={t}: "
                              f"{len(idle)} are idle")
@@ -218,6 +242,7 @@ class QuotaLoans:
         for node in idle[:count]:
             vc.lend_own(node, borrower)
             ledger.lent_gpus += vc.size[node]
+        _count(ledger.loans, (self.name, to_vc, pool), -count)
         self._decide_at(t)
 
     def borrow(self, t: int, shape: PoolShape, count: int, from_vc: str) -> None:
@@ -230,6 +255,8 @@ class QuotaLoans:
         for _ in range(count):
             node = vc.add_held(key[1].gpu_type, key[1].gpus_per_node, key)
             ledger.held_gpus += vc.size[node]
+        _count(ledger.held_nodes, key, count)
+        _count(ledger.loans, (from_vc, self.name, key[1].pool), count)
         if len(vc.types) != types:
             self._index_types()
         self.policy.on_capacity(self, t)
@@ -242,7 +269,9 @@ class QuotaLoans:
         if mode not in MODES:
             raise ValueError(f"reclaim mode must be one of {', '.join(MODES)}, not {mode!r}")
         key = (ledger.code(from_vc), PoolShape(*shape))
-        open_nodes = [n for n in reversed(vc.order) if vc.held.get(n) == key]  # borrowed last first
+        # borrowed last first (held nodes join the node order's end in the order `held` lists them)
+        held, draining = vc.held, vc.draining
+        open_nodes = [n for n in reversed(held) if held[n] == key and n not in draining]
         if count > len(open_nodes):
             raise ValueError(f"{self.name}: cannot reclaim {count} nodes of {from_vc}'s pool {key[1].pool} "
                              f"at t={t}: {len(open_nodes)} are held and not being drained")
@@ -275,7 +304,8 @@ class QuotaLoans:
         to it) return, idle, to their place in the scan order."""
         ledger, vc = self._epoch(t), self.vc
         borrower = ledger.code(from_vc)
-        away = [n for n in ledger.pool_nodes[pool] if vc.lent.get(n) == borrower]
+        nodes = ledger.pool_nodes[pool]
+        away = sorted(n for n, to in vc.lent.items() if to == borrower and n in nodes)
         if count > len(away):
             raise ValueError(f"{self.name}: cannot take back {count} nodes of pool {pool} from {from_vc} "
                              f"at t={t}: {len(away)} are lent to it")
@@ -284,6 +314,7 @@ class QuotaLoans:
         for node in away[:count]:
             vc.take_back_own(node)
             ledger.lent_gpus -= vc.size[node]
+        _count(ledger.loans, (self.name, from_vc, pool), count)
         self.policy.on_capacity(self, t)
         self._decide_at(t)
 
@@ -297,6 +328,16 @@ class QuotaLoans:
             assert all(n in present or n in vc.lent for n in nodes), f"an own node of pool {p} is lost"
         assert ledger.held_gpus == sum(vc.size[n] for n in vc.held), "held GPU count is off"
         assert ledger.lent_gpus == sum(vc.size[n] for n in vc.lent), "lent GPU count is off"
+        loans, held = {}, {}
+        starts, partners = ledger.pool_starts, ledger.partners
+        for node, code in vc.lent.items():
+            _count(loans, (self.name, partners[code], bisect.bisect_right(starts, node) - 1), -1)
+        for code, shape in vc.held.values():
+            _count(held, (code, shape), 1)
+            _count(loans, (partners[code], self.name, shape.pool), 1)
+        assert ledger.loans == loans, "loan counts are off"
+        assert self._report_idle_own() == sum(p["idle"] for p in self._report_pools()), "idle own nodes are off"
+        assert ledger.held_nodes == held, "held node counts are off"
 
     def apply_loan_operations(self, t: int, ops: list[tuple]) -> None:
         """Carry out this VC's operations of epoch t, in order (raysim.elastic.lending.decide says
@@ -360,7 +401,11 @@ class QuotaLoans:
 
     def _give_back(self, node: int) -> None:
         """Idle held node `node` leaves the VC."""
-        self.quota.held_gpus -= self.vc.size[node]
+        ledger = self.quota
+        ledger.held_gpus -= self.vc.size[node]
+        code, shape = key = self.vc.held[node]
+        _count(ledger.held_nodes, key, -1)
+        _count(ledger.loans, (ledger.partners[code], self.name, shape.pool), -1)
         self.vc.give_back(node)
 
     def _loan_key(self, key) -> dict:
@@ -399,6 +444,15 @@ class QuotaLoans:
             row[1] += jobs.gpu[j]
         return [{"gpu_types": None if c < 0 else sorted(constraints[c]), "jobs": k, "gpus": g}
                 for c, (k, g) in sorted(groups.items())]
+
+
+def _count(counts: dict, key, delta: int) -> None:
+    """Add delta to counts[key], dropping the key at zero."""
+    n = counts.get(key, 0) + delta
+    if n:
+        counts[key] = n
+    else:
+        del counts[key]
 
 
 def check_conservation(sims: dict, in_transit: dict | None = None) -> None:

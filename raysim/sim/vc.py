@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import heapq
 
 TEMP_NODE_NAME = 9999  # the reference's name for a node added on loan
 
@@ -63,7 +64,8 @@ class VCState:
         self.lent: dict[int, object] = {}
         #: held nodes being drained for return, in the order they started draining
         self.draining: dict[int, None] = {}
-        self.spare: list[int] = []
+        #: spare slots of held nodes given back, per (type index, GPUs per node): heaps of nodes
+        self.spare: dict[tuple[int, int], list[int]] = {}
         #: per-job placement: job index -> list of (node, [gpu ids])
         self.placement: dict[int, list[tuple[int, list[int]]]] = {}
         #: per-job (utilisation in milli-percent, memory MB) of the job alone
@@ -223,7 +225,7 @@ class VCState:
         spare slot; held nodes are present, drained ones held, and nodes away idle."""
         live = self.order + list(self.draining)
         assert len(set(live)) == len(live), "a node is listed twice"
-        away = list(self.lent) + self.spare
+        away = list(self.lent) + [n for slots in self.spare.values() for n in slots]
         assert len(set(away)) == len(away) and not set(away) & set(live), "a node away is also present"
         assert all(self.free[n] == self.size[n] and max(self.owner[n]) < 0 for n in away), "a node away is busy"
         assert set(self.draining) <= set(self.held) <= set(live), "a held node is lost"
@@ -283,11 +285,11 @@ class VCState:
         in the lowest spare slot of its shape if there is one; returns the node."""
         self._admit_shape(gpu_type, per)
         t = self.types.index(gpu_type)
-        node = min((n for n in self.spare if self.type_of[n] == t and self.size[n] == per), default=None)
-        if node is None:
+        slots = self.spare.get((t, per))
+        if not slots:
             node = self._new_node(gpu_type, per, name=len(self.size))
         else:
-            self.spare.remove(node)
+            node = heapq.heappop(slots)
             self.order.append(node)
             self._capacity(node, per)
         self.held[node] = tag
@@ -306,7 +308,7 @@ class VCState:
             self.order.remove(node)
         del self.held[node]
         self._capacity(node, -self.size[node])
-        self.spare.append(node)
+        heapq.heappush(self.spare.setdefault((self.type_of[node], self.size[node]), []), node)
 
     def add_node(self, reference_naming: bool, pool=None) -> bool:
         """Take one node (back) from a loan, shaped like `pool` (default: the VC's first pool); it
