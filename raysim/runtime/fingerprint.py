@@ -41,8 +41,10 @@ def run_fingerprint(trace_table: pa.Table, spec, estimates=None, job_extra=None,
         "estimator": _settings(estimator),
     }
     if spec.sharing.mode != "none":  # (absent without sharing: earlier checkpoints stay resumable)
-        # (`groups`: VC groups decide their own cohorts; checkpoints before that are refused)
-        parts["sharing"] = {"settings": spec.sharing, "pool_homes": spec.pool_homes, "decisions": "groups"}
+        # (`state`: VC groups decide their own cohorts and ledgers count loans; checkpoints
+        # from before either are refused, their state lacks them)
+        parts["sharing"] = {"settings": spec.sharing, "pool_homes": spec.pool_homes,
+                            "state": "groups, ledger loan counts"}
     return {name: digest(value) for name, value in parts.items()}
 
 
