@@ -239,7 +239,7 @@ class QuotaLoans:
         ledger.account(t)
         ledger.loan_state += 1
         borrower = ledger.code(to_vc)
-        for node in idle[:count]:
+        for node in idle:
             vc.lend_own(node, borrower)
             ledger.lent_gpus += vc.size[node]
         _count(ledger.loans, (self.name, to_vc, pool), -count)
