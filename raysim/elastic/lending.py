@@ -71,7 +71,8 @@ def decide(reports: dict[str, dict], settings: SharingSettings, index: "ReportIn
 class ReportIndex:
     """Which VCs each step of the lending policy looks at, from their reports: those with pending
     jobs, those lending nodes out, those with nodes returned or being drained, borrowers with idle
-    held nodes and no pending job, and those that may lend (`_may_lend`). A caller that keeps it
+    held nodes and no pending job, and those that may lend (no pending job and a free GPU: without
+    one a VC has no idle node, so its pools need not be read). A caller that keeps it
     up to date (`update` whenever a report changes) makes a decision cost what it concerns rather
     than the number of VCs."""
 
@@ -96,26 +97,18 @@ class ReportIndex:
         return index
 
     def update(self, vc: str, r: dict) -> None:
-        """Place VC `vc` by its report `r`."""
+        """Place VC `vc` by its report `r` (at every report, so written out rather than looped)."""
         waits = r["pending_jobs"] > 0
-        for members, inside in ((self.pending, waits), (self.lending, r["lent_gpus"] > 0),
-                                (self.transit, bool(r["returned"]) or r["draining_gpus"] > 0),
-                                (self.idle_held, not waits and r["held_gpus"] > 0 and r["held_idle"] > 0),
-                                (self.may_lend, _may_lend(r))):
-            if inside:
-                members.add(vc)
-            else:
-                members.discard(vc)
+        (self.pending.add if waits else self.pending.discard)(vc)
+        (self.lending.add if r["lent_gpus"] > 0 else self.lending.discard)(vc)
+        (self.transit.add if r["returned"] or r["draining_gpus"] > 0 else self.transit.discard)(vc)
+        idle_held = not waits and r["held_gpus"] > 0 and r["held_idle"] > 0
+        (self.idle_held.add if idle_held else self.idle_held.discard)(vc)
+        (self.may_lend.add if not waits and r["free_gpus"] > 0 else self.may_lend.discard)(vc)
 
     def ordered(self, vcs) -> list[str]:
         """`vcs` in layout order."""
         return sorted(vcs, key=self.rank.__getitem__)
-
-
-def _may_lend(report: dict) -> bool:
-    """Whether the VC may have nodes to lend: no pending job, and a free GPU (without one it has no
-    idle node, so its pools need not be read)."""
-    return not report["pending_jobs"] and report["free_gpus"] > 0
 
 
 def _shortfall(report: dict) -> int:
@@ -260,10 +253,14 @@ class _Epoch:
         limit and its own borrow limit, of a GPU type its pending jobs beyond the `granted` GPUs
         may use); None if there is none."""
         limit, report = self.settings.quota(vc).borrow_limit, self.reports[vc]
-        for item in supply:
+        items, lendable = supply.items, supply.lendable
+        i = supply.first_open()
+        while i < len(items) or supply.more():
+            item = items[i]
+            i += 1
             lender, pool, left = item
             gpus = pool["gpus_per_node"]
-            if not left or supply.lendable.get(lender, gpus) < gpus:
+            if not left or lendable.get(lender, gpus) < gpus:
                 continue
             if limit is not None and self.held[vc] + gpus > limit:
                 continue
@@ -287,11 +284,10 @@ class _HeldGPUs(dict):
 
 class _Supply:
     """A cohort's idle nodes, as [lender, its pool's report row, idle nodes left] items in lender
-    (layout) then pool order: the lenders (`lenders`, VCs that may lend, in layout order) and
-    their idle own nodes. Iterating
-    goes on to the next lender's pools only when the items so far are used up, so the pools of
-    lenders the epoch does not reach are never read. `lendable`: lender -> GPUs it may still
-    lend under its lending limit (for the lenders reached)."""
+    (layout) then pool order: the lenders (`lenders`, VCs that may lend, in layout order) and their
+    idle own nodes. `more()` adds the next lender's pools, and is called only when the items so far
+    are used up, so the pools of lenders the epoch does not reach are never read. `lendable`:
+    lender -> GPUs it may still lend under its lending limit (for the lenders reached)."""
 
     def __init__(self, reports: dict, settings: SharingSettings, lenders: list[str], back: dict):
         self.items: list = []
@@ -300,19 +296,15 @@ class _Supply:
         self._lenders = iter(lenders)
         self._used = 0  # items before this one are used up
 
-    def __iter__(self):
+    def first_open(self) -> int:
+        """Index of the first item not used up yet (used-up items stay used up: later scans start
+        after them)."""
         items = self.items
         while self._used < len(items) and not items[self._used][2]:
-            self._used += 1  # used-up items stay used up: later scans start after them
-        i = self._used
-        while True:
-            while i < len(items):
-                yield items[i]
-                i += 1
-            if not self._more():
-                return
+            self._used += 1
+        return self._used
 
-    def _more(self) -> bool:
+    def more(self) -> bool:
         """Add the next lender with idle nodes; False when none is left."""
         for vc in self._lenders:
             r = self._reports[vc]

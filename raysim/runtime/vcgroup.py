@@ -126,7 +126,7 @@ class VCGroup:
         decide their loans there; a decision owed to later events of this window becomes `due`."""
         epochs, mine, nxt = self.epochs, self.epochs.vcs, self._next
         while True:
-            e = epochs.next_decision(min(nxt[vc] for vc in mine))
+            e = epochs.next_decision(min(map(nxt.__getitem__, mine)))
             if e is None or e > t_end:
                 break
             epochs.changed(self._advance([vc for vc in mine if nxt[vc] < e], e, visited))
@@ -135,7 +135,7 @@ class VCGroup:
                 sim.apply_loan_operations(e, ops)
                 nxt[vc] = sim.next_event_time()
                 visited.add(vc)
-        first = min(nxt[vc] for vc in mine)
+        first = min(map(nxt.__getitem__, mine))
         if first < t_end:  # events the window still processes: the next decision is owed to them
             epochs.changed(vc for vc in mine if nxt[vc] < t_end)
             if epochs.due is None:

@@ -174,6 +174,14 @@ class QuotaLoans:
 
     def _report_pools(self) -> list[dict]:
         """Per own pool: its shape, nodes and idle nodes (present and idle)."""
+        vc = self.vc
+        # one pool holds all the VC's idle own nodes, which its counts give without a scan
+        idle = [self._report_idle_own()] if len(vc.pools) == 1 else self._idle_by_scan()
+        return [{"pool": p, "gpu_type": pool.gpu_type, "gpus_per_node": pool.gpus_per_node, "nodes": pool.nodes,
+                 "idle": idle[p]} for p, pool in enumerate(vc.pools)]
+
+    def _idle_by_scan(self) -> list[int]:
+        """Per own pool, its idle nodes present (not lent out), counted node by node."""
         ledger, vc = self.quota, self.vc
         away = [0] * len(vc.pools)  # per pool, nodes out on loan (idle in their slots)
         if vc.lent:
@@ -181,9 +189,8 @@ class QuotaLoans:
             for node in vc.lent:
                 away[bisect.bisect_right(starts, node) - 1] += 1
         free, size = vc.free, vc.size
-        return [{"pool": p, "gpu_type": pool.gpu_type, "gpus_per_node": pool.gpus_per_node, "nodes": pool.nodes,
-                 "idle": sum(map(operator.eq, free[nodes.start:nodes.stop], size[nodes.start:nodes.stop])) - away[p]}
-                for p, (pool, nodes) in enumerate(zip(vc.pools, ledger.pool_nodes))]
+        return [sum(map(operator.eq, free[nodes.start:nodes.stop], size[nodes.start:nodes.stop])) - away[p]
+                for p, nodes in enumerate(ledger.pool_nodes)]
 
     def _report_held_idle(self) -> int:
         """Idle held nodes open to placement."""
@@ -336,7 +343,7 @@ class QuotaLoans:
             _count(held, (code, shape), 1)
             _count(loans, (partners[code], self.name, shape.pool), 1)
         assert ledger.loans == loans, "loan counts are off"
-        assert self._report_idle_own() == sum(p["idle"] for p in self._report_pools()), "idle own nodes are off"
+        assert self._report_idle_own() == sum(self._idle_by_scan()), "idle own nodes are off"
         assert ledger.held_nodes == held, "held node counts are off"
 
     def apply_loan_operations(self, t: int, ops: list[tuple]) -> None:
