@@ -56,20 +56,28 @@ def one(days: int, policy: str, runtime: str, sharing: str, period_s: int, vcs_p
             "wall_s": round(wall, 2), **stats}
 
 
+def _packing(value: str):
+    """`--vcs-per-actor`: "auto" or a whole number of at least 1."""
+    if value == "auto":
+        return value
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"must be auto or a whole number of at least 1, not {value!r}")
+    return int(value)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--days", type=int, default=183)
     ap.add_argument("--policy", default="fifo")
     ap.add_argument("--runtimes", nargs="+", default=["local", "ray"])
     ap.add_argument("--period-s", type=int, default=300)
-    ap.add_argument("--vcs-per-actor", default="auto", help="auto (default) or VCs per actor")
+    ap.add_argument("--vcs-per-actor", default="auto", type=_packing, help="auto (default) or VCs per actor")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--one", nargs=3, metavar=("RUNTIME", "SHARING", "PERIOD"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         runtime, sharing, period = args.one
-        packing = args.vcs_per_actor if args.vcs_per_actor == "auto" else int(args.vcs_per_actor)
-        print(json.dumps(one(args.days, args.policy, runtime, sharing, int(period), packing)))
+        print(json.dumps(one(args.days, args.policy, runtime, sharing, int(period), args.vcs_per_actor)))
         return
     for runtime in args.runtimes:
         walls = {}
