@@ -306,6 +306,18 @@ def test_a_cohort_is_decided_alike_in_its_group_and_by_the_coordinator(policy):
         assert jobs.equals(base) and ts.equals(base_ts), (per_actor, window_s)
 
 
+def test_a_split_cohort_is_said_in_the_log(caplog):
+    """Packing that splits a cohort is allowed (the coordinator decides it) but slower: the log says so."""
+    trace, cohorts = five_vcs(seed=3)
+    spec = spec_of(trace, "fifo", sharing=borrow(vcs=cohorts))
+    with caplog.at_level("INFO", logger="raysim"):
+        simulate(trace, spec, None, window_s=86_400, vcs_per_actor=8)
+    assert "spread over VC groups" not in caplog.text
+    with caplog.at_level("INFO", logger="raysim"):
+        simulate(trace, spec, None, window_s=86_400, vcs_per_actor=2)
+    assert "3 VC(s) of cohort(s) y are spread over VC groups (vcs_per_actor=2)" in caplog.text
+
+
 def test_conservation_holds_at_every_epoch_decided_inside_a_group(monkeypatch):
     """The in-group decisions: before each, every lent node is held by its borrower or was given
     back (and not yet taken back), and the node state of every VC is consistent."""

@@ -88,6 +88,10 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     exchange = None
     split = decided_by_coordinator(spec.sharing, spec.vcs, groups)
     if split:  # the coordinator decides the cohorts split over groups: windows end at epochs
+        log.info("sharing=borrow: %d VC(s) of cohort(s) %s are spread over VC groups (vcs_per_actor=%s); the "
+                 "coordinator decides their loans, in windows of %d s (vcs_per_actor=auto keeps every cohort in "
+                 "one group)", len(split), ", ".join(sorted({spec.sharing.quota(vc).cohort for vc in split})),
+                 vcs_per_actor, spec.sharing.period_s)
         window_s = min(window_s, spec.sharing.period_s)
         exchange = EpochExchange(spec.sharing, spec.t0, window_s, split)
     if executor is None:
