@@ -2,14 +2,18 @@
 trace's VCs simulated in this process under `sharing=none`, three ways, each in a fresh process.
 
     python benchmarks/epoch_stops.py [--days 60] [--policy fifo] [--period-s 300] [--repeat 1]
+                                     [--groups-of 4 16]
 
 - `straight`: every VC runs to its end, one after the other (as a `sharing=none` window does);
 - `per_vc`: every VC, one after the other, stops at each epoch that follows one of its events;
 - `lockstep`: at each epoch, every VC with events before it runs up to it, VC after VC (as a
   cohort decided inside its VC group is run under `sharing=borrow`).
 
-`per_vc` and `lockstep` make the same stops; they differ only in how the VCs take turns. The
-events and results are the same in all three. The time of each is that of the simulation alone
+`per_vc` and `lockstep` make the same stops; they differ only in how the VCs take turns.
+`--groups-of K ...` adds, per K, `lockstep/K`: the VCs in groups of K (layout order), each group in
+lockstep over the whole trace, then the next: the same stops again, with K VCs taking turns rather
+than all of them, which shows whether the cost grows with the VCs whose state alternates. The
+events and results are the same in all of them. The time of each is that of the simulation alone
 (the trace is loaded and the simulators fed before the clock starts). Prints one line per way, and
 with --repeat N the fastest of N runs.
 """
@@ -26,7 +30,7 @@ import time
 WAYS = ("straight", "per_vc", "lockstep")
 
 
-def one(days: int, policy: str, period: int, way: str) -> dict:
+def one(days: int, policy: str, period: int, way: str, group: int | None = None) -> dict:
     from raysim.cluster.layout import layout_from_vc_nodes
     from raysim.elastic.exchange import epoch_after
     from raysim.runtime.codec import jobs_batch, split_by_vc
@@ -52,15 +56,19 @@ def one(days: int, policy: str, period: int, way: str) -> dict:
                 nxt = sim.run(until=epoch_after(int(nxt), t0, period))
                 stops += 1
     else:
-        nxt = {vc: sim.next_event_time() for vc, sim in sims.items()}
-        while (first := min(nxt.values())) < math.inf:
-            e = epoch_after(int(first), t0, period)
-            for vc, sim in sims.items():
-                if nxt[vc] < e:
-                    nxt[vc] = sim.run(until=e)
-                    stops += 1
+        names = list(sims)
+        k = group or len(names)
+        for i in range(0, len(names), k):
+            turns = {vc: sims[vc] for vc in names[i:i + k]}
+            nxt = {vc: sim.next_event_time() for vc, sim in turns.items()}
+            while (first := min(nxt.values())) < math.inf:
+                e = epoch_after(int(first), t0, period)
+                for vc, sim in turns.items():
+                    if nxt[vc] < e:
+                        nxt[vc] = sim.run(until=e)
+                        stops += 1
     wall = time.perf_counter() - start
-    return {"way": way, "days": days, "policy": policy, "period_s": period, "vcs": len(sims),
+    return {"way": way if group is None else f"{way}/{group}", "days": days, "policy": policy, "period_s": period, "vcs": len(sims),
             "stops": stops, "events": sum(sim.events for sim in sims.values()),
             "finished": sum(sim.finished for sim in sims.values()), "wall_s": round(wall, 2)}
 
@@ -71,28 +79,33 @@ def main() -> None:
     ap.add_argument("--policy", default="fifo")
     ap.add_argument("--period-s", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=1, help="runs of each way; the fastest is shown")
+    ap.add_argument("--groups-of", type=int, nargs="*", default=[], metavar="K",
+                    help="also lockstep in groups of K VCs, per K")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--one", choices=WAYS, help=argparse.SUPPRESS)
+    ap.add_argument("--group", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.period_s < 1 or args.repeat < 1 or args.days < 1:
-        ap.error("--days, --period-s and --repeat must be at least 1")
+    if args.period_s < 1 or args.repeat < 1 or args.days < 1 or any(k < 1 for k in args.groups_of):
+        ap.error("--days, --period-s, --repeat and --groups-of must be at least 1")
     if args.one:
-        print(json.dumps(one(args.days, args.policy, args.period_s, args.one)))
+        print(json.dumps(one(args.days, args.policy, args.period_s, args.one, args.group)))
         return
+    runs = [(way, []) for way in WAYS] + [(f"lockstep/{k}", ["--group", str(k)]) for k in args.groups_of]
     best = {}
     for _ in range(args.repeat):
-        for way in WAYS:  # (the ways take turns, so a slower spell of the machine hits all of them)
+        for way, extra in runs:  # (the ways take turns, so a slower spell of the machine hits all of them)
             res = subprocess.run([sys.executable, __file__, "--days", str(args.days), "--policy", args.policy,
-                                  "--period-s", str(args.period_s), "--one", way], capture_output=True, text=True)
+                                  "--period-s", str(args.period_s), "--one", way.split("/")[0], *extra],
+                                 capture_output=True, text=True)
             if res.returncode != 0:
                 sys.exit(f"{way}: {res.stderr.strip().splitlines()[-1]}")
             row = json.loads(res.stdout.strip().splitlines()[-1])
             if way not in best or row["wall_s"] < best[way]["wall_s"]:
                 best[way] = row
-    for way in WAYS:
+    for way, _ in runs:
         row = best[way]
         print(json.dumps(row) if args.json else
-              f"{way:9s} {row['wall_s']:7.2f} s  {row['stops']:>9,} stops  {row['events']:>9,} events  "
+              f"{way:12s} {row['wall_s']:7.2f} s  {row['stops']:>9,} stops  {row['events']:>9,} events  "
               f"x{row['wall_s'] / best['straight']['wall_s']:.2f}")
 
 
