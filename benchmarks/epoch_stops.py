@@ -90,20 +90,19 @@ def main() -> None:
     if args.one:
         print(json.dumps(one(args.days, args.policy, args.period_s, args.one, args.group)))
         return
-    runs = [(way, []) for way in WAYS] + [(f"lockstep/{k}", ["--group", str(k)]) for k in args.groups_of]
-    best = {}
+    runs = [(way, None) for way in WAYS] + [("lockstep", k) for k in args.groups_of]
+    best = {}  # the row's way (lockstep/K for groups) -> its fastest run, in the order of `runs`
     for _ in range(args.repeat):
-        for way, extra in runs:  # (the ways take turns, so a slower spell of the machine hits all of them)
+        for way, group in runs:  # (the ways take turns, so a slower spell of the machine hits all of them)
             res = subprocess.run([sys.executable, __file__, "--days", str(args.days), "--policy", args.policy,
-                                  "--period-s", str(args.period_s), "--one", way.split("/")[0], *extra],
-                                 capture_output=True, text=True)
+                                  "--period-s", str(args.period_s), "--one", way,
+                                  *(["--group", str(group)] if group else [])], capture_output=True, text=True)
             if res.returncode != 0:
-                sys.exit(f"{way}: {res.stderr.strip().splitlines()[-1]}")
+                sys.exit(f"{way}{f'/{group}' if group else ''}: {res.stderr.strip().splitlines()[-1]}")
             row = json.loads(res.stdout.strip().splitlines()[-1])
-            if way not in best or row["wall_s"] < best[way]["wall_s"]:
-                best[way] = row
-    for way, _ in runs:
-        row = best[way]
+            if row["way"] not in best or row["wall_s"] < best[row["way"]]["wall_s"]:
+                best[row["way"]] = row
+    for way, row in best.items():
         print(json.dumps(row) if args.json else
               f"{way:12s} {row['wall_s']:7.2f} s  {row['stops']:>9,} stops  {row['events']:>9,} events  "
               f"x{row['wall_s'] / best['straight']['wall_s']:.2f}")
