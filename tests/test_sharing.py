@@ -10,12 +10,12 @@ import math
 import numpy as np
 import pytest
 
-from raysim.sharing import (POLICIES, ClusterState, FragModel, Nodes, OverAllocation, PodKinds, Pods,
+from raysim.sharing import (POLICIES, ResourceState, FragModel, Nodes, OverAllocation, PodKinds, Pods,
                             run_inflation, target_workload)
-from raysim.sharing.frag import CATEGORIES
+from raysim.placement.frag import CATEGORIES
 from raysim.sharing.inflation import InflationRun, arrival_order
-from raysim.sharing.policies import make_policy, policy_class
-from raysim.sharing.policies.fgd import FGDPolicy
+from raysim.placement.scored import make_policy, policy_class
+from raysim.placement.scored.fgd import FGDPolicy
 
 MILLI = 1000
 
@@ -55,7 +55,7 @@ def random_pods(n, seed=0, spec_share=0.0):
 # --------------------------------------------------------------------------- capacity rules
 
 def test_fractional_pods_share_a_gpu_up_to_1000_milli_and_never_beyond():
-    st = ClusterState(Nodes.from_lists([64000], [65536], [1], ["A"]))
+    st = ResourceState(Nodes.from_lists([64000], [65536], [1], ["A"]))
     assert st.fits(0, 1000, 1, 1, 400)
     st.place(0, 1000, 1, 1, 400, (0,))
     st.place(0, 1000, 1, 1, 400, (0,))  # 800 milli on GPU 0: shared by two pods
@@ -69,7 +69,7 @@ def test_fractional_pods_share_a_gpu_up_to_1000_milli_and_never_beyond():
 
 
 def test_whole_gpu_pods_are_alone_on_their_gpus():
-    st = ClusterState(Nodes.from_lists([64000], [65536], [2], ["A"]))
+    st = ResourceState(Nodes.from_lists([64000], [65536], [2], ["A"]))
     st.place(0, 1000, 1, 1, 300, (0,))
     assert st.fits(0, 1000, 1, 1, 1000) and not st.fits(0, 1000, 1, 2, 1000)
     with pytest.raises(OverAllocation):  # GPU 0 holds a share
@@ -86,7 +86,7 @@ def test_whole_gpu_pods_are_alone_on_their_gpus():
 
 
 def test_cpu_memory_and_pod_count_limits():
-    st = ClusterState(Nodes.from_lists([4000, 4000], [1000, 1000], [1, 0], ["A", None], max_pods=2))
+    st = ResourceState(Nodes.from_lists([4000, 4000], [1000, 1000], [1, 0], ["A", None], max_pods=2))
     assert st.feasible(3000, 500, 0, 0).tolist() == [True, True]  # CPU pods go to CPU-only nodes too
     assert st.feasible(3000, 500, 1, 500).tolist() == [True, False]
     st.place(1, 3000, 500, 0, 0)
@@ -107,7 +107,7 @@ def test_cpu_memory_and_pod_count_limits():
 
 def test_gpu_spec_restricts_nodes():
     nodes = small_cluster()
-    st = ClusterState(nodes)
+    st = ResourceState(nodes)
     b_nodes = [i for i in range(len(nodes)) if nodes.model[i] >= 0 and nodes.models[nodes.model[i]] == "B"]
     assert np.flatnonzero(st.feasible(1000, 1, 1, 500, "B")).tolist() == b_nodes
     assert st.feasible(1000, 1, 1, 500, "A|B").sum() == 9
@@ -135,7 +135,7 @@ def test_random_placements_never_over_allocate(name):
 
 def test_random_manual_placements_then_check():
     nodes = small_cluster()
-    st = ClusterState(nodes)
+    st = ResourceState(nodes)
     r = rng(7)
     pods = random_pods(500, seed=8)
     for i in range(len(pods)):
@@ -215,7 +215,7 @@ def fgd_setup(states, kinds_rows):
     """An FGD policy on nodes of model "A" put in `states` ((cpu capacity, used cpu, [used milli per GPU]))."""
     nodes = Nodes.from_lists([s[0] for s in states], [10 ** 6] * len(states), [len(s[2]) for s in states],
                              ["A"] * len(states))
-    st = ClusterState(nodes)
+    st = ResourceState(nodes)
     for i, (_, cpu_used, used) in enumerate(states):
         st.place(i, cpu_used, 0, 0, 0)
         for g, m in enumerate(used):
@@ -327,7 +327,7 @@ def ref_fgd(cpu_left, gpus, model, pod, shapes):
 
 def busy_cluster(seed):
     nodes = small_cluster()
-    st = ClusterState(nodes)
+    st = ResourceState(nodes)
     r = rng(seed)
     pods = random_pods(300, seed=seed, spec_share=0.3)
     for i in r.permutation(len(pods))[:60]:
@@ -382,7 +382,7 @@ def policy_on(name, st, rows):
 def test_gpu_packing_scores_match_the_reference_cases():
     # the reference's gpu_packing_score_test: node GPUs free [200, 1000, 1000, 500]
     nodes = Nodes.from_lists([96000] * 3, [10 ** 6] * 3, [4, 4, 8], ["A"] * 3)
-    st = ClusterState(nodes)
+    st = ResourceState(nodes)
     st.place(0, 0, 0, 1, 800, (0,))
     st.place(0, 0, 0, 1, 500, (3,))
     pol = policy_on("gpu_packing", st, [(100, 1, 2, 1000), (100, 1, 1, 200), (100, 1, 1, 600), (100, 1, 0, 0)])
@@ -398,7 +398,7 @@ def test_gpu_packing_scores_match_the_reference_cases():
 
 def test_bestfit_dotprod_and_clustering_scores():
     nodes = Nodes.from_lists([128000, 64000], [10 ** 6] * 2, [8, 2], ["A", "A"])
-    st = ClusterState(nodes)
+    st = ResourceState(nodes)
     st.place(1, 32000, 0, 1, 1000, (0,))  # node 1: 32000 CPU and 1000 milli free, holds a 1-gpu pod
     rows = [(16000, 1, 1, 500), (8000, 1, 0, 0), (4000, 1, 1, 1000)]
     idx = np.arange(2)
@@ -420,7 +420,7 @@ def test_bestfit_dotprod_and_clustering_scores():
 
 def test_random_policy_spreads_and_ties_follow_rank():
     nodes = Nodes.from_lists([64000] * 5, [10 ** 6] * 5, [2] * 5, ["A"] * 5)
-    st = ClusterState(nodes)
+    st = ResourceState(nodes)
     pol = policy_on("random", st, [(1000, 1, 1, 300)])
     picks = {pol.select(0, np.arange(5), np.arange(5)) for _ in range(200)}
     assert picks == set(range(5))

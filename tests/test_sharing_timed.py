@@ -1,5 +1,5 @@
 """raysim.sharing.timed: pods with arrival times and durations on the GPU-sharing cluster (queueing,
-departures, FIFO vs backfill), ClusterState.remove, the duration model, and the Hydra switch."""
+departures, FIFO vs backfill), ResourceState.remove, the duration model, and the Hydra switch."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from raysim.sharing import POLICIES, ClusterState, Nodes, OverAllocation, PodKinds, Pods
-from raysim.sharing.frag import FragModel, target_workload
-from raysim.sharing.policies import make_policy
+from raysim.sharing import POLICIES, ResourceState, Nodes, OverAllocation, PodKinds, Pods
+from raysim.placement.frag import FragModel, target_workload
+from raysim.placement.scored import make_policy
 from raysim.sharing.timed import TimedPods, run_timed, timed_pods
 
 ALL = sorted(POLICIES)
@@ -34,7 +34,7 @@ def arrays(state):
 
 def test_place_then_remove_restores_the_state_exactly():
     nodes = Nodes.from_lists([64000, 32000], [65536, 65536], [4, 2], ["A", "B"])
-    st = ClusterState(nodes)
+    st = ResourceState(nodes)
     st.place(0, 2000, 100, 1, 300, (1,), pod=0)
     st.place(1, 1000, 10, 0, 0, (), pod=1)
     before = arrays(st)
@@ -49,7 +49,7 @@ def test_place_then_remove_restores_the_state_exactly():
         assert np.array_equal(a, b)
     st.remove(0)
     st.remove(1)
-    fresh = arrays(ClusterState(nodes))
+    fresh = arrays(ResourceState(nodes))
     assert all(np.array_equal(a, b) for a, b in zip(fresh, arrays(st))) and st.placements == []
     with pytest.raises(OverAllocation):
         st.remove(0)
@@ -61,9 +61,9 @@ def test_removal_updates_policy_caches_as_a_fresh_state_would():
     kinds = PodKinds.of(pods)
     frag = FragModel(target_workload(pods), nodes.models)
     for name in ("fgd", "gpu_clustering"):
-        st = ClusterState(nodes)
+        st = ResourceState(nodes)
         pol = make_policy(name, st, frag, kinds, np.random.default_rng(0))
-        ref = make_policy(name, ClusterState(nodes), frag, kinds, np.random.default_rng(0))
+        ref = make_policy(name, ResourceState(nodes), frag, kinds, np.random.default_rng(0))
         for p, (node, gpus) in enumerate([(0, (1,)), (0, (2, 3)), (1, (0,))]):
             st.place(node, int(pods.cpu_milli[p]), 10, int(pods.num_gpu[p]), int(pods.gpu_milli[p]), gpus, pod=p)
             pol.placed(node, int(kinds.of_pod[p]))

@@ -8,12 +8,12 @@ requested GPUs reach ``tune`` x the cluster's GPUs), never leave, and each is pl
 one node or fails. Per percent of arrived GPU demand the run reports the GPU allocation ratio and the
 fragmentation ratio, in the reference's CSV layout.
 
-- :mod:`raysim.sharing.cluster`: node state (CPU, memory, per-GPU free milli), feasibility,
+- :mod:`raysim.sim.resources`: node state (CPU, memory, per-GPU free milli), feasibility,
   placement and an over-allocation check. A pod takes CPU and memory on one node and either
   ``num_gpu`` whole free GPUs or ``gpu_milli`` (< 1000) of one GPU shared with other fractional pods.
-- :mod:`raysim.sharing.frag`: the target workload (the most frequent pod shapes) and FGD's node
+- :mod:`raysim.placement.frag`: the target workload (the most frequent pod shapes) and FGD's node
   fragmentation measure, vectorised over nodes.
-- :mod:`raysim.sharing.policies`: Random, DotProd, GpuClustering, GpuPacking, BestFit and FGD, each
+- :mod:`raysim.placement.scored`: Random, DotProd, GpuClustering, GpuPacking, BestFit and FGD, each
   with its node score and its GPU choice inside the node (registry :data:`POLICIES`).
 - :mod:`raysim.sharing.inflation`: the experiment and the analysis (allocation and fragmentation
   ratio per percent of arrived workload).
@@ -22,13 +22,13 @@ No Ray: a run is a numpy loop over arrivals (seconds per policy and seed). ``doc
 the definitions and every known difference from the reference.
 """
 
-from raysim.sharing.cluster import ClusterState, Nodes, OverAllocation, PodKinds, Pods
-from raysim.sharing.frag import FragModel, TargetWorkload, target_workload
+from raysim.sim.resources import ResourceState, Nodes, OverAllocation, PodKinds, Pods
+from raysim.placement.frag import FragModel, TargetWorkload, target_workload
 from raysim.sharing.inflation import InflationRun, experiment, load_openb, run_inflation
-from raysim.sharing.policies import POLICIES, make_policy
+from raysim.placement.scored import POLICIES, make_policy
 
 __all__ = [
-    "ClusterState", "Nodes", "Pods", "PodKinds", "OverAllocation",
+    "ResourceState", "Nodes", "Pods", "PodKinds", "OverAllocation",
     "FragModel", "TargetWorkload", "target_workload",
     "InflationRun", "run_inflation", "experiment", "load_openb",
     "POLICIES", "make_policy",

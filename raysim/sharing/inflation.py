@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from raysim.sharing.cluster import MILLI, ClusterState, Nodes, PodKinds, Pods
-from raysim.sharing.frag import FragModel, TargetWorkload, target_workload
-from raysim.sharing.policies import make_policy, policy_class
+from raysim.sim.resources import MILLI, ResourceState, Nodes, PodKinds, Pods
+from raysim.placement.frag import FragModel, TargetWorkload, target_workload
+from raysim.placement.scored import make_policy, policy_class
 
 PERCENTS = tuple(range(0, 131))
 DEFAULT_TUNE = 1.3
@@ -131,7 +131,7 @@ def _discretize(percent: np.ndarray, value: np.ndarray, digits) -> dict[int, flo
     return out
 
 
-def place_one(state: ClusterState, pol, rank: np.ndarray, pod: int, cpu_milli: int, memory_mib: int,
+def place_one(state: ResourceState, pol, rank: np.ndarray, pod: int, cpu_milli: int, memory_mib: int,
               num_gpu: int, gpu_milli: int, gpu_spec, kind: int) -> int:
     """Place one pod as the experiment does: the nodes where it fits now, the policy's node among
     them (no scoring when only one fits), the policy's GPUs inside it, then the policy is told.
@@ -148,9 +148,9 @@ def place_one(state: ClusterState, pol, rank: np.ndarray, pod: int, cpu_milli: i
 
 def run_inflation(nodes: Nodes, pods: Pods, policy: str, seed: int, tune: float = DEFAULT_TUNE, *,
                   target: TargetWorkload | None = None, workload: str = "", check: bool = False) -> InflationRun:
-    """One experiment: `policy` (a name of :data:`raysim.sharing.policies.POLICIES`) places the
+    """One experiment: `policy` (a name of :data:`raysim.placement.scored.POLICIES`) places the
     arrivals of `pods` on `nodes`. `target` defaults to the target workload of `pods`. With
-    `check`, :meth:`ClusterState.check` runs at the end."""
+    `check`, :meth:`ResourceState.check` runs at the end."""
     t0 = time.perf_counter()
     cls = policy_class(policy)
     kinds = PodKinds.of(pods)
@@ -159,7 +159,7 @@ def run_inflation(nodes: Nodes, pods: Pods, policy: str, seed: int, tune: float 
     capacity = nodes.total_gpus * MILLI
     order = arrival_order(pods, capacity, tune, rng_order)
     rank = rng_rank.permutation(len(nodes))
-    state = ClusterState(nodes)
+    state = ResourceState(nodes)
     pol = make_policy(cls.name, state, frag, kinds, rng_policy)
 
     model = nodes.model

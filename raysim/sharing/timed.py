@@ -1,7 +1,7 @@
 """GPU-sharing placement with time: pods arrive at their creation time, hold their resources for a
 duration, leave, and wait in a queue while no node fits them.
 
-Same cluster (:class:`~raysim.sharing.cluster.ClusterState`) and policies as the inflation
+Same cluster (:class:`~raysim.sim.resources.ResourceState`) and policies as the inflation
 experiment (:mod:`raysim.sharing.inflation`); each placement is :func:`~raysim.sharing.inflation.place_one`
 (the nodes where the pod fits now, the policy's node, the policy's GPUs). FGD's target workload is
 the pod list's, the tie-breaking node order and the policy's randomness come from `seed` exactly as
@@ -24,7 +24,7 @@ trace start):
   seconds; flagged ``censored`` (``duration_source`` "median"). None is dropped.
 
 Engine (event-driven, no ticks; cost grows with events, not seconds): a heap of departures and the
-arrivals sorted by (submit, row). At each event time: departures first (:meth:`ClusterState.remove`
+arrivals sorted by (submit, row). At each event time: departures first (:meth:`ResourceState.remove`
 and the policy's caches updated), then the arrivals of that second join the queue in (submit, row)
 order, then the queue is served: FIFO with head-of-line blocking (the head is placed while it fits;
 the first that does not fit stops the queue), or with ``backfill`` every queued pod is tried in queue
@@ -46,10 +46,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from raysim.sharing.cluster import MILLI, ClusterState, Nodes, PodKinds, Pods
-from raysim.sharing.frag import FragModel, target_workload
+from raysim.sim.resources import MILLI, ResourceState, Nodes, PodKinds, Pods
+from raysim.placement.frag import FragModel, target_workload
 from raysim.sharing.inflation import load_openb_nodes, place_one
-from raysim.sharing.policies import make_policy, policy_class
+from raysim.placement.scored import make_policy, policy_class
 from raysim.trace.alibaba2023 import pod_durations
 
 QUANTILES = {"p50": 50, "p95": 95, "p99": 99, "p99.9": 99.9}
@@ -195,7 +195,7 @@ def run_timed(nodes: Nodes, pods, policy: str, seed: int, *, backfill: bool = Fa
     pod table (durations by :func:`timed_pods`), a :class:`TimedPods`, or (Pods, submit, duration[,
     censored]). `speedup` > 1 compresses the arrivals (submit // speedup, in whole seconds; durations
     unchanged) to raise the offered load; 1 replays the trace's times. With `check_every_event`,
-    :meth:`ClusterState.check` runs after every event (slow: for tests); it always runs once at the
+    :meth:`ResourceState.check` runs after every event (slow: for tests); it always runs once at the
     end."""
     t0 = time.perf_counter()
     tp = _as_timed(pods)
@@ -206,7 +206,7 @@ def run_timed(nodes: Nodes, pods, policy: str, seed: int, *, backfill: bool = Fa
     frag = FragModel(target_workload(pd_), nodes.models)
     _, rng_rank, rng_policy = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
     rank = rng_rank.permutation(len(nodes))
-    state = ClusterState(nodes)
+    state = ResourceState(nodes)
     pol = make_policy(cls.name, state, frag, kinds, rng_policy)
 
     cpu, mem, ngpu, milli = (a.tolist() for a in (pd_.cpu_milli, pd_.memory_mib, pd_.num_gpu, pd_.gpu_milli))
@@ -218,7 +218,7 @@ def run_timed(nodes: Nodes, pods, policy: str, seed: int, *, backfill: bool = Fa
     # request ids (what feasibility depends on) and which requests fit an empty cluster
     req_index: dict = {}
     req_of = [req_index.setdefault(k, len(req_index)) for k in zip(cpu, mem, ngpu, milli, spec)]
-    empty = ClusterState(nodes)
+    empty = ResourceState(nodes)
     fits_empty = [bool(empty.feasible(*k).any()) for k in req_index]
     rejected = np.array([not fits_empty[r] for r in req_of], dtype=bool)
 

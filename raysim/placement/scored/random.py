@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.sharing.cluster import MILLI
-from raysim.sharing.policies.base import Policy
+from raysim.sim.resources import MILLI
+from raysim.placement.scored.base import Policy
 
 
 class RandomPolicy(Policy):

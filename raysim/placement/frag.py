@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from raysim.sharing.cluster import MILLI, Pods
+from raysim.sim.resources import MILLI, Pods
 
 #: Categories of the reference's ``FragRatioDataMap``, in its order.
 CATEGORIES = ("q1_lack_both", "q2_lack_gpu", "q3_satisfied", "q4_lack_cpu", "xl_satisfied", "xr_lack_cpu",

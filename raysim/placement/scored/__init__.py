@@ -7,12 +7,12 @@ a fixed random node order drawn once per run) and picks the GPUs inside the chos
 ========================  ===================  ============================================
 name                      label (sc_policy)    module
 ========================  ===================  ============================================
-``random``                01-Random            :mod:`raysim.sharing.policies.random`
-``dotprod``               02-DotProd           :mod:`raysim.sharing.policies.dotprod`
-``gpu_clustering``        03-GpuClustering     :mod:`raysim.sharing.policies.gpu_clustering`
-``gpu_packing``           04-GpuPacking        :mod:`raysim.sharing.policies.gpu_packing`
-``bestfit``               05-BestFit           :mod:`raysim.sharing.policies.bestfit`
-``fgd``                   06-FGD               :mod:`raysim.sharing.policies.fgd`
+``random``                01-Random            :mod:`raysim.placement.scored.random`
+``dotprod``               02-DotProd           :mod:`raysim.placement.scored.dotprod`
+``gpu_clustering``        03-GpuClustering     :mod:`raysim.placement.scored.gpu_clustering`
+``gpu_packing``           04-GpuPacking        :mod:`raysim.placement.scored.gpu_packing`
+``bestfit``               05-BestFit           :mod:`raysim.placement.scored.bestfit`
+``fgd``                   06-FGD               :mod:`raysim.placement.scored.fgd`
 ========================  ===================  ============================================
 """
 
@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.sharing.policies.base import Policy, best_fit_gpus
-from raysim.sharing.policies.bestfit import BestFitPolicy
-from raysim.sharing.policies.dotprod import DotProdPolicy
-from raysim.sharing.policies.fgd import FGDPolicy
-from raysim.sharing.policies.gpu_clustering import GpuClusteringPolicy
-from raysim.sharing.policies.gpu_packing import GpuPackingPolicy
-from raysim.sharing.policies.random import RandomPolicy
+from raysim.placement.scored.base import Policy, best_fit_gpus
+from raysim.placement.scored.bestfit import BestFitPolicy
+from raysim.placement.scored.dotprod import DotProdPolicy
+from raysim.placement.scored.fgd import FGDPolicy
+from raysim.placement.scored.gpu_clustering import GpuClusteringPolicy
+from raysim.placement.scored.gpu_packing import GpuPackingPolicy
+from raysim.placement.scored.random import RandomPolicy
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls for cls in (RandomPolicy, DotProdPolicy, GpuClusteringPolicy, GpuPackingPolicy,

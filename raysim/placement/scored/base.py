@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.sharing.cluster import MILLI, ClusterState, PodKinds
-from raysim.sharing.frag import FragModel, nonzero_cpu
+from raysim.sim.resources import MILLI, ResourceState, PodKinds
+from raysim.placement.frag import FragModel, nonzero_cpu
 
 #: Kubernetes' node score range.
 MAX_NODE_SCORE = 100
@@ -33,7 +33,7 @@ class Policy:
     name = ""
     label = ""  # the reference's sc_policy, e.g. "06-FGD"
 
-    def __init__(self, state: ClusterState, frag: FragModel, kinds: PodKinds, rng: np.random.Generator):
+    def __init__(self, state: ResourceState, frag: FragModel, kinds: PodKinds, rng: np.random.Generator):
         self.state = state
         self.frag = frag
         self.kinds = kinds
@@ -67,7 +67,7 @@ class Policy:
         """Called after a pod of `kind` left `node` (the timed mode; the inverse of `placed`)."""
 
 
-def best_fit_gpus(state: ClusterState, node: int, num_gpu: int, gpu_milli: int) -> tuple[int, ...]:
+def best_fit_gpus(state: ResourceState, node: int, num_gpu: int, gpu_milli: int) -> tuple[int, ...]:
     """The reference's ``allocateGpuIdBasedOnBestFit``: a share goes to the fitting GPU with the least
     free milli (lowest index among equals); whole GPUs are the lowest-numbered free ones."""
     if gpu_milli >= MILLI:

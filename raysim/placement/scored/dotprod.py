@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.sharing.policies.base import MAX_NODE_SCORE, MAX_SPEC_CPU, MAX_SPEC_GPU, Policy
+from raysim.placement.scored.base import MAX_NODE_SCORE, MAX_SPEC_CPU, MAX_SPEC_GPU, Policy
 
 
 class DotProdPolicy(Policy):

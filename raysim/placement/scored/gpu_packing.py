@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.sharing.cluster import MILLI
-from raysim.sharing.policies.base import MAX_NODE_SCORE, Policy
+from raysim.sim.resources import MILLI
+from raysim.placement.scored.base import MAX_NODE_SCORE, Policy
 
 
 class GpuPackingPolicy(Policy):

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.sharing.cluster import MILLI
-from raysim.sharing.policies.base import MAX_NODE_SCORE, MAX_SPEC_GPU, Policy, go_div
+from raysim.sim.resources import MILLI
+from raysim.placement.scored.base import MAX_NODE_SCORE, MAX_SPEC_GPU, Policy, go_div
 
 
 class GpuClusteringPolicy(Policy):

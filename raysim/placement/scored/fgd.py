@@ -1,6 +1,6 @@
 """FGD: Fragmentation Gradient Descent (the reference's ``FGDScore``, GPU choice by the same score).
 
-For a node with fragment amount F (:mod:`raysim.sharing.frag`) and the amount F' it would have with
+For a node with fragment amount F (:mod:`raysim.placement.frag`) and the amount F' it would have with
 the pod placed, the score is int(100 x sigmoid((F - F') / 1000)): placing where fragmentation grows
 least (or shrinks most) wins; an unchanged amount scores 50 (49 when the reference's float sums
 leave a tiny negative difference, which :meth:`FragModel.reference_amount_from` replays). F' for
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.sharing.cluster import MILLI
-from raysim.sharing.policies.base import MAX_NODE_SCORE, Policy
+from raysim.sim.resources import MILLI
+from raysim.placement.scored.base import MAX_NODE_SCORE, Policy
 
 
 #: Go's math.Exp returns 1 + x below this magnitude.

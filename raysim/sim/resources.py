@@ -31,7 +31,7 @@ DEFAULT_MAX_PODS = 1001
 
 
 class OverAllocation(AssertionError):
-    """The cluster state breaks a capacity or sharing rule (raised by :meth:`ClusterState.check`)."""
+    """The cluster state breaks a capacity or sharing rule (raised by :meth:`ResourceState.check`)."""
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ class Placement:
 
 
 @dataclass
-class ClusterState:
+class ResourceState:
     """What is free on every node; placements are recorded so :meth:`check` can recount them."""
 
     nodes: Nodes
