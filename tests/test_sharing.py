@@ -255,7 +255,7 @@ def test_fgd_scores_by_hand():
     assert fgd2.select(0, np.array([0, 1]), np.array([0, 1])) == 0
     # after a placement the row is recomputed
     st.place(0, 2000, 0, 1, 200, (0,))
-    fgd.placed(0, share)
+    fgd.refresh(0)
     assert fgd.score(share, np.array([0]))[0] == FGDPolicy(st, fgd.frag, fgd.kinds, rng()).score(share, np.array([0]))[0]
 
 
@@ -410,7 +410,7 @@ def test_bestfit_dotprod_and_clustering_scores():
     # node 1: dot = 0.25 * 0.125 + 0.125 * 0.0625 = 0.0390625 -> 98.05 -> 98
     assert dp.score(0, idx).tolist() == [90, 98]
     gc = policy_on("gpu_clustering", st, rows)
-    gc.placed(1, 2)  # node 1 now holds a "1-gpu" pod
+    # node 1 holds a "1-gpu" pod: the policy reads the state's GPU pod classes
     # share pod: node 0 idle (25 + 0), node 1 other tags only (25 * 7000 // 8000 = 21)
     assert gc.score(0, idx).tolist() == [25, 21]
     # 1-gpu pod: node 1 holds only its tag: 75 + 21

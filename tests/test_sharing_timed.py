@@ -66,10 +66,10 @@ def test_removal_updates_policy_caches_as_a_fresh_state_would():
         ref = make_policy(name, ResourceState(nodes), frag, kinds, np.random.default_rng(0))
         for p, (node, gpus) in enumerate([(0, (1,)), (0, (2, 3)), (1, (0,))]):
             st.place(node, int(pods.cpu_milli[p]), 10, int(pods.num_gpu[p]), int(pods.gpu_milli[p]), gpus, pod=p)
-            pol.placed(node, int(kinds.of_pod[p]))
+            pol.refresh(node)
         for p, node in enumerate([0, 0, 1]):
             st.remove(p)
-            pol.removed(node, int(kinds.of_pod[p]))
+            pol.refresh(node)
         attr = "table" if name == "fgd" else "count"
         assert np.array_equal(getattr(pol, attr), getattr(ref, attr))
 

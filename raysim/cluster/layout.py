@@ -32,11 +32,14 @@ _INTEGER = re.compile(r"[+-]?\d+")
 
 @dataclass(frozen=True)
 class Pool:
-    """`nodes` identical nodes of `gpus_per_node` GPUs of type `gpu_type`."""
+    """`nodes` identical nodes of `gpus_per_node` GPUs of type `gpu_type`, each with `cpu_milli`
+    milli-cores and `memory_mib` MiB of memory (None: not limited, as in layouts that list GPUs only)."""
 
     gpu_type: str
     gpus_per_node: int
     nodes: int
+    cpu_milli: int | None = None
+    memory_mib: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.gpu_type, str) or not self.gpu_type.strip():
@@ -45,6 +48,15 @@ class Pool:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"Pool.{name} must be a positive integer, not {value!r}")
+        for name in ("cpu_milli", "memory_mib"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"Pool.{name} must be a non-negative integer or None, not {value!r}")
+
+    @property
+    def limits_resources(self) -> bool:
+        """Whether the pool's nodes have a CPU or memory capacity (else only GPUs are counted)."""
+        return self.cpu_milli is not None or self.memory_mib is not None
 
     @property
     def gpus(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from raysim.placement import resources
 from raysim.placement.types import check_type_order, nodes_of, type_groups
 
 
@@ -21,6 +22,12 @@ class Consolidate:
         self.type_order = check_type_order(type_order)
 
     def select(self, vc, demand):
+        if not demand.whole_gpus_only:
+            for types in type_groups(vc, demand, self.type_order):
+                nodes = resources.candidates(vc, demand, types)
+                if len(nodes):
+                    return resources.entry(vc, resources.tightest(vc, nodes), demand)
+            return None
         gpu_num = demand.gpu_num
         if vc.single_type:
             return self._select_in(vc, vc.order, gpu_num)

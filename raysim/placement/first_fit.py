@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+from raysim.placement import resources
 from raysim.placement.types import check_type_order, nodes_of, type_groups
 
 
 class FirstFit:
     """Take free GPUs node by node in node order until the job has enough, within one GPU type
-    (types tried as `type_order` says; with "any", in layout order)."""
+    (types tried as `type_order` says; with "any", in layout order). A job that asks for a GPU
+    share, CPU or memory goes on the first node (in index order) where it fits."""
 
     def __init__(self, *, params, vc_index: int = 0, type_order: str = "any"):
         self.type_order = check_type_order(type_order)
 
     def select(self, vc, demand):
+        if not demand.whole_gpus_only:
+            for types in type_groups(vc, demand, "given" if self.type_order == "any" else self.type_order):
+                nodes = resources.candidates(vc, demand, types)
+                if len(nodes):
+                    return resources.entry(vc, nodes[0], demand)
+            return None
         if vc.single_type:
             return fill_in_order(vc, vc.order, demand.gpu_num)
         order = "given" if self.type_order == "any" else self.type_order

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from raysim.placement import resources
 from raysim.placement.first_fit import fill_in_order
 from raysim.placement.types import check_type_order, type_groups
 
@@ -13,13 +14,20 @@ class RandomFit:
     whole; otherwise GPUs are taken from nodes in a random order, within one GPU type (types in the
     order `type_order` says; with "any", by their first node in the random order). The generator
     is seeded with (seed, VC index), so results are reproducible and independent of how VCs are
-    spread over processes."""
+    spread over processes. A job that asks for a GPU share, CPU or memory goes to a random node
+    where it fits (among all its allowed types with "any", else type by type)."""
 
     def __init__(self, *, params, vc_index: int = 0, type_order: str = "any"):
         self.rng = np.random.default_rng([params.seed, vc_index])
         self.type_order = check_type_order(type_order)
 
     def select(self, vc, demand):
+        if not demand.whole_gpus_only:
+            for types in type_groups(vc, demand, self.type_order):
+                nodes = resources.candidates(vc, demand, types)
+                if len(nodes):
+                    return resources.entry(vc, nodes[int(self.rng.integers(len(nodes)))], demand)
+            return None
         gpu_num, type_of = demand.gpu_num, vc.type_of
         allowed = None if demand.types is None else demand.types
         if gpu_num <= vc.max_node_gpus:

@@ -9,13 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from raysim.policy.fifo import FIFO
+from raysim.policy.fifo_backfill import FIFOBackfill
 from raysim.policy.lucid import Lucid
 from raysim.policy.qssf import QSSF
 from raysim.policy.sjf import SJF
 from raysim.policy.srtf import SRTF
 from raysim.policy.tiresias import Tiresias
 
-POLICIES = {cls.name: cls for cls in (FIFO, SJF, SRTF, QSSF, Tiresias, Lucid)}
+POLICIES = {cls.name: cls for cls in (FIFO, FIFOBackfill, SJF, SRTF, QSSF, Tiresias, Lucid)}
 
 
 def register_policy(cls) -> type:

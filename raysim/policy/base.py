@@ -32,7 +32,7 @@ VIEW = frozenset({
 #: Job attributes a policy may read (`view.jobs.<name>[j]`).
 JOB_ATTRIBUTES = frozenset({
     "seq", "submit", "duration", "gpu", "util_milli", "gmem", "estimate", "workload", "share_score",
-    "constraint", "speed_profile", "start", "queue", "preemptions", "run_order", "shared", "rate",
+    "constraint", "speed_profile", "gpu_milli", "cpu_milli", "mem_mib", "start", "queue", "preemptions", "run_order", "shared", "rate",
     "remain", "end_due", "attained", "run_since",
 })
 

@@ -51,7 +51,7 @@ class Tiresias(QuotaWalkPolicy):
         jobs = view.jobs
         for r in view.running:
             base = jobs.attained[r]
-            if base > self.threshold:
+            if base > self.threshold or not jobs.gpu[r]:  # a CPU-only job attains no GPU service
                 continue
             # first second at which attained service exceeds the threshold
             cross = jobs.run_since[r] + (self.threshold - base) // jobs.gpu[r] + 1

@@ -20,6 +20,7 @@ from raysim.models.estimates import estimates_for
 from raysim.placement import PLACERS
 from raysim.placement.types import TYPE_ORDERS
 from raysim.policy import POLICIES, checked_constants, policy_class
+from raysim.run.requests import counts_resources, request_inputs
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
 from raysim.trace.load import READERS, Trace, load_trace
@@ -283,9 +284,11 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     homes = ()
     if sharing.mode == "global":
         layout, homes = merged_layout(layout)
+    resources = counts_resources(trace.table, layout, cfg.placer.name)
+    requests, shapes = request_inputs(trace.table, cfg.placer.name) if resources else ({}, None)
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
-                   sharing=sharing, pool_homes=homes)
-    extra = {"constraint": types.constraint, "speed_profile": types.speed_profile}
+                   sharing=sharing, pool_homes=homes, resources=resources, shapes=shapes)
+    extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}
     spec, more = policy_class(spec.policy).prepare(cfg, trace, spec)
     return spec, {**extra, **(more or {})}

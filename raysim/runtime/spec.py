@@ -38,6 +38,11 @@ class RunSpec:
     #: (GLOBAL_VC) and `pool_homes` names the VC each of its pools came from
     sharing: SharingSettings = field(default_factory=SharingSettings)
     pool_homes: tuple = ()
+    #: VCs count CPU, memory and GPU milli per node (jobs ask for GPU shares, CPU or memory, or a
+    #: scored placer needs them); see raysim.sim.vc.VCState
+    resources: bool = False
+    #: the run's request shapes, for the scored placers (raysim.placement.scored.placer.Shapes)
+    shapes: object = None
 
     def __post_init__(self):
         check_type_order(self.type_order)  # before any actor is built with it
@@ -58,8 +63,10 @@ class RunSpec:
         return VCSimulator(
             vc, self.layout[vc],
             policy_class(self.policy)(self.params, **self.policy_options),
-            make_placer(self.placer, params=self.params, vc_index=index, type_order=self.type_order),
+            make_placer(self.placer, params=self.params, vc_index=index, type_order=self.type_order,
+                        shapes=self.shapes),
             self.params, t0=self.t0,
             network=NetworkModel(**self.network) if self.network else None,
             catalog=self.catalog, quota_sharing=self.sharing.borrow, pool_homes=self.pool_homes or None,
+            resources=self.resources,
         )

@@ -142,7 +142,7 @@ def place_one(state: ResourceState, pol, rank: np.ndarray, pod: int, cpu_milli: 
     node = int(idx[0]) if len(idx) == 1 else pol.select(kind, idx, rank)
     gpus = pol.gpus(node, kind) if num_gpu else ()
     state.place(node, cpu_milli, memory_mib, num_gpu, gpu_milli, gpus, pod=pod, gpu_spec=gpu_spec)
-    pol.placed(node, kind)
+    pol.refresh(node)
     return node
 
 

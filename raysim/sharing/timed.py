@@ -255,7 +255,7 @@ def run_timed(nodes: Nodes, pods, policy: str, seed: int, *, backfill: bool = Fa
         while heap and heap[0][0] == t:
             _, p = heapq.heappop(heap)
             state.remove(p)
-            pol.removed(int(node_of[p]), kind_of[p])
+            pol.refresh(int(node_of[p]))
             used -= ngpu[p] * milli[p]
             departed = True
         old_len = len(queue)

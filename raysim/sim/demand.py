@@ -15,8 +15,19 @@ from typing import NamedTuple
 class Demand(NamedTuple):
     """What a placer must satisfy: `gpu_num` GPUs, all of one GPU type among `types` (indices into
     the VC's types; None: any), and the job's speed per type index (`speed`; None: 1 everywhere),
-    for placers that prefer fast or slow types."""
+    for placers that prefer fast or slow types. On a VC that counts CPU, memory and GPU milli
+    (raysim.sim.vc.VCState.res) also: `milli` of each GPU (less than 1000: a share of one GPU),
+    `cpu` milli-cores and `mem` MiB on one node, and the request's `shape` id (scored placers)."""
 
     gpu_num: int
     types: frozenset | None = None
     speed: tuple | None = None
+    milli: int = 1000
+    cpu: int = 0
+    mem: int = 0
+    shape: int = -1
+
+    @property
+    def whole_gpus_only(self) -> bool:
+        """Whole GPUs and nothing else: what every placer handles by GPU counts alone."""
+        return self.milli >= 1000 and not self.cpu and not self.mem

@@ -34,12 +34,15 @@ class VCSimulator(QuotaLoans):
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
                  *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_sharing: bool = False,
-                 pool_homes: list[str] | None = None):
+                 pool_homes: list[str] | None = None, resources: bool = False):
         self.name = name
         self.params = params
         self.policy = policy
         self.placer = placer
-        self.vc = VCState(pools)
+        #: with `resources` (or pools that limit CPU and memory) jobs may ask for GPU shares, CPU and memory
+        self.vc = VCState(pools, resources)
+        if self.vc.res is not None and quota_sharing:
+            raise ValueError(f"{name}: quota sharing does not lend nodes that count CPU, memory and GPU shares yet")
         self.jobs = JobTable()
         self._catalog = catalog or TypeCatalog()
         self._index_types()
@@ -260,19 +263,25 @@ class VCSimulator(QuotaLoans):
         return dict(zip(self.vc.types, self.vc.type_free))
 
     def demand(self, j: int) -> Demand:
-        """What job j asks of the placer: its GPU count, allowed GPU types and speed per type."""
+        """What job j asks of the placer: its GPU count, allowed GPU types and speed per type (and
+        with CPU, memory and GPU shares counted, its GPU milli, CPU, memory and shape)."""
         jobs = self.jobs
         c, p = jobs.constraint[j], jobs.speed_profile[j]
-        return Demand(jobs.gpu[j], self._allowed[c] if c >= 0 else None, self._speeds[p] if p >= 0 else None)
+        types, speed = self._allowed[c] if c >= 0 else None, self._speeds[p] if p >= 0 else None
+        if self.vc.res is None:
+            return Demand(jobs.gpu[j], types, speed)
+        return Demand(jobs.gpu[j], types, speed, jobs.gpu_milli[j], jobs.cpu_milli[j], jobs.mem_mib[j], jobs.shape[j])
 
     # ------------------------------------------------------------------ actions for policies
     def try_start(self, j: int, now: int) -> bool:
         """Place job j now if the placer finds GPUs; returns whether it started."""
         jobs = self.jobs
         g = jobs.gpu[j]
-        if g > self.vc.free_gpus:
+        if g > self.vc.free_gpus and jobs.gpu_milli[j] >= 1000:
             return False
-        if jobs.constraint[j] < 0 and jobs.speed_profile[j] < 0:  # the common case: one Demand per size
+        if self.vc.res is not None:
+            demand = self.demand(j)
+        elif jobs.constraint[j] < 0 and jobs.speed_profile[j] < 0:  # the common case: one Demand per size
             demand = self._plain_demand.get(g) or self._plain_demand.setdefault(g, Demand(g))
         else:
             demand = self.demand(j)
@@ -282,16 +291,20 @@ class VCSimulator(QuotaLoans):
         self.start_on(j, alloc, now)
         return True
 
-    def start_on(self, j: int, alloc: list[tuple[int, int]], now: int) -> None:
-        """Start pending job j on a placement: (node, GPU count) pairs, all of one allowed GPU type."""
+    def start_on(self, j: int, alloc: list[tuple], now: int) -> None:
+        """Start pending job j on a placement: (node, GPU count) pairs, all of one allowed GPU type
+        (with CPU, memory and GPU shares counted, an entry may name its GPUs: (node, count, GPU ids))."""
         jobs, vc = self.jobs, self.vc
         g = jobs.gpu[j]
         if not vc.single_type:
             t = vc.type_of[alloc[0][0]]
             c = jobs.constraint[j]
-            if any(vc.type_of[node] != t for node, _ in alloc) or c >= 0 and t not in self._allowed[c]:
+            if any(vc.type_of[e[0]] != t for e in alloc) or c >= 0 and t not in self._allowed[c]:
                 raise AssertionError(f"{self.name}: placement {alloc} breaks job {j}'s GPU-type constraint")
-        vc.allocate(j, alloc, jobs.util_milli[j], jobs.gmem[j])
+        if vc.res is None:
+            vc.allocate(j, alloc, jobs.util_milli[j], jobs.gmem[j])
+        else:
+            vc.allocate(j, alloc, jobs.util_milli[j], jobs.gmem[j], (jobs.gpu_milli[j], jobs.cpu_milli[j], jobs.mem_mib[j]))
         if self.quota is not None:
             jobs.ran_on[j] = self._ran_on(alloc)
         del self.pending[j]
@@ -494,8 +507,8 @@ class VCSimulator(QuotaLoans):
             if delta > 0:
                 if self._node_debt:
                     self._node_debt -= 1  # the node never left: the loan is simply over
-                else:
-                    self.vc.add_node(naming)
+                elif self.vc.add_node(naming):
+                    self.policy.on_capacity(self, t)
             elif not self.vc.lend_node(naming) and owe:
                 self._node_debt += 1  # lend the next node that becomes idle
         while self._node_debt and self.vc.lend_node(False):

@@ -24,9 +24,14 @@ INPUT_COLUMNS = {
     "share_score": np.int64,  # Lucid's share score 0-2 (how much the job suffers from sharing)
     "constraint": np.int64,  # GPU types the job may use: an id into the run's TypeCatalog; -1 any
     "speed_profile": np.int64,  # its speed per GPU type: an id into the run's TypeCatalog; -1 none
+    "gpu_milli": np.int64,  # milli of each GPU: 1000 whole GPUs, less a share of one GPU (gpu_num 1)
+    "cpu_milli": np.int64,  # CPU (milli-cores) on its node; 0 none asked
+    "mem_mib": np.int64,  # memory (MiB) on its node; 0 none asked
+    "shape": np.int64,  # the job's request shape: an id into the run's shapes (scored placers); -1 none
 }
 #: Input columns a batch may leave out, with their default value.
-OPTIONAL_INPUTS = {"workload": -1, "share_score": 0, "constraint": -1, "speed_profile": -1}
+OPTIONAL_INPUTS = {"workload": -1, "share_score": 0, "constraint": -1, "speed_profile": -1, "gpu_milli": 1000,
+                   "cpu_milli": 0, "mem_mib": 0, "shape": -1}
 
 RESULT_COLUMNS = ("start_time", "end_time", "queue", "preemptions", "first_node", "num_nodes", "shared")
 
@@ -61,6 +66,10 @@ class JobTable:
         self.shared: list[bool] = []  # ever shared GPUs with another job
         self.constraint: list[int] = []  # TypeCatalog constraint id (-1: any GPU type)
         self.speed_profile: list[int] = []  # TypeCatalog speed profile id (-1: speed 1 on every type)
+        self.gpu_milli: list[int] = []  # 1000: whole GPUs; less: a share of one GPU
+        self.cpu_milli: list[int] = []
+        self.mem_mib: list[int] = []
+        self.shape: list[int] = []  # request shape id (raysim.placement.scored), -1: none
         # progress per second while running = type_speed x share_speed x net_speed, each a named
         # factor set by its own mechanism (GPU type of the placement, a sharing partner, NIC contention)
         self.rate: list[float] = []

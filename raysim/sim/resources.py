@@ -1,4 +1,7 @@
-"""Node state for GPU-sharing placement: CPU, memory and per-GPU free milli of every node.
+"""The resource model: CPU, memory and per-GPU free milli of every node, and who holds what.
+
+The VC engine (raysim.sim.vc.VCState) keeps one of these for a VC whose jobs ask for GPU shares,
+CPU or memory; the FGD inflation experiment (raysim.sharing.inflation) places pods on one directly.
 
 A GPU has 1000 milli. A pod asks for ``cpu_milli`` and ``memory_mib`` on one node and, for its GPUs,
 one of:
@@ -155,6 +158,11 @@ class PodKinds(NamedTuple):
         return len(self.cpu_milli)
 
 
+def gpu_class(num_gpu: int, gpu_milli: int) -> int:
+    """The class of a GPU pod: 0 for a share of one GPU, else its number of whole GPUs."""
+    return 0 if gpu_milli < MILLI else int(num_gpu)
+
+
 @dataclass
 class Placement:
     pod: int
@@ -180,6 +188,9 @@ class ResourceState:
     left_total: np.ndarray = field(init=False)  # free milli over the node's GPUs
     whole: np.ndarray = field(init=False)  # (nodes, width) bool: a whole-GPU pod holds the GPU
     placements: list[Placement] = field(init=False)
+    #: per node, a counter bumped by every place and remove (placers that cache per-node scores
+    #: recompute the rows whose stamp moved)
+    stamp: np.ndarray = field(init=False)
 
     def __post_init__(self):
         nd = self.nodes
@@ -193,6 +204,9 @@ class ResourceState:
         self.left_total = nd.num_gpu * MILLI
         self.whole = np.zeros(self.gpu_left.shape, dtype=bool)
         self.placements = []
+        self.stamp = np.zeros(len(nd), dtype=np.int64)
+        #: per node, its GPU pods by class: 0 for a share of a GPU, n for n whole GPUs
+        self.gpu_classes: list[dict[int, int]] = [{} for _ in range(len(nd))]
         self._slots: dict = {}  # pod -> positions of its placements in `placements` (for remove)
         self._access: dict = {}
 
@@ -261,6 +275,9 @@ class ResourceState:
         self.mem_left[node] -= memory_mib
         self.n_pods[node] += 1
         if num_gpu:
+            classes = self.gpu_classes[node]
+            key = gpu_class(num_gpu, gpu_milli)
+            classes[key] = classes.get(key, 0) + 1
             row = self.gpu_left[node]
             for g in gpus:
                 row[g] -= gpu_milli
@@ -269,6 +286,7 @@ class ResourceState:
             self.n_free[node] = int((row == MILLI).sum())
             self.max_left[node] = int(row.max())
             self.left_total[node] = int(row.sum())
+        self.stamp[node] += 1
         self._slots.setdefault(pod, []).append(len(self.placements))
         self.placements.append(Placement(pod, node, cpu_milli, memory_mib, gpu_milli, gpus, gpu_spec))
 
@@ -293,10 +311,16 @@ class ResourceState:
             where[where.index(last)] = pos
         self.placements.pop()
         node = p.node
+        self.stamp[node] += 1
         self.cpu_left[node] += p.cpu_milli
         self.mem_left[node] += p.memory_mib
         self.n_pods[node] -= 1
         if p.gpus:
+            classes = self.gpu_classes[node]
+            key = gpu_class(len(p.gpus), p.gpu_milli)
+            classes[key] -= 1
+            if not classes[key]:
+                del classes[key]
             row = self.gpu_left[node]
             for g in p.gpus:
                 row[g] += p.gpu_milli
@@ -306,6 +330,13 @@ class ResourceState:
             self.max_left[node] = int(row.max())
             self.left_total[node] = int(row.sum())
         return p
+
+    def renumber(self, new: list[int]) -> None:
+        """Pod p is now called new[p] (the VC engine renumbers its jobs when it forgets finished ones;
+        only placed pods are renumbered, and they all keep a number)."""
+        for p in self.placements:
+            p.pod = new[p.pod]
+        self._slots = {new[pod]: slots for pod, slots in self._slots.items()}
 
     # ------------------------------------------------------------------------------ checks
     @property
@@ -360,6 +391,13 @@ class ResourceState:
                 and np.array_equal(self.gpu_left, capacity - gpu) and np.array_equal(self.n_pods, pods)
                 and np.array_equal(self.whole, whole)):
             raise OverAllocation("incremental state differs from the recount of placements")
+        classes = [{} for _ in range(n)]
+        for p in self.placements:
+            if p.gpus:
+                key = gpu_class(len(p.gpus), p.gpu_milli)
+                classes[p.node][key] = classes[p.node].get(key, 0) + 1
+        if classes != self.gpu_classes:
+            raise OverAllocation("GPU pod classes per node differ from the recount of placements")
         if not (np.array_equal(self.n_free, (self.gpu_left == MILLI).sum(1))
                 and np.array_equal(self.left_total, self.gpu_left.sum(1))
                 and np.array_equal(self.max_left, self.gpu_left.max(1))):

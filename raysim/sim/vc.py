@@ -5,7 +5,15 @@ from __future__ import annotations
 import bisect
 import heapq
 
+import numpy as np
+
+from raysim.sim.resources import MILLI, Nodes, ResourceState
+
 TEMP_NODE_NAME = 9999  # the reference's name for a node added on loan
+#: owner of a GPU that holds shares of fractional jobs (free GPUs are -1, whole ones their job)
+SHARED = -2
+#: capacity of a resource a pool does not limit (CPU or memory of a layout that lists GPUs only)
+UNLIMITED = 1 << 50
 
 
 class VCState:
@@ -19,13 +27,21 @@ class VCState:
     give away. Allocation takes a node's lowest free GPUs. Free and total GPUs are also counted per
     GPU type (`type_free`, `type_total`).
 
+    With `resources` (a run whose jobs ask for GPU shares, CPU or memory, or whose pools limit CPU
+    and memory), `res` (raysim.sim.resources.ResourceState) also holds every node's CPU, memory and
+    free milli per GPU: a job then asks for whole GPUs or a share of one GPU (`milli` < 1000), plus
+    CPU and memory on its node. `free[n]` always counts node n's fully free GPUs, so whole-GPU
+    placement reads the same counters with or without `res`; a GPU holding shares is owned by
+    SHARED. Jobs that ask for CPU or memory run on one node. Without `resources`, `res` is None
+    and only GPUs are counted (the fast path of the Venus and Helios replays).
+
     Quota sharing (raysim.sim.quota) adds held nodes (`held`, on loan from another VC), own nodes
     away on loan (`lent`: out of `order`, their slots kept idle), held nodes being drained
     (`draining`: out of `order`, so no job is placed there, but still counted until they go back)
     and slots of held nodes that went back (`spare`, reused by the next held node of that shape).
     """
 
-    def __init__(self, pools):
+    def __init__(self, pools, resources: bool = False):
         self.pools = tuple(pools)
         if not self.pools:
             raise ValueError("a VC needs at least one node pool")
@@ -73,6 +89,18 @@ class VCState:
         #: Sums over GPUs of the holders' utilisation (milli-percent) and memory (MB), kept exact.
         self.util_milli = 0
         self.gmem_mb = 0.0
+        #: CPU, memory and GPU milli per node (None: GPUs only, see the class doc)
+        self.res: ResourceState | None = None
+        if resources or any(p.limits_resources for p in self.pools):
+            self.res = self._resource_state()
+
+    def _resource_state(self) -> ResourceState:
+        def per_node(name):
+            return [UNLIMITED if getattr(p, name) is None else getattr(p, name)
+                    for p in self.pools for _ in range(p.nodes)]
+
+        return ResourceState(Nodes(per_node("cpu_milli"), per_node("memory_mib"), self.size, self.type_of,
+                                   tuple(self.types)))
 
     def _new_node(self, gpu_type: str, per: int, name: int) -> int:
         node = len(self.size)
@@ -116,10 +144,14 @@ class VCState:
         self.gpu_util[node][g] = util_milli
         self.gpu_gmem[node][g] = gmem
 
-    def allocate(self, job: int, alloc: list[tuple[int, int]], util_milli: int, gmem: float) -> None:
-        """Give `job` the requested GPU counts on each node of `alloc` (lowest free GPU ids first)."""
-        if self.draining and any(node in self.draining for node, _ in alloc):
+    def allocate(self, job: int, alloc: list[tuple], util_milli: int, gmem: float, request=None) -> None:
+        """Give `job` the requested GPU counts on each node of `alloc` (lowest free GPU ids first).
+        With `res`, `request` is the job's (GPU milli, CPU milli, memory MiB) and an entry of
+        `alloc` may name its GPUs: (node, count, GPU ids)."""
+        if self.draining and any(entry[0] in self.draining for entry in alloc):
             raise AssertionError(f"job {job} placed on a node being drained: {alloc}")
+        if self.res is not None:
+            return self._allocate_resources(job, alloc, util_milli, gmem, request or (MILLI, 0, 0))
         placed = []
         for node, count in alloc:
             per = self.size[node]
@@ -153,8 +185,61 @@ class VCState:
         self.placement[job] = placed
         self.load[job] = (util_milli, gmem)
 
+    def _allocate_resources(self, job: int, alloc: list[tuple], util_milli: int, gmem: float, request) -> None:
+        """`allocate` with `res`: whole GPUs carry the job's load as without `res`; a share carries none."""
+        milli, cpu, mem = request
+        if (cpu or mem) and len(alloc) > 1:
+            raise AssertionError(f"job {job} asks for CPU or memory but was split over nodes: {alloc}")
+        res, placed = self.res, []
+        for entry in alloc:
+            node, count = entry[0], entry[1]
+            ids = entry[2] if len(entry) > 2 else (res.first_free(node, count) if milli >= MILLI else None)
+            if ids is None:
+                raise AssertionError(f"job {job}: a share of a GPU needs the GPU named ({alloc})")
+            res.place(node, cpu, mem, count, milli, ids, pod=job)
+            owner = self.owner[node]
+            for g in ids:
+                owner[g] = job if milli >= MILLI else SHARED
+                if milli >= MILLI:
+                    self.gpu_util[node][g], self.gpu_gmem[node][g] = util_milli, gmem
+            if milli >= MILLI:
+                self.util_milli += util_milli * count
+                self.gmem_mb += gmem * count
+            self._sync_free(node)
+            self._count_jobs(node, +1)
+            placed.append((node, list(ids)))
+        self.placement[job] = placed
+        self.load[job] = (util_milli, gmem) if milli >= MILLI else (0, 0.0)
+
+    def _release_resources(self, job: int) -> None:
+        res, placed = self.res, self.placement.pop(job)
+        del self.load[job]
+        for _ in placed:
+            res.remove(job)
+        for node, ids in placed:
+            owner, left = self.owner[node], res.gpu_left[node]
+            for g in ids:
+                if owner[g] == job or left[g] == MILLI:
+                    owner[g] = -1
+                    self.util_milli -= self.gpu_util[node][g]
+                    self.gmem_mb -= self.gpu_gmem[node][g]
+                    self.gpu_util[node][g], self.gpu_gmem[node][g] = 0, 0.0
+            self._sync_free(node)
+            self._count_jobs(node, -1)
+        if self.free_gpus == self.total_gpus:
+            self.gmem_mb = 0.0
+
+    def _sync_free(self, node: int) -> None:
+        """Node `node`'s fully free GPUs as `res` counts them (with `res`, after a change)."""
+        delta = int(self.res.n_free[node]) - self.free[node]
+        self.free[node] += delta
+        self.free_gpus += delta
+        self.type_free[self.type_of[node]] += delta
+
     def share(self, job: int, host: int, util_milli: int, gmem: float, pair_util_milli: int, pair_gmem: float) -> None:
         """Put `job` on exactly the GPUs of running job `host` (colocation; each GPU then holds two)."""
+        if self.res is not None:
+            raise AssertionError("colocation (Lucid's GPU pairs) and fractional GPU shares do not mix")
         if self.draining and any(node in self.draining for node, _ in self.placement[host]):
             raise AssertionError(f"job {job} joins job {host} on a node being drained")
         placed = []
@@ -171,6 +256,8 @@ class VCState:
 
     def release(self, job: int) -> None:
         """Free every GPU `job` holds (a GPU it shared goes back to the other job alone)."""
+        if self.res is not None:
+            return self._release_resources(job)
         for node, ids in self.placement.pop(job):
             per = self.size[node]
             owner, second = self.owner[node], self.second[node]
@@ -210,10 +297,12 @@ class VCState:
 
     def renumber(self, new: list[int]) -> None:
         """Job j is now called new[j] (see VCSimulator.forget_finished); only running jobs hold GPUs."""
-        self.owner = [[new[j] if j >= 0 else -1 for j in gpus] for gpus in self.owner]
+        self.owner = [[new[j] if j >= 0 else j for j in gpus] for gpus in self.owner]
         self.second = [[new[j] if j >= 0 else -1 for j in gpus] for gpus in self.second]
         self.placement = {new[j]: alloc for j, alloc in self.placement.items()}
         self.load = {new[j]: load for j, load in self.load.items()}
+        if self.res is not None:
+            self.res.renumber(new)
 
     def gpu_type_of(self, job: int) -> int:
         """Index (in `types`) of the GPU type running job `job` holds (a placement has one type)."""
@@ -229,7 +318,7 @@ class VCState:
         assert len(set(away)) == len(away) and not set(away) & set(live), "a node away is also present"
         assert all(self.free[n] == self.size[n] and max(self.owner[n]) < 0 for n in away), "a node away is busy"
         assert set(self.draining) <= set(self.held) <= set(live), "a held node is lost"
-        free = [sum(1 for o in self.owner[n] if o < 0) for n in live]
+        free = [sum(1 for o in self.owner[n] if o == -1) for n in live]
         assert all(f == self.free[n] for f, n in zip(free, live)), "per-node free count is off"
         assert sum(self.free[n] for n in live) == self.free_gpus, "free GPU count is off"
         assert sum(self.size[n] for n in live) == self.total_gpus, "total GPU count is off"
@@ -238,6 +327,13 @@ class VCState:
             assert sum(self.free[n] for n in on) == self.type_free[t], f"free {self.types[t]} GPUs are off"
             assert sum(self.size[n] for n in on) == self.type_total[t], f"total {self.types[t]} GPUs are off"
         assert 0 <= self.free_gpus <= self.total_gpus
+        if self.res is not None:
+            self.res.check()
+            left = self.res.gpu_left
+            for n in live:
+                for g, o in enumerate(self.owner[n]):
+                    assert (o == -1) == (left[n, g] == MILLI), f"node {n} GPU {g}: owner {o}, {left[n, g]} milli free"
+                    assert o != SHARED or left[n, g] < MILLI, f"node {n} GPU {g}: shared but whole"
 
     # ------------------------------------------------------------------ node loans
     def lend_node(self, reference_naming: bool) -> bool:
@@ -248,6 +344,7 @@ class VCState:
         called TEMP_NODE_NAME (the busy former temporary node keeps running under the regular name).
         Otherwise the last idle node in scan order goes (a borrowed node, if one is idle).
         """
+        self._fixed_nodes()
         idle = [n for n in self.order if self.free[n] == self.size[n]]
         if not idle:
             return False
@@ -266,6 +363,7 @@ class VCState:
 
     def lend_own(self, node: int, borrower) -> None:
         """Idle own node `node` leaves on loan to `borrower`; its slot stays, idle, for its return."""
+        self._fixed_nodes()
         if self.free[node] != self.size[node]:
             raise AssertionError(f"node {node} is not idle")
         self.order.remove(node)
@@ -283,6 +381,7 @@ class VCState:
     def add_held(self, gpu_type: str, per: int, tag) -> int:
         """A node on loan from another VC (`tag` names the loan) joins at the end of the scan order,
         in the lowest spare slot of its shape if there is one; returns the node."""
+        self._fixed_nodes()
         self._admit_shape(gpu_type, per)
         t = self.types.index(gpu_type)
         slots = self.spare.get((t, per))
@@ -315,6 +414,7 @@ class VCState:
         goes to the end of the node order.
 
         Reference naming: nothing happens if a node called TEMP_NODE_NAME is already there."""
+        self._fixed_nodes()
         if reference_naming and any(self.name[n] == TEMP_NODE_NAME for n in self.order):
             return False
         pool = pool or self.pools[0]
@@ -323,6 +423,11 @@ class VCState:
                               name=TEMP_NODE_NAME if reference_naming else len(self.size))
         self.borrowed.add(node)
         return True
+
+    def _fixed_nodes(self) -> None:
+        """Node loans move nodes in and out of the scan order; `res` does not follow them yet."""
+        if self.res is not None:
+            raise ValueError("nodes cannot be lent or borrowed on a VC that counts CPU, memory and GPU shares")
 
     def _admit_shape(self, gpu_type: str, per: int) -> None:
         """Make room for a node of `per` GPUs of `gpu_type` (a new type joins `types`) and update

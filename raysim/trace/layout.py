@@ -57,9 +57,10 @@ def with_layout(table: pa.Table, vc_nodes: dict[str, int]) -> pa.Table:
 
 def with_pools(table: pa.Table, layout: Layout) -> pa.Table:
     """Record typed node pools a reader derived (key ``pools``: VC -> [[gpu_type, gpus_per_node,
-    nodes], ...]) and their node counts (key ``vc_nodes``)."""
+    nodes(, cpu_milli, memory_mib)], ...]) and their node counts (key ``vc_nodes``)."""
     table = with_layout(table, {vc: sum(p.nodes for p in pools) for vc, pools in layout.items()})
-    pools = {vc: [[p.gpu_type, p.gpus_per_node, p.nodes] for p in pools] for vc, pools in layout.items()}
+    pools = {vc: [[p.gpu_type, p.gpus_per_node, p.nodes] + ([p.cpu_milli, p.memory_mib] if p.limits_resources else [])
+                  for p in pools] for vc, pools in layout.items()}
     meta = {**metadata(table), "pools": pools}
     return table.replace_schema_metadata({b"raysim": json.dumps(meta, sort_keys=True).encode()})
 
@@ -67,5 +68,5 @@ def with_pools(table: pa.Table, layout: Layout) -> pa.Table:
 def recorded_pools(table: pa.Table) -> Layout | None:
     """The typed node pools recorded by :func:`with_pools`, or None."""
     pools = metadata(table).get("pools")
-    return None if pools is None else {vc: tuple(Pool(t, int(g), int(n)) for t, g, n in entries)
+    return None if pools is None else {vc: tuple(Pool(t, int(g), int(n), *rest) for t, g, n, *rest in entries)
                                        for vc, entries in pools.items()}

@@ -60,11 +60,8 @@ class Policy:
         """GPU indices on `node` for a GPU pod of `kind` (default: best fit)."""
         return best_fit_gpus(self.state, node, int(self.k_num[kind]), int(self.k_milli[kind]))
 
-    def placed(self, node: int, kind: int) -> None:
-        """Called after a pod of `kind` was placed on `node` (to update caches)."""
-
-    def removed(self, node: int, kind: int) -> None:
-        """Called after a pod of `kind` left `node` (the timed mode; the inverse of `placed`)."""
+    def refresh(self, node: int) -> None:
+        """Called after a pod was placed on `node` or left it (to update caches from the state)."""
 
 
 def best_fit_gpus(state: ResourceState, node: int, num_gpu: int, gpu_milli: int) -> tuple[int, ...]:

@@ -90,9 +90,9 @@ class FGDPolicy(Policy):
         cands_c = np.concatenate([c - self.c_cpu[cpu_k], c - self.c_cpu[whole_k],
                                   np.repeat(c - self.c_cpu[share_k], w)])
         cands_G = np.concatenate([np.full(len(cpu_k), G), G - n[:, 0] * MILLI, np.repeat(G - m[:, 0], w)])
-        cands_S = np.concatenate([np.broadcast_to(S, (len(cpu_k), n_thr)), S - n * MILLI, share_S.reshape(-1, n_thr)])
+        cands_S = np.concatenate([np.broadcast_to(S, (len(cpu_k), n_thr)), S - n * MILLI, share_S.reshape(len(share_k) * w, n_thr)])
         cands_cnt = np.concatenate([np.broadcast_to(cnt, (len(cpu_k), n_thr)), cnt - n,
-                                    (cnt - (before & ~after)).reshape(-1, n_thr)])
+                                    (cnt - (before & ~after)).reshape(len(share_k) * w, n_thr)])
         scores = fgd_score(old, frag.reference_amount_from(cands_c, cands_G, cands_S, cands_cnt, model))
         table = np.zeros(len(self.c_num), dtype=np.int64)
         choice = np.zeros(len(self.c_num), dtype=np.int64)
@@ -115,8 +115,5 @@ class FGDPolicy(Policy):
             return self.state.first_free(node, int(self.k_num[kind]))
         return (int(self.choice[node, self.column[kind]]),)
 
-    def placed(self, node, kind):
-        self._refresh(node)
-
-    def removed(self, node, kind):
+    def refresh(self, node):
         self._refresh(node)

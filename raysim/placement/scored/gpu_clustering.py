@@ -1,7 +1,7 @@
 """GpuClustering (the reference's ``GpuClusteringScore``, gpuSelMethod "best").
 
 A GPU pod has an affinity tag: "share-gpu" (a fraction of one GPU) or "<n>-gpu" (n whole GPUs). A
-node's tags are those of the GPU pods on it. With u = 25 x (8000 - free GPU milli of the node) // 8000:
+node's tags are those of the GPU pods on it (read from the state's per-node GPU pod classes). With u = 25 x (8000 - free GPU milli of the node) // 8000:
 
 - the node holds only pods of the pod's tag: 75 + u;
 - it holds the pod's tag and others: 50 + u;
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.sim.resources import MILLI
+from raysim.sim.resources import gpu_class
 from raysim.placement.scored.base import MAX_NODE_SCORE, MAX_SPEC_GPU, Policy, go_div
 
 
@@ -24,11 +24,13 @@ class GpuClusteringPolicy(Policy):
 
     def __init__(self, state, frag, kinds, rng):
         super().__init__(state, frag, kinds, rng)
-        tags: dict = {}
-        self.k_tag = np.array([-1 if n == 0 else tags.setdefault("share-gpu" if m < MILLI else f"{n}-gpu", len(tags))
+        tags: dict = {}  # GPU pod class (raysim.sim.resources.gpu_class) -> tag index
+        self.k_tag = np.array([-1 if n == 0 else tags.setdefault(gpu_class(n, m), len(tags))
                                for n, m in zip(kinds.num_gpu.tolist(), kinds.gpu_milli.tolist())], dtype=np.int64)
-        self.tags = tuple(tags)
+        self.tags = tags
         self.count = np.zeros((len(state.nodes), max(len(tags), 1)), dtype=np.int64)  # GPU pods per tag
+        for node in range(len(state.nodes)):
+            self.refresh(node)
 
     def score(self, kind, idx):
         tag = int(self.k_tag[kind])
@@ -43,12 +45,10 @@ class GpuClusteringPolicy(Policy):
                         np.where(n_tags == 0, quarter, 0))
         return (used + base).astype(np.int64)
 
-    def placed(self, node, kind):
-        tag = int(self.k_tag[kind])
-        if tag >= 0:
-            self.count[node, tag] += 1
-
-    def removed(self, node, kind):
-        tag = int(self.k_tag[kind])
-        if tag >= 0:
-            self.count[node, tag] -= 1
+    def refresh(self, node):
+        row = self.count[node]
+        row[:] = 0
+        for key, n in self.state.gpu_classes[node].items():
+            tag = self.tags.get(key)
+            if tag is not None:
+                row[tag] = n

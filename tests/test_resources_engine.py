@@ -1,0 +1,153 @@
+"""The VC engine with CPU, memory and GPU shares counted (VCState.res): hand-built cases and the
+over-allocation invariant after every event, for every policy x placer that places pods."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from raysim.cluster.catalog import TypeCatalog
+from raysim.cluster.layout import Pool
+from raysim.placement import PLACERS, SCORED, make_placer
+from raysim.placement.scored.placer import Shapes
+from raysim.policy import make_policy
+from raysim.sim import SimParams, VCSimulator
+from raysim.sim.resources import Pods
+from raysim.sim.vc import SHARED
+
+from simutil import batch
+
+
+def pods_batch(pods):
+    """pods: (submit, duration, num_gpu, gpu_milli, cpu_milli, mem_mib[, constraint id]) -> columns."""
+    cols = batch([(p[0], p[1], p[2]) for p in pods])
+    cols["gpu_milli"] = np.array([p[3] for p in pods], dtype=np.int64)
+    cols["cpu_milli"] = np.array([p[4] for p in pods], dtype=np.int64)
+    cols["mem_mib"] = np.array([p[5] for p in pods], dtype=np.int64)
+    cols["constraint"] = np.array([p[6] if len(p) > 6 else -1 for p in pods], dtype=np.int64)
+    cols["gpu_util"] = np.zeros(len(pods))
+    cols["gmem"] = np.zeros(len(pods))
+    return cols
+
+
+def shapes_of(pods, constraints=()):
+    spec = [("|".join(sorted(constraints[p[6]])) if len(p) > 6 and p[6] >= 0 else None) for p in pods]
+    return Shapes.of(Pods([p[4] for p in pods], [p[5] for p in pods], [p[2] for p in pods],
+                          [p[3] for p in pods], np.array(spec, dtype=object)))
+
+
+def simulator(pods, layout, policy="fifo", placer="first_fit", constraints=(), seed=0):
+    params = SimParams.for_mode("clean", seed=seed)
+    shapes, of_pod = shapes_of(pods, constraints)
+    types = tuple(dict.fromkeys(p.gpu_type for p in layout))
+    catalog = TypeCatalog(gpu_types=types, constraints=tuple(frozenset(c) for c in constraints))
+    sim = VCSimulator("vc", layout, make_policy(policy, params=params),
+                      make_placer(placer, params=params, shapes=shapes), params, catalog=catalog, resources=True)
+    cols = pods_batch(pods)
+    cols["shape"] = of_pod
+    sim.add_jobs(cols)
+    return sim
+
+
+def run_checked(sim):
+    """Run event by event, checking every resource after each."""
+    while (t := sim.next_event_time()) < math.inf:
+        sim.run(until=t + 1)
+        sim.vc.check()
+    return sim.jobs.results()
+
+
+ONE_GPU = (Pool("T4", 1, 1, cpu_milli=32000, memory_mib=65536),)
+
+
+@pytest.mark.parametrize("placer", sorted(PLACERS))
+def test_two_halves_share_a_gpu_and_a_third_waits(placer):
+    pods = [(0, 100, 1, 500, 1000, 1024), (0, 100, 1, 500, 1000, 1024), (0, 50, 1, 500, 1000, 1024)]
+    sim = simulator(pods, ONE_GPU, placer=placer)
+    sim.run(until=1)
+    assert len(sim.running) == 2 and len(sim.pending) == 1
+    assert sim.vc.res.gpu_left[0, 0] == 0 and sim.vc.owner[0] == [SHARED]
+    res = run_checked(sim)
+    assert res["start_time"].tolist() == [0, 0, 100]
+    assert res["end_time"].tolist() == [100, 100, 150]
+
+
+@pytest.mark.parametrize("placer", sorted(PLACERS))
+def test_a_whole_gpu_pod_never_lands_on_a_gpu_with_a_share(placer):
+    layout = (Pool("T4", 2, 1, cpu_milli=32000, memory_mib=65536),)
+    # a share on one GPU; a 2-GPU pod must wait for it, a 1-GPU pod takes the other GPU
+    pods = [(0, 100, 1, 300, 0, 0), (1, 10, 2, 1000, 0, 0), (2, 10, 1, 1000, 0, 0)]
+    sim = simulator(pods, layout, policy="fifo_backfill", placer=placer)
+    res = run_checked(sim)
+    assert res["start_time"].tolist() == [0, 100, 2]
+    sim = simulator(pods[:1] + pods[2:], layout, placer=placer)
+    sim.run(until=3)
+    share_gpu = [g for g, o in enumerate(sim.vc.owner[0]) if o == SHARED]
+    whole_gpu = [g for g, o in enumerate(sim.vc.owner[0]) if o >= 0]
+    assert len(share_gpu) == 1 and len(whole_gpu) == 1 and share_gpu != whole_gpu
+
+
+@pytest.mark.parametrize("placer", sorted(PLACERS))
+def test_a_pod_constrained_to_a_gpu_model_never_runs_elsewhere(placer):
+    layout = (Pool("T4", 2, 2, cpu_milli=32000, memory_mib=65536), Pool("V100", 2, 2, cpu_milli=32000, memory_mib=65536))
+    constraints = ({"V100"},)
+    rng = np.random.default_rng(1)
+    pods = [(int(t), int(rng.integers(5, 50)), 1, int(rng.choice([250, 500, 1000])), 1000, 1024, 0)
+            for t in np.sort(rng.integers(0, 100, 40))]
+    sim = simulator(pods, layout, policy="fifo_backfill", placer=placer, constraints=constraints)
+    seen = []
+    while (t := sim.next_event_time()) < math.inf:
+        sim.run(until=t + 1)
+        sim.vc.check()
+        seen += [sim.vc.types[sim.vc.gpu_type_of(j)] for j in sim.running]
+    assert set(seen) == {"V100"}
+    assert (sim.jobs.results()["end_time"] >= 0).all()
+
+
+@pytest.mark.parametrize("placer", sorted(PLACERS))
+def test_cpu_only_pods_hold_cpu_and_memory_and_nothing_else(placer):
+    layout = (Pool("T4", 1, 1, cpu_milli=4000, memory_mib=8192),)
+    pods = [(0, 100, 0, 0, 3000, 1024), (0, 100, 0, 0, 2000, 1024), (0, 100, 1, 1000, 1000, 7168)]
+    sim = simulator(pods, layout, policy="fifo_backfill", placer=placer)
+    sim.run(until=1)
+    res = sim.vc.res
+    assert len(sim.running) == 2  # the first CPU pod and the GPU pod; the second CPU pod lacks CPU
+    assert res.cpu_left[0] == 0 and res.mem_left[0] == 0
+    assert sim.vc.free[0] == 0 and res.gpu_left[0, 0] == 0
+    out = run_checked(sim)
+    assert out["start_time"].tolist() == [0, 100, 0]
+    # alone, a CPU pod leaves every GPU free
+    sim = simulator(pods[:1], layout, placer=placer)
+    sim.run(until=1)
+    assert sim.vc.free_gpus == 1 and sim.vc.res.gpu_left[0, 0] == 1000 and sim.vc.res.cpu_left[0] == 1000
+
+
+def random_pods(rng, n, horizon):
+    pods = []
+    for t in np.sort(rng.integers(0, horizon, n)):
+        kind = rng.integers(4)
+        if kind == 0:
+            g, m = 0, 0
+        elif kind == 1:
+            g, m = 1, int(rng.choice([100, 250, 500, 750]))
+        else:
+            g, m = int(rng.choice([1, 2, 4, 8])), 1000
+        constraint = int(rng.integers(-1, 2)) if g <= 2 else -1 if g <= 4 else 0  # every pod fits some node
+        pods.append((int(t), int(rng.integers(1, 300)), g, m, int(rng.choice([0, 2000, 8000, 16000])),
+                     int(rng.choice([0, 4096, 32768])), constraint))
+    return pods
+
+
+@pytest.mark.parametrize("policy", ["fifo", "fifo_backfill", "srtf", "tiresias"])
+@pytest.mark.parametrize("placer", sorted(SCORED))
+def test_no_resource_is_ever_over_allocated(policy, placer):
+    layout = (Pool("A", 8, 3, cpu_milli=64000, memory_mib=262144), Pool("B", 4, 2, cpu_milli=32000, memory_mib=131072),
+              Pool("A", 2, 2, cpu_milli=16000, memory_mib=65536))
+    constraints = ({"A"}, {"B"})
+    pods = random_pods(np.random.default_rng(7), 150, 2000)
+    sim = simulator(pods, layout, policy=policy, placer=placer, constraints=constraints, seed=3)
+    res = run_checked(sim)
+    assert (res["end_time"] >= 0).all() and (res["start_time"] >= np.array(sim.jobs.submit)).all()
+    assert sim.vc.free_gpus == sim.vc.total_gpus and sim.vc.res.placements == []
