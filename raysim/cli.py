@@ -28,10 +28,12 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from raysim.errors import FAILURES, Failure, record_failure, user_error_message
-from raysim.paths import CONF_DIR, project_path
+from raysim.paths import CONF_DIR, data_path, project_path
 
 if not OmegaConf.has_resolver("raysim_path"):
     OmegaConf.register_new_resolver("raysim_path", project_path)
+if not OmegaConf.has_resolver("raysim_data"):
+    OmegaConf.register_new_resolver("raysim_data", data_path)
 
 # raysim's Hydra launcher (hydra/launcher=raysim_ray): importing it registers its config, and
 # main() registers the class, which an editable install hides from Hydra's own plugin scan.

@@ -2,41 +2,37 @@
 
 A pod list (``openb_pod_list_*.csv``, read by :func:`raysim.trace.alibaba2023.read_openb_pods`, so
 every quirk and check of that reader applies) becomes a job table in raysim's schema, one job per
-GPU pod, all in one VC, :data:`VC`:
+pod, all in one VC, :data:`VC`, with what the pod asks for:
 
 - ``job_id`` = the pod's 1-based data row in the list (``row`` of the pod table); ``vc`` = "openb";
   ``user`` empty (the trace has no users); ``state`` = ``pod_phase``.
-- ``gpu_num`` = ``num_gpu``; ``cpu_num`` = ``cpu_milli`` / 1000 rounded up; ``gpu_constraint`` =
-  ``gpu_spec`` (models joined by "|", as the node list names them; null: any).
-- ``submit_time`` = ``creation_time`` (integer seconds from the trace start, origin "0");
-  ``duration`` = :func:`raysim.trace.alibaba2023.pod_durations`, the model of the timed FGD
-  experiment (``+experiment=fgd_openb fgd.timed=true``): ``deletion_time - scheduled_time`` for pods
-  that ran, a lower bound for Running pods cut off by the trace end, the median of the pod's GPU
-  class for Pending pods.
-- The pod's columns the job columns do not hold (``pod_name``, ``cpu_milli``, ``memory_mib``,
-  ``gpu_milli``, ``qos``, ``scheduled_time``, ``deletion_time``, ``duration_source``: see
-  :data:`raysim.trace.schema.OPENB_COLUMNS`) are kept; the engine does not read them.
+- ``gpu_num`` = ``num_gpu`` (0 for a CPU-only pod, which holds CPU and memory only); ``gpu_milli``
+  (1000: whole GPUs; less: a share of one GPU, which other shares may use too), ``cpu_milli`` and
+  ``memory_mib`` as the pod asks; ``cpu_num`` = ``cpu_milli`` / 1000 rounded up; ``gpu_constraint``
+  = ``gpu_spec`` (models joined by "|", as the node list names them; null: any).
+- ``submit_time`` = ``creation_time`` (integer seconds from the trace start, origin "0"), divided by
+  the reader option ``speedup`` and rounded down (default 1: the trace's times; a larger value
+  compresses arrivals to raise the load; durations are unchanged); pods of one second arrive in row
+  order. ``duration`` = :func:`raysim.trace.alibaba2023.pod_durations`:
+  ``deletion_time - scheduled_time`` for pods that ran, a lower bound for Running pods cut off by
+  the trace end, the median of the pod's GPU class for Pending pods (counted as converted).
+- The pod's other columns (``pod_name``, ``qos``, ``scheduled_time``, ``deletion_time``,
+  ``duration_source``: see :data:`raysim.trace.schema.OPENB_COLUMNS`) are kept.
 
-The VC engine allocates whole GPUs and no CPU or memory. So, never silently:
-
-- filtered and counted (SkipReport): CPU-only pods (``num_gpu`` 0), pods whose duration is 0;
-- converted and counted (``SkipReport.converted``): a share of one GPU (``gpu_milli`` < 1000) holds
-  one whole GPU; durations that are a lower bound (cut-off) or a median (Pending).
-
-``+experiment=fgd_openb fgd.timed=true`` places the same pods with real GPU sharing, CPU and memory.
+Filtered and counted (SkipReport): pods whose duration is 0 (nothing to run).
 
 Cluster: unless a layout is configured (``cluster.layout``, ``trace.vc_config`` or a
 ``vc_config.csv`` beside the pod list), the node list beside the pod list (reader option
-``node_list``, default ``openb_node_list_gpu_node``) gives the VC's typed pools, one per (model,
-GPUs per node) (:func:`raysim.trace.alibaba2023.node_pools`; CPU-only nodes are not pools),
-recorded in the table's metadata. Every pod must then fit one pool of a model it allows: a
-``gpu_spec`` naming a model the node list lacks, or more GPUs than the largest allowed pool holds,
-is a bad row (raise, or skip and count with ``on_error="skip"``). With a configured layout the run's
-GPU-type catalog checks this instead (:func:`raysim.cluster.catalog.job_types`).
+``node_list``, default ``openb_node_list_gpu_node``) gives the VC's nodes in file order, with their
+GPU model, GPUs, CPU and memory (:func:`resource_pools`: pools of consecutive alike nodes; CPU-only
+nodes of ``all_node`` are left out), recorded in the table's metadata. Every pod must then fit an
+empty node of a model it allows (GPUs, CPU and memory): one that fits none is a bad row (raise, or
+skip and count with ``on_error="skip"``). With a configured layout (GPUs only) the run's GPU-type
+catalog checks the GPUs (:func:`raysim.cluster.catalog.job_types`).
 
 Reader options (``trace.reader_options``, ``raysim trace convert -o KEY=VALUE``): ``workload``, the
 pod list to read when ``trace.path`` is a folder (``default``, ``gpushare40``, ...; with a file it
-must name that file), and ``node_list`` (``gpu_node`` or ``all_node``).
+must name that file), ``node_list`` (``gpu_node`` or ``all_node``) and ``speedup`` (see above).
 """
 
 from __future__ import annotations
@@ -50,8 +46,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE, Pool, total_gpus
-from raysim.trace.alibaba2023 import (DEFAULT_NODE_LIST, node_list_path, node_pools, pod_durations,
-                                      pod_list_path, read_openb_nodes, read_openb_pods)
+from raysim.sim.resources import Nodes, ResourceState
+from raysim.trace.alibaba2023 import (DEFAULT_NODE_LIST, node_list_path, pod_durations, pod_list_path,
+                                      read_openb_nodes, read_openb_pods)
 from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.layout import with_pools
 from raysim.trace.mapping import RowChecks, Source, validate_mapped
@@ -62,23 +59,20 @@ VC = "openb"
 #: Where a job column comes from in the pod list (for error messages).
 SOURCE_COLUMNS = {"gpu_num": "num_gpu", "cpu_num": "cpu_milli", "submit_time": "creation_time",
                   "duration": "deletion_time", "state": "pod_phase", "gpu_constraint": "gpu_spec"}
-SHARING = "+experiment=fgd_openb fgd.timed=true"
-CPU_ONLY = f"filtered: CPU-only pod (num_gpu = 0): the VC engine allocates GPUs only ({SHARING} places CPU pods)"
 NO_DURATION = "filtered: duration 0 (nothing to run)"
-FRACTIONAL = (f"a share of one GPU (gpu_milli < 1000) holds one whole GPU: the VC engine does not share GPUs "
-              f"({SHARING} does)")
 CUTOFF = "duration is a lower bound: Running when the trace ends (duration_source cutoff)"
 MEDIAN = "duration is the median of the pod's GPU class: Pending, never scheduled (duration_source median)"
 
 
 def read_alibaba2023(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
                      on_error: str = "raise", state_filter=None, origin: str = "auto", cluster: str = "",
-                     bounds: Bounds = Bounds(), workload: str | None = None, node_list: str = DEFAULT_NODE_LIST
-                     ) -> tuple[pa.Table, SkipReport]:
+                     bounds: Bounds = Bounds(), workload: str | None = None, node_list: str = DEFAULT_NODE_LIST,
+                     speedup: float = 1.0) -> tuple[pa.Table, SkipReport]:
     """Read an openb pod list as a raysim job table (rules: module doc). `vc_nodes` None derives
     the layout from the node list beside the pod list and records it (``pools``, ``vc_nodes``)."""
     name = str(path)
     check_workload(path, workload)
+    speedup = check_speedup(speedup)
     pods, report = read_openb_pods(path, on_error=on_error)
     try:
         duration, how = pod_durations(pods)
@@ -93,20 +87,17 @@ def read_alibaba2023(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: in
         raise TraceError(name, f"the VC layout has no VC {VC!r}, the VC of every openb pod (it has "
                                f"{sorted(vc_nodes)})")
     rows = pods.column("row").to_numpy()
-    num_gpu = pods.column("num_gpu").to_numpy()
     source = Source(name, rows=rows, columns=SOURCE_COLUMNS)
-    cpu_only = num_gpu == 0
-    source.skip(report, CPU_ONLY, rows[cpu_only], "num_gpu", num_gpu[cpu_only].tolist())
-    idle = ~cpu_only & (duration == 0)
+    idle = duration == 0
     source.skip(report, NO_DURATION, rows[idle], "deletion_time", duration[idle].tolist())
-    keep = ~(cpu_only | idle)
+    keep = ~idle
     if layout is not None:
         keep &= fit_checks(source, pods, layout[VC], keep).finish(report, on_error)
     source.rows = rows[keep]
-    frame = job_frame(pods, duration, how)[keep].reset_index(drop=True)
+    frame = job_frame(pods, duration, how, speedup)[keep].reset_index(drop=True)
     table, report = validate_mapped(frame, source, report, vc_nodes=vc_nodes, gpus_per_node=gpus_per_node,
                                     on_error=on_error, state_filter=state_filter, origin=origin,
-                                    cluster=cluster, bounds=bounds)
+                                    cluster=cluster, bounds=bounds, keep_cpu_only=True)
     report.converted.update(conversions(table))
     return (table if layout is None else with_pools(table, layout)), report
 
@@ -118,33 +109,66 @@ def check_workload(path, workload: str | None) -> None:
                                     "trace.path (give the folder as trace.path, or drop the option)")
 
 
+def check_speedup(speedup) -> float:
+    """The reader option `speedup` as a positive number."""
+    try:
+        value = float(speedup)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"trace.reader_options.speedup must be a positive number, not {speedup!r}")
+    return value
+
+
 def openb_pools(folder, node_list: str = DEFAULT_NODE_LIST) -> tuple[Pool, ...]:
-    """The typed pools of the node list `node_list` in `folder`: one per (model, GPUs per node)."""
+    """The GPU nodes of the node list `node_list` in `folder` as pools (:func:`resource_pools`)."""
     path = node_list_path(folder, node_list)
-    pools = node_pools(read_openb_nodes(path))
+    pools = resource_pools(read_openb_nodes(path))
     if not pools:
         raise TraceError(str(path), "no node with GPUs (the VC engine needs GPU nodes)")
     return pools
 
 
+def resource_pools(nodes: pa.Table) -> tuple[Pool, ...]:
+    """The GPU nodes in file order as pools of consecutive nodes alike in GPU model, GPUs, CPU and
+    memory, so that the VC's nodes keep the file's order (FGD's tie-breaking and random draws refer
+    to it). CPU-only nodes are left out."""
+    pools: list[Pool] = []
+    for model, gpus, cpu, mem in zip(*(nodes.column(c).to_pylist() for c in ("model", "num_gpu", "cpu_milli",
+                                                                            "memory_mib"))):
+        if gpus <= 0:
+            continue
+        last = pools[-1] if pools else None
+        if last is not None and (last.gpu_type, last.gpus_per_node, last.cpu_milli, last.memory_mib) == \
+                (model, gpus, cpu, mem):
+            pools[-1] = Pool(model, gpus, last.nodes + 1, cpu, mem)
+        else:
+            pools.append(Pool(model, gpus, 1, cpu, mem))
+    return tuple(pools)
+
+
 def fit_checks(source: Source, pods: pa.Table, pools: tuple[Pool, ...], candidates: np.ndarray) -> RowChecks:
-    """Flag the `candidates` pods that fit no pool of a model they allow (their gpu_spec, else any)."""
+    """Flag the `candidates` pods that fit no empty node of a model they allow (their gpu_spec, else
+    any): GPUs, CPU and memory."""
     models = list(dict.fromkeys(p.gpu_type for p in pools))
     spec = np.array(pods.column("gpu_spec").to_pylist(), dtype=object)
-    num_gpu = pods.column("num_gpu").to_numpy()
-    allowed = {s: set(models) if s is None else set(s.split("|")) for s in set(spec.tolist())}
-    largest = {s: max((p.gpus for p in pools if p.gpu_type in a), default=0) for s, a in allowed.items()}
     checks = RowChecks(source, source.rows)
-    unknown = np.array([not allowed[s] <= set(models) for s in spec], dtype=bool)
+    unknown = np.array([s is not None and not set(s.split("|")) <= set(models) for s in spec], dtype=bool)
     checks.flag(candidates & unknown, f"gpu_spec names a GPU model the node list does not have {models}",
                 "gpu_spec", spec)
-    cap = np.array([largest[s] for s in spec], dtype=np.int64)
-    checks.flag(candidates & (num_gpu > cap), "num_gpu larger than every node pool of the pod's GPU models "
-                "holds", "num_gpu", num_gpu)
+    per_node = [(p.gpu_type, p.gpus_per_node, p.cpu_milli, p.memory_mib) for p in pools for _ in range(p.nodes)]
+    empty = ResourceState(Nodes.from_lists([n[2] for n in per_node], [n[3] for n in per_node],
+                                           [n[1] for n in per_node], [n[0] for n in per_node]))
+    request = list(zip(*(pods.column(c).to_pylist() for c in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli")),
+                       spec.tolist()))
+    fits = {r: bool(empty.feasible(*r).any()) for r in set(request)}
+    num_gpu = pods.column("num_gpu").to_numpy()
+    checks.flag(candidates & ~np.array([fits[r] for r in request], dtype=bool),
+                "the pod fits no empty node of its GPU models (GPUs, CPU and memory)", "num_gpu", num_gpu)
     return checks
 
 
-def job_frame(pods: pa.Table, duration: np.ndarray, how: np.ndarray) -> pd.DataFrame:
+def job_frame(pods: pa.Table, duration: np.ndarray, how: np.ndarray, speedup: float = 1.0) -> pd.DataFrame:
     """Every pod as a row of raysim's job columns plus the pod columns they do not hold (file order)."""
     def column(name: str) -> np.ndarray:
         return pods.column(name).to_numpy(zero_copy_only=False)
@@ -156,7 +180,8 @@ def job_frame(pods: pa.Table, duration: np.ndarray, how: np.ndarray) -> pd.DataF
     qos = np.array(pods.column("qos").cast(pa.string()).to_pylist(), dtype=object)
     return pd.DataFrame({
         "job_id": column("row"), "vc": VC, "user": "", "gpu_num": column("num_gpu"),
-        "cpu_num": -(-column("cpu_milli") // 1000), "submit_time": column("creation_time"),
+        "cpu_num": -(-column("cpu_milli") // 1000),
+        "submit_time": column("creation_time") if speedup == 1 else np.floor(column("creation_time") / speedup).astype(np.int64),
         "duration": duration, "state": phase, "gpu_constraint": nullable("gpu_spec"),
         "pod_name": column("name"), "cpu_milli": column("cpu_milli"), "memory_mib": column("memory_mib"),
         "gpu_milli": column("gpu_milli"), "qos": qos, "scheduled_time": nullable("scheduled_time"),
@@ -165,11 +190,9 @@ def job_frame(pods: pa.Table, duration: np.ndarray, how: np.ndarray) -> pd.DataF
 
 
 def conversions(table: pa.Table) -> Counter:
-    """How many jobs of `table` run on a whole GPU instead of a share, or have a modelled duration."""
-    out = Counter({FRACTIONAL: int((table.column("gpu_milli").to_numpy() < 1000).sum())})
+    """How many jobs of `table` have a modelled duration."""
     how = Counter(table.column("duration_source").to_pylist())
-    out.update({CUTOFF: how["cutoff"], MEDIAN: how["median"]})
-    return +out  # drop zero counts
+    return +Counter({CUTOFF: how["cutoff"], MEDIAN: how["median"]})  # drop zero counts
 
 
 def write_pods(source, folder, on_error: str = "raise") -> Path:

@@ -112,9 +112,10 @@ def _text(series: pd.Series) -> pd.Series:
 
 def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
                    gpus_per_node: int = DEFAULT_GPUS_PER_NODE, on_error: str = "raise", state_filter=None,
-                   origin: str = "auto", cluster: str = "", bounds: Bounds = Bounds(), ragged=None
-                   ) -> tuple[pa.Table, SkipReport]:
+                   origin: str = "auto", cluster: str = "", bounds: Bounds = Bounds(), ragged=None,
+                   keep_cpu_only: bool = False) -> tuple[pa.Table, SkipReport]:
     """Check every row of `df` and build the raysim job table (sorted by submit time, stable).
+    Jobs without GPUs are filtered and counted unless `keep_cpu_only` (pods that hold CPU and memory).
 
     `ragged` (CSV input, from `read_csv_text`) describes the rows that had the wrong number of
     values; `bounds` says which values are plausible. Each bad row is flagged for its first
@@ -174,7 +175,7 @@ def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
 
     keep = ~bad
     cpu_only = keep & (gpu == 0)
-    if cpu_only.any():
+    if cpu_only.any() and not keep_cpu_only:
         report.counts["filtered: CPU-only job (gpu_num = 0)"] += int(cpu_only.sum())
         keep &= ~cpu_only
     if state_filter:
