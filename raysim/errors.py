@@ -21,6 +21,7 @@ What counts as a user error (:func:`user_error_message`), and nothing else:
 from __future__ import annotations
 
 import errno
+import re
 import sys
 import traceback
 from dataclasses import dataclass
@@ -86,6 +87,9 @@ def one_line(text: str) -> str:
     return out
 
 
+_RESOLVER_SAID = re.compile(r"^(ConfigError|UserError) raised while resolving interpolation: ")
+
+
 def user_error_message(exc: BaseException) -> str | None:
     """The one-line message of `exc` when it is a user error (see the module doc), else None."""
     cause = getattr(exc, "cause", None)  # Ray's RayTaskError carries the task's exception
@@ -106,7 +110,8 @@ def user_error_message(exc: BaseException) -> str | None:
     for name in _OMEGACONF_USER:
         cls = _type_named("omegaconf.errors", name)
         if cls is not None and isinstance(exc, cls):
-            return one_line(str(exc))
+            # a resolver of raysim's (e.g. ${raysim_data:NAME}) raised a user error: its words alone
+            return one_line(_RESOLVER_SAID.sub("", str(exc)))
     if isinstance(exc, OSError) and exc.errno in _FS_ERRNOS:
         return _os_message(exc)
     if isinstance(exc, OSError) and exc.errno is None and isinstance(exc, (FileNotFoundError, PermissionError)):

@@ -35,9 +35,11 @@ def raysim(*args, cwd=REPO, env=None, timeout=300):
 
 
 @pytest.mark.parametrize("experiment", sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml")))
-def test_shipped_experiments_pass_the_config_checks(experiment):
+def test_shipped_experiments_pass_the_config_checks(experiment, tmp_path, monkeypatch):
     from hydra import compose, initialize_config_dir
 
+    (tmp_path / "alibaba_gpu_2023").mkdir()  # datasets by name (${raysim_data:NAME}) are found here
+    monkeypatch.setenv("RAYSIM_DATA", str(tmp_path))
     from raysim import cli  # noqa: F401  (the raysim_path resolver)
     from raysim.paths import CONF_DIR
     from raysim.run.config import check_cluster_config
@@ -46,6 +48,15 @@ def test_shipped_experiments_pass_the_config_checks(experiment):
         cfg = compose(config_name="config", overrides=[f"+experiment={experiment}"])
     if cfg.mode == "cluster":
         check_cluster_config(cfg)
+
+
+def test_a_dataset_not_found_is_one_line_naming_what_to_set(tmp_path):
+    env = {"RAYSIM_DATA": str(tmp_path / "none"), "RAYSIM_SHARED": str(tmp_path / "none")}
+    out = raysim("+experiment=openb", "runtime=local", f"hydra.run.dir={tmp_path / 'run'}", env=env)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("raysim: error: trace.path: dataset 'alibaba_gpu_2023' not found")
+    assert "RAYSIM_DATA" in lines[0]
 
 
 def test_every_policy_passes_the_config_checks():

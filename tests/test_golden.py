@@ -18,9 +18,10 @@ What is pinned:
 3. The FGD inflation experiment (:func:`raysim.sharing.run_inflation`, tune 1.3) on the Alibaba GPU
    2023 ``default`` pod list, six policies x seeds 42 and 1: the text of ``allo.csv`` and
    ``frag_ratio.csv`` as ``+experiment=fgd_openb`` writes them. Marked ``shared``.
-4. The timed FGD experiment (:func:`raysim.sharing.timed.run_timed`) on the same list, seed 42: six
-   policies x backfill off/on at speedup 1 and 100,000 (where pods queue), and fgd x backfill off/on
-   at speedup 20. Two digests per run: ``start_end`` (per-pod start and end times; must stay) and
+4. The timed FGD experiment (taken from the former ``raysim.sharing.timed.run_timed``; now
+   ``+experiment=openb`` on the VC engine with policy fifo or fifo_backfill and the same scored
+   placer) on the same list, seed 42: six policies x backfill off/on at speedup 1 and 100,000
+   (where pods queue), and fgd x backfill off/on at speedup 20. Two digests per run: ``start_end`` (per-pod start and end times; must stay) and
    ``placement`` (start, end, node, rejected; node numbers may legitimately change with a
    renumbering). Marked ``shared``; fgd's runs above x1 also ``slow``.
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import types
 
 import numpy as np
 import pyarrow as pa
@@ -224,14 +226,31 @@ def timed_runs():
 
 @pytest.fixture(scope="module")
 def timed_run(alibaba):
-    """(policy, backfill, speedup) -> its TimedRun, seed 42 (each run once)."""
-    from raysim.sharing.timed import load_openb_timed, run_timed
+    """The former timed FGD experiment's runs, now the openb replay on the VC engine: policy fifo
+    (head-of-line blocking) or fifo_backfill, the scored placer of the same policy, arrivals
+    compressed by the reader's speedup. Per pod (list order): start, end, node and rejected (none
+    is: every pod of the list fits an empty node)."""
+    from hydra import compose, initialize_config_dir
 
-    nodes, pods = load_openb_timed(alibaba, "default")
+    import raysim.cli  # noqa: F401  (registers the config resolvers)
+    from raysim.run.config import spec_from_config
 
     @functools.cache
     def run(policy, backfill, speedup):
-        return run_timed(nodes, pods, policy, 42, backfill=backfill, speedup=speedup)
+        trace = load_trace(alibaba, fmt="alibaba2023", cache=False,
+                           reader_options={"workload": "default", "speedup": speedup})
+        placer = "fgd_random" if policy == "random" else policy
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+            cfg = compose("config", overrides=["+experiment=openb", f"trace.path={alibaba}", "runtime=local",
+                                               f"placer={placer}", f"policy={'fifo_backfill' if backfill else 'fifo'}"])
+        spec, extra = spec_from_config(cfg, trace)
+        jobs, _ = simulate(trace, spec, None, job_extra=extra)
+        order = np.argsort(jobs.column("job_id").to_numpy())  # job_id = the pod's row in the list
+        n = jobs.num_rows
+        return types.SimpleNamespace(start=jobs.column("start_time").to_numpy()[order],
+                                     end=jobs.column("end_time").to_numpy()[order],
+                                     node=jobs.column("first_node").to_numpy()[order].astype(np.int64),
+                                     rejected=np.zeros(n, dtype=bool))
 
     return run
 

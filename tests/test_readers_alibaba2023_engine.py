@@ -1,5 +1,6 @@
-"""trace.format=alibaba2023: openb pod lists as jobs of the VC engine, typed pools from the node list,
-counted skips and conversions, gpu_spec as a GPU-type constraint, and `raysim trace convert`."""
+"""trace.format=alibaba2023: openb pod lists as jobs of the VC engine with their GPU shares, CPU and
+memory, the node list's nodes in file order, counted skips and conversions, gpu_spec as a GPU-type
+constraint, the speedup option, and `raysim trace convert`."""
 
 import json
 
@@ -29,12 +30,15 @@ NODES = [
     "n5,64000,262144,4,T4",
     "n6,96000,393216,1,V100M16",
 ]
-#: node_pools order (first appearance); VCState numbers nodes pool by pool: G2 0-1, T4 2-4, V100M16 5
-POOLS = (Pool("G2", 8, 2), Pool("T4", 2, 2), Pool("T4", 4, 1), Pool("V100M16", 1, 1))
+#: the GPU nodes in file order (runs of alike consecutive nodes; here every run is one node), so node
+#: i of the VC is the (i+1)-th GPU node of the list: n1 0, n2 1, ..., n6 5
+G2, T4 = (96000, 786432), (64000, 262144)
+POOLS = (Pool("G2", 8, 1, *G2), Pool("T4", 2, 1, *T4), Pool("G2", 8, 1, *G2), Pool("T4", 2, 1, *T4),
+         Pool("T4", 4, 1, *T4), Pool("V100M16", 1, 1, 96000, 393216))
 PODS = [
     "p1,4000,8192,1,1000,,LS,Succeeded,0,100,10",  # observed 90
     "p2,2000,4096,1,500,,BE,Running,5,2000,5",  # a share; Running at the cut-off (2000): 1995, a lower bound
-    "p3,1000,2048,0,0,,LS,Running,6,56,6",  # CPU-only: filtered
+    "p3,1000,2048,0,0,,LS,Running,6,56,6",  # CPU-only: holds CPU and memory, observed 50
     "p4,8000,16384,8,1000,,LS,Failed,3,303,3",  # 8 GPUs, observed 300
     "p5,2500,4096,1,1000,V100M16,Guaranteed,Succeeded,8,68,8",  # constrained, observed 60
     "p6,2000,4096,1,250,,Burstable,Pending,9,900,",  # Pending share: median of the observed shares (p9: 52)
@@ -47,6 +51,7 @@ JOBS = [
     (1, 1, 4, 0, 90, "Succeeded", None, 1000),
     (4, 8, 8, 3, 300, "Failed", None, 1000),
     (2, 1, 2, 5, 1995, "Running", None, 500),
+    (3, 0, 1, 6, 50, "Running", None, 0),
     (5, 1, 3, 8, 60, "Succeeded", "V100M16", 1000),
     (6, 1, 2, 9, 52, "Pending", None, 250),
     (8, 1, 3, 12, 30, "Succeeded", "T4|G2", 1000),
@@ -94,10 +99,22 @@ def test_pods_become_jobs(tmp_path):
     assert got == JOBS
     assert set(table.column("vc").to_pylist()) == {"openb"} and set(table.column("user").to_pylist()) == {""}
     assert table.column("pod_name").to_pylist() == [f"p{j[0]}" for j in JOBS]
-    assert table.column("scheduled_time").to_pylist() == [10, 3, 5, 8, None, 12, 20]
-    assert table.column("duration_source").to_pylist() == ["observed", "observed", "cutoff", "observed", "median",
-                                                           "observed", "observed"]
-    assert table.column("qos").to_pylist()[3] == "Guaranteed" and table.column("memory_mib").to_pylist()[0] == 8192
+    assert table.column("scheduled_time").to_pylist() == [10, 3, 5, 6, 8, None, 12, 20]
+    assert table.column("duration_source").to_pylist() == ["observed", "observed", "cutoff", "observed", "observed",
+                                                           "median", "observed", "observed"]
+    assert table.column("qos").to_pylist()[4] == "Guaranteed" and table.column("memory_mib").to_pylist()[0] == 8192
+    assert table.column("cpu_milli").to_pylist() == [4000, 8000, 2000, 1000, 2500, 2000, 3000, 1000]
+
+
+def test_speedup_divides_arrival_times_and_orders_a_second_by_row(tmp_path):
+    write(tmp_path)
+    table = load(tmp_path, reader_options={"speedup": 4}).table
+    # creation times 0 3 5 6 8 9 12 12 (rows 1 4 2 3 5 6 8 9) -> 0 0 1 1 2 2 3 3, durations kept
+    assert table.column("submit_time").to_pylist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert table.column("job_id").to_pylist() == [1, 4, 2, 3, 5, 6, 8, 9]
+    assert table.column("duration").to_pylist() == [j[4] for j in JOBS]
+    with pytest.raises(ValueError, match="speedup must be a positive number"):
+        load(tmp_path, reader_options={"speedup": 0})
 
 
 def test_durations_are_the_timed_fgd_model(tmp_path):
@@ -114,12 +131,10 @@ def test_every_pod_is_a_job_a_counted_skip_or_a_counted_conversion(tmp_path):
     trace = load(tmp_path)
     report = trace.report
     assert trace.table.num_rows + report.total == len(PODS)
-    assert report.counts == {jobs.CPU_ONLY: 1, jobs.NO_DURATION: 1}
-    assert report.converted == {jobs.FRACTIONAL: 3, jobs.CUTOFF: 1, jobs.MEDIAN: 1}
+    assert report.counts == {jobs.NO_DURATION: 1}
+    assert report.converted == {jobs.CUTOFF: 1, jobs.MEDIAN: 1}
     text = "\n".join(report.lines())
-    assert text.count("+experiment=fgd_openb fgd.timed=true") >= 2  # CPU-only and fractional point there
-    assert "row 3 (line 4), column 'num_gpu'" in text and "row 7 (line 8), column 'deletion_time'" in text
-    assert "converted 3 row(s): a share of one GPU" in text
+    assert "row 7 (line 8), column 'deletion_time'" in text
 
 
 def test_state_filter_on_pod_phase_keeps_the_accounting(tmp_path):
@@ -127,7 +142,7 @@ def test_state_filter_on_pod_phase_keeps_the_accounting(tmp_path):
     trace = load(tmp_path, state_filter=["Succeeded"])
     assert trace.table.column("job_id").to_pylist() == [1, 5, 8, 9]
     assert trace.table.num_rows + trace.report.total == len(PODS)
-    assert trace.report.converted == {jobs.FRACTIONAL: 1}  # only p9 is left of the shares
+    assert not trace.report.converted  # neither the cut-off p2 nor the Pending p6 is left
 
 
 # -------------------------------------------------------------------------- where the trace is
@@ -135,8 +150,8 @@ def test_state_filter_on_pod_phase_keeps_the_accounting(tmp_path):
 def test_folder_workload_option_and_auto_format(tmp_path):
     write(tmp_path)
     write(tmp_path, pods=PODS[:2], name="openb_pod_list_gpushare40.csv")
-    assert load(tmp_path).table.num_rows == 7
-    assert load_trace(tmp_path, cache=False).table.num_rows == 7  # auto: the folder's default list
+    assert load(tmp_path).table.num_rows == 8
+    assert load_trace(tmp_path, cache=False).table.num_rows == 8  # auto: the folder's default list
     for fmt in ("alibaba2023", "auto"):
         trace = load_trace(tmp_path, fmt=fmt, cache=False, reader_options={"workload": "gpushare40"})
         assert trace.table.num_rows == 2 and trace.source.endswith("openb_pod_list_gpushare40.csv")
@@ -152,7 +167,7 @@ def test_node_list_option(tmp_path):
     write(tmp_path)
     (tmp_path / "openb_node_list_all_node.csv").write_text("\n".join([NODE_HEADER, *NODES[:3], NODES[6]]) + "\n")
     trace = load(tmp_path, reader_options={"node_list": "all_node"})
-    assert trace.layout == {"openb": (Pool("G2", 8, 1), Pool("T4", 2, 1), Pool("V100M16", 1, 1))}
+    assert trace.layout == {"openb": (Pool("G2", 8, 1, *G2), Pool("T4", 2, 1, *T4), Pool("V100M16", 1, 1, 96000, 393216))}
 
 
 def test_cache_keeps_pools_and_conversions(tmp_path):
@@ -169,7 +184,7 @@ def test_a_configured_layout_needs_no_node_list(tmp_path):
     write(tmp_path)
     (tmp_path / "openb_node_list_gpu_node.csv").unlink()
     trace = load(tmp_path, layout={"openb": (Pool("G2", 8, 1), Pool("V100M16", 1, 2), Pool("T4", 4, 1))})
-    assert trace.layout is None and trace.vc_nodes == {"openb": 4} and trace.table.num_rows == 7
+    assert trace.layout is None and trace.vc_nodes == {"openb": 4} and trace.table.num_rows == 8
     with pytest.raises(TraceError, match="node list not found"):
         load(tmp_path)
     with pytest.raises(TraceError, match="the VC layout has no VC 'openb'"):
@@ -181,8 +196,10 @@ def test_a_configured_layout_needs_no_node_list(tmp_path):
 @pytest.mark.parametrize("index,cells,column,words", [
     (0, {"gpu_spec": "A100"}, "gpu_spec", "gpu_spec names a GPU model the node list does not have"),
     (0, {"gpu_spec": "V100M16|A100"}, "gpu_spec", "gpu_spec names a GPU model the node list does not have"),
-    (4, {"num_gpu": "2"}, "num_gpu", "num_gpu larger than every node pool of the pod's GPU models holds"),
-    (3, {"gpu_spec": "T4"}, "num_gpu", "num_gpu larger than every node pool"),  # 8 GPUs; T4 pools hold 4
+    (4, {"num_gpu": "2"}, "num_gpu", "the pod fits no empty node of its GPU models"),
+    (3, {"gpu_spec": "T4"}, "num_gpu", "the pod fits no empty node"),  # 8 GPUs; T4 nodes hold 4
+    (0, {"cpu_milli": "100000"}, "num_gpu", "the pod fits no empty node"),  # nodes have 96000 at most
+    (2, {"memory_mib": "900000"}, "num_gpu", "the pod fits no empty node"),  # a CPU-only pod too
     (8, {"deletion_time": "15"}, "deletion_time", "deletion_time before scheduled_time"),
     (1, {"cpu_milli": "lots"}, "cpu_milli", "cpu_milli is not an integer"),
 ])
@@ -232,9 +249,11 @@ def test_the_run_gets_the_typed_pools(tmp_path):
     write(tmp_path / "data")
     table, report = run_jobs(tmp_path / "run", "trace.format=alibaba2023", f"trace.path={tmp_path / 'data'}")
     assert table.column("job_id").to_pylist() == [j[0] for j in JOBS] and all(table.column("finished").to_pylist())
-    assert report["layout"] == {"openb": [{"gpu_type": p.gpu_type, "gpus_per_node": p.gpus_per_node,
-                                           "nodes": p.nodes} for p in POOLS]}
-    assert report["converted"] == {jobs.FRACTIONAL: 3, jobs.CUTOFF: 1, jobs.MEDIAN: 1}
+    assert report["layout"] == {"openb": [{"gpu_type": p.gpu_type, "gpus_per_node": p.gpus_per_node, "nodes": p.nodes,
+                                           "cpu_milli": p.cpu_milli, "memory_mib": p.memory_mib} for p in POOLS]}
+    assert report["converted"] == {jobs.CUTOFF: 1, jobs.MEDIAN: 1}
+    assert table.column("gpu_milli").to_pylist() == [j[7] for j in JOBS]
+    assert table.column("first_gpu").to_pylist()[3] is None  # the CPU-only pod holds no GPU
     assert sum(report["counts"].values()) + report["jobs"] == len(PODS)
 
 
@@ -243,9 +262,9 @@ def test_convert_round_trip_gives_the_same_run(tmp_path, capsys):
     out = tmp_path / "out"
     assert trace_main(["convert", str(tmp_path / "data"), "--format", "alibaba2023", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert ("wrote 7 jobs, 1 VCs (25 GPUs in 4 node pools) to " + str(out) +
-            ": jobs.parquet, layout.csv, pods.parquet (skipped 2 rows)") in printed
-    assert "converted 3 row(s): a share of one GPU" in printed and "skipped 1 row(s): filtered: CPU-only" in printed
+    assert ("wrote 8 jobs, 1 VCs (25 GPUs in 6 node pools) to " + str(out) +
+            ": jobs.parquet, layout.csv, pods.parquet (skipped 1 rows)") in printed
+    assert "skipped 1 row(s): filtered: duration 0" in printed
     assert not (out / "vc_config.csv").exists()
     assert read_layout_csv(out / "layout.csv") == {"openb": POOLS}
     pods = pq.read_table(out / "pods.parquet")
@@ -275,11 +294,13 @@ def test_default_pod_list_end_to_end(shared_dir, tmp_path):
     if not folder.is_dir():
         pytest.skip(f"no openb trace at {folder}")
     table, report = run_jobs(tmp_path / "run", "trace.format=alibaba2023", f"trace.path={folder}", "policy=fifo")
-    assert report["jobs"] == table.num_rows == 7064 and all(table.column("finished").to_pylist())
-    assert report["counts"] == {jobs.CPU_ONLY: 1088}
-    assert report["jobs"] + sum(report["counts"].values()) == 8152
-    assert report["converted"] == {jobs.FRACTIONAL: 3078, jobs.CUTOFF: 32, jobs.MEDIAN: 861}
+    assert report["jobs"] == table.num_rows == 8152 and all(table.column("finished").to_pylist())
+    assert report["counts"] == {}
+    assert report["converted"] == {jobs.CUTOFF: 34, jobs.MEDIAN: 897}
     pools = report["layout"]["openb"]
-    assert len(pools) == 12 and sum(p["gpus_per_node"] * p["nodes"] for p in pools) == 6212
+    assert len(pools) == 405 and sum(p["gpus_per_node"] * p["nodes"] for p in pools) == 6212
+    milli = table.column("gpu_milli").to_numpy()
+    gpu = table.column("gpu_num").to_numpy()
+    assert ((milli < 1000) & (gpu > 0)).sum() == 3078 and (gpu == 0).sum() == 1088
     assert not list(folder.glob("*.raysim-cache.parquet"))  # nothing written beside the shared data
     assert np.all(table.column("queue").to_numpy() >= 0)

@@ -151,3 +151,36 @@ def test_no_resource_is_ever_over_allocated(policy, placer):
     res = run_checked(sim)
     assert (res["end_time"] >= 0).all() and (res["start_time"] >= np.array(sim.jobs.submit)).all()
     assert sim.vc.free_gpus == sim.vc.total_gpus and sim.vc.res.placements == []
+
+
+# ------------------------------------------------ queueing in time (the former timed FGD experiment)
+
+TWO_ONE_GPU_NODES = (Pool("A", 1, 2, cpu_milli=64000, memory_mib=262144),)
+
+
+@pytest.mark.parametrize("placer", sorted(PLACERS))
+def test_a_pod_that_must_wait_starts_exactly_at_the_departure(placer):
+    # two 1-GPU nodes: two whole-GPU pods fill them; the third waits for the first to leave at t=15
+    pods = [(0, 15, 1, 1000, 1000, 10), (5, 100, 1, 1000, 1000, 10), (7, 20, 1, 1000, 1000, 10)]
+    sim = simulator(pods, TWO_ONE_GPU_NODES, placer=placer, seed=1)
+    res = run_checked(sim)
+    assert res["start_time"].tolist() == [0, 5, 15] and res["end_time"].tolist() == [15, 105, 35]
+    assert res["queue"].tolist() == [0, 0, 8] and res["first_node"][2] == res["first_node"][0]
+
+
+def test_fifo_blocks_at_the_head_and_fifo_backfill_lets_later_pods_go():
+    # node 0: 2 GPUs, node 1: 1 GPU. t=0: a 2-GPU pod on node 0 and a 1-GPU pod on node 1 (both busy);
+    # t=1: a 2-GPU pod (waits for node 0 at t=10) then a 1-GPU pod (node 1 frees at 5) and a CPU-only pod
+    layout = (Pool("A", 2, 1, cpu_milli=64000, memory_mib=262144), Pool("A", 1, 1, cpu_milli=64000, memory_mib=262144))
+    pods = [(0, 10, 2, 1000, 1000, 10), (0, 5, 1, 1000, 1000, 10), (1, 10, 2, 1000, 1000, 10),
+            (1, 10, 1, 1000, 1000, 10), (1, 3, 0, 0, 1000, 10)]
+    fifo = run_checked(simulator(pods, layout, policy="fifo", placer="bestfit"))
+    assert fifo["start_time"].tolist() == [0, 0, 10, 10, 10]  # all behind the 2-GPU head until t=10
+    back = run_checked(simulator(pods, layout, policy="fifo_backfill", placer="bestfit"))
+    assert back["start_time"].tolist() == [0, 0, 10, 5, 1]  # the CPU pod at once, the 1-GPU pod at 5
+
+
+def test_departures_of_a_second_free_their_resources_before_its_arrivals_are_served():
+    pods = [(0, 10, 1, 1000, 1000, 10), (0, 10, 1, 1000, 1000, 10), (10, 1, 1, 1000, 1000, 10)]
+    res = run_checked(simulator(pods, TWO_ONE_GPU_NODES, placer="fgd"))
+    assert res["start_time"].tolist() == [0, 0, 10] and res["queue"][2] == 0

@@ -513,3 +513,55 @@ def test_fgd_default_list_matches_reference(shared_dir):
     reff = pd.read_csv(ref_file.with_name("analysis_frag_ratio_discrete_default.csv"))
     reff = reff[reff.sc_policy == "06-FGD"]
     assert (frag[cols].mean() - reff[cols].mean()).abs().mean() < 2.0
+
+
+def arrays(state):
+    return [a.copy() for a in (state.cpu_left, state.mem_left, state.gpu_left, state.n_pods, state.n_free,
+                               state.max_left, state.left_total, state.whole)]
+
+
+# ------------------------------------------------------------------------- place and remove
+
+def test_place_then_remove_restores_the_state_exactly():
+    nodes = Nodes.from_lists([64000, 32000], [65536, 65536], [4, 2], ["A", "B"])
+    st = ResourceState(nodes)
+    st.place(0, 2000, 100, 1, 300, (1,), pod=0)
+    st.place(1, 1000, 10, 0, 0, (), pod=1)
+    before = arrays(st)
+    st.place(0, 4000, 1000, 2, 1000, (0, 2), pod=2)  # whole GPUs
+    st.place(0, 1000, 1000, 1, 500, (1,), pod=3)  # shares GPU 1 with pod 0
+    st.place(1, 1000, 1000, 1, 1000, (0,), pod=4)
+    st.check()
+    for p in (3, 2, 4):
+        st.remove(p)
+        st.check()
+    for a, b in zip(before, arrays(st)):
+        assert np.array_equal(a, b)
+    st.remove(0)
+    st.remove(1)
+    fresh = arrays(ResourceState(nodes))
+    assert all(np.array_equal(a, b) for a, b in zip(fresh, arrays(st))) and st.placements == []
+    with pytest.raises(OverAllocation):
+        st.remove(0)
+
+
+def test_removal_updates_policy_caches_as_a_fresh_state_would():
+    nodes = Nodes.from_lists([64000, 32000], [65536, 65536], [4, 2], ["A", "B"])
+    pods = Pods([2000, 4000, 1000], [10, 10, 10], [1, 2, 1], [300, 1000, 1000])
+    kinds = PodKinds.of(pods)
+    frag = FragModel(target_workload(pods), nodes.models)
+    for name in ("fgd", "gpu_clustering"):
+        st = ResourceState(nodes)
+        pol = make_policy(name, st, frag, kinds, np.random.default_rng(0))
+        ref = make_policy(name, ResourceState(nodes), frag, kinds, np.random.default_rng(0))
+        for p, (node, gpus) in enumerate([(0, (1,)), (0, (2, 3)), (1, (0,))]):
+            st.place(node, int(pods.cpu_milli[p]), 10, int(pods.num_gpu[p]), int(pods.gpu_milli[p]), gpus, pod=p)
+            pol.refresh(node)
+        for p, node in enumerate([0, 0, 1]):
+            st.remove(p)
+            pol.refresh(node)
+        attr = "table" if name == "fgd" else "count"
+        assert np.array_equal(getattr(pol, attr), getattr(ref, attr))
+
+
+# ------------------------------------------------------------------------------- timing

@@ -303,4 +303,4 @@ def test_bounds_reach_the_alibaba2023_reader(shared_dir):
     trace = load_trace(folder, fmt="alibaba2023", cache=False, max_duration_s=86400, on_error="skip")
     assert trace.table.num_rows + trace.report.total == 8152  # the default pod list's data rows
     assert trace.report.by_column[("duration longer than trace.max_duration_s (86,400 s)", "deletion_time")] > 0
-    assert load_trace(folder, fmt="alibaba2023", cache=False).table.num_rows == 7064
+    assert load_trace(folder, fmt="alibaba2023", cache=False).table.num_rows == 8152

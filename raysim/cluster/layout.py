@@ -26,6 +26,9 @@ DEFAULT_GPUS_PER_NODE = 8
 
 #: Columns of a layout CSV (any order, no others).
 LAYOUT_COLUMNS = ("vc", "gpu_type", "gpus_per_node", "nodes")
+#: Optional columns of a layout CSV (and keys of a config entry): each node's CPU (milli-cores) and
+#: memory (MiB); an empty cell or a missing column means not limited.
+RESOURCE_COLUMNS = ("cpu_milli", "memory_mib")
 
 _INTEGER = re.compile(r"[+-]?\d+")
 
@@ -78,17 +81,20 @@ def layout_from_vc_nodes(vc_nodes: Mapping[str, int], gpus_per_node: int,
 
 
 def read_layout_csv(path: str | Path) -> Layout:
-    """Read a layout CSV with the columns ``vc,gpu_type,gpus_per_node,nodes`` (any order).
+    """Read a layout CSV with the columns ``vc,gpu_type,gpus_per_node,nodes`` (any order), and
+    optionally ``cpu_milli,memory_mib`` (each node's CPU and memory).
 
-    A VC may have several rows (pools of different GPU types and/or node shapes); a repeated
-    ``(vc, gpu_type, gpus_per_node)`` is an error. ``#`` comment lines and blank lines are ignored.
+    A VC may have several rows (pools of different GPU types and/or node shapes); without CPU and
+    memory a repeated ``(vc, gpu_type, gpus_per_node)`` is an error (with them, rows may repeat a
+    shape: they list nodes in order, as ``raysim trace convert`` writes the Alibaba 2023 node
+    list). ``#`` comment lines and blank lines are ignored.
     """
     name = str(path)
 
     def fail(row: int, column: str | None, message: str, value: object) -> Exception:
         return TraceError(name, message, row=row, column=column, value=value)
 
-    rows = csv_rows(path, LAYOUT_COLUMNS, "layout file")
+    rows = csv_rows(path, LAYOUT_COLUMNS, "layout file", optional=RESOURCE_COLUMNS)
     if not rows:
         raise TraceError(name, "no pools listed (the file has a header but no rows)")
     return _build(rows, fail, "row")
@@ -98,10 +104,15 @@ def write_layout_csv(path: str | Path, layout: Layout) -> Path:
     """Write `layout` as a layout CSV (one row per pool, columns LAYOUT_COLUMNS) that
     :func:`read_layout_csv` reads back unchanged."""
     path = Path(path)
+    resources = any(p.limits_resources for pools in layout.values() for p in pools)
+    extra = RESOURCE_COLUMNS if resources else ()
     with path.open("w", newline="", encoding="utf-8") as f:
         out = csv.writer(f, lineterminator="\n")
-        out.writerow(LAYOUT_COLUMNS)
-        out.writerows((vc, p.gpu_type, p.gpus_per_node, p.nodes) for vc, pools in layout.items() for p in pools)
+        out.writerow(LAYOUT_COLUMNS + extra)
+        for vc, pools in layout.items():
+            for p in pools:
+                res = ["" if v is None else v for v in (p.cpu_milli, p.memory_mib)] if resources else []
+                out.writerow([vc, p.gpu_type, p.gpus_per_node, p.nodes, *res])
     return path
 
 
@@ -124,9 +135,10 @@ def layout_from_config(entries: Sequence[Mapping], name: str = "layout") -> Layo
         if not isinstance(entry, Mapping):
             raise fail(index, None, "expected a mapping with keys " + ", ".join(LAYOUT_COLUMNS), entry)
         keys = [str(k) for k in entry]
-        unknown = [k for k in keys if k not in LAYOUT_COLUMNS]
+        unknown = [k for k in keys if k not in LAYOUT_COLUMNS and k not in RESOURCE_COLUMNS]
         if unknown:
-            raise fail(index, unknown[0], f"unknown key; expected {list(LAYOUT_COLUMNS)}", None)
+            raise fail(index, unknown[0], f"unknown key; expected {list(LAYOUT_COLUMNS)} (and optionally "
+                                          f"{list(RESOURCE_COLUMNS)})", None)
         for key in LAYOUT_COLUMNS:
             if key not in keys:
                 raise fail(index, key, "missing key", None)
@@ -162,12 +174,13 @@ def _build(rows: Iterable[tuple[int, Mapping]], fail: Fail, unit: str) -> Layout
         gpu_type = _text(row["gpu_type"], where, "gpu_type", fail)
         per_node = _positive(row["gpus_per_node"], where, "gpus_per_node", fail)
         nodes = _positive(row["nodes"], where, "nodes", fail)
+        cpu, mem = (_capacity(row.get(c), where, c, fail) for c in RESOURCE_COLUMNS)
         shape = (vc, gpu_type, per_node)
-        if shape in first:
+        if shape in first and cpu is None and mem is None:
             raise fail(where, None, f"repeats the pool (vc {vc!r}, gpu_type {gpu_type!r}, "
                                     f"gpus_per_node {per_node}) of {unit} {first[shape]}", None)
-        first[shape] = where
-        pools.setdefault(vc, []).append(Pool(gpu_type, per_node, nodes))
+        first.setdefault(shape, where)
+        pools.setdefault(vc, []).append(Pool(gpu_type, per_node, nodes, cpu, mem))
     return {vc: tuple(p) for vc, p in pools.items()}
 
 
@@ -180,6 +193,21 @@ def _text(value: object, where: int, column: str, fail: Fail) -> str:
     if not value.strip():
         raise fail(where, column, "empty value", None)
     return value.strip()
+
+
+def _capacity(value: object, where: int, column: str, fail: Fail) -> int | None:
+    """A node's CPU or memory: a non-negative integer, or None when absent or empty (not limited)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+        number = int(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    else:
+        raise fail(where, column, "not an integer", value)
+    if number < 0:
+        raise fail(where, column, "must not be negative", value)
+    return number
 
 
 def _positive(value: object, where: int, column: str, fail: Fail) -> int:

@@ -10,10 +10,15 @@ import pyarrow.parquet as pq
 
 from raysim.report.timeseries_write import timeseries_table
 
+#: trace columns of what a job asks besides whole GPUs, written to jobs.parquet when the trace has them
+REQUEST_COLUMNS = ("gpu_milli", "cpu_milli", "memory_mib")
+
 
 def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
     """One row per trace job, in trace order: inputs, start/end/queue/jct, preemptions, placement,
-    and, from a run with quota sharing, its own VC (`home_vc`, the same as `vc`), on which VC's nodes
+    for a trace whose jobs ask for GPU shares, CPU and memory those requests and the first GPU the
+    job got on its first node (`first_gpu`; shares of one GPU name the same), and, from a run with
+    quota sharing, its own VC (`home_vc`, the same as `vc`), on which VC's nodes
     its latest run was (`ran_on_vc`) and how often a lender reclaimed nodes from under it (`reclaims`).
 
     `records` holds one simulator record per job (seq = trace row). Times are seconds on the trace
@@ -53,7 +58,7 @@ def merge_profiling(records: pa.Table, stage: pa.Table | None) -> pa.Table:
         "end_time": stage.column("prof_end").to_numpy()[finished],
         "queue": stage.column("prof_queue").to_numpy()[finished],
         "preemptions": np.zeros(k, np.int64), "first_node": np.full(k, -1),
-        "num_nodes": np.zeros(k, np.int64), "shared": np.zeros(k, np.int64),
+        "num_nodes": np.zeros(k, np.int64), "shared": np.zeros(k, np.int64), "first_gpu": np.full(k, -1),
         **{name: col for name, col in loans.items() if name in records.column_names},
     }).cast(records.schema)
     merged = pa.concat_tables([records, in_profiler])
@@ -96,6 +101,10 @@ def _jobs_rows(trace: pa.Table, r: dict[str, np.ndarray]) -> pa.Table:
     submit = trace.column("submit_time").to_numpy()
     loans = {"home_vc": trace.column("vc"), "ran_on_vc": pa.array(r["ran_on_vc"], pa.string()),
              "reclaims": pa.array(r["reclaims"].astype(np.int32))} if "reclaims" in r else {}
+    requests = {}
+    if "gpu_milli" in trace.column_names:  # jobs that ask for GPU shares, CPU and memory
+        requests = {name: trace.column(name) for name in REQUEST_COLUMNS if name in trace.column_names}
+        requests["first_gpu"] = pa.array(r["first_gpu"].astype(np.int32), mask=~started | (r["first_gpu"] < 0))
     return pa.table({
         "job_id": trace.column("job_id"),
         "vc": trace.column("vc"),
@@ -114,4 +123,5 @@ def _jobs_rows(trace: pa.Table, r: dict[str, np.ndarray]) -> pa.Table:
         "profiled": pa.array(r["profiled"].astype(bool) if "profiled" in r else np.zeros(n, dtype=bool)),
         "finished": pa.array(finished),
         **loans,
+        **requests,
     })

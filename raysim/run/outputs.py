@@ -25,8 +25,9 @@ def write_outputs(run_dir: Path, summary, trace, spec, title: str) -> None:
     """summary.csv/.md and the trace loading report (jobs and time series are already written)."""
     summary.to_csv(run_dir / "summary.csv", index=False)
     (run_dir / "summary.md").write_text(to_markdown(summary, title=title))
-    layout = {vc: [{"gpu_type": p.gpu_type, "gpus_per_node": p.gpus_per_node, "nodes": p.nodes} for p in pools]
-              for vc, pools in spec.layout.items()}
+    layout = {vc: [{"gpu_type": p.gpu_type, "gpus_per_node": p.gpus_per_node, "nodes": p.nodes,
+                    **({"cpu_milli": p.cpu_milli, "memory_mib": p.memory_mib} if p.limits_resources else {})}
+                   for p in pools] for vc, pools in spec.layout.items()}
     (run_dir / "trace_report.json").write_text(json.dumps(
         {"source": trace.source, "origin": trace.origin, "jobs": trace.table.num_rows,
          "vcs": trace.vc_nodes, "layout": layout, "from_cache": trace.from_cache,

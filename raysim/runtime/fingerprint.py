@@ -39,6 +39,9 @@ def run_fingerprint(trace_table: pa.Table, spec, estimates=None, job_extra=None,
         "estimates": estimates,
         "job_inputs": job_extra,
         "estimator": _settings(estimator),
+        # what a checkpoint's simulator state holds: checkpoints from before job tables had GPU
+        # shares, CPU, memory and first GPUs are refused (their state lacks them)
+        "state": {"job table": "requests and first GPU", "resources": spec.resources, "shapes": spec.shapes},
     }
     if spec.sharing.mode != "none":  # (absent without sharing: earlier checkpoints stay resumable)
         # (`state`: VC groups decide their own cohorts and ledgers count loans; checkpoints

@@ -5,10 +5,11 @@ layout: workload, sc_policy, tune, seed, [total_gpus,] then one column per perce
 arrived GPU workload), `fgd_summary.csv` (the curves at 100 % and 130 %, failures, wall time) and
 `plots/fgd_curves.png`. A multirun over policies and seeds is combined by `summarize_fgd_sweep`.
 
-With `fgd.timed: true` the run is instead the timed experiment (:mod:`raysim.sharing.timed`: pods
-arrive at their creation time, hold resources for their duration, queue while nothing fits;
-`fgd.backfill`, `fgd.speedup`): the run folder gets `jobs.parquet` (one row per pod), `summary.csv`
-(one row, vc "all", raysim's cluster-summary column names where they apply) and `plots/timed.png`.
+The experiment has no clock: pods are placed on the resource state by FGD's scored policies
+(raysim.placement.scored), and nothing else of a trace replay applies. A setting it does not use
+(a scheduling policy, a placer, quota sharing, a runtime, trace options, ...) given on the command
+line is refused in one line naming it. Pods in time, under any policy and placer, are
+`+experiment=openb`.
 """
 
 from __future__ import annotations
@@ -30,14 +31,43 @@ DATA_HELP = ("The Alibaba GPU 2023 trace (openb) is public: github.com/alibaba/c
              "folder holding traces/alibaba_gpu_2023.")
 
 
+#: Config groups and keys of a trace replay that the inflation experiment has no use for.
+UNUSED = ("policy", "placer", "runtime", "sharing", "quota", "trace", "cluster", "sim", "network", "estimator",
+          "ray", "profiler", "forecast", "profiles")
+#: Former keys of the timed experiment, now `+experiment=openb`.
+MOVED = {"timed": "the timed experiment is +experiment=openb now",
+         "backfill": "a backfilling queue is policy=fifo_backfill of +experiment=openb now",
+         "speedup": "compressed arrivals are +trace.reader_options.speedup=N of +experiment=openb now"}
+
+
+def refuse_unused(cfg: DictConfig, overrides=None) -> None:
+    """A ConfigError naming the first setting the inflation experiment does not use: one of
+    `overrides` (default: Hydra's command-line overrides of this run) that sets UNUSED, or a
+    former timed-experiment key in `fgd`."""
+    from raysim.errors import ConfigError
+
+    for key, why in MOVED.items():
+        if key in cfg.fgd:
+            raise ConfigError(f"fgd.{key}", why)
+    if overrides is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        overrides = HydraConfig.get().overrides.task if HydraConfig.initialized() else ()
+    for text in overrides:
+        key = str(text).lstrip("+~").split("=", 1)[0]
+        if key.split(".", 1)[0] in UNUSED:
+            raise ConfigError(key, "the FGD inflation experiment (+experiment=fgd_openb) does not use it: it "
+                                   "places pods without a clock; +experiment=openb replays them in time under "
+                                   "policies, placers, quota sharing and runtimes")
+
+
 def run_fgd(cfg: DictConfig, run_dir: Path) -> dict:
     """Run one FGD inflation experiment as configured (`fgd.*`, `seed`); returns its summary row."""
+    refuse_unused(cfg)
     f = cfg.fgd
     folder = (original_cwd() / str(f.data_dir)).resolve()
     if not (folder / f"{str(f.node_list).removesuffix('.csv')}.csv").is_file():
         raise FileNotFoundError(f"fgd.data_dir: no {f.node_list}.csv in {folder}.\n{DATA_HELP}")
-    if f.get("timed", False):
-        return run_fgd_timed(cfg, folder, run_dir)
     t0 = time.perf_counter()
     nodes, pods = load_openb(folder, str(f.workload), str(f.node_list))
     load_s = time.perf_counter() - t0
@@ -58,31 +88,6 @@ def run_fgd(cfg: DictConfig, run_dir: Path) -> dict:
     print(f"{run.label} on {run.workload} (seed {run.seed}, tune {run.tune}): {len(run.pod):,} arrivals, "
           f"{run.failed:,} failed; GPU allocation {row['allo_100']:.2f} % at 100 % arrived, "
           f"{row['allo_130']:.2f} % at 130 %; {run.wall_s:.2f} s")
-    print(f"results: {run_dir}")
-    return row
-
-
-def run_fgd_timed(cfg: DictConfig, folder: Path, run_dir: Path) -> dict:
-    """The timed experiment (`fgd.timed: true`): jobs.parquet, summary.csv, plots/timed.png."""
-    import pyarrow.parquet as pq
-
-    from raysim.sharing.timed import load_openb_timed, run_timed, timed_plot
-
-    f = cfg.fgd
-    nodes, pods = load_openb_timed(folder, str(f.workload), str(f.node_list))
-    run = run_timed(nodes, pods, str(f.policy), int(cfg.seed), backfill=bool(f.get("backfill", False)),
-                    speedup=float(f.get("speedup", 1)))
-    run_dir.mkdir(parents=True, exist_ok=True)
-    pq.write_table(run.jobs_table(), run_dir / "jobs.parquet")
-    row = {"workload": workload_name(str(f.workload)), **run.summary()}
-    pd.DataFrame([row]).to_csv(run_dir / "summary.csv", index=False)
-    if f.get("plots", True):
-        mode = "backfill" if run.backfill else "FIFO"
-        timed_plot(run, run_dir / "plots" / "timed.png", title=f"{run.label}, {row['workload']}, {mode}, seed {run.seed}")
-    print(f"{run.label} timed on {row['workload']} ({'backfill' if run.backfill else 'FIFO'}, seed {run.seed}): "
-          f"{row['finished']:,} of {row['jobs']:,} pods ran ({row['rejected']} rejected, {row['censored']} censored "
-          f"durations); avg queue {row['avg_queue']:.1f} s, p99 queue {row['p99_queue']:.1f} s, avg JCT "
-          f"{row['avg_jct']:.1f} s, GPU utilisation {row['gpu_utilization']:.4f}; {run.wall_s:.2f} s")
     print(f"results: {run_dir}")
     return row
 

@@ -367,6 +367,8 @@ class VCSimulator(QuotaLoans):
             jobs.queue[j] += now - jobs.ckpt_time[j]
         jobs.first_node[j] = first_node
         jobs.num_nodes[j] = num_nodes
+        ids = self.vc.placement[j][0][1]
+        jobs.first_gpu[j] = ids[0] if ids else -1
         jobs.run_since[j] = now
         jobs.run_order[j] = self._starts
         self._starts += 1

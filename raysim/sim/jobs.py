@@ -33,7 +33,7 @@ INPUT_COLUMNS = {
 OPTIONAL_INPUTS = {"workload": -1, "share_score": 0, "constraint": -1, "speed_profile": -1, "gpu_milli": 1000,
                    "cpu_milli": 0, "mem_mib": 0, "shape": -1}
 
-RESULT_COLUMNS = ("start_time", "end_time", "queue", "preemptions", "first_node", "num_nodes", "shared")
+RESULT_COLUMNS = ("start_time", "end_time", "queue", "preemptions", "first_node", "num_nodes", "shared", "first_gpu")
 
 
 class JobTable:
@@ -55,6 +55,7 @@ class JobTable:
         self.preemptions: list[int] = []
         self.first_node: list[int] = []
         self.num_nodes: list[int] = []
+        self.first_gpu: list[int] = []  # lowest GPU id of its latest placement on first_node (-1: none)
         # quota sharing (raysim.sim.quota): the lender whose nodes the latest run used (-1: the
         # job's own VC) and how often a lender's reclaim stopped the job
         self.ran_on: list[int] = []
@@ -105,7 +106,7 @@ class JobTable:
             getattr(self, name).extend([1.0] * k)
         self.run_order += [-1] * k
         self.shared += [False] * k
-        for name in ("start", "end", "first_node", "end_due", "ckpt_time", "run_since", "ran_on"):
+        for name in ("start", "end", "first_node", "first_gpu", "end_due", "ckpt_time", "run_since", "ran_on"):
             getattr(self, name).extend([UNSET] * k)
         for name in ("queue", "preemptions", "num_nodes", "attained", "version", "reclaims"):
             getattr(self, name).extend([0] * k)
@@ -123,6 +124,6 @@ class JobTable:
         """Results of the given job indices (all by default) as numpy columns (-1 = not yet)."""
         rows = range(self.n) if rows is None else rows
         pick = [(self.seq[j], self.start[j], self.end[j], self.queue[j], self.preemptions[j],
-                 self.first_node[j], self.num_nodes[j], self.shared[j]) for j in rows]
-        cols = np.array(pick, dtype=np.int64).reshape(len(pick), 8).T
+                 self.first_node[j], self.num_nodes[j], self.shared[j], self.first_gpu[j]) for j in rows]
+        cols = np.array(pick, dtype=np.int64).reshape(len(pick), 9).T
         return {name: cols[i] for i, name in enumerate(("seq",) + RESULT_COLUMNS)}

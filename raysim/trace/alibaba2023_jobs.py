@@ -97,7 +97,7 @@ def read_alibaba2023(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: in
     frame = job_frame(pods, duration, how, speedup)[keep].reset_index(drop=True)
     table, report = validate_mapped(frame, source, report, vc_nodes=vc_nodes, gpus_per_node=gpus_per_node,
                                     on_error=on_error, state_filter=state_filter, origin=origin,
-                                    cluster=cluster, bounds=bounds, keep_cpu_only=True)
+                                    cluster=cluster, bounds=bounds)
     report.converted.update(conversions(table))
     return (table if layout is None else with_pools(table, layout)), report
 

@@ -83,8 +83,10 @@ def _header(path) -> list[str]:
     return header
 
 
-def csv_rows(path: str | Path, columns: Sequence[str], what: str) -> list[tuple[int, dict[str, str]]]:
-    """Data rows of a small CSV file with exactly `columns` (any order) as (row, {column: text}).
+def csv_rows(path: str | Path, columns: Sequence[str], what: str, optional: Sequence[str] = ()
+             ) -> list[tuple[int, dict[str, str]]]:
+    """Data rows of a small CSV file with exactly `columns` (any order), and any of `optional`, as
+    (row, {column: text}).
 
     Cells are stripped; ``#`` comment lines and blank lines are skipped. `row` is the file's line
     minus one, so the line a :class:`TraceError` quotes is the file's (and `row` is the 1-based data
@@ -104,7 +106,7 @@ def csv_rows(path: str | Path, columns: Sequence[str], what: str) -> list[tuple[
             if not any(cells) or cells[0].startswith("#"):
                 continue
             if header is None:
-                header = _check_header(name, cells, columns)
+                header = _check_header(name, cells, columns, optional)
                 continue
             row = reader.line_num - 1
             if len(cells) != len(header):
@@ -115,15 +117,16 @@ def csv_rows(path: str | Path, columns: Sequence[str], what: str) -> list[tuple[
     return rows
 
 
-def _check_header(name: str, header: list[str], columns: Sequence[str]) -> list[str]:
-    """Fail unless `header` holds each of `columns` exactly once and nothing else."""
+def _check_header(name: str, header: list[str], columns: Sequence[str], optional: Sequence[str] = ()) -> list[str]:
+    """Fail unless `header` holds each of `columns` exactly once, maybe some of `optional`, and nothing else."""
     for column in columns:
         if column not in header:
             raise TraceError(name, f"missing column; the file has {header}", column=column)
-    extra = [c for c in header if c not in columns]
+    extra = [c for c in header if c not in columns and c not in optional]
     if extra:
-        raise TraceError(name, f"unexpected column(s) {extra}; expected exactly {list(columns)}")
-    repeated = [c for c in columns if header.count(c) > 1]
+        also = f" (and optionally {list(optional)})" if optional else ""
+        raise TraceError(name, f"unexpected column(s) {extra}; expected exactly {list(columns)}{also}")
+    repeated = [c for c in [*columns, *optional] if header.count(c) > 1]
     if repeated:
         raise TraceError(name, "column given twice", column=repeated[0])
     return header

@@ -113,9 +113,10 @@ def _text(series: pd.Series) -> pd.Series:
 def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
                    gpus_per_node: int = DEFAULT_GPUS_PER_NODE, on_error: str = "raise", state_filter=None,
                    origin: str = "auto", cluster: str = "", bounds: Bounds = Bounds(), ragged=None,
-                   keep_cpu_only: bool = False) -> tuple[pa.Table, SkipReport]:
+                   ) -> tuple[pa.Table, SkipReport]:
     """Check every row of `df` and build the raysim job table (sorted by submit time, stable).
-    Jobs without GPUs are filtered and counted unless `keep_cpu_only` (pods that hold CPU and memory).
+    Jobs without GPUs are filtered and counted, unless the table says what else jobs ask for (a
+    `cpu_milli` or `memory_mib` column): then they are kept, to hold CPU and memory.
 
     `ragged` (CSV input, from `read_csv_text`) describes the rows that had the wrong number of
     values; `bounds` says which values are plausible. Each bad row is flagged for its first
@@ -175,7 +176,7 @@ def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
 
     keep = ~bad
     cpu_only = keep & (gpu == 0)
-    if cpu_only.any() and not keep_cpu_only:
+    if cpu_only.any() and not {"cpu_milli", "memory_mib"} & set(df.columns):
         report.counts["filtered: CPU-only job (gpu_num = 0)"] += int(cpu_only.sum())
         keep &= ~cpu_only
     if state_filter:
