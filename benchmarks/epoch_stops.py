@@ -32,7 +32,7 @@ WAYS = ("straight", "per_vc", "lockstep")
 
 def one(days: int, policy: str, period: int, way: str, group: int | None = None) -> dict:
     from raysim.cluster.layout import layout_from_vc_nodes
-    from raysim.elastic.exchange import epoch_after
+    from raysim.quota.exchange import epoch_after
     from raysim.runtime.codec import jobs_batch, split_by_vc
     from raysim.runtime.spec import RunSpec
     from raysim.sim import SimParams

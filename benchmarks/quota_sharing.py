@@ -29,8 +29,8 @@ def one(days: int, policy: str, runtime: str, sharing: str, period_s: int, vcs_p
     import dataclasses
 
     from raysim.cluster.layout import layout_from_vc_nodes
-    from raysim.elastic import merged_layout
-    from raysim.elastic.settings import sharing_settings
+    from raysim.quota import merged_layout
+    from raysim.quota.settings import sharing_settings
     from raysim.run.simulate import simulate_to
     from raysim.runtime.spec import RunSpec
     from raysim.sim import SimParams

@@ -1,6 +1,8 @@
-"""Quota sharing, the VC side (raysim.sim.quota): two hand-built VCs, the test plays the coordinator."""
+"""Quota sharing, the VC side (raysim.quota.ledger): two hand-built VCs, the test plays the coordinator."""
 
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -10,10 +12,10 @@ from simutil import batch, pools, random_jobs
 from raysim.placement import make_placer
 from raysim.policy import make_policy
 from raysim.models.forecast import PackingSwitch
+from raysim.quota.ledger import PoolShape, check_conservation
 from raysim.report.results import jobs_table
 from raysim.runtime.codec import LOAN_RESULT_SCHEMA, RESULT_SCHEMA, results_table
 from raysim.sim import SimParams, VCSimulator
-from raysim.sim.quota import PoolShape, check_conservation
 
 A_POOL = PoolShape(0, "gpu", 8)  # VC A's only pool, as its borrowers see it
 
@@ -25,6 +27,15 @@ def make_vc(name, nodes, policy="tiresias", *, quota_sharing=True, **constants):
         constants.setdefault("threshold_gpu_s", 10**9)  # one queue: submit order (no demotion)
     return VCSimulator(name, pools(nodes), make_policy(policy, params=params, **constants),
                        make_placer("consolidate", params=params), params, quota_sharing=quota_sharing)
+
+
+def test_simulation_core_imports_the_ledger_and_no_ray():
+    # raysim.sim is pure: its engine takes the VC side of loans from raysim.quota.ledger, and
+    # importing it brings in neither Ray nor the rest of raysim.quota
+    code = ("import sys, raysim.sim; print(sorted(m for m in sys.modules if m == 'ray' or "
+            "m.startswith(('ray.', 'raysim.runtime', 'raysim.quota.'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['raysim.quota.ledger']"
 
 
 def add(sim, jobs):

@@ -11,16 +11,16 @@ import pytest
 from test_invariants import synthetic_trace
 
 from raysim.cluster.layout import layout_from_vc_nodes
-from raysim.elastic import GLOBAL_VC, merged_layout
-from raysim.elastic.exchange import EpochExchange, LoanError, check_reports
-from raysim.elastic.lending import decide
-from raysim.elastic.settings import SharingSettings, VCQuota, sharing_settings
 from raysim.errors import ConfigError
+from raysim.quota import GLOBAL_VC, merged_layout
+from raysim.quota.exchange import EpochExchange, LoanError, check_reports
+from raysim.quota.ledger import PoolShape, check_conservation
+from raysim.quota.lending import decide
+from raysim.quota.settings import SharingSettings, VCQuota, sharing_settings
 from raysim.run.simulate import simulate
 from raysim.runtime.local import LocalExecutor
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
-from raysim.sim.quota import PoolShape, check_conservation
 from raysim.trace.errors import SkipReport
 from raysim.trace.load import Trace
 from raysim.trace.schema import conform, with_metadata
@@ -212,7 +212,7 @@ def test_epoch_reports_are_checked_for_conservation_and_limits():
 
 
 def test_reports_cross_to_the_coordinator_as_one_arrow_batch_and_come_back_whole():
-    from raysim.elastic.reports import REPORT_SCHEMA, reports_batch, reports_of
+    from raysim.quota.reports import REPORT_SCHEMA, reports_batch, reports_of
 
     reports = [report("L", pools=((8, 4, 1, {"B": 2}),)),
                report("B", held=[("L", 0, 1, 1, 1)], returned=[("L", 0, 1)], pending=(2, 24),
@@ -288,7 +288,7 @@ def five_vcs(seed, n=500):
 def test_a_cohort_is_decided_alike_in_its_group_and_by_the_coordinator(policy):
     """Where a cohort is decided (inside the VC group holding all of it, or by the coordinator
     when it is split) changes no result, with windows of any length, aligned to epochs or not."""
-    from raysim.elastic.cohorts import decided_by_coordinator
+    from raysim.quota.cohorts import decided_by_coordinator
     from raysim.run.simulate import vc_groups
 
     trace, cohorts = five_vcs(seed=3)
@@ -321,7 +321,7 @@ def test_a_split_cohort_is_said_in_the_log(caplog):
 def test_conservation_holds_at_every_epoch_decided_inside_a_group(monkeypatch):
     """The in-group decisions: before each, every lent node is held by its borrower or was given
     back (and not yet taken back), and the node state of every VC is consistent."""
-    from raysim.elastic.exchange import CohortEpochs
+    from raysim.quota.exchange import CohortEpochs
 
     trace, cohorts = five_vcs(seed=4)
     spec = spec_of(trace, "fifo", sharing=borrow(vcs=cohorts))
@@ -339,7 +339,7 @@ def test_conservation_holds_at_every_epoch_decided_inside_a_group(monkeypatch):
 
 
 def test_auto_packing_keeps_every_cohort_in_one_group():
-    from raysim.elastic.cohorts import cohort_groups, cohorts, decided_in_group
+    from raysim.quota.cohorts import cohort_groups, cohorts, decided_in_group
 
     settings = sharing_settings(borrow(vcs={"a": {"cohort": "x"}, "c": {"cohort": "x"}, "d": {"cohort": "y"},
                                             "e": {"cohort": "y"}, "f": {"cohort": "y"}}), list("abcdef"))

@@ -11,15 +11,15 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from raysim.cluster.catalog import JobTypes, job_types
 from raysim.cluster.layout import layout_from_config, layout_from_vc_nodes, read_layout_csv
-from raysim.elastic import merged_layout
-from raysim.elastic.settings import MODES as SHARING_MODES
-from raysim.elastic.settings import sharing_settings
 from raysim.errors import ConfigError, UserError
 from raysim.models.estimates import SOURCES as ESTIMATE_SOURCES
 from raysim.models.estimates import estimates_for
 from raysim.placement import PLACERS
 from raysim.placement.types import TYPE_ORDERS
 from raysim.policy import POLICIES, checked_constants, policy_class
+from raysim.quota import merged_layout
+from raysim.quota.settings import MODES as SHARING_MODES
+from raysim.quota.settings import sharing_settings
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
 from raysim.trace.load import READERS, Trace, load_trace

@@ -11,10 +11,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from raysim.elastic import GLOBAL_VC
-from raysim.elastic.cohorts import cohort_groups, decided_by_coordinator
-from raysim.elastic.exchange import EpochExchange
-from raysim.elastic.settings import SharingSettings
+from raysim.quota import GLOBAL_VC
+from raysim.quota.cohorts import cohort_groups, decided_by_coordinator
+from raysim.quota.exchange import EpochExchange
+from raysim.quota.settings import SharingSettings
 from raysim.report.results import merge_profiling, merge_series, write_jobs
 from raysim.runtime.codec import jobs_batch
 from raysim.runtime.coordinator import Coordinator, check_resumable
@@ -35,7 +35,7 @@ def vc_groups(vcs: list[str], vcs_per_actor: int | str, sharing: SharingSettings
 
     "auto" packs them into as many groups as the Ray cluster has CPUs (one group without Ray);
     with quota sharing (`sharing` mode borrow) it keeps every cohort in one group, so that its
-    loans are decided there rather than by a coordinator window per epoch (raysim.elastic.cohorts).
+    loans are decided there rather than by a coordinator window per epoch (raysim.quota.cohorts).
     Packing never changes results, only how the work is spread over processes."""
     names = list(vcs)
     if vcs_per_actor == "auto":

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from raysim.placement import make_placer
 from raysim.placement.types import check_type_order
 from raysim.policy import checked_constants, policy_class
+from raysim.quota.settings import SharingSettings
 from raysim.sim import SimParams, VCSimulator
 from raysim.cluster.catalog import TypeCatalog
-from raysim.elastic.settings import SharingSettings
 from raysim.sim.network import NetworkModel
 
 
@@ -34,7 +34,7 @@ class RunSpec:
     network: dict | None = None
     #: GPU-type constraints and per-type speed profiles the jobs refer to by id
     catalog: TypeCatalog = field(default_factory=TypeCatalog)
-    #: quota sharing between VCs (raysim.elastic): with mode "global" the layout is one merged VC
+    #: quota sharing between VCs (raysim.quota): with mode "global" the layout is one merged VC
     #: (GLOBAL_VC) and `pool_homes` names the VC each of its pools came from
     sharing: SharingSettings = field(default_factory=SharingSettings)
     pool_homes: tuple = ()

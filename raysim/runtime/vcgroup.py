@@ -10,9 +10,9 @@ import pickle
 import numpy as np
 import pyarrow as pa
 
-from raysim.elastic.cohorts import decided_in_group
-from raysim.elastic.exchange import CohortEpochs
-from raysim.elastic.reports import reports_batch
+from raysim.quota.cohorts import decided_in_group
+from raysim.quota.exchange import CohortEpochs
+from raysim.quota.reports import reports_batch
 from raysim.runtime.codec import results_table, samples_table, split_by_vc
 from raysim.runtime.spec import RunSpec
 
@@ -26,8 +26,8 @@ class VCGroup:
     happens in them, not the number of VCs.
 
     With quota sharing, the group decides the loans of the cohorts all of whose VCs it holds
-    itself, at their epochs (raysim.elastic.exchange.CohortEpochs), and reports the VCs of split
-    cohorts to the coordinator, which decides theirs (raysim.elastic.cohorts)."""
+    itself, at their epochs (raysim.quota.exchange.CohortEpochs), and reports the VCs of split
+    cohorts to the coordinator, which decides theirs (raysim.quota.cohorts)."""
 
     def __init__(self, spec: RunSpec, vcs: list[str]):
         self.vcs = list(vcs)
@@ -57,7 +57,7 @@ class VCGroup:
         the window's start, then simulate every event before `t_end`, deciding the loans of this
         group's own cohorts at their epochs on the way.
 
-        Orders: `ops` (VC -> quota-sharing operations at time `t`, see raysim.elastic.lending),
+        Orders: `ops` (VC -> quota-sharing operations at time `t`, see raysim.quota.lending),
         `report` (t_end is a quota epoch) and `ship` (send the results now; without it finished
         jobs' records and time-series rows wait in the simulators for a later window).
 
@@ -65,7 +65,7 @@ class VCGroup:
         input, had events or whose next event changed: the others' is unchanged, quota reports).
         A VC's next event includes its cohort's next loan decision. The records and rows are those
         since the last window that shipped, reaching t_end - 1; both are None when this one does
-        not ship. With `report`, the reports (an Arrow record batch, raysim.elastic.reports; else
+        not ship. With `report`, the reports (an Arrow record batch, raysim.quota.reports; else
         None) are those at t_end of the reporting VCs that changed since their last report."""
         orders = orders or {}
         visited = set()

@@ -16,10 +16,10 @@ import math
 import numpy as np
 
 from raysim.cluster.catalog import TypeCatalog
+from raysim.quota.ledger import QuotaLedger, QuotaLoans
 from raysim.sim.demand import Demand
 from raysim.sim.jobs import JobTable
 from raysim.sim.params import SimParams
-from raysim.sim.quota import QuotaLedger, QuotaLoans
 from raysim.sim.recorder import LOAN_COLUMNS, Recorder, per_type_columns
 from raysim.sim.vc import VCState
 
@@ -30,7 +30,7 @@ FORGET_AT = 4096
 
 class VCSimulator(QuotaLoans):
     """Simulates one VC under one policy and placer. Feed jobs with `add_jobs`, advance with `run`.
-    With `quota_sharing` it also lends and borrows nodes at the coordinator's epochs (raysim.sim.quota)."""
+    With `quota_sharing` it also lends and borrows nodes at the coordinator's epochs (raysim.quota.ledger)."""
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
                  *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_sharing: bool = False,
@@ -53,7 +53,7 @@ class VCSimulator(QuotaLoans):
         #: remaining work counts down at a rate (needed for preemption and for network slowdowns)
         self.countdown = policy.countdown or network is not None or any(
             s != 1.0 for row in self._catalog.speed_rows(types) for s in row)
-        #: loan bookkeeping with quota sharing (raysim.sim.quota), else None
+        #: loan bookkeeping with quota sharing (raysim.quota.ledger), else None
         self.quota = QuotaLedger(self._own_pool_nodes(pools), since=t0) if quota_sharing else None
         #: one cluster-wide queue (sharing=global): per node, the VC whose pool it came from
         self._node_home = None if pool_homes is None else [

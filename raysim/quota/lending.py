@@ -1,6 +1,6 @@
 """The lending policy: from every VC's report at an epoch, the loan operations each VC carries out
-at that epoch (raysim.sim.quota has the operations and the report's fields). It runs wherever a
-cohort is decided, in the coordinator or in a VC group (raysim.elastic.exchange).
+at that epoch (raysim.quota.ledger has the operations and the report's fields). It runs wherever a
+cohort is decided, in the coordinator or in a VC group (raysim.quota.exchange).
 
 The policy is deterministic: it reads the reports in layout order and breaks every tie by it.
 At an epoch, in this order:
@@ -28,8 +28,8 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 
-from raysim.elastic.settings import SharingSettings
-from raysim.sim.quota import PoolShape
+from raysim.quota.ledger import PoolShape
+from raysim.quota.settings import SharingSettings
 
 
 def decide(reports: dict[str, dict], settings: SharingSettings, index: "ReportIndex | None" = None

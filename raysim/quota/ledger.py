@@ -11,7 +11,7 @@ event of the VC, so its policy decides (and its time series is sampled) at t wit
   pool its nodes and idle nodes; its nodes lent out per pool (with the pool's shape) and borrower;
   the held nodes per lender and pool (open to placement, idle among those, being drained); every
   loan it is part of, as its own books have it (`loans`, which the conservation check reads,
-  raysim.elastic.exchange); the pending jobs and GPUs, also per set of GPU types they may use;
+  raysim.quota.exchange); the pending jobs and GPUs, also per set of GPU types they may use;
   the free GPUs on nodes open to placement; nodes given back since the last report; the GPUs held
   on loan and lent out now, and of those being drained; the idle held nodes open to placement
   and the idle own nodes; a number that changes whenever its loans change; borrowed and lent
@@ -347,7 +347,7 @@ class QuotaLoans:
         assert ledger.held_nodes == held, "held node counts are off"
 
     def apply_loan_operations(self, t: int, ops: list[tuple]) -> None:
-        """Carry out this VC's operations of epoch t, in order (raysim.elastic.lending.decide says
+        """Carry out this VC's operations of epoch t, in order (raysim.quota.lending.decide says
         what they are); a reclaim must give back at once what the lending policy expects."""
         for kind, *args in ops:
             if kind == "reclaim":

@@ -1,16 +1,16 @@
 """Loan decisions at epochs: reports in, loan operations out, in the coordinator or inside a VC group.
 
 Epochs are the times t0 + k * period_s. At an epoch every VC of a cohort has processed every event
-before it; from the VCs' quota reports the lending policy (raysim.elastic.lending) decides the
+before it; from the VCs' quota reports the lending policy (raysim.quota.lending) decides the
 operations, which act at the epoch itself, before its events. An epoch at which no VC of the
 cohorts being decided changed since the last decision would decide nothing (the reports are those
 the last, empty, decision saw), so it is skipped; the first epoch after a change never is.
 Decisions thus depend on the simulated state only: not on the runtime, the window length, how VCs
-are packed or where a cohort is decided (raysim.elastic.cohorts).
+are packed or where a cohort is decided (raysim.quota.cohorts).
 
 - `EpochExchange` decides, in the coordinator, the cohorts split over several VC groups. Its
   windows end at epochs (the window length divides the period); the groups send, with the output
-  of a window ending at an epoch, the quota reports (an Arrow record batch, raysim.elastic.reports)
+  of a window ending at an epoch, the quota reports (an Arrow record batch, raysim.quota.reports)
   of each such VC that changed since its last one (the others' still hold); the operations go to
   the groups with the next window.
 - `CohortEpochs` decides, inside a VC group, the cohorts all of whose VCs the group holds: the
@@ -24,8 +24,8 @@ borrow limit or has lent more than its lending limit.
 
 from __future__ import annotations
 
-from raysim.elastic.lending import ReportIndex, decide
-from raysim.elastic.settings import SharingSettings
+from raysim.quota.lending import ReportIndex, decide
+from raysim.quota.settings import SharingSettings
 
 
 class LoanError(AssertionError):
@@ -128,7 +128,7 @@ class CohortEpochs:
         self.settings, self.t0, self.period = settings, int(t0), settings.period_s
         self.vcs = list(vcs)
         self.due: int | None = None
-        self._reports: dict = {}  # VC -> its latest report (raysim.sim.quota.QuotaReport)
+        self._reports: dict = {}  # VC -> its latest report (raysim.quota.ledger.QuotaReport)
         self._dirty = set(self.vcs)  # VCs changed since their latest report
         self._book = LoanBook()
         self._index = ReportIndex(self.vcs, settings)

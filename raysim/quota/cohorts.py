@@ -1,16 +1,16 @@
 """Where a cohort's loans are decided, and how VCs are packed so that cohorts stay whole.
 
 Loans never cross cohorts, so each cohort's decisions depend on its own VCs' reports only. A
-cohort all of whose VCs live in one VC group is decided inside that group (raysim.elastic.exchange
+cohort all of whose VCs live in one VC group is decided inside that group (raysim.quota.exchange
 .CohortEpochs): no coordinator window per epoch, no round trip. A cohort split over several groups
-is decided by the coordinator (raysim.elastic.exchange.EpochExchange), whose windows then end at
+is decided by the coordinator (raysim.quota.exchange.EpochExchange), whose windows then end at
 the epochs. Both run the same checks and lending policy at the same epochs, so where a cohort is
 decided never changes a result. A cohort of one VC has no partner and takes no part at all.
 """
 
 from __future__ import annotations
 
-from raysim.elastic.settings import SharingSettings
+from raysim.quota.settings import SharingSettings
 
 
 def cohorts(settings: SharingSettings, vcs: list[str]) -> dict[str, list[str]]:
