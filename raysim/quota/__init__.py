@@ -1,4 +1,4 @@
-"""Quota sharing between VCs (`sharing=none|borrow|global`).
+"""Quotas between VCs (`quota=none|borrow|global`).
 
 - `ledger`: the VC side, the loan operations and bookkeeping of raysim.sim.engine.VCSimulator. It
   belongs to the pure simulation core: it imports no Ray and nothing of raysim's runtime.
@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-#: The one VC of a run with sharing=global: every VC's pools, every VC's jobs.
+#: The one VC of a run with quota=global: every VC's pools, every VC's jobs.
 GLOBAL_VC = "global"
 
 

@@ -15,7 +15,7 @@ are packed or where a cohort is decided (raysim.quota.cohorts).
   the groups with the next window.
 - `CohortEpochs` decides, inside a VC group, the cohorts all of whose VCs the group holds: the
   group stops its VCs at each epoch that follows a change and decides there, so the coordinator's
-  windows may be as long as without sharing.
+  windows may be as long as with quota=none.
 
 Before every decision the reports are checked: loans are conserved per lender, borrower and pool
 (nodes lent = nodes held + nodes given back and not yet taken back), and no VC holds more than its
@@ -25,14 +25,14 @@ borrow limit or has lent more than its lending limit.
 from __future__ import annotations
 
 from raysim.quota.lending import ReportIndex, decide
-from raysim.quota.settings import SharingSettings
+from raysim.quota.settings import QuotaSettings
 
 
 class LoanError(AssertionError):
     """The reports of an epoch break conservation or a limit (a bug, never a user error)."""
 
 
-def epoch_operations(reports: dict[str, dict], settings: SharingSettings, book: "LoanBook",
+def epoch_operations(reports: dict[str, dict], settings: QuotaSettings, book: "LoanBook",
                      index: ReportIndex | None = None, changed=None) -> dict[str, list[tuple]]:
     """The operations at one epoch (`reports`: VC -> report, in layout order unless `index` is
     given), after `book` has checked the reports (`changed`: those that changed since its last
@@ -51,9 +51,9 @@ class EpochExchange:
     VCs, in layout order). Its state lives in the coordinator's RunState (`loans`), so that
     checkpoints and resumed runs carry it."""
 
-    def __init__(self, settings: SharingSettings, t0: int, window_s: int, vcs: list[str]):
+    def __init__(self, settings: QuotaSettings, t0: int, window_s: int, vcs: list[str]):
         if settings.period_s % window_s:
-            raise ValueError(f"sharing.period_s ({settings.period_s} s) must be a multiple of the window "
+            raise ValueError(f"quota.period_s ({settings.period_s} s) must be a multiple of the window "
                              f"({window_s} s)")
         self.settings, self.t0, self.window_s = settings, int(t0), int(window_s)
         self.period = settings.period_s
@@ -124,7 +124,7 @@ class CohortEpochs:
     after it changed; the others' still hold (as in the coordinator). `due` is the epoch of a
     decision owed to events processed at the end of the group's last window."""
 
-    def __init__(self, settings: SharingSettings, t0: int, vcs: list[str]):
+    def __init__(self, settings: QuotaSettings, t0: int, vcs: list[str]):
         self.settings, self.t0, self.period = settings, int(t0), settings.period_s
         self.vcs = list(vcs)
         self.due: int | None = None
@@ -175,7 +175,7 @@ class LoanBook:
         self._share: dict = {}  # VC -> {(lender, borrower, pool): its rows' share of the balance}
         self._balance: dict = {}  # (lender, borrower, pool) -> balance (zero ones dropped)
 
-    def check(self, reports: dict[str, dict], settings: SharingSettings, changed=None) -> None:
+    def check(self, reports: dict[str, dict], settings: QuotaSettings, changed=None) -> None:
         """Raise LoanError when the reports (VC -> report) break conservation or a VC's borrow or
         lending limit (`changed`: the VCs whose report may have changed since the last check;
         None: any)."""
@@ -204,7 +204,7 @@ class LoanBook:
                             f"lent): {wrong}")
 
 
-def check_reports(reports: dict[str, dict], settings: SharingSettings) -> None:
+def check_reports(reports: dict[str, dict], settings: QuotaSettings) -> None:
     """Conservation and limits over one epoch's reports, all of them (see the module docstring)."""
     LoanBook().check(reports, settings)
 
@@ -218,8 +218,8 @@ def _share(r: dict) -> dict:
     return share
 
 
-def _check_limits(vc: str, r: dict, settings: SharingSettings) -> None:
-    quota = settings.quota(vc)
+def _check_limits(vc: str, r: dict, settings: QuotaSettings) -> None:
+    quota = settings.of(vc)
     if quota.borrow_limit is not None and r["held_gpus"] > quota.borrow_limit:
         raise LoanError(f"t={r['time']}: {vc} holds {r['held_gpus']} GPUs on loan, over its borrow_limit "
                         f"{quota.borrow_limit}")

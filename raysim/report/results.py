@@ -13,7 +13,7 @@ from raysim.report.timeseries_write import timeseries_table
 
 def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
     """One row per trace job, in trace order: inputs, start/end/queue/jct, preemptions, placement,
-    and, from a run with quota sharing, its own VC (`home_vc`, the same as `vc`), on which VC's nodes
+    and, from a run with quotas between VCs, its own VC (`home_vc`, the same as `vc`), on which VC's nodes
     its latest run was (`ran_on_vc`) and how often a lender reclaimed nodes from under it (`reclaims`).
 
     `records` holds one simulator record per job (seq = trace row). Times are seconds on the trace

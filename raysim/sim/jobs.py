@@ -50,7 +50,7 @@ class JobTable:
         self.preemptions: list[int] = []
         self.first_node: list[int] = []
         self.num_nodes: list[int] = []
-        # quota sharing (raysim.quota.ledger): the lender whose nodes the latest run used (-1: the
+        # quota lending (raysim.quota.ledger): the lender whose nodes the latest run used (-1: the
         # job's own VC) and how often a lender's reclaim stopped the job
         self.ran_on: list[int] = []
         self.reclaims: list[int] = []

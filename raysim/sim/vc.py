@@ -19,7 +19,7 @@ class VCState:
     give away. Allocation takes a node's lowest free GPUs. Free and total GPUs are also counted per
     GPU type (`type_free`, `type_total`).
 
-    Quota sharing (raysim.quota.ledger) adds held nodes (`held`, on loan from another VC), own nodes
+    Quota lending (raysim.quota.ledger) adds held nodes (`held`, on loan from another VC), own nodes
     away on loan (`lent`: out of `order`, their slots kept idle), held nodes being drained
     (`draining`: out of `order`, so no job is placed there, but still counted until they go back)
     and slots of held nodes that went back (`spare`, reused by the next held node of that shape).
@@ -59,7 +59,7 @@ class VCState:
         self.has_temp = False
         #: nodes this VC holds on loan from elsewhere (added by add_node)
         self.borrowed: set[int] = set()
-        #: quota sharing: held node -> its tag (lender, pool shape); own node lent out -> the borrower
+        #: quota lending: held node -> its tag (lender, pool shape); own node lent out -> the borrower
         self.held: dict[int, object] = {}
         self.lent: dict[int, object] = {}
         #: held nodes being drained for return, in the order they started draining
