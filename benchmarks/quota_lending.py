@@ -1,7 +1,7 @@
 """Cost of quota lending: wall time of the Helios-like run with quota=borrow against quota=none,
 in-process and on Ray, each in a fresh process on this machine.
 
-    python benchmarks/quota_loans.py [--days 183] [--policy fifo] [--runtimes local ray]
+    python benchmarks/quota_lending.py [--days 183] [--policy fifo] [--runtimes local ray]
                                        [--period-s 300] [--vcs-per-actor auto] [--json]
 
 Each run simulates the whole trace and writes its result files (as `python -m raysim

@@ -1,4 +1,4 @@
-"""Elastic quotas across VCs, the VC side: reports, lending, borrowing, reclaiming and taking back nodes.
+"""Quotas between VCs, the VC side: reports, lending, borrowing, reclaiming and taking back nodes.
 
 A VC that takes part in quota lending (`VCSimulator(..., quota_loans=True)`) holds two kinds of
 nodes: its *own* nodes (its layout pools) and *held* nodes, on loan from another VC and tagged with
