@@ -1,13 +1,13 @@
-"""What stopping VCs at quota-sharing epochs costs by itself, without any loan: the Helios-like
-trace's VCs simulated in this process under `sharing=none`, three ways, each in a fresh process.
+"""What stopping VCs at quota epochs costs by itself, without any loan: the Helios-like
+trace's VCs simulated in this process under `quota=none`, three ways, each in a fresh process.
 
     python benchmarks/epoch_stops.py [--days 60] [--policy fifo] [--period-s 300] [--repeat 1]
                                      [--groups-of 4 16]
 
-- `straight`: every VC runs to its end, one after the other (as a `sharing=none` window does);
+- `straight`: every VC runs to its end, one after the other (as a `quota=none` window does);
 - `per_vc`: every VC, one after the other, stops at each epoch that follows one of its events;
 - `lockstep`: at each epoch, every VC with events before it runs up to it, VC after VC (as a
-  cohort decided inside its VC group is run under `sharing=borrow`).
+  cohort decided inside its VC group is run under `quota=borrow`).
 
 `per_vc` and `lockstep` make the same stops; they differ only in how the VCs take turns.
 `--groups-of K ...` adds, per K, `lockstep/K`: the VCs in groups of K (layout order), each group in
@@ -32,7 +32,7 @@ WAYS = ("straight", "per_vc", "lockstep")
 
 def one(days: int, policy: str, period: int, way: str, group: int | None = None) -> dict:
     from raysim.cluster.layout import layout_from_vc_nodes
-    from raysim.elastic.exchange import epoch_after
+    from raysim.quota.exchange import epoch_after
     from raysim.runtime.codec import jobs_batch, split_by_vc
     from raysim.runtime.spec import RunSpec
     from raysim.sim import SimParams

@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from raysim.errors import FAILURES, Failure, record_failure, user_error_message
 from raysim.paths import CONF_DIR, data_path, project_path
+from raysim.quota.settings import refuse_old_name
 
 if not OmegaConf.has_resolver("raysim_path"):
     OmegaConf.register_new_resolver("raysim_path", project_path)
@@ -150,7 +151,9 @@ def guarded(command, verbose: bool = False) -> int:
 
 def _run_hydra(verbose: bool = False) -> int:
     """Run Hydra on sys.argv; its own error printing is switched off (HYDRA_FULL_ERROR=1 makes it
-    re-raise), so `guarded` decides. Returns 2 after the jobs if some stopped on a user error."""
+    re-raise), so `guarded` decides. Returns 2 after the jobs if some stopped on a user error.
+    An override under a renamed group is refused before Hydra reads it."""
+    refuse_old_name(arg for arg in sys.argv[1:] if not arg.startswith("-"))
     FAILURES.clear()
     saved = os.environ.get("HYDRA_FULL_ERROR")
     os.environ["HYDRA_FULL_ERROR"] = "1"

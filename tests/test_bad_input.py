@@ -362,20 +362,30 @@ def _(root):
                 ["cluster.layout entry 0", "'gpus_per_node'", "must be positive"])
 
 
-# quota sharing (sharing=...)
+# quotas between VCs (quota=...)
 
 for _name, _overrides, _parts in [
-    ("mode", ["sharing.mode=lend"], ["sharing.mode", "must be one of none, borrow, global", "(value 'lend')"]),
-    ("period_not_multiple", ["sharing=borrow", "sharing.period_s=250", "runtime.window_s=100"],
-     ["sharing.period_s", "multiple of runtime.window_s (100 s)"]),
-    ("unknown_vc", ["sharing=borrow", "+sharing.vcs={vcZ: {cohort: a}}"], ["sharing.vcs", "vcZ"]),
-    ("bad_reclaim", ["sharing=borrow", "sharing.reclaim=kill"], ["sharing.reclaim", "preempt, drain"]),
-    ("negative_limit", ["sharing=borrow", "sharing.borrow_limit=-8"], ["sharing.borrow_limit", "at least 0"]),
-    ("with_lucid", ["sharing=borrow", "policy=lucid"], ["sharing", "policy=lucid", "sharing=none"]),
+    ("mode", ["quota.mode=lend"], ["quota.mode", "must be one of none, borrow, global", "(value 'lend')"]),
+    ("period_not_multiple", ["quota=borrow", "quota.period_s=250", "runtime.window_s=100"],
+     ["quota.period_s", "multiple of runtime.window_s (100 s)"]),
+    ("unknown_vc", ["quota=borrow", "+quota.vcs={vcZ: {cohort: a}}"], ["quota.vcs", "vcZ"]),
+    ("bad_reclaim", ["quota=borrow", "quota.reclaim=kill"], ["quota.reclaim", "preempt, drain"]),
+    ("negative_limit", ["quota=borrow", "quota.borrow_limit=-8"], ["quota.borrow_limit", "at least 0"]),
+    ("with_lucid", ["quota=borrow", "policy=lucid"], ["quota", "policy=lucid", "quota=none"]),
+    # the group's name before it was quota
+    ("old_name", ["sharing=borrow"], ["sharing=borrow: renamed to quota=borrow", "GPU sharing only"]),
+    ("old_name_key", ["quota=borrow", "+sharing.period_s=600"], ["renamed to +quota.period_s=600"]),
 ]:
-    def _build(root, name=f"sharing_{_name}", overrides=_overrides, parts=_parts):
+    def _build(root, name=f"quota_{_name}", overrides=_overrides, parts=_parts):
         return Case(replay(root, None, *overrides, name=name), parts)
-    case(f"sharing_{_name}")(_build)
+    case(f"quota_{_name}")(_build)
+
+
+@case("quota_old_name_in_an_experiment_file")
+def _(root):
+    conf = folder(root, "old_conf/experiment", {"old.yaml": "# @package _global_\nsharing:\n  mode: borrow\n"})
+    return Case(replay(root, None, f"hydra.searchpath=[file://{conf.parent}]", "+experiment=old", name="old_file"),
+                ["sharing: renamed to quota", "GPU sharing only"])
 
 
 # throughput tables and estimate files

@@ -1,6 +1,8 @@
-"""Quota sharing, the VC side (raysim.sim.quota): two hand-built VCs, the test plays the coordinator."""
+"""Quota lending, the VC side (raysim.quota.ledger): two hand-built VCs, the test plays the coordinator."""
 
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -10,21 +12,30 @@ from simutil import batch, pools, random_jobs
 from raysim.placement import make_placer
 from raysim.policy import make_policy
 from raysim.models.forecast import PackingSwitch
+from raysim.quota.ledger import PoolShape, check_conservation
 from raysim.report.results import jobs_table
 from raysim.runtime.codec import LOAN_RESULT_SCHEMA, RESULT_SCHEMA, results_table
 from raysim.sim import SimParams, VCSimulator
-from raysim.sim.quota import PoolShape, check_conservation
 
 A_POOL = PoolShape(0, "gpu", 8)  # VC A's only pool, as its borrowers see it
 
 
-def make_vc(name, nodes, policy="tiresias", *, quota_sharing=True, **constants):
+def make_vc(name, nodes, policy="tiresias", *, quota_loans=True, **constants):
     """A VC of `nodes` 8-GPU nodes (clean semantics, consolidated placement)."""
     params = SimParams.for_mode("clean")
     if policy == "tiresias":
         constants.setdefault("threshold_gpu_s", 10**9)  # one queue: submit order (no demotion)
     return VCSimulator(name, pools(nodes), make_policy(policy, params=params, **constants),
-                       make_placer("consolidate", params=params), params, quota_sharing=quota_sharing)
+                       make_placer("consolidate", params=params), params, quota_loans=quota_loans)
+
+
+def test_simulation_core_imports_the_ledger_and_no_ray():
+    # raysim.sim is pure: its engine takes the VC side of loans from raysim.quota.ledger, and
+    # importing it brings in neither Ray nor the rest of raysim.quota
+    code = ("import sys, raysim.sim; print(sorted(m for m in sys.modules if m == 'ray' or "
+            "m.startswith(('ray.', 'raysim.runtime', 'raysim.quota.'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['raysim.quota.ledger']"
 
 
 def add(sim, jobs):
@@ -205,8 +216,8 @@ def test_held_nodes_are_refused_beyond_what_was_lent_and_errors_are_clear():
         b.borrow(300, A_POOL, 1, "A")
     with pytest.raises(ValueError, match="do not mix"):
         b.add_node_events([(400, 1)])
-    plain = make_vc("C", 1, quota_sharing=False)
-    with pytest.raises(RuntimeError, match="quota sharing is off"):
+    plain = make_vc("C", 1, quota_loans=False)
+    with pytest.raises(RuntimeError, match="takes no part in quota lending"):
         plain.quota_report(0)
 
 
@@ -281,12 +292,12 @@ def test_pickling_a_vc_mid_loan_continues_identically():
     assert finish(sims) == finish(copy)
 
 
-def test_quota_sharing_without_loans_changes_no_result():
+def test_quota_lending_without_loans_changes_no_result():
     rng = np.random.default_rng(3)
     jobs = random_jobs(rng, 200, 20_000, max_gpu=16)
     out = []
     for on in (False, True):
-        sim = make_vc("A", 2, "srtf", quota_sharing=on)
+        sim = make_vc("A", 2, "srtf", quota_loans=on)
         add(sim, jobs)
         sim.run()
         out.append(sim.results())
@@ -295,7 +306,7 @@ def test_quota_sharing_without_loans_changes_no_result():
     assert set(out[1]["ran_on_vc"]) == {"A"} and not out[1]["reclaims"].any()
 
 
-def test_records_carry_the_loan_columns_only_with_quota_sharing():
+def test_records_carry_the_loan_columns_only_with_quota_lending():
     sims = two_vcs()
     to(sims, 300)
     lend_two(sims)
@@ -304,7 +315,7 @@ def test_records_carry_the_loan_columns_only_with_quota_sharing():
     table = results_table([b.results()])
     assert table.schema == LOAN_RESULT_SCHEMA
     assert table.column("ran_on_vc").to_pylist() == ["B", "A", "A"]
-    plain = make_vc("C", 1, quota_sharing=False)
+    plain = make_vc("C", 1, quota_loans=False)
     add(plain, [(0, 10, 1)])
     plain.run()
     assert results_table([plain.results()]).schema == RESULT_SCHEMA
@@ -321,7 +332,7 @@ def lucid_vc(name, nodes):
     params = SimParams.for_mode("clean")
     policy = make_policy("lucid", params=params, pairs={}, switch=PackingSwitch())
     return VCSimulator(name, pools(nodes), policy, make_placer("consolidate", params=params), params,
-                       quota_sharing=True)
+                       quota_loans=True)
 
 
 @pytest.mark.parametrize("mode", ["drain", "preempt"])

@@ -1,4 +1,4 @@
-"""Quota-sharing accounting from a run's files: borrowed and lent GPU-hours per VC (from the time
+"""Quota-lending accounting from a run's files: borrowed and lent GPU-hours per VC (from the time
 series' loan columns), and a plot of them over time."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ HOUR = 3600.0
 
 
 def has_loans(series) -> bool:
-    """Whether a timeseries.parquet (path or table) comes from a run with sharing=borrow."""
+    """Whether a timeseries.parquet (path or table) comes from a run with quota=borrow."""
     names = series.column_names if isinstance(series, pa.Table) else pq.ParquetFile(series).schema_arrow.names
     return all(c in names for c in LOAN_COLUMNS)
 

@@ -18,7 +18,7 @@ def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
     """One row per trace job, in trace order: inputs, start/end/queue/jct, preemptions, placement,
     for a trace whose jobs ask for GPU shares, CPU and memory those requests and the first GPU the
     job got on its first node (`first_gpu`; shares of one GPU name the same), and, from a run with
-    quota sharing, its own VC (`home_vc`, the same as `vc`), on which VC's nodes
+    quotas between VCs, its own VC (`home_vc`, the same as `vc`), on which VC's nodes
     its latest run was (`ran_on_vc`) and how often a lender reclaimed nodes from under it (`reclaims`).
 
     `records` holds one simulator record per job (seq = trace row). Times are seconds on the trace

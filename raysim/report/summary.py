@@ -20,9 +20,9 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
     path of a timeseries.parquet (grid or change-points), which is then read batch by batch, or
     a table read from one, sampled every `interval` seconds.
 
-    With quota sharing, also per VC: `reclaims` (of its jobs), `ran_elsewhere` (its jobs whose
+    With quotas between VCs, also per VC: `reclaims` (of its jobs), `ran_elsewhere` (its jobs whose
     latest run was on another VC's nodes; needs the jobs' `ran_on_vc` and `reclaims`) and, from a
-    run with sharing=borrow, `borrowed_gpu_h` and `lent_gpu_h` (raysim.report.loans).
+    run with quota=borrow, `borrowed_gpu_h` and `lent_gpu_h` (raysim.report.loans).
     """
     loans = "reclaims" in jobs.column_names and "ran_on_vc" in jobs.column_names
     df = jobs.select(["vc", "submit_time", "end_time", "queue", "jct", "preemptions"]

@@ -59,24 +59,24 @@ def _markdown(table: pd.DataFrame) -> str:
         per_vc = table[table["vc"] != "all"].pivot(index="vc", columns="run", values=metric)
         lines += ["", f"## {metric} per VC (s)", "", markdown_table(per_vc.reset_index())]
     for metric in ("avg_queue", "p99_queue"):
-        change = sharing_change(table, metric)
+        change = quota_change(table, metric)
         if change is not None:
-            lines += ["", f"## {metric} change per VC against sharing=none (s; negative: the VC gained)", "",
+            lines += ["", f"## {metric} change per VC against quota=none (s; negative: the VC gained)", "",
                       markdown_table(change.reset_index())]
     return "\n".join(lines) + "\n"
 
 
-def sharing_change(table: pd.DataFrame, metric: str) -> pd.DataFrame | None:
-    """Per VC (and all), `metric` of each run with sharing=borrow or global minus that of the
-    sharing=none run with the same other overrides; None when the sweep has no such pair."""
+def quota_change(table: pd.DataFrame, metric: str) -> pd.DataFrame | None:
+    """Per VC (and all), `metric` of each run with quota=borrow or global minus that of the
+    quota=none run with the same other overrides; None when the sweep has no such pair."""
     runs = list(dict.fromkeys(table["run"]))
     vcs = list(dict.fromkeys(table["vc"]))  # layout order, then "all"
     by_run = {run: table[table["run"] == run].set_index("vc")[metric] for run in runs}
     columns = {}
     for run in runs:
         for mode in ("borrow", "global"):
-            if f"sharing={mode}" in run.split(","):
-                base = ",".join("sharing=none" if o == f"sharing={mode}" else o for o in run.split(","))
+            if f"quota={mode}" in run.split(","):
+                base = ",".join("quota=none" if o == f"quota={mode}" else o for o in run.split(","))
                 if base in by_run:
                     columns[run] = by_run[run] - by_run[base]
     return pd.DataFrame(columns).reindex([vc for vc in vcs if vc != "all"] + ["all"]) if columns else None

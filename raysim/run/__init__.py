@@ -16,9 +16,12 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from raysim.quota.settings import refuse_old_name
+
 
 def run(cfg: DictConfig, run_dir: Path) -> dict:
     """Run the experiment described by `cfg`, writing every result into `run_dir`; return its summary."""
+    refuse_old_name(cfg.keys())  # e.g. a `sharing:` key in an experiment file
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     if cfg.mode == "harvest":

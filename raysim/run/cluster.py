@@ -41,9 +41,9 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     for pools in spec.layout.values():
         for p in pools:
             gpus[p.gpu_type] += p.gpus_per_node * p.nodes
-    log.info("trace %s: %d jobs, %d VCs, %s GPUs; policy=%s placer=%s compat=%s runtime=%s sharing=%s",
+    log.info("trace %s: %d jobs, %d VCs, %s GPUs; policy=%s placer=%s compat=%s runtime=%s quota=%s",
              trace.source, trace.table.num_rows, len(spec.layout), ", ".join(f"{n} {t}" for t, n in gpus.items()),
-             spec.policy, spec.placer, cfg.sim.compat, cfg.runtime.name, spec.sharing.mode)
+             spec.policy, spec.placer, cfg.sim.compat, cfg.runtime.name, spec.quota.mode)
 
     check_local_ray_fits(cfg, spec.vcs)
     sim_start = time.perf_counter()
@@ -54,7 +54,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
                 resume=bool(rt.resume), progress=True, job_extra=job_extra, estimator=online)
     sim_wall = time.perf_counter() - sim_start
     columns = ["vc", "submit_time", "end_time", "queue", "jct", "preemptions"]
-    if spec.sharing.mode != "none":
+    if spec.quota.mode != "none":
         columns += ["ran_on_vc", "reclaims"]
     jobs = pq.read_table(run_dir / "jobs.parquet", columns=columns)
     summary = summarize(jobs, run_dir / "timeseries.parquet", interval=int(cfg.sim.sample_interval))

@@ -11,15 +11,15 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from raysim.cluster.catalog import JobTypes, job_types
 from raysim.cluster.layout import layout_from_config, layout_from_vc_nodes, read_layout_csv
-from raysim.elastic import merged_layout
-from raysim.elastic.settings import MODES as SHARING_MODES
-from raysim.elastic.settings import sharing_settings
 from raysim.errors import ConfigError, UserError
 from raysim.models.estimates import SOURCES as ESTIMATE_SOURCES
 from raysim.models.estimates import estimates_for
 from raysim.placement import PLACERS
 from raysim.placement.types import TYPE_ORDERS
 from raysim.policy import POLICIES, checked_constants, policy_class
+from raysim.quota import merged_layout
+from raysim.quota.settings import MODES as QUOTA_MODES
+from raysim.quota.settings import quota_settings
 from raysim.run.requests import counts_resources, request_inputs
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
@@ -54,16 +54,16 @@ def check_cluster_config(cfg: DictConfig) -> None:
     if address is not None and (not isinstance(address, str) or not address.strip()):
         raise ConfigError("ray.address", "must be null (start a local Ray), auto or host:port", address)
 
-    sharing = choice(cfg, "sharing.mode", SHARING_MODES) if value(cfg, "sharing") is not None else "none"
-    if sharing == "borrow":
-        period = integer(cfg, "sharing.period_s", minimum=1)
+    quota = choice(cfg, "quota.mode", QUOTA_MODES) if value(cfg, "quota") is not None else "none"
+    if quota == "borrow":
+        period = integer(cfg, "quota.period_s", minimum=1)
         if period % min(window, period):
-            raise ConfigError("sharing.period_s", f"must be a multiple of runtime.window_s ({window} s): "
+            raise ConfigError("quota.period_s", f"must be a multiple of runtime.window_s ({window} s): "
                               "coordinator windows end at the loan epochs", period)
         window = min(window, period)
-    if sharing != "none" and value(cfg, "policy.name") == "lucid":
-        raise ConfigError("sharing", "policy=lucid moves nodes between VCs itself (its profiler's loans): "
-                          "run it with sharing=none", sharing)
+    if quota != "none" and value(cfg, "policy.name") == "lucid":
+        raise ConfigError("quota", "policy=lucid moves nodes between VCs itself (its profiler's loans): "
+                          "run it with quota=none", quota)
     if cfg.policy.get("kind") == "round":
         raise ConfigError("policy", f"{cfg.policy.name} is a round-based policy of Gavel's family: run it with "
                           "+experiment=gavel_trace (or gavel_continuous), see docs/gavel.md")
@@ -279,16 +279,16 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
         warn_if_network_idle(network, layout)
     types = gpu_type_inputs(cfg, trace, layout)
     constants = policy_constants_of(cfg)
-    sharing = sharing_settings(OmegaConf.to_container(cfg.sharing, resolve=True) if value(cfg, "sharing") else None,
-                               list(layout))
+    quota = quota_settings(OmegaConf.to_container(cfg.quota, resolve=True) if value(cfg, "quota") else None,
+                           list(layout))
     homes = ()
-    if sharing.mode == "global":
+    if quota.mode == "global":
         layout, homes = merged_layout(layout)
     resources = counts_resources(trace.table, layout, cfg.placer.name)
     requests, shapes = request_inputs(trace.table, cfg.placer.name) if resources else ({}, None)
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
-                   sharing=sharing, pool_homes=homes, resources=resources, shapes=shapes)
+                   quota=quota, pool_homes=homes, resources=resources, shapes=shapes)
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}
     spec, more = policy_class(spec.policy).prepare(cfg, trace, spec)
     return spec, {**extra, **(more or {})}

@@ -11,7 +11,7 @@ from raysim.report.summary import to_markdown
 
 def write_plots(jobs, run_dir: Path, summary, label: str, interval: int = 60) -> None:
     """JCT CDF, queueing per VC, utilisation (per GPU type too) and pending jobs over time; with
-    sharing=borrow also the borrowed and lent GPU-hours per VC (time series sampled every `interval` s)."""
+    quota=borrow also the borrowed and lent GPU-hours per VC (time series sampled every `interval` s)."""
     from raysim.report.loans import has_loans, loans_plot
     from raysim.report.plots import run_plots
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from raysim.elastic import GLOBAL_VC
-from raysim.elastic.cohorts import cohort_groups, decided_by_coordinator
-from raysim.elastic.exchange import EpochExchange
-from raysim.elastic.settings import SharingSettings
+from raysim.quota import GLOBAL_VC
+from raysim.quota.cohorts import cohort_groups, decided_by_coordinator
+from raysim.quota.exchange import EpochExchange
+from raysim.quota.settings import QuotaSettings
 from raysim.report.results import merge_profiling, merge_series, write_jobs
 from raysim.runtime.codec import jobs_batch
 from raysim.runtime.coordinator import Coordinator, check_resumable
@@ -30,20 +30,20 @@ FINISHED = "finished"
 RESULT_FILES = ("jobs.parquet", "timeseries.parquet")
 
 
-def vc_groups(vcs: list[str], vcs_per_actor: int | str, sharing: SharingSettings | None = None) -> list[list[str]]:
+def vc_groups(vcs: list[str], vcs_per_actor: int | str, quota: QuotaSettings | None = None) -> list[list[str]]:
     """VCs in layout order, packed `vcs_per_actor` to a group (one process/actor per group).
 
     "auto" packs them into as many groups as the Ray cluster has CPUs (one group without Ray);
-    with quota sharing (`sharing` mode borrow) it keeps every cohort in one group, so that its
-    loans are decided there rather than by a coordinator window per epoch (raysim.elastic.cohorts).
+    with quota lending (`quota` mode borrow) it keeps every cohort in one group, so that its
+    loans are decided there rather than by a coordinator window per epoch (raysim.quota.cohorts).
     Packing never changes results, only how the work is spread over processes."""
     names = list(vcs)
     if vcs_per_actor == "auto":
         import ray
 
         cpus = int(ray.cluster_resources().get("CPU", 1)) if ray.is_initialized() else 1
-        if sharing is not None and sharing.borrow:
-            return cohort_groups(sharing, names, max(1, cpus))
+        if quota is not None and quota.borrow:
+            return cohort_groups(quota, names, max(1, cpus))
         vcs_per_actor = -(-len(names) // max(1, cpus))
     k = max(1, int(vcs_per_actor))
     return [names[i:i + k] for i in range(0, len(names), k)]
@@ -61,9 +61,9 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     PeriodicDurationEstimator) fills in duration estimates while the run goes on. Returns the
     run's event and window counts and how many lost actors were rebuilt.
 
-    With quota sharing (`spec.sharing`, mode borrow) each VC group decides the loans of the cohorts
+    With quota lending (`spec.quota`, mode borrow) each VC group decides the loans of the cohorts
     it holds whole; when a cohort is split over groups the coordinator decides its loans, and its
-    windows then last at most `sharing.period_s` and end at its epochs (the period must be a
+    windows then last at most `quota.period_s` and end at its epochs (the period must be a
     multiple of the window). Mode global routes every job to the one cluster-wide VC of the spec's
     merged layout.
 
@@ -84,23 +84,23 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
         from raysim.runtime.ray_backend import ensure_ray
 
         ensure_ray((ray_options or {}).get("address"), (ray_options or {}).get("num_cpus"))  # to count its CPUs
-    groups = vc_groups(spec.vcs, vcs_per_actor, spec.sharing)
+    groups = vc_groups(spec.vcs, vcs_per_actor, spec.quota)
     exchange = None
-    split = decided_by_coordinator(spec.sharing, spec.vcs, groups)
+    split = decided_by_coordinator(spec.quota, spec.vcs, groups)
     if split:  # the coordinator decides the cohorts split over groups: windows end at epochs
-        log.info("sharing=borrow: %d VC(s) of cohort(s) %s are spread over VC groups (vcs_per_actor=%s); the "
+        log.info("quota=borrow: %d VC(s) of cohort(s) %s are spread over VC groups (vcs_per_actor=%s); the "
                  "coordinator decides their loans, in windows of %d s (vcs_per_actor=auto keeps every cohort in "
-                 "one group)", len(split), ", ".join(sorted({spec.sharing.quota(vc).cohort for vc in split})),
-                 vcs_per_actor, spec.sharing.period_s)
-        window_s = min(window_s, spec.sharing.period_s)
-        exchange = EpochExchange(spec.sharing, spec.t0, window_s, split)
+                 "one group)", len(split), ", ".join(sorted({spec.quota.of(vc).cohort for vc in split})),
+                 vcs_per_actor, spec.quota.period_s)
+        window_s = min(window_s, spec.quota.period_s)
+        exchange = EpochExchange(spec.quota, spec.t0, window_s, split)
     if executor is None:
         executor = make_executor(runtime, spec, groups, ray_options or {})
     # with checkpoints, the partial result files must outlive this process: they live beside them
     spool = Path(checkpoint_dir) / "results" if checkpoint_dir else out_dir / ".partial"
     sink = ResultSink(spool, spec.vcs)
     batch = jobs_batch(trace.table, estimates, job_extra)
-    if spec.sharing.mode == "global":  # every job waits in the one cluster-wide queue
+    if spec.quota.mode == "global":  # every job waits in the one cluster-wide queue
         batch = batch.set_column(batch.schema.get_field_index("vc"), "vc", pa.array([GLOBAL_VC] * batch.num_rows,
                                                                                    pa.string()).dictionary_encode())
     coordinator = Coordinator(executor, batch, groups, sink,

@@ -15,7 +15,7 @@ from raysim.sim.recorder import rows_to_columns
 #: Schema metadata key of a samples table: the interval of the grid its change rows lie on.
 SAMPLE_INTERVAL = b"raysim.sample_interval"
 RESULT_SCHEMA = pa.schema([pa.field("seq", pa.int64())] + [pa.field(c, pa.int64()) for c in RESULT_COLUMNS])
-#: Records of a run with quota sharing: also the VC whose nodes the job ran on, and its reclaims.
+#: Records of a run with quota=borrow or global: also the VC whose nodes the job ran on, and its reclaims.
 LOAN_RESULT_SCHEMA = pa.schema(list(RESULT_SCHEMA) + [pa.field("ran_on_vc", pa.string()),
                                                        pa.field("reclaims", pa.int64())])
 

@@ -6,7 +6,7 @@ holds jobs before they arrive); each VC group simulates every event before the w
 returns its status, and, once a simulated day (every window with an online estimator), its
 finished-job records and time-series change rows. Empty stretches are skipped (cost follows
 events, not seconds). The profiler already works on the next batch while the VC groups run the
-current window. With quota sharing (raysim.elastic.exchange) windows end at the loan epochs: the
+current window. With quota lending (raysim.quota.exchange) windows end at the loan epochs: the
 groups report there, and the operations decided go out with the next window. Group snapshots are taken at window boundaries, so a lost group is
 rebuilt and its windows since replayed; the profiler stage is snapshotted after every window, so
 a lost stage is rebuilt and redoes its window. With a checkpoint folder an interrupted run resumes
@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from raysim.elastic.reports import reports_of
 from raysim.errors import UserError
+from raysim.quota.reports import reports_of
 from raysim.runtime.sink import ResultSink, SinkPosition
 
 log = logging.getLogger("raysim")
@@ -75,7 +75,7 @@ class RunState:
     stage_records: list = field(default_factory=list)  # profiler records (profiling start/end/queue)
     stage_state: bytes | None = None  # the profiler stage's state (in checkpoints only)
     fingerprint: dict = field(default_factory=dict)  # digests of the run's inputs (raysim.runtime.fingerprint)
-    loans: dict | None = None  # quota sharing: pending operations and the due epoch (raysim.elastic.exchange)
+    loans: dict | None = None  # quota lending: pending operations and the due epoch (raysim.quota.exchange)
     shipped_at: int = 0  # end of the last window whose results left the VC groups
 
 
@@ -111,7 +111,7 @@ class Coordinator:
         if estimator is not None and estimator.period_s % self.window_s:
             raise ValueError(f"the estimator's period ({estimator.period_s} s) must be a multiple of "
                              f"runtime.window_s ({self.window_s} s)")
-        #: quota sharing (raysim.elastic.exchange.EpochExchange) or None
+        #: quota lending (raysim.quota.exchange.EpochExchange) or None
         self.exchange = exchange
         self.recoveries = 0
         self.windows_run = 0
@@ -211,7 +211,7 @@ class Coordinator:
     SHIP_EVERY_S = 86_400
 
     def _orders(self, state: RunState, t_start: int, t_end: int) -> list[dict]:
-        """Per group, what it is told besides the arrivals: quota-sharing operations and reports,
+        """Per group, what it is told besides the arrivals: loan operations and quota reports,
         and whether to ship its results (an online estimator needs them every window)."""
         ship = self.estimator is not None or t_end - state.shipped_at >= self.SHIP_EVERY_S
         if ship:

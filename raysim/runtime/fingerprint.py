@@ -43,11 +43,12 @@ def run_fingerprint(trace_table: pa.Table, spec, estimates=None, job_extra=None,
         # shares, CPU, memory and first GPUs are refused (their state lacks them)
         "state": {"job table": "requests and first GPU", "resources": spec.resources, "shapes": spec.shapes},
     }
-    if spec.sharing.mode != "none":  # (absent without sharing: earlier checkpoints stay resumable)
+    if spec.quota.mode != "none":  # (absent with quota=none: earlier checkpoints stay resumable)
         # (`state`: VC groups decide their own cohorts and ledgers count loans; checkpoints
-        # from before either are refused, their state lacks them)
-        parts["sharing"] = {"settings": spec.sharing, "pool_homes": spec.pool_homes,
-                            "state": "groups, ledger loan counts"}
+        # from before either are refused, their state lacks them. So are those written before the
+        # `sharing` group became `quota`: a borrow run's VC states name the ledger's old module.)
+        parts["quota"] = {"settings": spec.quota, "pool_homes": spec.pool_homes,
+                          "state": "groups, ledger loan counts"}
     return {name: digest(value) for name, value in parts.items()}
 
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from raysim.placement import make_placer
 from raysim.placement.types import check_type_order
 from raysim.policy import checked_constants, policy_class
+from raysim.quota.settings import QuotaSettings
 from raysim.sim import SimParams, VCSimulator
 from raysim.cluster.catalog import TypeCatalog
-from raysim.elastic.settings import SharingSettings
 from raysim.sim.network import NetworkModel
 
 
@@ -34,9 +34,9 @@ class RunSpec:
     network: dict | None = None
     #: GPU-type constraints and per-type speed profiles the jobs refer to by id
     catalog: TypeCatalog = field(default_factory=TypeCatalog)
-    #: quota sharing between VCs (raysim.elastic): with mode "global" the layout is one merged VC
+    #: quotas between VCs (raysim.quota): with mode "global" the layout is one merged VC
     #: (GLOBAL_VC) and `pool_homes` names the VC each of its pools came from
-    sharing: SharingSettings = field(default_factory=SharingSettings)
+    quota: QuotaSettings = field(default_factory=QuotaSettings)
     pool_homes: tuple = ()
     #: VCs count CPU, memory and GPU milli per node (jobs ask for GPU shares, CPU or memory, or a
     #: scored placer needs them); see raysim.sim.vc.VCState
@@ -67,6 +67,6 @@ class RunSpec:
                         shapes=self.shapes),
             self.params, t0=self.t0,
             network=NetworkModel(**self.network) if self.network else None,
-            catalog=self.catalog, quota_sharing=self.sharing.borrow, pool_homes=self.pool_homes or None,
+            catalog=self.catalog, quota_loans=self.quota.borrow, pool_homes=self.pool_homes or None,
             resources=self.resources,
         )

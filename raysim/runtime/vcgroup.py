@@ -10,9 +10,9 @@ import pickle
 import numpy as np
 import pyarrow as pa
 
-from raysim.elastic.cohorts import decided_in_group
-from raysim.elastic.exchange import CohortEpochs
-from raysim.elastic.reports import reports_batch
+from raysim.quota.cohorts import decided_in_group
+from raysim.quota.exchange import CohortEpochs
+from raysim.quota.reports import reports_batch
 from raysim.runtime.codec import results_table, samples_table, split_by_vc
 from raysim.runtime.spec import RunSpec
 
@@ -22,21 +22,21 @@ class VCGroup:
     records have left with a window's output, so memory follows the live jobs.
 
     A window visits only the VCs that get input or have an event before its end, and results
-    leave only when the coordinator says so: short windows (quota-sharing epochs) cost what
+    leave only when the coordinator says so: short windows (quota epochs) cost what
     happens in them, not the number of VCs.
 
-    With quota sharing, the group decides the loans of the cohorts all of whose VCs it holds
-    itself, at their epochs (raysim.elastic.exchange.CohortEpochs), and reports the VCs of split
-    cohorts to the coordinator, which decides theirs (raysim.elastic.cohorts)."""
+    With quota lending, the group decides the loans of the cohorts all of whose VCs it holds
+    itself, at their epochs (raysim.quota.exchange.CohortEpochs), and reports the VCs of split
+    cohorts to the coordinator, which decides theirs (raysim.quota.cohorts)."""
 
     def __init__(self, spec: RunSpec, vcs: list[str]):
         self.vcs = list(vcs)
         self.sims = {vc: spec.make_simulator(vc) for vc in self.vcs}
-        mine = decided_in_group(spec.sharing, spec.vcs, self.vcs)
+        mine = decided_in_group(spec.quota, spec.vcs, self.vcs)
         #: loan decisions made here (None: no cohort lies wholly in this group)
-        self.epochs = CohortEpochs(spec.sharing, spec.t0, mine) if mine else None
+        self.epochs = CohortEpochs(spec.quota, spec.t0, mine) if mine else None
         #: VCs whose quota reports go to the coordinator (their cohort is split over groups)
-        self.reporting = [vc for vc in self.vcs if spec.sharing.borrow and vc not in mine]
+        self.reporting = [vc for vc in self.vcs if spec.quota.borrow and vc not in mine]
         self._track()
 
     def _track(self) -> None:
@@ -57,7 +57,7 @@ class VCGroup:
         the window's start, then simulate every event before `t_end`, deciding the loans of this
         group's own cohorts at their epochs on the way.
 
-        Orders: `ops` (VC -> quota-sharing operations at time `t`, see raysim.elastic.lending),
+        Orders: `ops` (VC -> loan operations at time `t`, see raysim.quota.lending),
         `report` (t_end is a quota epoch) and `ship` (send the results now; without it finished
         jobs' records and time-series rows wait in the simulators for a later window).
 
@@ -65,7 +65,7 @@ class VCGroup:
         input, had events or whose next event changed: the others' is unchanged, quota reports).
         A VC's next event includes its cohort's next loan decision. The records and rows are those
         since the last window that shipped, reaching t_end - 1; both are None when this one does
-        not ship. With `report`, the reports (an Arrow record batch, raysim.elastic.reports; else
+        not ship. With `report`, the reports (an Arrow record batch, raysim.quota.reports; else
         None) are those at t_end of the reporting VCs that changed since their last report."""
         orders = orders or {}
         visited = set()
@@ -162,7 +162,7 @@ class VCGroup:
         """Rebuild a group from `checkpoint()` output (raysim's own bytes, never user input)."""
         group = cls.__new__(cls)
         loaded = pickle.loads(state)  # noqa: S301 - produced by checkpoint() of this run
-        if isinstance(loaded, dict):  # a checkpoint from before quota sharing kept only the simulators
+        if isinstance(loaded, dict):  # a checkpoint from before quota lending kept only the simulators
             loaded = (loaded, None, [], {})
         group.sims, group.epochs, group.reporting, told = loaded
         group.vcs = list(group.sims)

@@ -7,7 +7,7 @@ arrived GPU workload), `fgd_summary.csv` (the curves at 100 % and 130 %, failure
 
 The experiment has no clock: pods are placed on the resource state by FGD's scored policies
 (raysim.placement.scored), and nothing else of a trace replay applies. A setting it does not use
-(a scheduling policy, a placer, quota sharing, a runtime, trace options, ...) given on the command
+(a scheduling policy, a placer, quotas between VCs, a runtime, trace options, ...) given on the command
 line is refused in one line naming it. Pods in time, under any policy and placer, are
 `+experiment=openb`.
 """
@@ -32,7 +32,7 @@ DATA_HELP = ("The Alibaba GPU 2023 trace (openb) is public: github.com/alibaba/c
 
 
 #: Config groups and keys of a trace replay that the inflation experiment has no use for.
-UNUSED = ("policy", "placer", "runtime", "sharing", "quota", "trace", "cluster", "sim", "network", "estimator",
+UNUSED = ("policy", "placer", "runtime", "quota", "trace", "cluster", "sim", "network", "estimator",
           "ray", "profiler", "forecast", "profiles")
 #: Former keys of the timed experiment, now `+experiment=openb`.
 MOVED = {"timed": "the timed experiment is +experiment=openb now",
@@ -58,7 +58,7 @@ def refuse_unused(cfg: DictConfig, overrides=None) -> None:
         if key.split(".", 1)[0] in UNUSED:
             raise ConfigError(key, "the FGD inflation experiment (+experiment=fgd_openb) does not use it: it "
                                    "places pods without a clock; +experiment=openb replays them in time under "
-                                   "policies, placers, quota sharing and runtimes")
+                                   "policies, placers, quotas and runtimes")
 
 
 def run_fgd(cfg: DictConfig, run_dir: Path) -> dict:

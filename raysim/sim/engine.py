@@ -16,10 +16,10 @@ import math
 import numpy as np
 
 from raysim.cluster.catalog import TypeCatalog
+from raysim.quota.ledger import QuotaLedger, QuotaLoans
 from raysim.sim.demand import Demand
 from raysim.sim.jobs import JobTable
 from raysim.sim.params import SimParams
-from raysim.sim.quota import QuotaLedger, QuotaLoans
 from raysim.sim.recorder import LOAN_COLUMNS, Recorder, per_type_columns
 from raysim.sim.vc import VCState
 
@@ -30,10 +30,10 @@ FORGET_AT = 4096
 
 class VCSimulator(QuotaLoans):
     """Simulates one VC under one policy and placer. Feed jobs with `add_jobs`, advance with `run`.
-    With `quota_sharing` it also lends and borrows nodes at the coordinator's epochs (raysim.sim.quota)."""
+    With `quota_loans` it also lends and borrows nodes at the coordinator's epochs (raysim.quota.ledger)."""
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
-                 *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_sharing: bool = False,
+                 *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_loans: bool = False,
                  pool_homes: list[str] | None = None, resources: bool = False):
         self.name = name
         self.params = params
@@ -41,24 +41,24 @@ class VCSimulator(QuotaLoans):
         self.placer = placer
         #: with `resources` (or pools that limit CPU and memory) jobs may ask for GPU shares, CPU and memory
         self.vc = VCState(pools, resources)
-        if self.vc.res is not None and quota_sharing:
-            raise ValueError(f"{name}: quota sharing does not lend nodes that count CPU, memory and GPU shares yet")
+        if self.vc.res is not None and quota_loans:
+            raise ValueError(f"{name}: quotas between VCs do not lend nodes that count CPU, memory and GPU shares yet")
         self.jobs = JobTable()
         self._catalog = catalog or TypeCatalog()
         self._index_types()
         self._plain_demand: dict[int, Demand] = {}  # GPU count -> Demand of a job without type inputs
         self.recorder = Recorder(params.sample_interval, t0, per_type_columns(self._catalog.gpu_types)
-                                 + (LOAN_COLUMNS if quota_sharing else ()))
+                                 + (LOAN_COLUMNS if quota_loans else ()))
         #: optional NetworkModel: multi-node jobs slow down when their NICs are oversubscribed
         self.network = network
-        # with quota sharing a job may also run on the GPU types of other VCs
-        types = list(dict.fromkeys(self.vc.types + list(self._catalog.gpu_types))) if quota_sharing else self.vc.types
+        # with quota lending a job may also run on the GPU types of other VCs
+        types = list(dict.fromkeys(self.vc.types + list(self._catalog.gpu_types))) if quota_loans else self.vc.types
         #: remaining work counts down at a rate (needed for preemption and for network slowdowns)
         self.countdown = policy.countdown or network is not None or any(
             s != 1.0 for row in self._catalog.speed_rows(types) for s in row)
-        #: loan bookkeeping with quota sharing (raysim.sim.quota), else None
-        self.quota = QuotaLedger(self._own_pool_nodes(pools), since=t0) if quota_sharing else None
-        #: one cluster-wide queue (sharing=global): per node, the VC whose pool it came from
+        #: loan bookkeeping with quota lending (raysim.quota.ledger), else None
+        self.quota = QuotaLedger(self._own_pool_nodes(pools), since=t0) if quota_loans else None
+        #: one cluster-wide queue (quota=global): per node, the VC whose pool it came from
         self._node_home = None if pool_homes is None else [
             home for home, nodes in zip(pool_homes, self._own_pool_nodes(pools)) for _ in nodes]
         self.now = t0 - 1  # last time fully processed
@@ -129,7 +129,7 @@ class VCSimulator(QuotaLoans):
     def add_node_events(self, events) -> None:
         """Timed node loans: (time, +1) the VC gains a node, (time, -1) it lends an idle one."""
         if self.quota is not None:
-            raise ValueError(f"{self.name}: the profiler's node loans and quota sharing do not mix")
+            raise ValueError(f"{self.name}: the profiler's node loans and quota lending do not mix")
         for t, delta in events:
             if t <= self.now:
                 raise ValueError(f"{self.name}: node event at {t} arrives after t={self.now}")
@@ -176,7 +176,7 @@ class VCSimulator(QuotaLoans):
 
     def results(self, rows=None) -> dict[str, np.ndarray]:
         """Result columns of the given jobs (all by default), see JobTable.results; with quota
-        sharing (or as the cluster-wide queue) also `ran_on_vc` and `reclaims`."""
+        lending (or as the cluster-wide queue) also `ran_on_vc` and `reclaims`."""
         out = self.jobs.results(rows)
         if self.quota is not None:
             out.update(self._loan_results(range(self.jobs.n) if rows is None else rows))

@@ -56,7 +56,7 @@ class JobTable:
         self.first_node: list[int] = []
         self.num_nodes: list[int] = []
         self.first_gpu: list[int] = []  # lowest GPU id of its latest placement on first_node (-1: none)
-        # quota sharing (raysim.sim.quota): the lender whose nodes the latest run used (-1: the
+        # quota lending (raysim.quota.ledger): the lender whose nodes the latest run used (-1: the
         # job's own VC) and how often a lender's reclaim stopped the job
         self.ran_on: list[int] = []
         self.reclaims: list[int] = []

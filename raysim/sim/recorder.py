@@ -27,7 +27,7 @@ COLUMNS = (
     "gmem_mb",  # mean GPU memory in use (MB) over the VC's GPUs
 )
 FLOAT_COLUMNS = ("sm_util", "gmem_mb")  # stored as float32, the counts as int32 (long runs keep millions of rows)
-#: With quota sharing (raysim.sim.quota): GPUs the VC holds on loan from other VCs, and its own GPUs
+#: With quota lending (raysim.quota.ledger): GPUs the VC holds on loan from other VCs, and its own GPUs
 #: lent out (from the lend until the lender takes them back).
 LOAN_COLUMNS = ("borrowed_gpu_num", "lent_gpu_num")
 #: Per GPU type, in clusters of several types: total and idle GPUs of that type (int32).

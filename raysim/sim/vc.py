@@ -35,7 +35,7 @@ class VCState:
     SHARED. Jobs that ask for CPU or memory run on one node. Without `resources`, `res` is None
     and only GPUs are counted (the fast path of the Venus and Helios replays).
 
-    Quota sharing (raysim.sim.quota) adds held nodes (`held`, on loan from another VC), own nodes
+    Quota lending (raysim.quota.ledger) adds held nodes (`held`, on loan from another VC), own nodes
     away on loan (`lent`: out of `order`, their slots kept idle), held nodes being drained
     (`draining`: out of `order`, so no job is placed there, but still counted until they go back)
     and slots of held nodes that went back (`spare`, reused by the next held node of that shape).
@@ -75,7 +75,7 @@ class VCState:
         self.has_temp = False
         #: nodes this VC holds on loan from elsewhere (added by add_node)
         self.borrowed: set[int] = set()
-        #: quota sharing: held node -> its tag (lender, pool shape); own node lent out -> the borrower
+        #: quota lending: held node -> its tag (lender, pool shape); own node lent out -> the borrower
         self.held: dict[int, object] = {}
         self.lent: dict[int, object] = {}
         #: held nodes being drained for return, in the order they started draining

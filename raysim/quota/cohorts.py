@@ -1,27 +1,27 @@
 """Where a cohort's loans are decided, and how VCs are packed so that cohorts stay whole.
 
 Loans never cross cohorts, so each cohort's decisions depend on its own VCs' reports only. A
-cohort all of whose VCs live in one VC group is decided inside that group (raysim.elastic.exchange
+cohort all of whose VCs live in one VC group is decided inside that group (raysim.quota.exchange
 .CohortEpochs): no coordinator window per epoch, no round trip. A cohort split over several groups
-is decided by the coordinator (raysim.elastic.exchange.EpochExchange), whose windows then end at
+is decided by the coordinator (raysim.quota.exchange.EpochExchange), whose windows then end at
 the epochs. Both run the same checks and lending policy at the same epochs, so where a cohort is
 decided never changes a result. A cohort of one VC has no partner and takes no part at all.
 """
 
 from __future__ import annotations
 
-from raysim.elastic.settings import SharingSettings
+from raysim.quota.settings import QuotaSettings
 
 
-def cohorts(settings: SharingSettings, vcs: list[str]) -> dict[str, list[str]]:
+def cohorts(settings: QuotaSettings, vcs: list[str]) -> dict[str, list[str]]:
     """Cohort -> its VCs in layout order, for the cohorts of at least two VCs (`vcs`: layout order)."""
     members: dict[str, list[str]] = {}
     for vc in vcs:
-        members.setdefault(settings.quota(vc).cohort, []).append(vc)
+        members.setdefault(settings.of(vc).cohort, []).append(vc)
     return {name: group for name, group in members.items() if len(group) > 1}
 
 
-def decided_in_group(settings: SharingSettings, vcs: list[str], group: list[str]) -> list[str]:
+def decided_in_group(settings: QuotaSettings, vcs: list[str], group: list[str]) -> list[str]:
     """VCs of `group` whose cohort lies wholly in it (decided there), in layout order."""
     if not settings.borrow:
         return []
@@ -29,7 +29,7 @@ def decided_in_group(settings: SharingSettings, vcs: list[str], group: list[str]
     return [vc for members in cohorts(settings, vcs).values() if inside.issuperset(members) for vc in members]
 
 
-def decided_by_coordinator(settings: SharingSettings, vcs: list[str], groups: list[list[str]]) -> list[str]:
+def decided_by_coordinator(settings: QuotaSettings, vcs: list[str], groups: list[list[str]]) -> list[str]:
     """VCs whose cohort is split over several groups (decided by the coordinator), in layout order."""
     if not settings.borrow:
         return []
@@ -39,13 +39,13 @@ def decided_by_coordinator(settings: SharingSettings, vcs: list[str], groups: li
     return [vc for vc in vcs if vc in split]
 
 
-def cohort_groups(settings: SharingSettings, vcs: list[str], n_groups: int) -> list[list[str]]:
+def cohort_groups(settings: QuotaSettings, vcs: list[str], n_groups: int) -> list[list[str]]:
     """At most `n_groups` groups of VCs that keep every cohort whole: cohorts (and VCs alone in
     theirs) go, largest first, to the group holding fewest VCs so far (ties: the earlier group).
     Each group lists its VCs in layout order; groups are ordered by their first VC."""
     units: dict[str, list[str]] = {}
     for vc in vcs:
-        units.setdefault(settings.quota(vc).cohort, []).append(vc)
+        units.setdefault(settings.of(vc).cohort, []).append(vc)
     ordered = sorted(units.values(), key=lambda members: -len(members))  # stable: layout order on ties
     groups: list[list[str]] = [[] for _ in range(max(1, min(n_groups, len(ordered))))]
     for members in ordered:

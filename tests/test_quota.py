@@ -1,4 +1,4 @@
-"""Quota sharing across VCs (sharing=borrow|global): the lending policy, the epoch exchange through
+"""Quotas between VCs (quota=borrow|global): the lending policy, the epoch exchange through
 the coordinator, and results that do not depend on how the run is executed."""
 
 import dataclasses
@@ -11,16 +11,16 @@ import pytest
 from test_invariants import synthetic_trace
 
 from raysim.cluster.layout import layout_from_vc_nodes
-from raysim.elastic import GLOBAL_VC, merged_layout
-from raysim.elastic.exchange import EpochExchange, LoanError, check_reports
-from raysim.elastic.lending import decide
-from raysim.elastic.settings import SharingSettings, VCQuota, sharing_settings
 from raysim.errors import ConfigError
+from raysim.quota import GLOBAL_VC, merged_layout
+from raysim.quota.exchange import EpochExchange, LoanError, check_reports
+from raysim.quota.ledger import PoolShape, check_conservation
+from raysim.quota.lending import decide
+from raysim.quota.settings import QuotaSettings, VCQuota, quota_settings
 from raysim.run.simulate import simulate
 from raysim.runtime.local import LocalExecutor
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
-from raysim.sim.quota import PoolShape, check_conservation
 from raysim.trace.errors import SkipReport
 from raysim.trace.load import Trace
 from raysim.trace.schema import conform, with_metadata
@@ -41,16 +41,16 @@ def hand_trace(rows, vcs):
     return Trace(with_metadata(conform(table), cluster="t", origin="0", source="hand"), dict(vcs), SkipReport(), "hand")
 
 
-def spec_of(trace, policy="fifo", sharing=None, **constants):
+def spec_of(trace, policy="fifo", quota=None, **constants):
     layout = layout_from_vc_nodes(trace.vc_nodes, 8)
     spec = RunSpec(policy, "consolidate", SimParams.for_mode("clean", seed=1), layout, policy_options=constants)
-    if sharing is None:
+    if quota is None:
         return spec
-    settings = sharing_settings(sharing, list(layout))
+    settings = quota_settings(quota, list(layout))
     if settings.mode == "global":
         merged, homes = merged_layout(layout)
-        return dataclasses.replace(spec, layout=merged, pool_homes=homes, sharing=settings)
-    return dataclasses.replace(spec, sharing=settings)
+        return dataclasses.replace(spec, layout=merged, pool_homes=homes, quota=settings)
+    return dataclasses.replace(spec, quota=settings)
 
 
 def borrow(period=300, reclaim="preempt", **more):
@@ -69,7 +69,7 @@ TWO_VCS = [("B", 0, 5000, 8), ("B", 10, 3000, 8), ("B", 10, 3000, 8), ("A", 1000
 
 def test_b_borrows_exactly_the_idle_nodes_at_the_next_epoch_and_a_reclaims_them_by_preemption():
     trace = hand_trace(TWO_VCS, {"A": 2, "B": 1})
-    jobs, series = simulate(trace, spec_of(trace, sharing=borrow()), None)
+    jobs, series = simulate(trace, spec_of(trace, quota=borrow()), None)
     b0, b1, b2, a = rows_of(jobs)
     assert b0 == (0, 5000, 0, 0, "B")
     # t=300: B borrows A's two idle nodes; t=1200 (the epoch after A's arrival): A reclaims both,
@@ -89,7 +89,7 @@ def test_b_borrows_exactly_the_idle_nodes_at_the_next_epoch_and_a_reclaims_them_
 
 def test_tiresias_jobs_continue_after_a_reclaim_and_pay_the_preemption_overhead():
     trace = hand_trace(TWO_VCS, {"A": 2, "B": 1})
-    spec = spec_of(trace, "tiresias", sharing=borrow(), threshold_gpu_s=10**9)
+    spec = spec_of(trace, "tiresias", quota=borrow(), threshold_gpu_s=10**9)
     jobs, _ = simulate(trace, spec, None)
     b1 = rows_of(jobs)[1]
     # 900 s done on A's node before the reclaim at 1200; from 2100 the rest (2100 s) and 40 s overhead
@@ -100,7 +100,7 @@ def test_tiresias_jobs_continue_after_a_reclaim_and_pay_the_preemption_overhead(
 
 def test_drain_lets_the_borrowers_jobs_finish_and_the_lender_waits_for_them():
     trace = hand_trace(TWO_VCS, {"A": 2, "B": 1})
-    jobs, _ = simulate(trace, spec_of(trace, sharing=borrow(reclaim="drain")), None)
+    jobs, _ = simulate(trace, spec_of(trace, quota=borrow(reclaim="drain")), None)
     b0, b1, b2, a = rows_of(jobs)
     assert (b1[0], b1[1], b1[3], b1[4]) == (300, 3300, 0, "A")  # never stopped
     assert (b2[0], b2[1], b2[3]) == (300, 3300, 0)
@@ -110,10 +110,10 @@ def test_drain_lets_the_borrowers_jobs_finish_and_the_lender_waits_for_them():
 
 def test_borrow_and_lending_limits_are_never_exceeded():
     trace = hand_trace(TWO_VCS, {"A": 2, "B": 1})
-    jobs, series = simulate(trace, spec_of(trace, sharing=borrow(vcs={"B": {"borrow_limit": 8}})), None)
+    jobs, series = simulate(trace, spec_of(trace, quota=borrow(vcs={"B": {"borrow_limit": 8}})), None)
     b = series.filter(pa.compute.equal(series.column("vc"), "B")).column("borrowed_gpu_num").to_numpy()
     assert b.max() == 8
-    jobs, series = simulate(trace, spec_of(trace, sharing=borrow(vcs={"A": {"lending_limit": 8}})), None)
+    jobs, series = simulate(trace, spec_of(trace, quota=borrow(vcs={"A": {"lending_limit": 8}})), None)
     a = series.filter(pa.compute.equal(series.column("vc"), "A")).column("lent_gpu_num").to_numpy()
     assert a.max() == 8
     assert rows_of(jobs)[1][0] == 300 and rows_of(jobs)[2][0] > 300  # one job on the one lent node
@@ -121,7 +121,7 @@ def test_borrow_and_lending_limits_are_never_exceeded():
 
 def test_vcs_lend_only_within_their_cohort():
     trace = hand_trace(TWO_VCS, {"A": 2, "B": 1})
-    jobs, series = simulate(trace, spec_of(trace, sharing=borrow(vcs={"A": {"cohort": "x"}})), None)
+    jobs, series = simulate(trace, spec_of(trace, quota=borrow(vcs={"A": {"cohort": "x"}})), None)
     assert series.column("borrowed_gpu_num").to_numpy().max() == 0
     assert set(jobs.column("ran_on_vc").to_pylist()) == {"A", "B"}
     assert jobs.column("ran_on_vc").to_pylist() == jobs.column("vc").to_pylist()
@@ -155,7 +155,7 @@ def report(vc, *, pools=((8, 2, 2, {}),), held=(), returned=(), pending=(0, 0), 
             "borrowed_gpu_s": 0, "lent_gpu_s": 0}
 
 
-SETTINGS = SharingSettings(mode="borrow", period_s=300)
+SETTINGS = QuotaSettings(mode="borrow", period_s=300)
 
 
 def test_lending_is_max_min_fair_over_the_borrowers_shortfall():
@@ -179,7 +179,7 @@ def test_scarce_nodes_go_to_the_borrower_holding_least():
 
 
 def test_a_lender_with_waiting_jobs_reclaims_from_the_biggest_holder_first_in_its_mode():
-    settings = SharingSettings(mode="borrow", period_s=300, quotas={"L": VCQuota(reclaim="drain")})
+    settings = QuotaSettings(mode="borrow", period_s=300, quotas={"L": VCQuota(reclaim="drain")})
     reports = {"L": report("L", pools=((8, 4, 0, {"B1": 1, "B2": 3}),), pending=(1, 16), free=0),
                "B1": report("B1", held=[("L", 0, 1, 1, 0)], pending=(1, 8)),
                "B2": report("B2", held=[("L", 0, 3, 1, 0)], pending=(1, 8))}
@@ -205,14 +205,14 @@ def test_epoch_reports_are_checked_for_conservation_and_limits():
     lost = {"L": ok["L"], "B": report("B", held=[("L", 0, 1, 0, 0)])}
     with pytest.raises(LoanError, match="not conserved"):
         check_reports(lost, SETTINGS)
-    limited = SharingSettings(mode="borrow", period_s=300, quotas={"B": VCQuota(borrow_limit=8)})
+    limited = QuotaSettings(mode="borrow", period_s=300, quotas={"B": VCQuota(borrow_limit=8)})
     over = {"L": report("L", pools=((8, 2, 0, {"B": 2}),)), "B": report("B", held=[("L", 0, 2, 0, 0)])}
     with pytest.raises(LoanError, match="borrow_limit"):
         check_reports(over, limited)
 
 
 def test_reports_cross_to_the_coordinator_as_one_arrow_batch_and_come_back_whole():
-    from raysim.elastic.reports import REPORT_SCHEMA, reports_batch, reports_of
+    from raysim.quota.reports import REPORT_SCHEMA, reports_batch, reports_of
 
     reports = [report("L", pools=((8, 4, 1, {"B": 2}),)),
                report("B", held=[("L", 0, 1, 1, 1)], returned=[("L", 0, 1)], pending=(2, 24),
@@ -228,7 +228,7 @@ def test_conservation_holds_per_vc_and_per_node_at_every_epoch(monkeypatch):
     """A random three-VC run on the in-process executor: at every epoch, before the decisions,
     every lent node is held by its borrower or given back and not yet taken back."""
     trace, est = synthetic_trace(seed=5, n=100)
-    spec = spec_of(trace, "tiresias", sharing=borrow(vcs={"b": {"reclaim": "drain"}}))
+    spec = spec_of(trace, "tiresias", quota=borrow(vcs={"b": {"reclaim": "drain"}}))
     executors, epochs = [], []
 
     class Watched(LocalExecutor):
@@ -263,7 +263,7 @@ def test_conservation_holds_per_vc_and_per_node_at_every_epoch(monkeypatch):
 @pytest.mark.parametrize("mode", ["borrow", "global"])
 def test_results_do_not_depend_on_window_size_or_packing(mode, tmp_path):
     trace, est = synthetic_trace(seed=6)
-    spec = spec_of(trace, "tiresias", sharing=borrow() if mode == "borrow" else {"mode": "global"})
+    spec = spec_of(trace, "tiresias", quota=borrow() if mode == "borrow" else {"mode": "global"})
     base, base_ts = simulate(trace, spec, est, runtime="local", window_s=300)
     for window_s, per_actor in ((100, 1), (300, 8), (604_800, 2), (604_800, 8), (7_000, 8)):
         jobs, ts = simulate(trace, spec, est, runtime="local", window_s=window_s, vcs_per_actor=per_actor)
@@ -288,20 +288,20 @@ def five_vcs(seed, n=500):
 def test_a_cohort_is_decided_alike_in_its_group_and_by_the_coordinator(policy):
     """Where a cohort is decided (inside the VC group holding all of it, or by the coordinator
     when it is split) changes no result, with windows of any length, aligned to epochs or not."""
-    from raysim.elastic.cohorts import decided_by_coordinator
+    from raysim.quota.cohorts import decided_by_coordinator
     from raysim.run.simulate import vc_groups
 
     trace, cohorts = five_vcs(seed=3)
-    spec = spec_of(trace, policy, sharing=borrow(vcs=cohorts))
+    spec = spec_of(trace, policy, quota=borrow(vcs=cohorts))
     # one VC per group: both cohorts are split, the coordinator decides at 300-s windows
-    assert decided_by_coordinator(spec.sharing, spec.vcs, vc_groups(spec.vcs, 1)) == spec.vcs
+    assert decided_by_coordinator(spec.quota, spec.vcs, vc_groups(spec.vcs, 1)) == spec.vcs
     base, base_ts = simulate(trace, spec, None, window_s=300)
     assert base.column("reclaims").to_numpy().sum() > 0
     assert set(base.column("ran_on_vc").to_pylist()) - set(base.column("vc").to_pylist()) == set()
     assert (base.column("ran_on_vc").to_numpy(zero_copy_only=False) != base.column("vc").to_numpy(zero_copy_only=False)).any()
     for per_actor, window_s, split in ((8, 604_800, []), (8, 7_000, []), (8, 100, []),
                                        (2, 600, ["v2", "v3", "v4"]), (3, 86_400, ["v2", "v3", "v4"])):
-        assert decided_by_coordinator(spec.sharing, spec.vcs, vc_groups(spec.vcs, per_actor)) == split
+        assert decided_by_coordinator(spec.quota, spec.vcs, vc_groups(spec.vcs, per_actor)) == split
         jobs, ts = simulate(trace, spec, None, window_s=window_s, vcs_per_actor=per_actor)
         assert jobs.equals(base) and ts.equals(base_ts), (per_actor, window_s)
 
@@ -309,7 +309,7 @@ def test_a_cohort_is_decided_alike_in_its_group_and_by_the_coordinator(policy):
 def test_a_split_cohort_is_said_in_the_log(caplog):
     """Packing that splits a cohort is allowed (the coordinator decides it) but slower: the log says so."""
     trace, cohorts = five_vcs(seed=3)
-    spec = spec_of(trace, "fifo", sharing=borrow(vcs=cohorts))
+    spec = spec_of(trace, "fifo", quota=borrow(vcs=cohorts))
     with caplog.at_level("INFO", logger="raysim"):
         simulate(trace, spec, None, window_s=86_400, vcs_per_actor=8)
     assert "spread over VC groups" not in caplog.text
@@ -321,10 +321,10 @@ def test_a_split_cohort_is_said_in_the_log(caplog):
 def test_conservation_holds_at_every_epoch_decided_inside_a_group(monkeypatch):
     """The in-group decisions: before each, every lent node is held by its borrower or was given
     back (and not yet taken back), and the node state of every VC is consistent."""
-    from raysim.elastic.exchange import CohortEpochs
+    from raysim.quota.exchange import CohortEpochs
 
     trace, cohorts = five_vcs(seed=4)
-    spec = spec_of(trace, "fifo", sharing=borrow(vcs=cohorts))
+    spec = spec_of(trace, "fifo", quota=borrow(vcs=cohorts))
     original, epochs = CohortEpochs.decide, []
 
     def checked(self, sims, t):
@@ -339,9 +339,9 @@ def test_conservation_holds_at_every_epoch_decided_inside_a_group(monkeypatch):
 
 
 def test_auto_packing_keeps_every_cohort_in_one_group():
-    from raysim.elastic.cohorts import cohort_groups, cohorts, decided_in_group
+    from raysim.quota.cohorts import cohort_groups, cohorts, decided_in_group
 
-    settings = sharing_settings(borrow(vcs={"a": {"cohort": "x"}, "c": {"cohort": "x"}, "d": {"cohort": "y"},
+    settings = quota_settings(borrow(vcs={"a": {"cohort": "x"}, "c": {"cohort": "x"}, "d": {"cohort": "y"},
                                             "e": {"cohort": "y"}, "f": {"cohort": "y"}}), list("abcdef"))
     assert cohorts(settings, list("abcdef")) == {"x": ["a", "c"], "y": ["d", "e", "f"]}  # b is alone in "all"
     assert cohort_groups(settings, list("abcdef"), 2) == [["a", "b", "c"], ["d", "e", "f"]]
@@ -351,18 +351,18 @@ def test_auto_packing_keeps_every_cohort_in_one_group():
     assert decided_in_group(settings, list("abcdef"), ["b", "d", "e"]) == []
 
 
-def test_sharing_none_is_the_run_without_sharing():
+def test_quota_none_is_the_run_without_quotas():
     trace, est = synthetic_trace(seed=7)
     plain = spec_of(trace, "srtf")
     jobs, ts = simulate(trace, plain, est)
-    again, ts2 = simulate(trace, spec_of(trace, "srtf", sharing={"mode": "none"}), est)
+    again, ts2 = simulate(trace, spec_of(trace, "srtf", quota={"mode": "none"}), est)
     assert jobs.equals(again) and ts.equals(ts2)
     assert "ran_on_vc" not in jobs.column_names
 
 
 def test_the_global_queue_runs_every_job_on_any_vcs_nodes():
     trace, est = synthetic_trace(seed=8)
-    jobs, series = simulate(trace, spec_of(trace, "fifo", sharing={"mode": "global"}), est)
+    jobs, series = simulate(trace, spec_of(trace, "fifo", quota={"mode": "global"}), est)
     assert set(series.column("vc").to_pylist()) == {GLOBAL_VC, "all"}
     assert jobs.column("vc").to_pylist() == trace.table.column("vc").to_pylist()
     ran = jobs.column("ran_on_vc").to_numpy(zero_copy_only=False)
@@ -378,7 +378,7 @@ def test_a_borrow_run_resumes_from_its_checkpoint_with_identical_results(tmp_pat
     from raysim.run.simulate import simulate_to, vc_groups
 
     trace, est = synthetic_trace(seed=9)
-    spec = spec_of(trace, "tiresias", sharing=borrow())
+    spec = spec_of(trace, "tiresias", quota=borrow())
     whole, whole_ts = simulate(trace, spec, est, window_s=300)
     ckpt = tmp_path / "ckpt"
     with pytest.raises(Exception):
@@ -390,20 +390,20 @@ def test_a_borrow_run_resumes_from_its_checkpoint_with_identical_results(tmp_pat
 
 
 # ---------------------------------------------------------------------- configuration
-def test_bad_sharing_settings_are_one_line_errors_naming_the_key():
-    with pytest.raises(ConfigError, match="sharing.mode"):
-        sharing_settings({"mode": "lend"}, ["a"])
-    with pytest.raises(ConfigError, match="sharing.vcs: names VC"):
-        sharing_settings(borrow(vcs={"zz": {"cohort": "x"}}), ["a", "b"])
-    with pytest.raises(ConfigError, match=r"sharing.vcs.a.reclaim"):
-        sharing_settings(borrow(vcs={"a": {"reclaim": "kill"}}), ["a"])
-    with pytest.raises(ConfigError, match=r"sharing.vcs.a: unknown setting"):
-        sharing_settings(borrow(vcs={"a": {"limit": 3}}), ["a"])
-    with pytest.raises(ConfigError, match="sharing.borrow_limit"):
-        sharing_settings(borrow(borrow_limit=-1), ["a"])
-    settings = sharing_settings(borrow(borrow_limit=16, vcs={"a": {"cohort": "x", "reclaim": "drain"}}), ["a", "b"])
-    assert settings.quota("a") == VCQuota(cohort="x", borrow_limit=16, reclaim="drain")
-    assert settings.quota("b") == VCQuota(borrow_limit=16)
+def test_bad_quota_settings_are_one_line_errors_naming_the_key():
+    with pytest.raises(ConfigError, match="quota.mode"):
+        quota_settings({"mode": "lend"}, ["a"])
+    with pytest.raises(ConfigError, match="quota.vcs: names VC"):
+        quota_settings(borrow(vcs={"zz": {"cohort": "x"}}), ["a", "b"])
+    with pytest.raises(ConfigError, match=r"quota.vcs.a.reclaim"):
+        quota_settings(borrow(vcs={"a": {"reclaim": "kill"}}), ["a"])
+    with pytest.raises(ConfigError, match=r"quota.vcs.a: unknown setting"):
+        quota_settings(borrow(vcs={"a": {"limit": 3}}), ["a"])
+    with pytest.raises(ConfigError, match="quota.borrow_limit"):
+        quota_settings(borrow(borrow_limit=-1), ["a"])
+    settings = quota_settings(borrow(borrow_limit=16, vcs={"a": {"cohort": "x", "reclaim": "drain"}}), ["a", "b"])
+    assert settings.of("a") == VCQuota(cohort="x", borrow_limit=16, reclaim="drain")
+    assert settings.of("b") == VCQuota(borrow_limit=16)
 
 
 # ---------------------------------------------------------------------- on Ray
@@ -425,7 +425,7 @@ def parquet_bytes(table, path):
 
 def test_ray_writes_the_same_files_as_local_whatever_the_packing(ray_up, tmp_path):
     trace, est = synthetic_trace(seed=10, n=200)
-    spec = spec_of(trace, "tiresias", sharing=borrow(vcs={"c": {"reclaim": "drain"}}))
+    spec = spec_of(trace, "tiresias", quota=borrow(vcs={"c": {"reclaim": "drain"}}))
     local, local_ts = simulate(trace, spec, est, runtime="local")
     assert local.column("ran_on_vc").to_pylist() != local.column("vc").to_pylist()
     for per_actor in (1, 8):
@@ -441,7 +441,7 @@ def test_a_killed_vc_actor_in_a_borrow_run_is_rebuilt_with_identical_results(ray
     from raysim.run.simulate import vc_groups
 
     trace, est = synthetic_trace(seed=11, n=200)
-    spec = spec_of(trace, "fifo", sharing=borrow())
+    spec = spec_of(trace, "fifo", quota=borrow())
     undisturbed, undisturbed_ts = simulate(trace, spec, est, runtime="local")
     executor = KillOnce(spec, vc_groups(spec.vcs, 1), victim=1, at=40)
     jobs, ts = simulate(trace, spec, est, executor=executor, window_s=300)
@@ -459,7 +459,7 @@ def test_a_borrow_run_reports_loans_in_its_summary_and_plots(tmp_path):
     from raysim.run.cluster import run_cluster
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        cfg = compose(config_name="config", overrides=["+experiment=venus", "runtime=local", "sharing=borrow"])
+        cfg = compose(config_name="config", overrides=["+experiment=venus", "runtime=local", "quota=borrow"])
     overall = run_cluster(cfg, tmp_path)
     summary = pd.read_csv(tmp_path / "summary.csv").set_index("vc")
     vcs = summary.drop(index="all")
@@ -474,11 +474,11 @@ def test_a_borrow_run_reports_loans_in_its_summary_and_plots(tmp_path):
 
 
 def test_a_sweep_shows_the_queue_each_vc_gained_or_lost():
-    from raysim.report.sweep import sharing_change
+    from raysim.report.sweep import quota_change
 
-    table = pd.DataFrame({"run": ["policy=fifo,sharing=none"] * 2 + ["policy=fifo,sharing=borrow"] * 2
-                          + ["policy=sjf,sharing=global"] * 2,
+    table = pd.DataFrame({"run": ["policy=fifo,quota=none"] * 2 + ["policy=fifo,quota=borrow"] * 2
+                          + ["policy=sjf,quota=global"] * 2,
                           "vc": ["a", "all"] * 3, "avg_queue": [100.0, 50.0, 40.0, 30.0, 1.0, 1.0]})
-    change = sharing_change(table, "avg_queue")
-    assert list(change.columns) == ["policy=fifo,sharing=borrow"]  # sjf has no sharing=none run to compare to
+    change = quota_change(table, "avg_queue")
+    assert list(change.columns) == ["policy=fifo,quota=borrow"]  # sjf has no quota=none run to compare to
     assert change.loc["a"].tolist() == [-60.0] and change.loc["all"].tolist() == [-20.0]

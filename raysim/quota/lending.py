@@ -1,6 +1,6 @@
 """The lending policy: from every VC's report at an epoch, the loan operations each VC carries out
-at that epoch (raysim.sim.quota has the operations and the report's fields). It runs wherever a
-cohort is decided, in the coordinator or in a VC group (raysim.elastic.exchange).
+at that epoch (raysim.quota.ledger has the operations and the report's fields). It runs wherever a
+cohort is decided, in the coordinator or in a VC group (raysim.quota.exchange).
 
 The policy is deterministic: it reads the reports in layout order and breaks every tie by it.
 At an epoch, in this order:
@@ -28,11 +28,11 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 
-from raysim.elastic.settings import SharingSettings
-from raysim.sim.quota import PoolShape
+from raysim.quota.ledger import PoolShape
+from raysim.quota.settings import QuotaSettings
 
 
-def decide(reports: dict[str, dict], settings: SharingSettings, index: "ReportIndex | None" = None
+def decide(reports: dict[str, dict], settings: QuotaSettings, index: "ReportIndex | None" = None
            ) -> dict[str, list[tuple]]:
     """Per VC (those with something to do), its operations at the epoch, in the order it applies
     them: ("reclaim", lender, shape, count, mode, nodes returned at once), ("take_back", pool, count, borrower),
@@ -63,7 +63,7 @@ def decide(reports: dict[str, dict], settings: SharingSettings, index: "ReportIn
     short = [vc for vc in index.ordered(index.pending)
              if reports[vc]["pending_gpus"] - reports[vc]["free_gpus"] > epoch.coming.get(vc, 0)]
     if short and any(reports[vc]["idle_own"] for vc in index.may_lend):
-        for cohort in dict.fromkeys(settings.quota(vc).cohort for vc in short):  # 4. lend
+        for cohort in dict.fromkeys(settings.of(vc).cohort for vc in short):  # 4. lend
             epoch.lend(index.members[cohort], index.may_lend)
     return epoch.operations()
 
@@ -76,13 +76,13 @@ class ReportIndex:
     up to date (`update` whenever a report changes) makes a decision cost what it concerns rather
     than the number of VCs."""
 
-    def __init__(self, vcs: list[str], settings: SharingSettings):
+    def __init__(self, vcs: list[str], settings: QuotaSettings):
         self.order = list(vcs)
         self.rank = {vc: i for i, vc in enumerate(self.order)}
         #: cohort -> its VCs (among `vcs`), in layout order
         self.members: dict[str, list[str]] = {}
         for vc in self.order:
-            self.members.setdefault(settings.quota(vc).cohort, []).append(vc)
+            self.members.setdefault(settings.of(vc).cohort, []).append(vc)
         self.pending: set = set()
         self.lending: set = set()
         self.transit: set = set()
@@ -90,7 +90,7 @@ class ReportIndex:
         self.may_lend: set = set()
 
     @classmethod
-    def of(cls, reports: dict[str, dict], settings: SharingSettings) -> "ReportIndex":
+    def of(cls, reports: dict[str, dict], settings: QuotaSettings) -> "ReportIndex":
         index = cls(list(reports), settings)
         for vc, r in reports.items():
             index.update(vc, r)
@@ -129,7 +129,7 @@ class _Epoch:
 
     ORDER = ("reclaim", "take_back", "lend", "borrow")
 
-    def __init__(self, reports: dict[str, dict], settings: SharingSettings, rank: dict[str, int]):
+    def __init__(self, reports: dict[str, dict], settings: QuotaSettings, rank: dict[str, int]):
         self.reports, self.settings, self.rank = reports, settings, rank
         #: VC -> kind -> its operations of that kind
         self.ops: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
@@ -185,7 +185,7 @@ class _Epoch:
 
     def reclaim(self, lender: str, short: int) -> None:
         """Reclaim `lender`'s lent nodes until `short` GPUs are covered (see the module docstring)."""
-        report, mode = self.reports[lender], self.settings.quota(lender).reclaim
+        report, mode = self.reports[lender], self.settings.of(lender).reclaim
         # (borrower, pool) -> the lent row, and the nodes the borrower holds open (by conservation,
         # which the reports passed: lent - closed), borrowers in layout order, then pools
         rows, open_nodes = {}, {}
@@ -252,7 +252,7 @@ class _Epoch:
         """The first supply item with a node borrower `vc` may take (within the lender's lending
         limit and its own borrow limit, of a GPU type its pending jobs beyond the `granted` GPUs
         may use); None if there is none."""
-        limit, report = self.settings.quota(vc).borrow_limit, self.reports[vc]
+        limit, report = self.settings.of(vc).borrow_limit, self.reports[vc]
         items, lendable = supply.items, supply.lendable
         i = supply.first_open()
         while i < len(items) or supply.more():
@@ -289,7 +289,7 @@ class _Supply:
     are used up, so the pools of lenders the epoch does not reach are never read. `lendable`:
     lender -> GPUs it may still lend under its lending limit (for the lenders reached)."""
 
-    def __init__(self, reports: dict, settings: SharingSettings, lenders: list[str], back: dict):
+    def __init__(self, reports: dict, settings: QuotaSettings, lenders: list[str], back: dict):
         self.items: list = []
         self.lendable: dict = {}
         self._reports, self._settings, self._back = reports, settings, back
@@ -312,7 +312,7 @@ class _Supply:
                 continue
             idle = [[vc, p, p["idle"]] for p in r["pools"] if p["idle"]]
             if idle:
-                limit = self._settings.quota(vc).lending_limit
+                limit = self._settings.of(vc).lending_limit
                 if limit is not None:
                     self.lendable[vc] = limit - (r["lent_gpus"] - self._back[vc])
                 self.items.extend(idle)

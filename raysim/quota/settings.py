@@ -1,5 +1,6 @@
-"""Quota-sharing settings (`sharing=` config group): the mode, the epoch period and, per VC, its
-cohort, limits and reclaim mode."""
+"""Quota settings (the `quota=` config group): the mode, the epoch period and, per VC, its cohort,
+limits and reclaim mode. The group was called `sharing` before; that word is kept for GPU sharing,
+and a key or override under the old name is refused (`refuse_old_name`)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from raysim.errors import ConfigError
 
 MODES = ("none", "borrow", "global")
 RECLAIM_MODES = ("preempt", "drain")
-#: settings a VC may override in `sharing.vcs.<vc>`
+#: settings a VC may override in `quota.vcs.<vc>`
 PER_VC = ("cohort", "borrow_limit", "lending_limit", "reclaim")
+#: the group's name before it was `quota`
+OLD_NAME = "sharing"
 
 
 @dataclass(frozen=True)
 class VCQuota:
-    """One VC's part in quota sharing."""
+    """One VC's part in quota lending."""
 
     cohort: str = "all"
     #: GPUs the VC may hold on loan at once (None: no limit)
@@ -30,7 +33,7 @@ _DEFAULT = VCQuota()
 
 
 @dataclass(frozen=True)
-class SharingSettings:
+class QuotaSettings:
     """`mode` none | borrow | global; with borrow, loans are decided every `period_s` seconds
     (from the trace's t0) under each VC's `quotas` entry."""
 
@@ -42,39 +45,39 @@ class SharingSettings:
     def borrow(self) -> bool:
         return self.mode == "borrow"
 
-    def quota(self, vc: str) -> VCQuota:
+    def of(self, vc: str) -> VCQuota:
         return self.quotas.get(vc, _DEFAULT)
 
 
-def sharing_settings(conf: dict | None, vcs: list[str]) -> SharingSettings:
-    """Checked settings from the `sharing` config group (a plain dict) for a run over VCs `vcs`.
+def quota_settings(conf: dict | None, vcs: list[str]) -> QuotaSettings:
+    """Checked settings from the `quota` config group (a plain dict) for a run over VCs `vcs`.
     A bad value is a ConfigError naming its key."""
     conf = dict(conf or {})
     mode = conf.get("mode", "none")
     if mode not in MODES:
-        raise ConfigError("sharing.mode", f"must be one of {', '.join(MODES)}", mode)
+        raise ConfigError("quota.mode", f"must be one of {', '.join(MODES)}", mode)
     if mode != "borrow":
-        return SharingSettings(mode=mode)
-    period = _whole(conf.get("period_s", 300), "sharing.period_s", minimum=1)
-    default = _vc_quota(conf, "sharing", VCQuota())
+        return QuotaSettings(mode=mode)
+    period = _whole(conf.get("period_s", 300), "quota.period_s", minimum=1)
+    default = _vc_quota(conf, "quota", VCQuota())
     overrides = conf.get("vcs") or {}
     if not isinstance(overrides, dict):
-        raise ConfigError("sharing.vcs", "must map VC names to their settings", overrides)
+        raise ConfigError("quota.vcs", "must map VC names to their settings", overrides)
     unknown = sorted(set(overrides) - set(vcs))
     if unknown:
-        raise ConfigError("sharing.vcs", f"names VC(s) the run does not have: {', '.join(map(str, unknown))} "
+        raise ConfigError("quota.vcs", f"names VC(s) the run does not have: {', '.join(map(str, unknown))} "
                           f"(its VCs: {', '.join(vcs[:8])}{', ...' if len(vcs) > 8 else ''})")
     quotas = {}
     for vc in vcs:
         own = overrides.get(vc) or {}
         if not isinstance(own, dict):
-            raise ConfigError(f"sharing.vcs.{vc}", f"must be a mapping of {', '.join(PER_VC)}", own)
+            raise ConfigError(f"quota.vcs.{vc}", f"must be a mapping of {', '.join(PER_VC)}", own)
         extra = sorted(set(own) - set(PER_VC))
         if extra:
-            raise ConfigError(f"sharing.vcs.{vc}", f"unknown setting(s) {', '.join(extra)}; "
+            raise ConfigError(f"quota.vcs.{vc}", f"unknown setting(s) {', '.join(extra)}; "
                               f"choose from {', '.join(PER_VC)}")
-        quotas[vc] = _vc_quota(own, f"sharing.vcs.{vc}", default)
-    return SharingSettings(mode=mode, period_s=period, quotas=quotas)
+        quotas[vc] = _vc_quota(own, f"quota.vcs.{vc}", default)
+    return QuotaSettings(mode=mode, period_s=period, quotas=quotas)
 
 
 def _vc_quota(conf: dict, where: str, default: VCQuota) -> VCQuota:
@@ -95,3 +98,15 @@ def _whole(raw, key: str, *, minimum: int) -> int:
     if isinstance(raw, bool) or not isinstance(raw, (int, float)) or float(raw) != int(raw) or raw < minimum:
         raise ConfigError(key, f"must be a whole number of at least {minimum}", raw)
     return int(raw)
+
+
+def refuse_old_name(keys) -> None:
+    """Refuse a config key or command-line override (`key=value`, with Hydra's + ~ prefixes) under
+    the group's old name: `sharing=borrow`, `sharing.period_s=600`, a `sharing:` key of a config
+    file. The ConfigError gives the new name."""
+    for key in map(str, keys):
+        name = key.lstrip("+~")
+        if name.split("=", 1)[0].split(".", 1)[0] == OLD_NAME:
+            new = key[:len(key) - len(name)] + "quota" + name[len(OLD_NAME):]
+            raise ConfigError(key, f"renamed to {new}: quotas between VCs are the quota group now "
+                              f"({OLD_NAME} is GPU sharing only)")

@@ -1,6 +1,6 @@
-"""Elastic quotas across VCs, the VC side: reports, lending, borrowing, reclaiming and taking back nodes.
+"""Quotas between VCs, the VC side: reports, lending, borrowing, reclaiming and taking back nodes.
 
-A VC that takes part in quota sharing (`VCSimulator(..., quota_sharing=True)`) holds two kinds of
+A VC that takes part in quota lending (`VCSimulator(..., quota_loans=True)`) holds two kinds of
 nodes: its *own* nodes (its layout pools) and *held* nodes, on loan from another VC and tagged with
 that lender and the lender's pool (`PoolShape`). The coordinator decides loans at epochs t between
 windows: at an epoch every VC has processed every event before t and none at t. Each operation
@@ -11,7 +11,7 @@ event of the VC, so its policy decides (and its time series is sampled) at t wit
   pool its nodes and idle nodes; its nodes lent out per pool (with the pool's shape) and borrower;
   the held nodes per lender and pool (open to placement, idle among those, being drained); every
   loan it is part of, as its own books have it (`loans`, which the conservation check reads,
-  raysim.elastic.exchange); the pending jobs and GPUs, also per set of GPU types they may use;
+  raysim.quota.exchange); the pending jobs and GPUs, also per set of GPU types they may use;
   the free GPUs on nodes open to placement; nodes given back since the last report; the GPUs held
   on loan and lent out now, and of those being drained; the idle held nodes open to placement
   and the idle own nodes; a number that changes whenever its loans change; borrowed and lent
@@ -46,7 +46,7 @@ own node from its lend until its take-back (a drained node is thus counted as le
 from its return until the next epoch's take-back). Between epochs, per lender, borrower and pool:
 nodes lent = nodes held + nodes returned and not yet taken back (`check_conservation`).
 
-Quota sharing and the Lucid profiler's node loans (`VCSimulator.add_node_events`) do not mix.
+Quota lending and the Lucid profiler's node loans (`VCSimulator.add_node_events`) do not mix.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ class QuotaLedger:
 
 
 class QuotaLoans:
-    """The quota-sharing operations of raysim.sim.engine.VCSimulator (see the module docstring)."""
+    """The loan operations of raysim.sim.engine.VCSimulator (see the module docstring)."""
 
     # ------------------------------------------------------------------ the coordinator's calls
     def quota_report(self, t: int) -> dict:
@@ -153,7 +153,7 @@ class QuotaLoans:
         before the VC changes (the lending policy does, at the epoch)."""
         ledger, vc = self.quota, self.vc
         if ledger is None:
-            raise RuntimeError(f"{self.name}: quota sharing is off for this VC")
+            raise RuntimeError(f"{self.name} takes no part in quota lending (quota_loans=False)")
         if t <= self.now:  # (cheaper than _epoch's check: reports are many, operations few)
             raise ValueError(f"{self.name}: a report at t={t} after the simulation reached {self.now}")
         ledger.account(t)
@@ -347,7 +347,7 @@ class QuotaLoans:
         assert ledger.held_nodes == held, "held node counts are off"
 
     def apply_loan_operations(self, t: int, ops: list[tuple]) -> None:
-        """Carry out this VC's operations of epoch t, in order (raysim.elastic.lending.decide says
+        """Carry out this VC's operations of epoch t, in order (raysim.quota.lending.decide says
         what they are); a reclaim must give back at once what the lending policy expects."""
         for kind, *args in ops:
             if kind == "reclaim":
@@ -396,7 +396,7 @@ class QuotaLoans:
     def _epoch(self, t: int) -> QuotaLedger:
         """The ledger, after checking that t is an epoch for this VC (events before t done, none at t)."""
         if self.quota is None:
-            raise RuntimeError(f"{self.name}: quota sharing is off for this VC")
+            raise RuntimeError(f"{self.name} takes no part in quota lending (quota_loans=False)")
         if t <= self.now or self.next_event_time() < t:
             raise ValueError(f"{self.name}: a loan operation at t={t} needs every event before t "
                              f"processed and none at t (processed up to {self.now})")

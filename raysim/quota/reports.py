@@ -1,6 +1,6 @@
 """Quota reports as Arrow: what VC groups send the coordinator for the cohorts it decides.
 
-One row per VC (raysim.sim.quota.VCSimulator.quota_report has the fields); the rows of one
+One row per VC (raysim.quota.ledger.QuotaLoans.quota_report has the fields); the rows of one
 window's reports travel as one record batch and become plain dicts again for the lending policy
 (`loans`, a dict keyed by (lender, borrower, pool), travels as a list of rows).
 """

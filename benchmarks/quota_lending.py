@@ -1,12 +1,12 @@
-"""Cost of quota sharing: wall time of the Helios-like run with sharing=borrow against sharing=none,
+"""Cost of quota lending: wall time of the Helios-like run with quota=borrow against quota=none,
 in-process and on Ray, each in a fresh process on this machine.
 
-    python benchmarks/quota_sharing.py [--days 183] [--policy fifo] [--runtimes local ray]
+    python benchmarks/quota_lending.py [--days 183] [--policy fifo] [--runtimes local ray]
                                        [--period-s 300] [--vcs-per-actor auto] [--json]
 
 Each run simulates the whole trace and writes its result files (as `python -m raysim
 +experiment=helios_synth` does, without summary and plots), with the experiment's packing
-(`ray.vcs_per_actor=auto`: with sharing=borrow every cohort in one VC actor, whose loans it decides
+(`ray.vcs_per_actor=auto`: with quota=borrow every cohort in one VC actor, whose loans it decides
 itself) and each runtime's default window. `--vcs-per-actor N` packs N VCs to an actor instead,
 which splits the one cohort over actors: the coordinator then decides its loans, at windows of the
 epoch period. Prints one line per run and the ratio borrow / none per runtime (with --json, one
@@ -25,12 +25,12 @@ import time
 WINDOW_S = {"local": 604_800, "ray": 86_400}  # conf/runtime/*.yaml
 
 
-def one(days: int, policy: str, runtime: str, sharing: str, period_s: int, vcs_per_actor="auto") -> dict:
+def one(days: int, policy: str, runtime: str, quota: str, period_s: int, vcs_per_actor="auto") -> dict:
     import dataclasses
 
     from raysim.cluster.layout import layout_from_vc_nodes
-    from raysim.elastic import merged_layout
-    from raysim.elastic.settings import sharing_settings
+    from raysim.quota import merged_layout
+    from raysim.quota.settings import quota_settings
     from raysim.run.simulate import simulate_to
     from raysim.runtime.spec import RunSpec
     from raysim.sim import SimParams
@@ -38,9 +38,9 @@ def one(days: int, policy: str, runtime: str, sharing: str, period_s: int, vcs_p
 
     trace = load_synth({"preset": "helios", "days": days, "seed": 0})
     layout = layout_from_vc_nodes(trace.vc_nodes, 8)
-    settings = sharing_settings({"mode": sharing, "period_s": period_s}, list(layout))
-    spec = RunSpec(policy, "consolidate", SimParams.for_mode("clean"), layout, sharing=settings)
-    if sharing == "global":
+    settings = quota_settings({"mode": quota, "period_s": period_s}, list(layout))
+    spec = RunSpec(policy, "consolidate", SimParams.for_mode("clean"), layout, quota=settings)
+    if quota == "global":
         merged, homes = merged_layout(layout)
         spec = dataclasses.replace(spec, layout=merged, pool_homes=homes)
     if runtime == "ray":
@@ -52,8 +52,8 @@ def one(days: int, policy: str, runtime: str, sharing: str, period_s: int, vcs_p
         stats = simulate_to(out, trace, spec, None, runtime=runtime, vcs_per_actor=vcs_per_actor,
                             window_s=WINDOW_S[runtime])
     wall = time.perf_counter() - t
-    return {"days": days, "jobs": trace.table.num_rows, "policy": policy, "runtime": runtime, "sharing": sharing,
-            "period_s": period_s if sharing == "borrow" else None, "vcs_per_actor": vcs_per_actor,
+    return {"days": days, "jobs": trace.table.num_rows, "policy": policy, "runtime": runtime, "quota": quota,
+            "period_s": period_s if quota == "borrow" else None, "vcs_per_actor": vcs_per_actor,
             "wall_s": round(wall, 2), **stats}
 
 
@@ -74,27 +74,27 @@ def main() -> None:
     ap.add_argument("--period-s", type=int, default=300)
     ap.add_argument("--vcs-per-actor", default="auto", type=_packing, help="auto (default) or VCs per actor")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--one", nargs=3, metavar=("RUNTIME", "SHARING", "PERIOD"), help=argparse.SUPPRESS)
+    ap.add_argument("--one", nargs=3, metavar=("RUNTIME", "QUOTA", "PERIOD"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        runtime, sharing, period = args.one
-        print(json.dumps(one(args.days, args.policy, runtime, sharing, int(period), args.vcs_per_actor)))
+        runtime, quota, period = args.one
+        print(json.dumps(one(args.days, args.policy, runtime, quota, int(period), args.vcs_per_actor)))
         return
     for runtime in args.runtimes:
         walls = {}
-        for sharing in ("none", "borrow"):
+        for quota in ("none", "borrow"):
             res = subprocess.run([sys.executable, __file__, "--days", str(args.days), "--policy", args.policy,
-                                  "--vcs-per-actor", str(args.vcs_per_actor), "--one", runtime, sharing,
+                                  "--vcs-per-actor", str(args.vcs_per_actor), "--one", runtime, quota,
                                   str(args.period_s)], capture_output=True, text=True)
             if res.returncode != 0:
-                print(json.dumps({"runtime": runtime, "sharing": sharing, "error": res.stderr.strip().splitlines()[-1:]}))
+                print(json.dumps({"runtime": runtime, "quota": quota, "error": res.stderr.strip().splitlines()[-1:]}))
                 continue
             row = json.loads(res.stdout.strip().splitlines()[-1])
-            walls[sharing] = row["wall_s"]
-            if sharing == "borrow" and "none" in walls:
+            walls[quota] = row["wall_s"]
+            if quota == "borrow" and "none" in walls:
                 row["borrow_over_none"] = round(walls["borrow"] / walls["none"], 2)
             print(json.dumps(row) if args.json else
-                  f"{runtime:5s} sharing={sharing:6s} {row['jobs']:>9,} jobs  {row['wall_s']:7.1f} s  "
+                  f"{runtime:5s} quota={quota:6s} {row['jobs']:>9,} jobs  {row['wall_s']:7.1f} s  "
                   f"{row['windows']:>7,} windows  {row['events']:>10,} events")
         if len(walls) == 2 and not args.json:
             print(f"{runtime:5s} borrow / none: x{round(walls['borrow'] / walls['none'], 2)}")

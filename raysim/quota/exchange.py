@@ -1,21 +1,21 @@
 """Loan decisions at epochs: reports in, loan operations out, in the coordinator or inside a VC group.
 
 Epochs are the times t0 + k * period_s. At an epoch every VC of a cohort has processed every event
-before it; from the VCs' quota reports the lending policy (raysim.elastic.lending) decides the
+before it; from the VCs' quota reports the lending policy (raysim.quota.lending) decides the
 operations, which act at the epoch itself, before its events. An epoch at which no VC of the
 cohorts being decided changed since the last decision would decide nothing (the reports are those
 the last, empty, decision saw), so it is skipped; the first epoch after a change never is.
 Decisions thus depend on the simulated state only: not on the runtime, the window length, how VCs
-are packed or where a cohort is decided (raysim.elastic.cohorts).
+are packed or where a cohort is decided (raysim.quota.cohorts).
 
 - `EpochExchange` decides, in the coordinator, the cohorts split over several VC groups. Its
   windows end at epochs (the window length divides the period); the groups send, with the output
-  of a window ending at an epoch, the quota reports (an Arrow record batch, raysim.elastic.reports)
+  of a window ending at an epoch, the quota reports (an Arrow record batch, raysim.quota.reports)
   of each such VC that changed since its last one (the others' still hold); the operations go to
   the groups with the next window.
 - `CohortEpochs` decides, inside a VC group, the cohorts all of whose VCs the group holds: the
   group stops its VCs at each epoch that follows a change and decides there, so the coordinator's
-  windows may be as long as without sharing.
+  windows may be as long as with quota=none.
 
 Before every decision the reports are checked: loans are conserved per lender, borrower and pool
 (nodes lent = nodes held + nodes given back and not yet taken back), and no VC holds more than its
@@ -24,15 +24,15 @@ borrow limit or has lent more than its lending limit.
 
 from __future__ import annotations
 
-from raysim.elastic.lending import ReportIndex, decide
-from raysim.elastic.settings import SharingSettings
+from raysim.quota.lending import ReportIndex, decide
+from raysim.quota.settings import QuotaSettings
 
 
 class LoanError(AssertionError):
     """The reports of an epoch break conservation or a limit (a bug, never a user error)."""
 
 
-def epoch_operations(reports: dict[str, dict], settings: SharingSettings, book: "LoanBook",
+def epoch_operations(reports: dict[str, dict], settings: QuotaSettings, book: "LoanBook",
                      index: ReportIndex | None = None, changed=None) -> dict[str, list[tuple]]:
     """The operations at one epoch (`reports`: VC -> report, in layout order unless `index` is
     given), after `book` has checked the reports (`changed`: those that changed since its last
@@ -51,9 +51,9 @@ class EpochExchange:
     VCs, in layout order). Its state lives in the coordinator's RunState (`loans`), so that
     checkpoints and resumed runs carry it."""
 
-    def __init__(self, settings: SharingSettings, t0: int, window_s: int, vcs: list[str]):
+    def __init__(self, settings: QuotaSettings, t0: int, window_s: int, vcs: list[str]):
         if settings.period_s % window_s:
-            raise ValueError(f"sharing.period_s ({settings.period_s} s) must be a multiple of the window "
+            raise ValueError(f"quota.period_s ({settings.period_s} s) must be a multiple of the window "
                              f"({window_s} s)")
         self.settings, self.t0, self.window_s = settings, int(t0), int(window_s)
         self.period = settings.period_s
@@ -124,11 +124,11 @@ class CohortEpochs:
     after it changed; the others' still hold (as in the coordinator). `due` is the epoch of a
     decision owed to events processed at the end of the group's last window."""
 
-    def __init__(self, settings: SharingSettings, t0: int, vcs: list[str]):
+    def __init__(self, settings: QuotaSettings, t0: int, vcs: list[str]):
         self.settings, self.t0, self.period = settings, int(t0), settings.period_s
         self.vcs = list(vcs)
         self.due: int | None = None
-        self._reports: dict = {}  # VC -> its latest report (raysim.sim.quota.QuotaReport)
+        self._reports: dict = {}  # VC -> its latest report (raysim.quota.ledger.QuotaReport)
         self._dirty = set(self.vcs)  # VCs changed since their latest report
         self._book = LoanBook()
         self._index = ReportIndex(self.vcs, settings)
@@ -175,7 +175,7 @@ class LoanBook:
         self._share: dict = {}  # VC -> {(lender, borrower, pool): its rows' share of the balance}
         self._balance: dict = {}  # (lender, borrower, pool) -> balance (zero ones dropped)
 
-    def check(self, reports: dict[str, dict], settings: SharingSettings, changed=None) -> None:
+    def check(self, reports: dict[str, dict], settings: QuotaSettings, changed=None) -> None:
         """Raise LoanError when the reports (VC -> report) break conservation or a VC's borrow or
         lending limit (`changed`: the VCs whose report may have changed since the last check;
         None: any)."""
@@ -204,7 +204,7 @@ class LoanBook:
                             f"lent): {wrong}")
 
 
-def check_reports(reports: dict[str, dict], settings: SharingSettings) -> None:
+def check_reports(reports: dict[str, dict], settings: QuotaSettings) -> None:
     """Conservation and limits over one epoch's reports, all of them (see the module docstring)."""
     LoanBook().check(reports, settings)
 
@@ -218,8 +218,8 @@ def _share(r: dict) -> dict:
     return share
 
 
-def _check_limits(vc: str, r: dict, settings: SharingSettings) -> None:
-    quota = settings.quota(vc)
+def _check_limits(vc: str, r: dict, settings: QuotaSettings) -> None:
+    quota = settings.of(vc)
     if quota.borrow_limit is not None and r["held_gpus"] > quota.borrow_limit:
         raise LoanError(f"t={r['time']}: {vc} holds {r['held_gpus']} GPUs on loan, over its borrow_limit "
                         f"{quota.borrow_limit}")
