@@ -11,6 +11,7 @@ import pytest
 from raysim.cluster.catalog import TypeCatalog
 from raysim.cluster.layout import Pool
 from raysim.placement import PLACERS, SCORED, make_placer
+from raysim.placement.frag import FragModel, FragTracker
 from raysim.placement.scored.placer import Shapes
 from raysim.policy import make_policy
 from raysim.sim import SimParams, VCSimulator
@@ -44,7 +45,8 @@ def simulator(pods, layout, policy="fifo", placer="first_fit", constraints=(), s
     types = tuple(dict.fromkeys(p.gpu_type for p in layout))
     catalog = TypeCatalog(gpu_types=types, constraints=tuple(frozenset(c) for c in constraints))
     sim = VCSimulator("vc", layout, make_policy(policy, params=params),
-                      make_placer(placer, params=params, shapes=shapes), params, catalog=catalog, resources=True)
+                      make_placer(placer, params=params, shapes=shapes), params, catalog=catalog, resources=True,
+                      fragmentation=FragTracker(shapes.workload))
     cols = pods_batch(pods)
     cols["shape"] = of_pod
     sim.add_jobs(cols)
@@ -52,10 +54,15 @@ def simulator(pods, layout, policy="fifo", placer="first_fit", constraints=(), s
 
 
 def run_checked(sim):
-    """Run event by event, checking every resource after each."""
+    """Run event by event, checking every resource after each, and the fragment amount the time
+    series records against a recount of every node."""
+    frag = FragModel(sim.fragmentation.target, sim.vc.res.nodes.models)
     while (t := sim.next_event_time()) < math.inf:
         sim.run(until=t + 1)
         sim.vc.check()
+        res = sim.vc.res
+        whole = frag.numerator(res.cpu_left, res.gpu_left, res.nodes.model).sum()
+        assert sim.fragmentation.amount(res) == round(whole / frag.total)
     return sim.jobs.results()
 
 

@@ -241,3 +241,27 @@ class FragModel:
 
 
 __all__ = ["CATEGORIES", "TargetWorkload", "target_workload", "FragModel", "nonzero_cpu", "MILLI"]
+
+
+class FragTracker:
+    """FGD's fragment amount of one resource state (raysim.sim.resources.ResourceState) as it
+    changes: per node, recomputed only where the state's stamps moved since the last call."""
+
+    def __init__(self, target: TargetWorkload):
+        self.target = target
+        self.model: FragModel | None = None  # built on the first call, for the state's GPU models
+
+    def amount(self, res) -> int:
+        """The state's fragment amount now, in GPU milli (rounded to a whole milli)."""
+        if self.model is None:
+            self.model = FragModel(self.target, res.nodes.models)
+            self.node = self.model.numerator(res.cpu_left, res.gpu_left, res.nodes.model)
+            self.sum = int(self.node.sum())
+            self.seen = res.stamp.copy()
+        moved = np.flatnonzero(res.stamp != self.seen)
+        if len(moved):
+            new = self.model.numerator(res.cpu_left[moved], res.gpu_left[moved], res.nodes.model[moved])
+            self.sum += int(new.sum() - self.node[moved].sum())
+            self.node[moved] = new
+            self.seen[moved] = res.stamp[moved]
+        return round(self.sum / self.model.total)

@@ -285,7 +285,7 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     if quota.mode == "global":
         layout, homes = merged_layout(layout)
     resources = counts_resources(trace.table, layout, cfg.placer.name)
-    requests, shapes = request_inputs(trace.table, cfg.placer.name) if resources else ({}, None)
+    requests, shapes = request_inputs(trace.table) if resources else ({}, None)
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes)

@@ -4,8 +4,9 @@ A trace may carry per job ``gpu_milli`` (1000: whole GPUs; less: a share of one 
 and ``memory_mib`` (the Alibaba 2023 pods do). When it has any of them, or the layout's pools limit
 CPU and memory, or the placer is a scored one (raysim.placement.SCORED), the run's VCs count CPU,
 memory and GPU milli per node (RunSpec.resources) and every job carries its request as job columns.
-The scored placers also get the run's request shapes (raysim.placement.scored.placer.Shapes), and
-each job its shape id.
+The run also gets its request shapes (raysim.placement.scored.placer.Shapes: the scored placers'
+score tables and FGD's target workload, which the time series' fragmentation is measured
+against), and each job its shape id.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from raysim.placement import SCORED
+from raysim.placement.scored.placer import Shapes
 from raysim.sim.resources import MILLI, Pods
 
 #: trace column -> job input column (raysim.sim.jobs.INPUT_COLUMNS)
@@ -26,16 +28,13 @@ def counts_resources(table: pa.Table, layout: dict, placer: str) -> bool:
             or any(p.limits_resources for pools in layout.values() for p in pools))
 
 
-def request_inputs(table: pa.Table, placer: str) -> tuple[dict[str, np.ndarray], object]:
-    """Per-job request columns (job input names) and, for a scored placer, the run's shapes (else None)."""
+def request_inputs(table: pa.Table) -> tuple[dict[str, np.ndarray], object]:
+    """Per-job request columns (job input names, with each job's shape id) and the run's shapes."""
     n = table.num_rows
     cols = {job: _int_column(table, trace, default) for trace, job, default in
             (("gpu_milli", "gpu_milli", MILLI), ("cpu_milli", "cpu_milli", 0), ("memory_mib", "mem_mib", 0))}
     gpu = table.column("gpu_num").to_numpy().astype(np.int64)
     cols["gpu_milli"] = np.where(gpu == 0, 0, cols["gpu_milli"])  # a CPU-only job asks no GPU milli
-    if placer not in SCORED:
-        return cols, None
-    from raysim.placement.scored.placer import Shapes
 
     spec = (np.array(table.column("gpu_constraint").to_pylist(), dtype=object)
             if "gpu_constraint" in table.column_names else np.full(n, None, dtype=object))

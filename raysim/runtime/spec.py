@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from raysim.placement import make_placer
+from raysim.placement.frag import FragTracker
 from raysim.placement.types import check_type_order
 from raysim.policy import checked_constants, policy_class
 from raysim.quota.settings import QuotaSettings
@@ -41,7 +42,8 @@ class RunSpec:
     #: VCs count CPU, memory and GPU milli per node (jobs ask for GPU shares, CPU or memory, or a
     #: scored placer needs them); see raysim.sim.vc.VCState
     resources: bool = False
-    #: the run's request shapes, for the scored placers (raysim.placement.scored.placer.Shapes)
+    #: the run's request shapes (raysim.placement.scored.placer.Shapes) with `resources`: for the
+    #: scored placers and FGD's fragmentation in the time series
     shapes: object = None
 
     def __post_init__(self):
@@ -69,4 +71,5 @@ class RunSpec:
             network=NetworkModel(**self.network) if self.network else None,
             catalog=self.catalog, quota_loans=self.quota.borrow, pool_homes=self.pool_homes or None,
             resources=self.resources,
+            fragmentation=FragTracker(self.shapes.workload) if self.shapes is not None else None,
         )

@@ -20,7 +20,7 @@ from raysim.quota.ledger import QuotaLedger, QuotaLoans
 from raysim.sim.demand import Demand
 from raysim.sim.jobs import JobTable
 from raysim.sim.params import SimParams
-from raysim.sim.recorder import LOAN_COLUMNS, Recorder, per_type_columns
+from raysim.sim.recorder import LOAN_COLUMNS, RESOURCE_COLUMNS, Recorder, per_type_columns
 from raysim.sim.vc import VCState
 
 NEVER = math.inf
@@ -34,7 +34,7 @@ class VCSimulator(QuotaLoans):
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
                  *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_loans: bool = False,
-                 pool_homes: list[str] | None = None, resources: bool = False):
+                 pool_homes: list[str] | None = None, resources: bool = False, fragmentation=None):
         self.name = name
         self.params = params
         self.policy = policy
@@ -47,8 +47,11 @@ class VCSimulator(QuotaLoans):
         self._catalog = catalog or TypeCatalog()
         self._index_types()
         self._plain_demand: dict[int, Demand] = {}  # GPU count -> Demand of a job without type inputs
+        #: FGD's fragment amount of the VC's resources (raysim.placement.frag.FragTracker), or None
+        self.fragmentation = fragmentation if self.vc.res is not None else None
         self.recorder = Recorder(params.sample_interval, t0, per_type_columns(self._catalog.gpu_types)
-                                 + (LOAN_COLUMNS if quota_loans else ()))
+                                 + (LOAN_COLUMNS if quota_loans else ())
+                                 + (RESOURCE_COLUMNS if self.vc.res is not None else ()))
         #: optional NetworkModel: multi-node jobs slow down when their NICs are oversubscribed
         self.network = network
         # with quota lending a job may also run on the GPU types of other VCs
@@ -533,4 +536,6 @@ class VCSimulator(QuotaLoans):
             row += tuple(tf[i] if i >= 0 else 0 for i in self._series_types)
         if self.quota is not None:
             row += (self.quota.held_gpus, self.quota.lent_gpus)
+        if vc.res is not None:
+            row += (vc.used_milli, self.fragmentation.amount(vc.res) if self.fragmentation is not None else 0)
         self.recorder.snapshot(t, row)

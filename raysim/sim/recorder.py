@@ -30,6 +30,10 @@ FLOAT_COLUMNS = ("sm_util", "gmem_mb")  # stored as float32, the counts as int32
 #: With quota lending (raysim.quota.ledger): GPUs the VC holds on loan from other VCs, and its own GPUs
 #: lent out (from the lend until the lender takes them back).
 LOAN_COLUMNS = ("borrowed_gpu_num", "lent_gpu_num")
+#: On VCs that count GPU shares, CPU and memory (VCState.res): GPU milli allocated to jobs, and FGD's
+#: fragment amount in GPU milli (free GPU milli that the run's typical requests cannot use; see
+#: raysim.placement.frag), both summed over the VC's GPUs.
+RESOURCE_COLUMNS = ("used_gpu_milli", "frag_gpu_milli")
 #: Per GPU type, in clusters of several types: total and idle GPUs of that type (int32).
 TYPE_COLUMNS = ("total_gpu_num", "idle_gpu_num")
 

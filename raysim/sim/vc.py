@@ -16,6 +16,11 @@ SHARED = -2
 UNLIMITED = 1 << 50
 
 
+def res_used(res: ResourceState) -> int:
+    """GPU milli allocated on a resource state, recounted."""
+    return int(res.nodes.num_gpu.sum()) * MILLI - int(res.left_total.sum())
+
+
 class VCState:
     """The nodes of a VC's pools. A pool is `(gpu_type, gpus_per_node, nodes)` (see
     raysim.cluster.layout.Pool); a GPU holds one job, or two when they share it (colocation).
@@ -91,6 +96,8 @@ class VCState:
         self.gmem_mb = 0.0
         #: CPU, memory and GPU milli per node (None: GPUs only, see the class doc)
         self.res: ResourceState | None = None
+        #: with `res`: GPU milli allocated to jobs, over every node
+        self.used_milli = 0
         if resources or any(p.limits_resources for p in self.pools):
             self.res = self._resource_state()
 
@@ -197,6 +204,7 @@ class VCState:
             if ids is None:
                 raise AssertionError(f"job {job}: a share of a GPU needs the GPU named ({alloc})")
             res.place(node, cpu, mem, count, milli, ids, pod=job)
+            self.used_milli += milli * count
             owner = self.owner[node]
             for g in ids:
                 owner[g] = job if milli >= MILLI else SHARED
@@ -215,7 +223,8 @@ class VCState:
         res, placed = self.res, self.placement.pop(job)
         del self.load[job]
         for _ in placed:
-            res.remove(job)
+            p = res.remove(job)
+            self.used_milli -= p.gpu_milli * len(p.gpus)
         for node, ids in placed:
             owner, left = self.owner[node], res.gpu_left[node]
             for g in ids:
@@ -330,6 +339,7 @@ class VCState:
         if self.res is not None:
             self.res.check()
             left = self.res.gpu_left
+            assert self.used_milli == res_used(self.res), "allocated GPU milli is off"
             for n in live:
                 for g, o in enumerate(self.owner[n]):
                     assert (o == -1) == (left[n, g] == MILLI), f"node {n} GPU {g}: owner {o}, {left[n, g]} milli free"
