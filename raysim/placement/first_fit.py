@@ -15,7 +15,7 @@ class FirstFit:
         self.type_order = check_type_order(type_order)
 
     def select(self, vc, demand):
-        if not demand.whole_gpus_only:
+        if vc.res is not None and not demand.whole_gpus_only:
             for types in type_groups(vc, demand, "given" if self.type_order == "any" else self.type_order):
                 nodes = resources.candidates(vc, demand, types)
                 if len(nodes):

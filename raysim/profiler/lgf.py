@@ -125,7 +125,7 @@ class LucidProfiler:
                 rows = jobs.filter(pa.array(eligible))
                 for row in rows.to_pylist():
                     self._profiling[row["seq"]] = row
-                prof = {k: rows.column(k).to_numpy() for k in INPUT_COLUMNS}
+                prof = {k: rows.column(k).to_numpy() for k in INPUT_COLUMNS if k in rows.column_names}
                 prof["duration"] = np.minimum(prof["duration"], self.limit)
                 self.sim.add_jobs(prof)
             to_vc.append(jobs.filter(pa.array(~finishes if self.compat else ~eligible)))

@@ -278,17 +278,20 @@ class VCSimulator(QuotaLoans):
     # ------------------------------------------------------------------ actions for policies
     def try_start(self, j: int, now: int) -> bool:
         """Place job j now if the placer finds GPUs; returns whether it started."""
-        jobs = self.jobs
+        jobs, vc = self.jobs, self.vc
         g = jobs.gpu[j]
-        if g > self.vc.free_gpus and jobs.gpu_milli[j] >= 1000:
+        if vc.res is None:
+            if g > vc.free_gpus:
+                return False
+            if jobs.constraint[j] < 0 and jobs.speed_profile[j] < 0:  # the common case: one Demand per size
+                demand = self._plain_demand.get(g) or self._plain_demand.setdefault(g, Demand(g))
+            else:
+                demand = self.demand(j)
+        elif g > vc.free_gpus and jobs.gpu_milli[j] >= 1000:  # (a share may fit a GPU that is not free)
             return False
-        if self.vc.res is not None:
-            demand = self.demand(j)
-        elif jobs.constraint[j] < 0 and jobs.speed_profile[j] < 0:  # the common case: one Demand per size
-            demand = self._plain_demand.get(g) or self._plain_demand.setdefault(g, Demand(g))
         else:
             demand = self.demand(j)
-        alloc = self.placer.select(self.vc, demand)
+        alloc = self.placer.select(vc, demand)
         if alloc is None:
             return False
         self.start_on(j, alloc, now)
@@ -370,8 +373,9 @@ class VCSimulator(QuotaLoans):
             jobs.queue[j] += now - jobs.ckpt_time[j]
         jobs.first_node[j] = first_node
         jobs.num_nodes[j] = num_nodes
-        ids = self.vc.placement[j][0][1]
-        jobs.first_gpu[j] = ids[0] if ids else -1
+        if self.vc.res is not None:  # (jobs.parquet names a job's first GPU only where GPUs are shared)
+            ids = self.vc.placement[j][0][1]
+            jobs.first_gpu[j] = ids[0] if ids else -1
         jobs.run_since[j] = now
         jobs.run_order[j] = self._starts
         self._starts += 1
@@ -536,6 +540,6 @@ class VCSimulator(QuotaLoans):
             row += tuple(tf[i] if i >= 0 else 0 for i in self._series_types)
         if self.quota is not None:
             row += (self.quota.held_gpus, self.quota.lent_gpus)
-        if vc.res is not None:
+        elif vc.res is not None:  # (quotas do not lend nodes that count resources)
             row += (vc.used_milli, self.fragmentation.amount(vc.res) if self.fragmentation is not None else 0)
         self.recorder.snapshot(t, row)

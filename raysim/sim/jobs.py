@@ -29,9 +29,11 @@ INPUT_COLUMNS = {
     "mem_mib": np.int64,  # memory (MiB) on its node; 0 none asked
     "shape": np.int64,  # the job's request shape: an id into the run's shapes (scored placers); -1 none
 }
+#: What a job asks besides whole GPUs (raysim.run.requests), with the value of a job that asks nothing
+#: more: job batches carry these columns only in runs whose VCs count them.
+REQUEST_INPUTS = {"gpu_milli": 1000, "cpu_milli": 0, "mem_mib": 0, "shape": -1}
 #: Input columns a batch may leave out, with their default value.
-OPTIONAL_INPUTS = {"workload": -1, "share_score": 0, "constraint": -1, "speed_profile": -1, "gpu_milli": 1000,
-                   "cpu_milli": 0, "mem_mib": 0, "shape": -1}
+OPTIONAL_INPUTS = {"workload": -1, "share_score": 0, "constraint": -1, "speed_profile": -1, **REQUEST_INPUTS}
 
 RESULT_COLUMNS = ("start_time", "end_time", "queue", "preemptions", "first_node", "num_nodes", "shared", "first_gpu")
 
