@@ -1,14 +1,16 @@
 """The Alibaba GPU 2023 pods in time on the VC engine (`+experiment=openb`): policies x placers.
 
     python benchmarks/openb.py [--policies fifo fifo_backfill srtf tiresias] [--placers fgd_random bestfit fgd]
-                               [--speedup 100000] [--workload default] [--busy-s 3600] [--plots DIR] [--json]
+                               [--speedup 100000] [--workload default] [--busy-s 900] [--sample-s 10]
+                               [--plots DIR] [--json]
 
 Each (policy, placer) run replays the pod list in this process (runtime local, seed 42) with its
 arrivals divided by --speedup, and reports per run: wall time of the simulation (loading the trace
 is timed apart, as load_s), pods that queued, average and p99 queueing delay, average JCT,
 preemptions, and over the first --busy-s seconds (while the compressed arrivals fill the cluster)
 the time-averaged GPU allocation (allocated GPU milli / the cluster's) and fragmentation ratio
-(FGD's fragment amount / free GPU milli, against the pod list's target workload). With --plots,
+(FGD's fragment amount / free GPU milli, against the pod list's target workload), from the time
+series sampled every --sample-s seconds. With --plots,
 DIR/openb_time.png shows allocation and fragmentation over those seconds per run, and
 DIR/openb_queue.png the queueing delay CDF. `--speedup 1` replays the trace's own times.
 
@@ -38,10 +40,10 @@ from raysim.run.simulate import simulate  # noqa: E402
 from raysim.trace.load import load_trace  # noqa: E402
 
 
-def run_one(trace, folder: Path, policy: str, placer: str, busy_s: int) -> dict:
+def run_one(trace, folder: Path, policy: str, placer: str, busy_s: int, sample_s: int) -> dict:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose("config", overrides=["+experiment=openb", f"trace.path={folder}", "runtime=local",
-                                           f"policy={policy}", f"placer={placer}"])
+                                           f"policy={policy}", f"placer={placer}", f"sim.sample_interval={sample_s}"])
     spec, extra = spec_from_config(cfg, trace)
     t0 = time.perf_counter()
     jobs, series = simulate(trace, spec, None, job_extra=extra)
@@ -63,6 +65,14 @@ def run_one(trace, folder: Path, policy: str, placer: str, busy_s: int) -> dict:
             "_curve": (t[busy], 100 * used[busy] / total, 100 * ratio[busy]), "_queue": queue}
 
 
+def style(rows: list[dict]) -> tuple[dict, dict]:
+    """A colour per placer and a line style per policy."""
+    placers = list(dict.fromkeys(r["placer"] for r in rows))
+    policies = list(dict.fromkeys(r["policy"] for r in rows))
+    dashes = ["-", "--", ":", "-."]
+    return ({p: f"C{i}" for i, p in enumerate(placers)}, {p: dashes[i % len(dashes)] for i, p in enumerate(policies)})
+
+
 def plots(rows: list[dict], out: Path, speedup: float, busy_s: int) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -71,11 +81,12 @@ def plots(rows: list[dict], out: Path, speedup: float, busy_s: int) -> None:
     fig = Figure(figsize=(12, 4.5))
     FigureCanvasAgg(fig)
     ax_a, ax_f = fig.subplots(1, 2)
+    colour, dash = style(rows)
     for r in rows:
         t, alloc, frag = r["_curve"]
-        label = f"{r['policy']} / {r['placer']}"
-        ax_a.step(t / 60, alloc, where="post", linewidth=1, label=label)
-        ax_f.step(t / 60, frag, where="post", linewidth=1, label=label)
+        how = {"label": f"{r['policy']} / {r['placer']}", "color": colour[r["placer"]], "linestyle": dash[r["policy"]]}
+        ax_a.step(t / 60, alloc, where="post", linewidth=1, **how)
+        ax_f.step(t / 60, frag, where="post", linewidth=1, **how)
     ax_a.set_xlabel("simulated time (minutes)")
     ax_a.set_ylabel("GPU allocation (% of the cluster's GPU milli)")
     ax_f.set_xlabel("simulated time (minutes)")
@@ -90,7 +101,8 @@ def plots(rows: list[dict], out: Path, speedup: float, busy_s: int) -> None:
     ax = fig.subplots()
     for r in rows:
         q = np.sort(r["_queue"])
-        ax.step(q, np.arange(1, len(q) + 1) / len(q), where="post", linewidth=1, label=f"{r['policy']} / {r['placer']}")
+        ax.step(q, np.arange(1, len(q) + 1) / len(q), where="post", linewidth=1, label=f"{r['policy']} / {r['placer']}",
+                color=colour[r["placer"]], linestyle=dash[r["policy"]])
     ax.set_xscale("symlog", linthresh=1)
     ax.set_xlabel("queueing delay (s)")
     ax.set_ylabel("fraction of pods")
@@ -105,7 +117,8 @@ def main() -> None:
     ap.add_argument("--placers", nargs="+", default=["fgd_random", "bestfit", "fgd"])
     ap.add_argument("--speedup", type=float, default=100_000)
     ap.add_argument("--workload", default="default")
-    ap.add_argument("--busy-s", type=int, default=3600)
+    ap.add_argument("--busy-s", type=int, default=900)
+    ap.add_argument("--sample-s", type=int, default=10)
     ap.add_argument("--data", type=Path, default=None)
     ap.add_argument("--plots", type=Path, default=None)
     ap.add_argument("--json", action="store_true")
@@ -118,7 +131,7 @@ def main() -> None:
     rows = []
     for policy in args.policies:
         for placer in args.placers:
-            row = run_one(trace, folder, policy, placer, args.busy_s)
+            row = run_one(trace, folder, policy, placer, args.busy_s, args.sample_s)
             rows.append(row)
             shown = {k: v for k, v in row.items() if not k.startswith("_")}
             shown.update(speedup=args.speedup, workload=args.workload, load_s=load_s)

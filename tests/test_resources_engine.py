@@ -191,3 +191,16 @@ def test_departures_of_a_second_free_their_resources_before_its_arrivals_are_ser
     pods = [(0, 10, 1, 1000, 1000, 10), (0, 10, 1, 1000, 1000, 10), (10, 1, 1, 1000, 1000, 10)]
     res = run_checked(simulator(pods, TWO_ONE_GPU_NODES, placer="fgd"))
     assert res["start_time"].tolist() == [0, 0, 10] and res["queue"][2] == 0
+
+
+@pytest.mark.parametrize("policy", ["srtf", "tiresias"])
+def test_preemptive_policies_take_a_share_of_a_gpu_from_their_quota(policy):
+    # one GPU: a long half-GPU pod runs; a short half-GPU pod fits beside it, so nobody is preempted
+    pods = [(0, 1000, 1, 500, 1000, 10), (10, 100, 1, 500, 1000, 10)]
+    res = run_checked(simulator(pods, ONE_GPU, policy=policy, placer="fgd"))
+    assert res["preemptions"].tolist() == [0, 0]
+    assert res["end_time"][0] == 1000 and res["start_time"][1] == (10 if policy == "srtf" else 60)
+    # a whole-GPU pod does not fit beside the share: under SRTF the short one preempts the long share
+    pods = [(0, 1000, 1, 500, 1000, 10), (10, 100, 1, 1000, 1000, 10)]
+    res = run_checked(simulator(pods, ONE_GPU, policy="srtf", placer="fgd"))
+    assert res["preemptions"].tolist() == [1, 0] and res["start_time"][1] == 10

@@ -24,7 +24,7 @@ VIEW = frozenset({
     # state (read only)
     "jobs", "pending", "running", "pending_gpus", "free_gpus", "total_gpus", "free_by_type",
     "arrived_now", "params", "remaining", "attained", "demand", "borrowed_idle", "num_nodes",
-    "max_node_gpus", "joinable",
+    "max_node_gpus", "joinable", "gpu_quota",
     # actions
     "try_start", "start_on", "preempt", "share", "set_rate_factor", "borrow_node", "lend_node",
 })
@@ -136,7 +136,8 @@ class QuotaWalkPolicy(Policy):
     Subclasses give the order with `ordered(view, now)`.
 
     A preempted job redoes `overhead_s` seconds of work, `large_overhead_s` if it has more than
-    `large_above_gpus` GPUs (its checkpoint and cold start)."""
+    `large_above_gpus` GPUs (its checkpoint and cold start). Where GPU shares are counted, a job
+    takes its share of a GPU from the quota (view.gpu_quota)."""
 
     countdown = True
     preemptive = True
@@ -156,13 +157,12 @@ class QuotaWalkPolicy(Policy):
         """Run one quota walk; return whether anything started or was preempted."""
         if not view.pending:
             return False
-        gpu = view.jobs.gpu
         if view.pending_gpus <= view.free_gpus:
             # Everything fits the quota: nobody is preempted, every pending job is tried in order.
             preempt = []
             prerun = [j for j in self.ordered(view, now) if j in view.pending]
         else:
-            quota = view.total_gpus
+            gpu, quota = view.gpu_quota()
             preempt, prerun = [], []
             pending = view.pending
             for j in self.ordered(view, now):

@@ -261,6 +261,15 @@ class VCSimulator(QuotaLoans):
         """Nodes the VC has now (loans included)."""
         return self.vc.num_nodes
 
+    def gpu_quota(self):
+        """(per job, indexable by job index, the GPUs it occupies; the VC's GPUs) in one unit:
+        GPUs (`jobs.gpu`, `total_gpus`), or, where GPU shares are counted, GPU milli (a share of a
+        GPU is its milli, a CPU-only job none), so that sums are exact."""
+        jobs = self.jobs
+        if self.vc.res is None:
+            return jobs.gpu, self.vc.total_gpus
+        return [g * m for g, m in zip(jobs.gpu, jobs.gpu_milli)], self.vc.total_gpus * 1000
+
     def free_by_type(self) -> dict[str, int]:
         """Idle GPUs per GPU type."""
         return dict(zip(self.vc.types, self.vc.type_free))
