@@ -17,6 +17,7 @@ from raysim.cluster.layout import (
     read_layout_csv,
     restrict,
     total_gpus,
+    write_layout_csv,
 )
 from raysim.paths import TRACES_DIR
 from raysim.trace.cluster import read_vc_config
@@ -178,3 +179,19 @@ def test_cluster_package_imports_no_simulator_code():
             f"print(sorted(m for m in sys.modules if (m + '.').startswith({prefixes!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_layout_csv_may_give_each_pool_cpu_and_memory(tmp_path):
+    layout = {"a": (Pool("A", 2, 3, 64000, 262144), Pool("B", 1, 1), Pool("A", 2, 1, 64000, 262144))}
+    path = write_layout_csv(tmp_path / "layout.csv", layout)
+    assert path.read_text().splitlines()[:3] == ["vc,gpu_type,gpus_per_node,nodes,cpu_milli,memory_mib",
+                                                 "a,A,2,3,64000,262144", "a,B,1,1,,"]
+    assert read_layout_csv(path) == layout  # with CPU and memory, rows may repeat a shape (nodes in order)
+    assert not Pool("B", 1, 1).limits_resources and Pool("A", 2, 1, 64000, None).limits_resources
+    bad = tmp_path / "bad.csv"
+    bad.write_text("vc,gpu_type,gpus_per_node,nodes,cpu_milli\na,A,2,3,-5\n")
+    with pytest.raises(TraceError, match=r"row 1 \(line 2\), column 'cpu_milli': must not be negative"):
+        read_layout_csv(bad)
+    bad.write_text("vc,gpu_type,gpus_per_node,nodes,memory_mib\na,A,2,3,lots\n")
+    with pytest.raises(TraceError, match=r"column 'memory_mib': not an integer"):
+        read_layout_csv(bad)

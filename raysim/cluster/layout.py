@@ -199,12 +199,7 @@ def _capacity(value: object, where: int, column: str, fail: Fail) -> int | None:
     """A node's CPU or memory: a non-negative integer, or None when absent or empty (not limited)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
-        number = int(value)
-    elif isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    else:
-        raise fail(where, column, "not an integer", value)
+    number = _integer(value, where, column, fail)
     if number < 0:
         raise fail(where, column, "must not be negative", value)
     return number
@@ -212,12 +207,16 @@ def _capacity(value: object, where: int, column: str, fail: Fail) -> int | None:
 
 def _positive(value: object, where: int, column: str, fail: Fail) -> int:
     """A positive integer, given as an int or as its decimal text."""
-    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
-        number = int(value)
-    elif isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    else:
-        raise fail(where, column, "not an integer", value)
+    number = _integer(value, where, column, fail)
     if number <= 0:
         raise fail(where, column, "must be positive", value)
     return number
+
+
+def _integer(value: object, where: int, column: str, fail: Fail) -> int:
+    """An integer, given as an int or as its decimal text."""
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise fail(where, column, "not an integer", value)
