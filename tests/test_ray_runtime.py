@@ -240,3 +240,46 @@ def test_heterogeneous_demo_on_ray_writes_the_same_files_as_local(policy, type_o
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
     series = pq.read_table(tmp_path / "local" / "timeseries.parquet")
     assert {"gpu_utilization_V100", "gpu_utilization_P100", "gpu_utilization_K80"} <= set(series.column_names)
+
+
+def random_pod_list(folder, n=300, seed=3):
+    """A pod list in the openb format (and its node list) with whole-GPU, share and CPU-only pods."""
+    import numpy as np
+    from test_readers_alibaba2023_engine import write
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, t in enumerate(np.sort(rng.integers(0, 2000, n)).tolist()):
+        kind = int(rng.integers(3))
+        num, milli = [(0, 0), (1, int(rng.choice([200, 500, 700]))), (int(rng.choice([1, 2, 4])), 1000)][kind]
+        spec = str(rng.choice(["", "T4", "G2"])) if 0 < num <= 2 else ""
+        end = t + int(rng.integers(10, 600))
+        rows.append(f"p{i},{int(rng.choice([1000, 4000, 16000]))},{int(rng.choice([1024, 8192]))},{num},{milli},"
+                    f"{spec},LS,Succeeded,{t},{end},{t}")
+    write(folder, pods=rows)
+
+
+@pytest.mark.parametrize("policy,placer", [("tiresias", "fgd"), ("fifo_backfill", "gpu_clustering"), ("srtf", "random")])
+def test_pods_with_gpu_shares_on_ray_write_the_same_files_as_local(policy, placer, ray_local, tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from raysim import cli  # noqa: F401  (registers the config resolvers)
+    from raysim.paths import CONF_DIR
+    from raysim.run.config import load_from_config, spec_from_config
+    from raysim.run.simulate import simulate_to
+
+    random_pod_list(tmp_path / "data")
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["trace.format=alibaba2023", f"trace.path={tmp_path / 'data'}",
+                                                       "trace.cache=false", f"policy={policy}", f"placer={placer}"])
+    trace = load_from_config(cfg)
+    spec, extra = spec_from_config(cfg, trace)
+    assert spec.resources and trace.table.num_rows == 300
+    simulate_to(tmp_path / "local", trace, spec, None, runtime="local", job_extra=extra)
+    for window_s in (300, 86_400):
+        out = tmp_path / f"ray{window_s}"
+        simulate_to(out, trace, spec, None, runtime="ray", window_s=window_s, vcs_per_actor=1, job_extra=extra)
+        for name in ("jobs.parquet", "timeseries.parquet"):
+            assert (out / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+    jobs = pq.read_table(tmp_path / "local" / "jobs.parquet")
+    assert all(jobs.column("finished").to_pylist()) and jobs.column("queue").to_numpy().max() > 0
