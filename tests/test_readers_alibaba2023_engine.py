@@ -316,3 +316,24 @@ def test_what_vcs_counting_gpu_shares_cannot_do_yet_is_refused_in_one_line(tmp_p
     write(tmp_path / "data")
     with pytest.raises(ConfigError, match=words):
         run(composed("trace.format=alibaba2023", f"trace.path={tmp_path / 'data'}", *overrides), tmp_path / "run")
+
+
+def test_vcs_option_deals_nodes_and_pods_to_vcs(tmp_path):
+    write(tmp_path)
+    trace = load(tmp_path, reader_options={"vcs": 2})
+    # GPU nodes n1..n6 in file order: odd ones to openb-0, even ones to openb-1
+    assert trace.layout == {"openb-0": (Pool("G2", 8, 2, *G2), Pool("T4", 4, 1, *T4)),
+                            "openb-1": (Pool("T4", 2, 2, *T4), Pool("V100M16", 1, 1, 96000, 393216))}
+    vc = dict(zip(trace.table.column("job_id").to_pylist(), trace.table.column("vc").to_pylist()))
+    # row r to VC (r - 1) mod 2, unless it fits no node there: p4 (8 GPUs) and p5 (V100M16) move
+    assert vc == {1: "openb-0", 2: "openb-1", 3: "openb-0", 4: "openb-0", 5: "openb-1", 6: "openb-1",
+                  8: "openb-1", 9: "openb-0"}
+    with pytest.raises(ValueError, match="vcs must be a positive integer"):
+        load(tmp_path, reader_options={"vcs": 0})
+    with pytest.raises(ValueError, match="more VCs than the node list has GPU nodes"):
+        load(tmp_path, reader_options={"vcs": 7})
+    with pytest.raises(TraceError, match="vcs=2 splits the node list into VCs, but a layout is configured"):
+        load(tmp_path, reader_options={"vcs": 2}, layout={"openb": (Pool("G2", 8, 1),)})
+    table, report = run_jobs(tmp_path / "run", "trace.format=alibaba2023", f"trace.path={tmp_path}",
+                             "+trace.reader_options.vcs=2", "policy=fifo_backfill", "placer=fgd")
+    assert all(table.column("finished").to_pylist()) and set(report["layout"]) == {"openb-0", "openb-1"}

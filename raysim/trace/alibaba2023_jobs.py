@@ -2,7 +2,7 @@
 
 A pod list (``openb_pod_list_*.csv``, read by :func:`raysim.trace.alibaba2023.read_openb_pods`, so
 every quirk and check of that reader applies) becomes a job table in raysim's schema, one job per
-pod, all in one VC, :data:`VC`, with what the pod asks for:
+pod, all in one VC, :data:`VC` (or split over several: see VCs below), with what the pod asks for:
 
 - ``job_id`` = the pod's 1-based data row in the list (``row`` of the pod table); ``vc`` = "openb";
   ``user`` empty (the trace has no users); ``state`` = ``pod_phase``.
@@ -30,9 +30,16 @@ empty node of a model it allows (GPUs, CPU and memory): one that fits none is a 
 skip and count with ``on_error="skip"``). With a configured layout (GPUs only) the run's GPU-type
 catalog checks the GPUs (:func:`raysim.cluster.catalog.job_types`).
 
+VCs: with the reader option ``vcs`` = N > 1 (no configured layout), the node list's GPU nodes are
+dealt to N VCs, ``openb-0`` ... ``openb-<N-1>``, in file order (node i to VC i mod N), and the pod
+in row r goes to VC (r - 1) mod N, or, if it fits no empty node there, to the first VC after it
+(cyclically) where it does. So every VC gets a slice of every node shape and an even share of the
+pods, and the VCs run as separate simulators (Ray actors), or as one queue with ``quota=global``.
+
 Reader options (``trace.reader_options``, ``raysim trace convert -o KEY=VALUE``): ``workload``, the
 pod list to read when ``trace.path`` is a folder (``default``, ``gpushare40``, ...; with a file it
-must name that file), ``node_list`` (``gpu_node`` or ``all_node``) and ``speedup`` (see above).
+must name that file), ``node_list`` (``gpu_node`` or ``all_node``), ``speedup`` and ``vcs`` (see
+above).
 """
 
 from __future__ import annotations
@@ -67,7 +74,7 @@ MEDIAN = "duration is the median of the pod's GPU class: Pending, never schedule
 def read_alibaba2023(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
                      on_error: str = "raise", state_filter=None, origin: str = "auto", cluster: str = "",
                      bounds: Bounds = Bounds(), workload: str | None = None, node_list: str = DEFAULT_NODE_LIST,
-                     speedup: float = 1.0) -> tuple[pa.Table, SkipReport]:
+                     speedup: float = 1.0, vcs: int = 1) -> tuple[pa.Table, SkipReport]:
     """Read an openb pod list as a raysim job table (rules: module doc). `vc_nodes` None derives
     the layout from the node list beside the pod list and records it (``pools``, ``vc_nodes``)."""
     name = str(path)
@@ -79,22 +86,27 @@ def read_alibaba2023(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: in
     except ValueError as exc:
         raise TraceError(name, f"{exc}; the VC engine replays pods in time (the FGD inflation experiment, "
                                "+experiment=fgd_openb, needs no times)") from None
-    layout = None
+    vcs = check_vcs(vcs)
+    rows = pods.column("row").to_numpy()
+    source = Source(name, rows=rows, columns=SOURCE_COLUMNS)
+    layout, vc_of = None, np.full(len(rows), VC, dtype=object)
     if vc_nodes is None:
-        layout = {VC: openb_pools(Path(path).parent, node_list)}
-        vc_nodes, gpus_per_node = {VC: total_gpus(layout)}, 1
+        layout = split_nodes(openb_pools(Path(path).parent, node_list), vcs)
+        vc_nodes, gpus_per_node = {vc: total_gpus({vc: pools}) for vc, pools in layout.items()}, 1
+    elif vcs > 1:
+        raise TraceError(name, f"reader option vcs={vcs} splits the node list into VCs, but a layout is "
+                               "configured (cluster.layout or trace.vc_config): drop one of them")
     elif VC not in vc_nodes:
         raise TraceError(name, f"the VC layout has no VC {VC!r}, the VC of every openb pod (it has "
                                f"{sorted(vc_nodes)})")
-    rows = pods.column("row").to_numpy()
-    source = Source(name, rows=rows, columns=SOURCE_COLUMNS)
     idle = duration == 0
     source.skip(report, NO_DURATION, rows[idle], "deletion_time", duration[idle].tolist())
     keep = ~idle
     if layout is not None:
-        keep &= fit_checks(source, pods, layout[VC], keep).finish(report, on_error)
+        checks, vc_of = fit_checks(source, pods, layout, keep)
+        keep &= checks.finish(report, on_error)
     source.rows = rows[keep]
-    frame = job_frame(pods, duration, how, speedup)[keep].reset_index(drop=True)
+    frame = job_frame(pods, duration, how, speedup, vc_of)[keep].reset_index(drop=True)
     table, report = validate_mapped(frame, source, report, vc_nodes=vc_nodes, gpus_per_node=gpus_per_node,
                                     on_error=on_error, state_filter=state_filter, origin=origin,
                                     cluster=cluster, bounds=bounds)
@@ -133,11 +145,37 @@ def resource_pools(nodes: pa.Table) -> tuple[Pool, ...]:
     """The GPU nodes in file order as pools of consecutive nodes alike in GPU model, GPUs, CPU and
     memory, so that the VC's nodes keep the file's order (FGD's tie-breaking and random draws refer
     to it). CPU-only nodes are left out."""
+    cols = (nodes.column(c).to_pylist() for c in ("model", "num_gpu", "cpu_milli", "memory_mib"))
+    return runs_of([n for n in zip(*cols) if n[1] > 0])
+
+
+def check_vcs(vcs) -> int:
+    """The reader option `vcs` as a positive integer."""
+    if isinstance(vcs, bool) or not isinstance(vcs, int) and not (isinstance(vcs, str) and vcs.strip().isdigit()):
+        raise ValueError(f"trace.reader_options.vcs must be a positive integer, not {vcs!r}")
+    if int(vcs) < 1:
+        raise ValueError(f"trace.reader_options.vcs must be a positive integer, not {vcs!r}")
+    return int(vcs)
+
+
+def vc_names(vcs: int) -> list[str]:
+    """The VCs of a pod list split `vcs` ways: "openb" alone, else "openb-0" ... "openb-<vcs-1>"."""
+    return [VC] if vcs == 1 else [f"{VC}-{k}" for k in range(vcs)]
+
+
+def split_nodes(pools: tuple[Pool, ...], vcs: int) -> dict[str, tuple[Pool, ...]]:
+    """The node list's nodes dealt to `vcs` VCs in file order (node i to VC i mod vcs), each VC's
+    nodes as pools of consecutive alike nodes."""
+    nodes = [(p.gpu_type, p.gpus_per_node, p.cpu_milli, p.memory_mib) for p in pools for _ in range(p.nodes)]
+    if len(nodes) < vcs:
+        raise ValueError(f"trace.reader_options.vcs={vcs}: more VCs than the node list has GPU nodes ({len(nodes)})")
+    return {vc: runs_of(nodes[k::vcs]) for k, vc in enumerate(vc_names(vcs))}
+
+
+def runs_of(nodes: list[tuple]) -> tuple[Pool, ...]:
+    """Nodes (GPU model, GPUs, CPU, memory) in order as pools of consecutive alike nodes."""
     pools: list[Pool] = []
-    for model, gpus, cpu, mem in zip(*(nodes.column(c).to_pylist() for c in ("model", "num_gpu", "cpu_milli",
-                                                                            "memory_mib"))):
-        if gpus <= 0:
-            continue
+    for model, gpus, cpu, mem in nodes:
         last = pools[-1] if pools else None
         if last is not None and (last.gpu_type, last.gpus_per_node, last.cpu_milli, last.memory_mib) == \
                 (model, gpus, cpu, mem):
@@ -147,29 +185,42 @@ def resource_pools(nodes: pa.Table) -> tuple[Pool, ...]:
     return tuple(pools)
 
 
-def fit_checks(source: Source, pods: pa.Table, pools: tuple[Pool, ...], candidates: np.ndarray) -> RowChecks:
-    """Flag the `candidates` pods that fit no empty node of a model they allow (their gpu_spec, else
-    any): GPUs, CPU and memory."""
-    models = list(dict.fromkeys(p.gpu_type for p in pools))
+def fit_checks(source: Source, pods: pa.Table, layout: dict[str, tuple[Pool, ...]], candidates: np.ndarray
+               ) -> tuple[RowChecks, np.ndarray]:
+    """Each pod's VC, and the `candidates` pods flagged that fit no empty node of a model they allow
+    (their gpu_spec, else any; GPUs, CPU and memory). With several VCs, pod in row r goes to VC
+    (r - 1) mod (number of VCs), or to the first VC after it (cyclically) where it fits."""
+    models = list(dict.fromkeys(p.gpu_type for pools in layout.values() for p in pools))
     spec = np.array(pods.column("gpu_spec").to_pylist(), dtype=object)
     checks = RowChecks(source, source.rows)
     unknown = np.array([s is not None and not set(s.split("|")) <= set(models) for s in spec], dtype=bool)
     checks.flag(candidates & unknown, f"gpu_spec names a GPU model the node list does not have {models}",
                 "gpu_spec", spec)
-    per_node = [(p.gpu_type, p.gpus_per_node, p.cpu_milli, p.memory_mib) for p in pools for _ in range(p.nodes)]
-    empty = ResourceState(Nodes.from_lists([n[2] for n in per_node], [n[3] for n in per_node],
-                                           [n[1] for n in per_node], [n[0] for n in per_node]))
     request = list(zip(*(pods.column(c).to_pylist() for c in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli")),
                        spec.tolist()))
-    fits = {r: bool(empty.feasible(*r).any()) for r in set(request)}
+    names = list(layout)
+    fits = {}  # request -> per VC, whether it fits an empty node there
+    for vc, pools in layout.items():
+        per_node = [(p.gpu_type, p.gpus_per_node, p.cpu_milli, p.memory_mib) for p in pools for _ in range(p.nodes)]
+        empty = ResourceState(Nodes.from_lists([n[2] for n in per_node], [n[3] for n in per_node],
+                                               [n[1] for n in per_node], [n[0] for n in per_node]))
+        for r in set(request):
+            fits.setdefault(r, []).append(bool(empty.feasible(*r).any()))
+    rows = source.rows.tolist()
+    vc_of = np.empty(len(request), dtype=object)
+    for i, (r, row) in enumerate(zip(request, rows)):
+        first = (row - 1) % len(names)
+        home = next((k % len(names) for k in range(first, first + len(names)) if fits[r][k % len(names)]), first)
+        vc_of[i] = names[home]
     num_gpu = pods.column("num_gpu").to_numpy()
-    checks.flag(candidates & ~np.array([fits[r] for r in request], dtype=bool),
+    checks.flag(candidates & ~np.array([any(fits[r]) for r in request], dtype=bool),
                 "the pod fits no empty node of its GPU models (GPUs, CPU and memory)", "num_gpu", num_gpu)
-    return checks
+    return checks, vc_of
 
 
-def job_frame(pods: pa.Table, duration: np.ndarray, how: np.ndarray, speedup: float = 1.0) -> pd.DataFrame:
-    """Every pod as a row of raysim's job columns plus the pod columns they do not hold (file order)."""
+def job_frame(pods: pa.Table, duration: np.ndarray, how: np.ndarray, speedup: float = 1.0, vc=VC) -> pd.DataFrame:
+    """Every pod as a row of raysim's job columns plus the pod columns they do not hold (file order);
+    `vc`: the VC of every pod, or of each."""
     def column(name: str) -> np.ndarray:
         return pods.column(name).to_numpy(zero_copy_only=False)
 
@@ -179,7 +230,7 @@ def job_frame(pods: pa.Table, duration: np.ndarray, how: np.ndarray, speedup: fl
     phase = pods.column("pod_phase").cast(pa.string()).fill_null("").to_numpy(zero_copy_only=False)
     qos = np.array(pods.column("qos").cast(pa.string()).to_pylist(), dtype=object)
     return pd.DataFrame({
-        "job_id": column("row"), "vc": VC, "user": "", "gpu_num": column("num_gpu"),
+        "job_id": column("row"), "vc": vc, "user": "", "gpu_num": column("num_gpu"),
         "cpu_num": -(-column("cpu_milli") // 1000),
         "submit_time": column("creation_time") if speedup == 1 else np.floor(column("creation_time") / speedup).astype(np.int64),
         "duration": duration, "state": phase, "gpu_constraint": nullable("gpu_spec"),
