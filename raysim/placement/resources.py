@@ -21,7 +21,7 @@ def candidates(vc, demand, types: frozenset | None = None) -> np.ndarray:
     res = vc.res
     mask = res.feasible(demand.cpu, demand.mem, demand.gpu_num, demand.milli)
     if types is not None and len(types) < len(vc.types):
-        mask &= np.isin(res.nodes.model, sorted(types))
+        mask &= res.of_models(types)
     return np.flatnonzero(mask)
 
 

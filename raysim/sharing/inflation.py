@@ -25,9 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from raysim.sim.resources import MILLI, ResourceState, Nodes, PodKinds, Pods
 from raysim.placement.frag import FragModel, TargetWorkload, target_workload
-from raysim.placement.scored import make_policy, policy_class
+from raysim.placement.scored import policy_class
+from raysim.placement.scored.placer import ScoredPlacer, Shapes
+from raysim.sim.demand import Demand
+from raysim.sim.params import SimParams
+from raysim.sim.resources import MILLI, Nodes, PodKinds, Pods, ResourceState
 
 PERCENTS = tuple(range(0, 131))
 DEFAULT_TUNE = 1.3
@@ -131,42 +134,55 @@ def _discretize(percent: np.ndarray, value: np.ndarray, digits) -> dict[int, flo
     return out
 
 
-def place_one(state: ResourceState, pol, rank: np.ndarray, pod: int, cpu_milli: int, memory_mib: int,
-              num_gpu: int, gpu_milli: int, gpu_spec, kind: int) -> int:
-    """Place one pod as the experiment does: the nodes where it fits now, the policy's node among
-    them (no scoring when only one fits), the policy's GPUs inside it, then the policy is told.
-    Returns the node, or -1 (state unchanged) when it fits nowhere."""
-    idx = np.flatnonzero(state.feasible(cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec))
-    if not len(idx):
-        return -1
-    node = int(idx[0]) if len(idx) == 1 else pol.select(kind, idx, rank)
-    gpus = pol.gpus(node, kind) if num_gpu else ()
-    state.place(node, cpu_milli, memory_mib, num_gpu, gpu_milli, gpus, pod=pod, gpu_spec=gpu_spec)
-    pol.refresh(node)
-    return node
+class NodesView:
+    """A resource state as placers see a VC (raysim.placement): the inflation experiment's view,
+    where every pod runs on one node, so no job is wider than a node (`max_node_gpus`)."""
+
+    def __init__(self, res: ResourceState):
+        self.res = res
+        self.types = list(res.nodes.models)
+        self.max_node_gpus = 1 << 30
+
+
+def pod_demands(pods: Pods, kinds: PodKinds, models: tuple[str, ...]) -> list[Demand]:
+    """Each pod's request as a placer's Demand: its GPUs, GPU milli, CPU, memory and shape, and the
+    GPU models its gpu_spec allows (a CPU pod's gpu_spec is ignored, as in the reference)."""
+    allowed: dict = {}
+    for spec in set(pods.gpu_spec.tolist()):
+        names = {m for m in (spec or "").split("|") if m}
+        allowed[spec] = frozenset(i for i, m in enumerate(models) if m in names) if names else None
+    return [Demand(n, allowed[spec] if n else None, None, m, c, mem, k) for n, m, c, mem, spec, k in zip(
+        pods.num_gpu.tolist(), pods.gpu_milli.tolist(), pods.cpu_milli.tolist(), pods.memory_mib.tolist(),
+        pods.gpu_spec.tolist(), kinds.of_pod.tolist())]
 
 
 def run_inflation(nodes: Nodes, pods: Pods, policy: str, seed: int, tune: float = DEFAULT_TUNE, *,
                   target: TargetWorkload | None = None, workload: str = "", check: bool = False) -> InflationRun:
-    """One experiment: `policy` (a name of :data:`raysim.placement.scored.POLICIES`) places the
-    arrivals of `pods` on `nodes`. `target` defaults to the target workload of `pods`. With
-    `check`, :meth:`ResourceState.check` runs at the end."""
+    """One experiment: the scored placer of `policy` (a name or label of
+    :data:`raysim.placement.scored.POLICIES`) places the arrivals of `pods` on `nodes`. `target`
+    defaults to the target workload of `pods`. With `check`, :meth:`ResourceState.check` runs at
+    the end.
+
+    Each arrival is offered to the placer (raysim.placement.scored.placer.ScoredPlacer: the nodes
+    where the pod fits now, the policy's node among them, the policy's GPUs inside it) and placed
+    where it says, or fails. The placer of VC 0 draws the node order and its own randomness from
+    children 1 and 2 of ``SeedSequence(seed)``; child 0 orders the arrivals."""
     t0 = time.perf_counter()
     cls = policy_class(policy)
     kinds = PodKinds.of(pods)
-    frag = FragModel(target if target is not None else target_workload(pods), nodes.models)
-    rng_order, rng_rank, rng_policy = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
+    target = target if target is not None else target_workload(pods)
+    frag = FragModel(target, nodes.models)
+    rng_order = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
     capacity = nodes.total_gpus * MILLI
     order = arrival_order(pods, capacity, tune, rng_order)
-    rank = rng_rank.permutation(len(nodes))
     state = ResourceState(nodes)
-    pol = make_policy(cls.name, state, frag, kinds, rng_policy)
+    view = NodesView(state)
+    placer = ScoredPlacer(cls.name, params=SimParams(seed=int(seed)), shapes=Shapes(kinds, target))
+    demands = pod_demands(pods, kinds, nodes.models)
 
     model = nodes.model
     frag_node = frag.numerator(state.cpu_left, state.gpu_left, model)
     frag_sum = int(frag_node.sum())
-    cpu, mem, ngpu, milli = (a.tolist() for a in (pods.cpu_milli, pods.memory_mib, pods.num_gpu, pods.gpu_milli))
-    spec, kind_of = pods.gpu_spec.tolist(), kinds.of_pod.tolist()
     steps = len(order)
     node_out = np.full(steps, -1, dtype=np.int64)
     arrived = np.zeros(steps, dtype=np.int64)
@@ -174,13 +190,16 @@ def run_inflation(nodes: Nodes, pods: Pods, policy: str, seed: int, tune: float 
     frag_out = np.zeros(steps, dtype=np.float64)
     arr = use = 0
     for step, p in enumerate(order.tolist()):
-        arr += ngpu[p] * milli[p]
-        node = place_one(state, pol, rank, p, cpu[p], mem[p], ngpu[p], milli[p], spec[p], kind_of[p])
-        if node >= 0:
+        d = demands[p]
+        arr += d.gpu_num * d.milli
+        alloc = placer.select(view, d)
+        if alloc is not None:
+            node, _, gpus = alloc[0]
+            state.place(node, d.cpu, d.mem, d.gpu_num, d.milli, gpus, pod=p, gpu_spec=pods.gpu_spec[p])
             new = int(frag.numerator(state.cpu_left[node], state.gpu_left[node], model[node]))
             frag_sum += new - int(frag_node[node])
             frag_node[node] = new
-            use += ngpu[p] * milli[p]
+            use += d.gpu_num * d.milli
             node_out[step] = node
         arrived[step] = arr
         used[step] = use

@@ -209,12 +209,20 @@ class ResourceState:
         self.gpu_classes: list[dict[int, int]] = [{} for _ in range(len(nd))]
         self._slots: dict = {}  # pod -> positions of its placements in `placements` (for remove)
         self._access: dict = {}
+        self._by_models: dict = {}
 
     # ------------------------------------------------------------------------- feasibility
     def accessible(self, gpu_spec: str | None) -> np.ndarray:
         mask = self._access.get(gpu_spec)
         if mask is None:
             mask = self._access[gpu_spec] = self.nodes.accessible(gpu_spec)
+        return mask
+
+    def of_models(self, codes: frozenset) -> np.ndarray:
+        """Mask of the nodes whose GPU model code is in `codes` (cached per set)."""
+        mask = self._by_models.get(codes)
+        if mask is None:
+            mask = self._by_models[codes] = np.isin(self.nodes.model, sorted(codes))
         return mask
 
     def feasible(self, cpu_milli: int, memory_mib: int, num_gpu: int, gpu_milli: int,

@@ -32,6 +32,8 @@ class Policy:
 
     name = ""
     label = ""  # the reference's sc_policy, e.g. "06-FGD"
+    #: the policy keeps per-node caches that `refresh` must update after a node changes
+    caches = False
 
     def __init__(self, state: ResourceState, frag: FragModel, kinds: PodKinds, rng: np.random.Generator):
         self.state = state

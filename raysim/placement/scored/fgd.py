@@ -40,6 +40,7 @@ def fgd_score(frag_old, frag_new) -> np.ndarray:
 class FGDPolicy(Policy):
     name = "fgd"
     label = "06-FGD"
+    caches = True
 
     def __init__(self, state, frag, kinds, rng):
         super().__init__(state, frag, kinds, rng)

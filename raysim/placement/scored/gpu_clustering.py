@@ -21,6 +21,7 @@ from raysim.placement.scored.base import MAX_NODE_SCORE, MAX_SPEC_GPU, Policy, g
 class GpuClusteringPolicy(Policy):
     name = "gpu_clustering"
     label = "03-GpuClustering"
+    caches = True
 
     def __init__(self, state, frag, kinds, rng):
         super().__init__(state, frag, kinds, rng)

@@ -88,8 +88,10 @@ class ScoredPlacer:
         res, kind = vc.res, demand.shape
         if kind < 0:
             raise ValueError(f"placer {self.cls.name!r}: a job without a request shape (job column 'shape')")
-        self._refresh(res)
-        for types in type_groups(vc, demand, self.type_order):
+        if self.policy.caches:
+            self._refresh(res)
+        groups = (demand.types,) if self.type_order == "any" else type_groups(vc, demand, self.type_order)
+        for types in groups:
             nodes = resources.candidates(vc, demand, types)
             if not len(nodes):
                 continue
