@@ -38,6 +38,18 @@ OPTIONAL_INPUTS = {"workload": -1, "share_score": 0, "constraint": -1, "speed_pr
 RESULT_COLUMNS = ("start_time", "end_time", "queue", "preemptions", "first_node", "num_nodes", "shared", "first_gpu")
 
 
+class Same:
+    """A column holding one value for every job (indexable like a list, stores nothing per job)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __getitem__(self, j):
+        return self.value
+
+
 class JobTable:
     """Per-job inputs and simulation state of one VC, indexed 0..n-1 in arrival order."""
 
@@ -69,10 +81,12 @@ class JobTable:
         self.shared: list[bool] = []  # ever shared GPUs with another job
         self.constraint: list[int] = []  # TypeCatalog constraint id (-1: any GPU type)
         self.speed_profile: list[int] = []  # TypeCatalog speed profile id (-1: speed 1 on every type)
-        self.gpu_milli: list[int] = []  # 1000: whole GPUs; less: a share of one GPU
-        self.cpu_milli: list[int] = []
-        self.mem_mib: list[int] = []
-        self.shape: list[int] = []  # request shape id (raysim.placement.scored), -1: none
+        # what a job asks besides whole GPUs (REQUEST_INPUTS): lists once a batch carries them, else
+        # the same value for every job (whole-GPU runs keep no per-job copy)
+        self.gpu_milli: list[int] | Same = Same(REQUEST_INPUTS["gpu_milli"])  # 1000: whole GPUs; less: a share
+        self.cpu_milli: list[int] | Same = Same(REQUEST_INPUTS["cpu_milli"])
+        self.mem_mib: list[int] | Same = Same(REQUEST_INPUTS["mem_mib"])
+        self.shape: list[int] | Same = Same(REQUEST_INPUTS["shape"])  # request shape id (raysim.placement.scored)
         # progress per second while running = type_speed x share_speed x net_speed, each a named
         # factor set by its own mechanism (GPU type of the placement, a sharing partner, NIC contention)
         self.rate: list[float] = []
@@ -102,8 +116,13 @@ class JobTable:
         self.gmem += np.where(np.isnan(gmem), 0.0, gmem).tolist()
         self.estimate += cols["estimate"].tolist()
         for name, default in OPTIONAL_INPUTS.items():
-            col = cols.get(name)
-            getattr(self, name).extend([default] * k if col is None else col.tolist())
+            col, have = cols.get(name), getattr(self, name)
+            if isinstance(have, Same):
+                if col is None:
+                    continue
+                have = [have.value] * self.n
+                setattr(self, name, have)
+            have.extend([default] * k if col is None else col.tolist())
         for name in ("rate", "type_speed", "share_speed", "net_speed"):
             getattr(self, name).extend([1.0] * k)
         self.run_order += [-1] * k
