@@ -23,6 +23,7 @@ from raysim.placement.random_fit import RandomFit
 #: as raysim's own "random" placer came first)
 SCORED = {"fgd_random": "random", "dotprod": "dotprod", "gpu_clustering": "gpu_clustering",
           "gpu_packing": "gpu_packing", "bestfit": "bestfit", "fgd": "fgd"}
+#: every placer name -> its class (None for the scored ones: make_placer builds them from SCORED)
 PLACERS = {"consolidate": Consolidate, "first_fit": FirstFit, "random": RandomFit, **dict.fromkeys(SCORED)}
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import bisect
 import heapq
 
-import numpy as np
 
 from raysim.sim.resources import MILLI, Nodes, ResourceState
 
