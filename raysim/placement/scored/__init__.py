@@ -1,4 +1,5 @@
-"""Placement policies of the FGD experiment: name -> class (:data:`POLICIES`).
+"""FGD's placement policies: name -> class (:data:`POLICIES`), run by the scored placers
+(raysim.placement.scored.placer, ``placer=fgd_random|dotprod|...|fgd``).
 
 Each policy scores the feasible nodes (:meth:`Policy.score`, integers, higher is better; ties go to
 a fixed random node order drawn once per run) and picks the GPUs inside the chosen node

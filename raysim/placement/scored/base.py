@@ -1,12 +1,13 @@
 """What every placement policy shares: node choice among feasible nodes and the default GPU choice.
 
-The engine passes a policy the indices of the nodes where the pod fits (never empty; with one
-feasible node the reference skips scoring and so does the engine). :meth:`Policy.select` scores them
+The placer (raysim.placement.scored.placer.ScoredPlacer) passes a policy the indices of the nodes
+where the pod fits (never empty; with one feasible node the reference skips scoring and so does
+the placer). :meth:`Policy.select` scores them
 with integer scores as the reference's plugins do (Kubernetes node scores are int64 in 0..100) and
 takes the highest; equal scores go to the node of lowest `rank`. The reference's Kubernetes fork
 breaks ties by the smallest node name, and the simulator prefixes node names with a random
 permutation drawn once per run (``%04d-`` + name), so ties go to a random but fixed node order: the
-engine draws `rank` the same way, once per run.
+placer draws `rank` the same way, once per run (per VC).
 
 GPU choice inside the node (the reference's Open-Gpu-Share Reserve step, ``gpuSelMethod`` "best"
 unless the policy has its own): a share pod takes the GPU with the least free milli that still fits

@@ -1,4 +1,4 @@
-"""FGD's scored policies as placers of the VC engine: ``placer=fgd`` (or random_fgd ... bestfit).
+"""FGD's scored policies as placers: ``placer=fgd`` (or fgd_random, dotprod, ... bestfit).
 
 A scored placer scores the nodes where a job fits (raysim.placement.scored.base.Policy) and takes
 the best, ties to a node order drawn once per VC; inside the node the policy picks the GPUs. Its
@@ -9,14 +9,15 @@ target workload (the most frequent shapes). Each job carries its shape id (job c
 Randomness: VC number i of the layout uses children 3i+1 (node order) and 3i+2 (the policy's own
 draws) of ``numpy.random.SeedSequence(seed)``, so a one-VC run draws exactly as the inflation
 experiment and the former timed experiment did, and results do not depend on how VCs are spread
-over processes.
+over processes. The inflation experiment (raysim.sharing.inflation) places through this placer too.
 
 The scored policies place pods, which run on one node. A whole-GPU job larger than the VC's
 largest node (a multi-node job of the Venus or Helios traces) is placed as ``placer=consolidate``
 places it.
 
-Policies cache per-node scores; the placer recomputes the rows of the nodes whose
-``ResourceState.stamp`` moved since it last looked (jobs started or ended there).
+Policies that cache per-node scores (``caches``) have the rows of the nodes whose
+``ResourceState.stamp`` moved since the placer last looked (jobs started or ended there)
+recomputed before each choice.
 """
 
 from __future__ import annotations
