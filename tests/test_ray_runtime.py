@@ -259,8 +259,11 @@ def random_pod_list(folder, n=300, seed=3):
     write(folder, pods=rows)
 
 
-@pytest.mark.parametrize("policy,placer", [("tiresias", "fgd"), ("fifo_backfill", "gpu_clustering"), ("srtf", "random")])
-def test_pods_with_gpu_shares_on_ray_write_the_same_files_as_local(policy, placer, ray_local, tmp_path):
+@pytest.mark.parametrize("policy,placer,more", [
+    ("tiresias", "fgd", []), ("fifo_backfill", "gpu_clustering", []), ("srtf", "random", []),
+    ("fifo_backfill", "fgd", ["+trace.reader_options.vcs=2", "quota=borrow", "quota.period_s=20"]),
+])
+def test_pods_with_gpu_shares_on_ray_write_the_same_files_as_local(policy, placer, more, ray_local, tmp_path):
     from hydra import compose, initialize_config_dir
 
     from raysim import cli  # noqa: F401  (registers the config resolvers)
@@ -271,7 +274,8 @@ def test_pods_with_gpu_shares_on_ray_write_the_same_files_as_local(policy, place
     random_pod_list(tmp_path / "data")
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=["trace.format=alibaba2023", f"trace.path={tmp_path / 'data'}",
-                                                       "trace.cache=false", f"policy={policy}", f"placer={placer}"])
+                                                       "trace.cache=false", f"policy={policy}", f"placer={placer}",
+                                                       *more])
     trace = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, trace)
     assert spec.resources and trace.table.num_rows == 300
@@ -283,3 +287,6 @@ def test_pods_with_gpu_shares_on_ray_write_the_same_files_as_local(policy, place
             assert (out / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
     jobs = pq.read_table(tmp_path / "local" / "jobs.parquet")
     assert all(jobs.column("finished").to_pylist()) and jobs.column("queue").to_numpy().max() > 0
+    if "quota=borrow" in more:  # some pods ran on the other VC's nodes
+        ran = jobs.column("ran_on_vc").to_pylist()
+        assert any(r != v for r, v in zip(ran, jobs.column("vc").to_pylist()))

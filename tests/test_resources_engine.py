@@ -61,7 +61,9 @@ def run_checked(sim):
         sim.run(until=t + 1)
         sim.vc.check()
         res = sim.vc.res
-        whole = frag.numerator(res.cpu_left, res.gpu_left, res.nodes.model).sum()
+        if len(frag.models) != len(res.nodes.models):
+            frag = FragModel(sim.fragmentation.target, res.nodes.models)
+        whole = frag.numerator(res.cpu_left, res.gpu_left, res.nodes.model)[res.present].sum()
         assert sim.fragmentation.amount(res) == round(whole / frag.total)
     return sim.jobs.results()
 
@@ -204,3 +206,92 @@ def test_preemptive_policies_take_a_share_of_a_gpu_from_their_quota(policy):
     pods = [(0, 1000, 1, 500, 1000, 10), (10, 100, 1, 1000, 1000, 10)]
     res = run_checked(simulator(pods, ONE_GPU, policy="srtf", placer="fgd"))
     assert res["preemptions"].tolist() == [1, 0] and res["start_time"][1] == 10
+
+
+# --------------------------------------------- loans between VCs that count shares, CPU and memory
+
+def loan_vcs(policy="fifo_backfill"):
+    """A: two 2-GPU T4 nodes (16 CPUs, 64 GiB); B: one 1-GPU V100 node (8 CPUs, 32 GiB) busy with a
+    whole-GPU pod (4 CPUs) until t=1000. B's pods at t=10 (a share with 6 CPUs, a CPU-only pod of 6
+    CPUs and 20 GiB, a whole GPU) wait: no GPU is free and 4 CPUs are left."""
+    from raysim.quota.ledger import check_conservation
+
+    a_pools = (Pool("T4", 2, 2, cpu_milli=16000, memory_mib=65536),)
+    b_pools = (Pool("V100", 1, 1, cpu_milli=8000, memory_mib=32768),)
+    layout = {"A": a_pools, "B": b_pools}
+    params = SimParams.for_mode("clean", seed=0)
+    b_pods = [(0, 1000, 1, 1000, 4000, 1024), (10, 500, 1, 300, 6000, 1024), (10, 400, 0, 0, 6000, 20000),
+              (10, 300, 1, 1000, 1000, 1024)]
+    shapes, of_pod = shapes_of(b_pods)
+    catalog = TypeCatalog(gpu_types=("T4", "V100"))
+    sims = {}
+    for name in ("A", "B"):
+        sims[name] = VCSimulator(name, layout[name], make_policy(policy, params=params),
+                                 make_placer("fgd", params=params, vc_index=len(sims), shapes=shapes), params,
+                                 catalog=catalog, quota_loans=True, resources=True,
+                                 fragmentation=FragTracker(shapes.workload), layout=layout)
+    cols = pods_batch(b_pods)
+    cols["shape"] = of_pod
+    sims["B"].add_jobs(cols)
+    return sims, check_conservation
+
+
+def step_to(sims, t):
+    for sim in sims.values():
+        while (e := sim.next_event_time()) < t:
+            sim.run(until=e + 1)
+            sim.vc.check()
+        sim.run(until=t)
+
+
+def test_a_lent_node_brings_its_cpu_and_memory_and_takes_shares_and_cpu_only_pods():
+    from raysim.quota.ledger import PoolShape
+
+    sims, conserved = loan_vcs()
+    step_to(sims, 100)
+    b = sims["B"]
+    assert len(b.pending) == 3  # the V100 node has 7 CPUs left: none of the three fits
+    sims["A"].lend(100, 0, 1, "B")
+    b.borrow(100, PoolShape(0, "T4", 2), 1, "A")
+    conserved(sims)
+    held = next(iter(b.vc.held))
+    res = b.vc.res
+    assert (res.nodes.cpu_milli[held], res.nodes.memory_mib[held], res.nodes.num_gpu[held]) == (16000, 65536, 2)
+    assert not sims["A"].vc.res.present[1] and res.present[held]  # A lends its last node
+    step_to(sims, 101)
+    out = b.results()
+    # the share, the CPU-only pod and the whole GPU all start on the held node (13 of its 16 CPUs)
+    assert out["start_time"].tolist()[1:] == [100, 100, 100]
+    assert set(out["first_node"].tolist()[1:]) == {held} and out["ran_on_vc"].tolist()[1:] == ["A"] * 3
+    assert res.cpu_left[held] == 3000 and res.n_pods[held] == 3 and not b.vc.idle(held)
+    # the lender reclaims its node: the three pods on it stop (they restart), the node goes back at once
+    step_to(sims, 200)
+    back = b.reclaim(200, "A", PoolShape(0, "T4", 2), 1, "preempt")
+    sims["A"].take_back(200, 0, 1, "B")
+    assert back == 1 and sims["A"].vc.res.present[1] and not res.present[held]
+    conserved(sims)
+    step_to(sims, 5000)
+    out = b.results()
+    # back on B's one node: the share when the first pod ends, then the other two when the share ends
+    assert out["reclaims"].tolist() == [0, 1, 1, 1]
+    assert out["end_time"].tolist() == [1000, 1500, 1900, 1800]  # restarted at 1000, 1500 and 1500
+    assert sims["A"].vc.free_gpus == 4 and b.vc.used_milli == 0
+    conserved(sims)
+
+
+def test_a_node_running_only_a_cpu_pod_is_not_idle_and_is_not_lent():
+    sims, _ = loan_vcs()
+    a = sims["A"]
+    cols = pods_batch([(0, 1000, 0, 0, 2000, 1024), (0, 1000, 0, 0, 2000, 1024)])
+    cols["shape"] = np.zeros(2, dtype=np.int64)
+    cols["seq"] = np.array([10, 11])
+    a.add_jobs(cols)
+    step_to(sims, 50)
+    busy = [n for n in range(2) if a.vc.res.n_pods[n]]
+    assert busy and all(a.vc.free[n] == a.vc.size[n] for n in busy)  # all their GPUs are free ...
+    assert not any(a.vc.idle(n) for n in busy)  # ... but they are not idle
+    report = a.quota_report(50)
+    assert report["idle_own"] == 2 - len(busy) and report["pools"][0]["idle"] == 2 - len(busy)
+    if len(busy) == 2:
+        with pytest.raises(ValueError, match="are idle"):
+            a.lend(50, 0, 1, "B")

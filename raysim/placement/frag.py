@@ -245,7 +245,9 @@ __all__ = ["CATEGORIES", "TargetWorkload", "target_workload", "FragModel", "nonz
 
 class FragTracker:
     """FGD's fragment amount of one resource state (raysim.sim.resources.ResourceState) as it
-    changes: per node, recomputed only where the state's stamps moved since the last call."""
+    changes: per node, recomputed only where the state's stamps moved since the last call (every
+    node when nodes joined). Only the nodes that take pods count (`ResourceState.present`): a
+    node away on loan, or being drained for its return, is not the VC's to fill."""
 
     def __init__(self, target: TargetWorkload):
         self.target = target
@@ -253,7 +255,7 @@ class FragTracker:
 
     def amount(self, res) -> int:
         """The state's fragment amount now, in GPU milli (rounded to a whole milli)."""
-        if self.model is None:
+        if self.model is None or len(self.node) != len(res.nodes):  # (nodes joined: held on loan)
             self.model = FragModel(self.target, res.nodes.models)
             self.node = self.model.numerator(res.cpu_left, res.gpu_left, res.nodes.model)
             self.sum = int(self.node.sum())
@@ -264,4 +266,5 @@ class FragTracker:
             self.sum += int(new.sum() - self.node[moved].sum())
             self.node[moved] = new
             self.seen[moved] = res.stamp[moved]
-        return round(self.sum / self.model.total)
+        total = self.sum if res.all_present else int(self.node[res.present].sum())
+        return round(total / self.model.total)

@@ -47,6 +47,11 @@ from its return until the next epoch's take-back). Between epochs, per lender, b
 nodes lent = nodes held + nodes returned and not yet taken back (`check_conservation`).
 
 Quota lending and the Lucid profiler's node loans (`VCSimulator.add_node_events`) do not mix.
+
+On a VC that counts CPU, memory and GPU shares (`VCState.res`), a node is idle when no job at all
+holds it (`VCState.idle`: a CPU-only job holds none of its GPUs but keeps it busy), reclaims stop
+every job on the node, and a held node brings the CPU and memory of its lender's pool (from the
+run's layout, `VCSimulator.layout`).
 """
 
 from __future__ import annotations
@@ -188,6 +193,8 @@ class QuotaLoans:
             starts = ledger.pool_starts
             for node in vc.lent:
                 away[bisect.bisect_right(starts, node) - 1] += 1
+        if vc.res is not None:  # (a node running CPU-only jobs has all its GPUs free but is not idle)
+            return [sum(map(vc.idle, nodes)) - away[p] for p, nodes in enumerate(ledger.pool_nodes)]
         free, size = vc.free, vc.size
         return [sum(map(operator.eq, free[nodes.start:nodes.stop], size[nodes.start:nodes.stop])) - away[p]
                 for p, nodes in enumerate(ledger.pool_nodes)]
@@ -195,14 +202,13 @@ class QuotaLoans:
     def _report_held_idle(self) -> int:
         """Idle held nodes open to placement."""
         vc = self.vc
-        free, size, draining = vc.free, vc.size, vc.draining
-        return sum(1 for n in vc.held if free[n] == size[n] and n not in draining) if vc.held else 0
+        draining = vc.draining
+        return sum(1 for n in vc.held if vc.idle(n) and n not in draining) if vc.held else 0
 
     def _report_idle_own(self) -> int:
         """Idle own nodes (present: not lent out); from the VC's count of nodes without a job."""
         vc = self.vc
-        free, size = vc.free, vc.size
-        idle_held = sum(1 for n in vc.held if free[n] == size[n]) if vc.held else 0
+        idle_held = sum(1 for n in vc.held if vc.idle(n)) if vc.held else 0
         return vc.num_nodes - vc.nodes_one_job - vc.nodes_multi_job - idle_held
 
     def _report_lent(self) -> list[dict]:
@@ -222,13 +228,13 @@ class QuotaLoans:
         """The held nodes per lender and pool: open to placement, idle among those, being drained."""
         vc = self.vc
         held = {key: {"nodes": k, "idle": 0, "draining": 0} for key, k in self.quota.held_nodes.items()}
-        draining, free, size = vc.draining, vc.free, vc.size
+        draining = vc.draining
         for node in draining:
             row = held[vc.held[node]]
             row["nodes"] -= 1
             row["draining"] += 1
         for node, key in vc.held.items():  # (few: held nodes only)
-            if free[node] == size[node] and node not in draining:
+            if vc.idle(node) and node not in draining:
                 held[key]["idle"] += 1
         partners = self.quota.partners
         return [{"lender": partners[code], "pool": shape.pool, "gpu_type": shape.gpu_type,
@@ -237,9 +243,9 @@ class QuotaLoans:
     def lend(self, t: int, pool: int, count: int, to_vc: str) -> None:
         """Lend `count` idle own nodes of pool `pool` (the last ones in scan order) to `to_vc`."""
         ledger, vc = self._epoch(t), self.vc
-        lent, free, size = vc.lent, vc.free, vc.size
+        lent = vc.lent
         idle = list(itertools.islice((n for n in reversed(ledger.pool_nodes[pool])
-                                      if free[n] == size[n] and n not in lent), count))
+                                      if vc.idle(n) and n not in lent), count))
         if count > len(idle):
             raise ValueError(f"{self.name}: cannot lend {count} nodes of pool {pool} at t={t}: "
                              f"{len(idle)} are idle")
@@ -259,8 +265,12 @@ class QuotaLoans:
         ledger.loan_state += 1
         key = (ledger.code(from_vc), PoolShape(*shape))
         types = len(vc.types)
+        cpu = mem = None
+        if vc.res is not None:  # the node brings its CPU and memory (the lender's pool's)
+            pool = self.layout[from_vc][key[1].pool]
+            cpu, mem = pool.cpu_milli, pool.memory_mib
         for _ in range(count):
-            node = vc.add_held(key[1].gpu_type, key[1].gpus_per_node, key)
+            node = vc.add_held(key[1].gpu_type, key[1].gpus_per_node, key, cpu, mem)
             ledger.held_gpus += vc.size[node]
         _count(ledger.held_nodes, key, count)
         _count(ledger.loans, (from_vc, self.name, key[1].pool), count)
@@ -282,7 +292,7 @@ class QuotaLoans:
         if count > len(open_nodes):
             raise ValueError(f"{self.name}: cannot reclaim {count} nodes of {from_vc}'s pool {key[1].pool} "
                              f"at t={t}: {len(open_nodes)} are held and not being drained")
-        chosen = sorted(open_nodes, key=lambda n: vc.size[n] - vc.free[n])[:count]
+        chosen = sorted(open_nodes, key=lambda n: (not vc.idle(n), vc.size[n] - vc.free[n]))[:count]
         ledger.account(t)
         ledger.loan_state += 1
         on = self._jobs_on(chosen)
@@ -298,7 +308,7 @@ class QuotaLoans:
                 self.policy.on_requeue(self, j, t)
         back = 0
         for node in chosen:
-            if vc.free[node] == vc.size[node]:
+            if vc.idle(node):
                 self._give_back(node)
                 back += 1
             else:
@@ -369,15 +379,15 @@ class QuotaLoans:
     def _ran_on(self, alloc) -> int:
         """Tag of the VC whose nodes a placement uses: the first held node's lender, or -1 (own)."""
         held = self.vc.held
-        for node, _ in alloc:
-            if node in held:
-                return held[node][0]
+        for entry in alloc:
+            if entry[0] in held:
+                return held[entry[0]][0]
         return -1
 
     def _return_drained(self, t: int) -> None:
         """Drained nodes that became idle go back at t (the next report lists them)."""
         vc, ledger = self.vc, self.quota
-        for node in [n for n in vc.draining if vc.free[n] == vc.size[n]]:
+        for node in [n for n in vc.draining if vc.idle(n)]:
             key = vc.held[node]
             ledger.account(t)
             ledger.loan_state += 1
@@ -426,8 +436,11 @@ class QuotaLoans:
         return sorted(per_key.items(), key=lambda kv: (partners[kv[0][0]], kv[0][1]))
 
     def _jobs_on(self, nodes) -> list[int]:
-        """Jobs holding GPUs on `nodes`, in the order they (re)started."""
+        """Jobs holding GPUs (with `res`: any resource) on `nodes`, in the order they (re)started."""
         vc, on = self.vc, set()
+        if vc.res is not None:  # shares and CPU-only jobs own no GPU: ask the placements
+            nodes = set(nodes)
+            on.update(j for j, placed in vc.placement.items() if any(node in nodes for node, _ in placed))
         for node in nodes:
             on.update(j for j in vc.owner[node] if j >= 0)
             on.update(j for j in vc.second[node] if j >= 0)

@@ -268,12 +268,9 @@ def estimates_from_config(cfg: DictConfig, trace: Trace):
                          negative_to=est.negative_to), None
 
 
-def refuse_with_resources(cfg: DictConfig, quota: str) -> None:
+def refuse_with_resources(cfg: DictConfig) -> None:
     """What VCs that count GPU shares, CPU and memory cannot do yet: a ConfigError naming it."""
     why = "where VCs count GPU shares, CPU and memory (raysim.run.requests)"
-    if quota == "borrow":
-        raise ConfigError("quota", f"quota=borrow lends whole nodes, which VCs cannot do yet {why}: use quota=none "
-                                   "or quota=global", quota)
     if value(cfg, "policy.name") == "lucid":
         raise ConfigError("policy", f"lucid packs pairs of jobs on GPUs and lends nodes to its profiler, which "
                                     f"VCs cannot do yet {why}", "lucid")
@@ -297,7 +294,7 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
         layout, homes = merged_layout(layout)
     resources = counts_resources(trace.table, layout, cfg.placer.name)
     if resources:
-        refuse_with_resources(cfg, quota.mode)
+        refuse_with_resources(cfg)
     requests, shapes = request_inputs(trace.table) if resources else ({}, None)
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,

@@ -72,4 +72,5 @@ class RunSpec:
             catalog=self.catalog, quota_loans=self.quota.borrow, pool_homes=self.pool_homes or None,
             resources=self.resources,
             fragmentation=FragTracker(self.shapes.workload) if self.shapes is not None else None,
+            layout=self.layout if self.resources and self.quota.borrow else None,
         )

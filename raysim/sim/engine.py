@@ -34,15 +34,17 @@ class VCSimulator(QuotaLoans):
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
                  *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_loans: bool = False,
-                 pool_homes: list[str] | None = None, resources: bool = False, fragmentation=None):
+                 pool_homes: list[str] | None = None, resources: bool = False, fragmentation=None,
+                 layout: dict | None = None):
         self.name = name
         self.params = params
         self.policy = policy
         self.placer = placer
         #: with `resources` (or pools that limit CPU and memory) jobs may ask for GPU shares, CPU and memory
         self.vc = VCState(pools, resources)
-        if self.vc.res is not None and quota_loans:
-            raise ValueError(f"{name}: quotas between VCs do not lend nodes that count CPU, memory and GPU shares yet")
+        #: with resources and quota loans: the run's layout (VC -> pools), where a held node's CPU
+        #: and memory come from (its lender's pool)
+        self.layout = layout
         self.jobs = JobTable()
         self._catalog = catalog or TypeCatalog()
         self._index_types()
@@ -549,6 +551,6 @@ class VCSimulator(QuotaLoans):
             row += tuple(tf[i] if i >= 0 else 0 for i in self._series_types)
         if self.quota is not None:
             row += (self.quota.held_gpus, self.quota.lent_gpus)
-        elif vc.res is not None:  # (quotas do not lend nodes that count resources)
+        if vc.res is not None:
             row += (vc.used_milli, self.fragmentation.amount(vc.res) if self.fragmentation is not None else 0)
         self.recorder.snapshot(t, row)

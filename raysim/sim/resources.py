@@ -191,6 +191,8 @@ class ResourceState:
     #: per node, a counter bumped by every place and remove (placers that cache per-node scores
     #: recompute the rows whose stamp moved)
     stamp: np.ndarray = field(init=False)
+    #: per node, whether it takes pods: a VC's node away on loan (or being drained) does not
+    present: np.ndarray = field(init=False)
 
     def __post_init__(self):
         nd = self.nodes
@@ -205,6 +207,8 @@ class ResourceState:
         self.whole = np.zeros(self.gpu_left.shape, dtype=bool)
         self.placements = []
         self.stamp = np.zeros(len(nd), dtype=np.int64)
+        self.present = np.ones(len(nd), dtype=bool)
+        self._absent = 0  # nodes not present (feasibility skips the mask while there are none)
         #: per node, its GPU pods by class: 0 for a share of a GPU, n for n whole GPUs
         self.gpu_classes: list[dict[int, int]] = [{} for _ in range(len(nd))]
         self._slots: dict = {}  # pod -> positions of its placements in `placements` (for remove)
@@ -230,6 +234,8 @@ class ResourceState:
         """Mask of the nodes where the pod fits now (the reference's NodeResourcesFit on CPU, memory
         and pod count, and its Open-Gpu-Share filter on GPUs and model)."""
         ok = (self.cpu_left >= cpu_milli) & (self.mem_left >= memory_mib) & (self.n_pods < self.nodes.max_pods)
+        if self._absent:
+            ok &= self.present
         if num_gpu <= 0:
             return ok
         if gpu_milli < MILLI:
@@ -260,6 +266,8 @@ class ResourceState:
         node = int(node)
         if not 0 <= node < len(self.nodes):
             raise OverAllocation(f"no node {node}")
+        if not self.present[node]:
+            raise OverAllocation(f"node {node} takes no pod now (away on loan or being drained)")
         if self.cpu_left[node] < cpu_milli or self.mem_left[node] < memory_mib:
             raise OverAllocation(f"node {node}: CPU or memory short for pod {pod}")
         if self.n_pods[node] >= self.nodes.max_pods:
@@ -338,6 +346,43 @@ class ResourceState:
             self.max_left[node] = int(row.max())
             self.left_total[node] = int(row.sum())
         return p
+
+    @property
+    def all_present(self) -> bool:
+        """Whether every node takes pods."""
+        return not self._absent
+
+    def set_present(self, node: int, present: bool) -> None:
+        """Node `node` takes pods again (True) or no more (False: pods on it stay until removed)."""
+        if present == bool(self.present[node]):
+            return
+        self.present[node] = present
+        self._absent += -1 if present else 1
+
+    def add_node(self, cpu_milli: int, memory_mib: int, num_gpu: int, model: str) -> int:
+        """A new, empty, present node (a VC's node on loan from another VC); returns its index."""
+        nd = self.nodes
+        models = nd.models if model in nd.models else nd.models + (model,)
+        self.nodes = Nodes(np.append(nd.cpu_milli, cpu_milli), np.append(nd.memory_mib, memory_mib),
+                           np.append(nd.num_gpu, num_gpu), np.append(nd.model, models.index(model)), models,
+                           nd.names, nd.max_pods)
+        width = max(self.gpu_left.shape[1], num_gpu)
+        pad = width - self.gpu_left.shape[1]
+        row = np.where(np.arange(width) < num_gpu, MILLI, 0).astype(np.int64)
+        self.gpu_left = np.vstack([np.pad(self.gpu_left, ((0, 0), (0, pad))), row])
+        self.whole = np.vstack([np.pad(self.whole, ((0, 0), (0, pad))), np.zeros(width, bool)])
+        self.cpu_left = np.append(self.cpu_left, cpu_milli)
+        self.mem_left = np.append(self.mem_left, memory_mib)
+        self.n_pods = np.append(self.n_pods, 0)
+        self.n_free = np.append(self.n_free, num_gpu)
+        self.max_left = np.append(self.max_left, MILLI if num_gpu else 0)
+        self.left_total = np.append(self.left_total, num_gpu * MILLI)
+        self.stamp = np.append(self.stamp, 0)
+        self.present = np.append(self.present, True)
+        self.gpu_classes.append({})
+        self._access.clear()
+        self._by_models.clear()
+        return len(self.nodes) - 1
 
     def renumber(self, new: list[int]) -> None:
         """Pod p is now called new[p] (the VC engine renumbers its jobs when it forgets finished ones;

@@ -39,6 +39,9 @@ class VCState:
     SHARED. Jobs that ask for CPU or memory run on one node. Without `resources`, `res` is None
     and only GPUs are counted (the fast path of the Venus and Helios replays).
 
+    With `res`, a node takes pods only while it is in the scan order (`res.present`): a node away
+    on loan, a spare slot or a node being drained takes none.
+
     Quota lending (raysim.quota.ledger) adds held nodes (`held`, on loan from another VC), own nodes
     away on loan (`lent`: out of `order`, their slots kept idle), held nodes being drained
     (`draining`: out of `order`, so no job is placed there, but still counted until they go back)
@@ -84,8 +87,8 @@ class VCState:
         self.lent: dict[int, object] = {}
         #: held nodes being drained for return, in the order they started draining
         self.draining: dict[int, None] = {}
-        #: spare slots of held nodes given back, per (type index, GPUs per node): heaps of nodes
-        self.spare: dict[tuple[int, int], list[int]] = {}
+        #: spare slots of held nodes given back, per shape (VCState._shape): heaps of nodes
+        self.spare: dict[tuple, list[int]] = {}
         #: per-job placement: job index -> list of (node, [gpu ids])
         self.placement: dict[int, list[tuple[int, list[int]]]] = {}
         #: per-job (utilisation in milli-percent, memory MB) of the job alone
@@ -324,7 +327,7 @@ class VCState:
         assert len(set(live)) == len(live), "a node is listed twice"
         away = list(self.lent) + [n for slots in self.spare.values() for n in slots]
         assert len(set(away)) == len(away) and not set(away) & set(live), "a node away is also present"
-        assert all(self.free[n] == self.size[n] and max(self.owner[n]) < 0 for n in away), "a node away is busy"
+        assert all(self.idle(n) and max(self.owner[n]) < 0 for n in away), "a node away is busy"
         assert set(self.draining) <= set(self.held) <= set(live), "a held node is lost"
         free = [sum(1 for o in self.owner[n] if o == -1) for n in live]
         assert all(f == self.free[n] for f, n in zip(free, live)), "per-node free count is off"
@@ -339,6 +342,9 @@ class VCState:
             self.res.check()
             left = self.res.gpu_left
             assert self.used_milli == res_used(self.res), "allocated GPU milli is off"
+            order = set(self.order)
+            assert all(bool(self.res.present[n]) == (n in order) for n in range(len(self.size))), \
+                "the nodes that take pods are not those in the scan order"
             for n in live:
                 for g, o in enumerate(self.owner[n]):
                     assert (o == -1) == (left[n, g] == MILLI), f"node {n} GPU {g}: owner {o}, {left[n, g]} milli free"
@@ -370,14 +376,18 @@ class VCState:
         self._capacity(node, -self.size[node])
         return True
 
+    def idle(self, node: int) -> bool:
+        """Whether node `node` holds no job (with `res`: no CPU-only job either)."""
+        return self.free[node] == self.size[node] and (self.res is None or not self.res.n_pods[node])
+
     def lend_own(self, node: int, borrower) -> None:
         """Idle own node `node` leaves on loan to `borrower`; its slot stays, idle, for its return."""
-        self._fixed_nodes()
-        if self.free[node] != self.size[node]:
+        if not self.idle(node):
             raise AssertionError(f"node {node} is not idle")
         self.order.remove(node)
         self._capacity(node, -self.size[node])
         self.lent[node] = borrower
+        self._present(node, False)
 
     def take_back_own(self, node: int) -> None:
         """Own node `node` returns from loan, idle, to its original place in the scan order. (Own
@@ -386,20 +396,27 @@ class VCState:
         del self.lent[node]
         self.order.insert(bisect.bisect_left(self.order, node), node)
         self._capacity(node, self.size[node])
+        self._present(node, True)
 
-    def add_held(self, gpu_type: str, per: int, tag) -> int:
-        """A node on loan from another VC (`tag` names the loan) joins at the end of the scan order,
-        in the lowest spare slot of its shape if there is one; returns the node."""
-        self._fixed_nodes()
+    def add_held(self, gpu_type: str, per: int, tag, cpu_milli: int | None = None,
+                 memory_mib: int | None = None) -> int:
+        """A node on loan from another VC (`tag` names the loan; with `res`, the node has
+        `cpu_milli` and `memory_mib`, None: not limited) joins at the end of the scan order, in the
+        lowest spare slot of its shape if there is one; returns the node."""
         self._admit_shape(gpu_type, per)
         t = self.types.index(gpu_type)
-        slots = self.spare.get((t, per))
+        slots = self.spare.get(self._shape(t, per, cpu_milli, memory_mib))
         if not slots:
             node = self._new_node(gpu_type, per, name=len(self.size))
+            if self.res is not None:
+                added = self.res.add_node(UNLIMITED if cpu_milli is None else cpu_milli,
+                                          UNLIMITED if memory_mib is None else memory_mib, per, gpu_type)
+                assert added == node, "the resource state's nodes are out of step"
         else:
             node = heapq.heappop(slots)
             self.order.append(node)
             self._capacity(node, per)
+            self._present(node, True)
         self.held[node] = tag
         return node
 
@@ -407,6 +424,7 @@ class VCState:
         """Held node `node` takes no new job from now on; it stays counted until `give_back`."""
         self.order.remove(node)
         self.draining[node] = None
+        self._present(node, False)
 
     def give_back(self, node: int) -> None:
         """Idle held node `node` (maybe being drained) leaves; its slot becomes spare."""
@@ -416,7 +434,23 @@ class VCState:
             self.order.remove(node)
         del self.held[node]
         self._capacity(node, -self.size[node])
-        heapq.heappush(self.spare.setdefault((self.type_of[node], self.size[node]), []), node)
+        self._present(node, False)
+        res = self.res
+        cpu, mem = (None, None) if res is None else (int(res.nodes.cpu_milli[node]), int(res.nodes.memory_mib[node]))
+        shape = self._shape(self.type_of[node], self.size[node], cpu, mem)
+        heapq.heappush(self.spare.setdefault(shape, []), node)
+
+    def _shape(self, t: int, per: int, cpu_milli, memory_mib) -> tuple:
+        """The key of spare slots: GPU type index and GPUs per node, with `res` also CPU and memory."""
+        if self.res is None:
+            return t, per
+        return (t, per, UNLIMITED if cpu_milli is None else cpu_milli,
+                UNLIMITED if memory_mib is None else memory_mib)
+
+    def _present(self, node: int, present: bool) -> None:
+        """With `res`: node `node` takes pods (in the scan order) or not (away, being drained)."""
+        if self.res is not None:
+            self.res.set_present(node, present)
 
     def add_node(self, reference_naming: bool, pool=None) -> bool:
         """Take one node (back) from a loan, shaped like `pool` (default: the VC's first pool); it
@@ -434,9 +468,10 @@ class VCState:
         return True
 
     def _fixed_nodes(self) -> None:
-        """Node loans move nodes in and out of the scan order; `res` does not follow them yet."""
+        """The profiler's node loans (Lucid's) do not move nodes that count CPU, memory and GPU shares."""
         if self.res is not None:
-            raise ValueError("nodes cannot be lent or borrowed on a VC that counts CPU, memory and GPU shares")
+            raise ValueError("Lucid's profiler loans nodes of one shape, not nodes that count CPU, memory and "
+                             "GPU shares")
 
     def _admit_shape(self, gpu_type: str, per: int) -> None:
         """Make room for a node of `per` GPUs of `gpu_type` (a new type joins `types`) and update

@@ -66,12 +66,19 @@ class ScoredPlacer:
         self.wide = Consolidate(params=params, vc_index=vc_index, type_order=type_order)
 
     def _bind(self, vc) -> None:
+        """(Re)build the policy over the VC's resource state: at the first call, and when nodes
+        joined the state (held on loan). The node order is drawn once; nodes that join later come
+        after every node before them, in the order they joined."""
         res = vc.res
         if res is None:
             raise ValueError(f"placer {self.cls.name!r} needs a VC that counts CPU, memory and GPU milli")
+        n = len(res.nodes)
+        if self.rank is None:
+            self.rank = self.rng_rank.permutation(n)
+        else:
+            self.rank = np.concatenate([self.rank, np.arange(len(self.rank), n)])
         frag = FragModel(self.shapes.workload, res.nodes.models)
         self.policy = self.cls(res, frag, self.shapes.kinds, self.rng_policy)
-        self.rank = self.rng_rank.permutation(len(res.nodes))
         self.seen = res.stamp.copy()
 
     def _refresh(self, res) -> None:
@@ -84,7 +91,7 @@ class ScoredPlacer:
     def select(self, vc, demand):
         if demand.gpu_num > vc.max_node_gpus and demand.whole_gpus_only:
             return self.wide.select(vc, demand)
-        if self.policy is None:
+        if self.policy is None or len(vc.res.nodes) != len(self.seen):
             self._bind(vc)
         res, kind = vc.res, demand.shape
         if kind < 0:
