@@ -183,6 +183,7 @@ def run_inflation(nodes: Nodes, pods: Pods, policy: str, seed: int, tune: float 
     model = nodes.model
     frag_node = frag.numerator(state.cpu_left, state.gpu_left, model)
     frag_sum = int(frag_node.sum())
+    amounts: dict = {}  # node state (free CPU, free milli per GPU, model) -> its fragment numerator
     steps = len(order)
     node_out = np.full(steps, -1, dtype=np.int64)
     arrived = np.zeros(steps, dtype=np.int64)
@@ -196,7 +197,10 @@ def run_inflation(nodes: Nodes, pods: Pods, policy: str, seed: int, tune: float 
         if alloc is not None:
             node, _, gpus = alloc[0]
             state.place(node, d.cpu, d.mem, d.gpu_num, d.milli, gpus, pod=p, gpu_spec=pods.gpu_spec[p])
-            new = int(frag.numerator(state.cpu_left[node], state.gpu_left[node], model[node]))
+            key = (int(state.cpu_left[node]), state.gpu_left[node].tobytes(), int(model[node]))
+            new = amounts.get(key)
+            if new is None:  # (many nodes pass through the same states: each is computed once)
+                new = amounts[key] = int(frag.numerator(state.cpu_left[node], state.gpu_left[node], model[node]))
             frag_sum += new - int(frag_node[node])
             frag_node[node] = new
             use += d.gpu_num * d.milli

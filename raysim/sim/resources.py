@@ -266,7 +266,7 @@ class ResourceState:
         node = int(node)
         if not 0 <= node < len(self.nodes):
             raise OverAllocation(f"no node {node}")
-        if not self.present[node]:
+        if self._absent and not self.present[node]:
             raise OverAllocation(f"node {node} takes no pod now (away on loan or being drained)")
         if self.cpu_left[node] < cpu_milli or self.mem_left[node] < memory_mib:
             raise OverAllocation(f"node {node}: CPU or memory short for pod {pod}")

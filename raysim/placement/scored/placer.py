@@ -89,21 +89,21 @@ class ScoredPlacer:
         self.seen[moved] = res.stamp[moved]
 
     def select(self, vc, demand):
-        if demand.gpu_num > vc.max_node_gpus and demand.whole_gpus_only:
+        num = demand.gpu_num
+        if num > vc.max_node_gpus and demand.whole_gpus_only:
             return self.wide.select(vc, demand)
-        if self.policy is None or len(vc.res.nodes) != len(self.seen):
+        res, kind, policy = vc.res, demand.shape, self.policy
+        if policy is None or len(res.stamp) != len(self.seen):
             self._bind(vc)
-        res, kind = vc.res, demand.shape
+            policy = self.policy
         if kind < 0:
             raise ValueError(f"placer {self.cls.name!r}: a job without a request shape (job column 'shape')")
-        if self.policy.caches:
+        if policy.caches:
             self._refresh(res)
         groups = (demand.types,) if self.type_order == "any" else type_groups(vc, demand, self.type_order)
         for types in groups:
             nodes = resources.candidates(vc, demand, types)
-            if not len(nodes):
-                continue
-            node = int(nodes[0]) if len(nodes) == 1 else self.policy.select(kind, nodes, self.rank)
-            gpus = self.policy.gpus(node, kind) if demand.gpu_num else ()
-            return [(node, demand.gpu_num, gpus)]
+            if len(nodes):
+                node = int(nodes[0]) if len(nodes) == 1 else policy.select(kind, nodes, self.rank)
+                return [(node, num, policy.gpus(node, kind) if num else ())]
         return None
