@@ -113,7 +113,7 @@ def test_speedup_divides_arrival_times_and_orders_a_second_by_row(tmp_path):
     assert table.column("submit_time").to_pylist() == [0, 0, 1, 1, 2, 2, 3, 3]
     assert table.column("job_id").to_pylist() == [1, 4, 2, 3, 5, 6, 8, 9]
     assert table.column("duration").to_pylist() == [j[4] for j in JOBS]
-    with pytest.raises(ValueError, match="speedup must be a positive number"):
+    with pytest.raises(ValueError, match="trace.reader_options.speedup: must be a positive number"):
         load(tmp_path, reader_options={"speedup": 0})
 
 
@@ -325,7 +325,7 @@ def test_vcs_option_deals_nodes_and_pods_to_vcs(tmp_path):
     # row r to VC (r - 1) mod 2, unless it fits no node there: p4 (8 GPUs) and p5 (V100M16) move
     assert vc == {1: "openb-0", 2: "openb-1", 3: "openb-0", 4: "openb-0", 5: "openb-1", 6: "openb-1",
                   8: "openb-1", 9: "openb-0"}
-    with pytest.raises(ValueError, match="vcs must be a positive integer"):
+    with pytest.raises(ValueError, match="trace.reader_options.vcs: must be a positive integer"):
         load(tmp_path, reader_options={"vcs": 0})
     with pytest.raises(ValueError, match="more VCs than the node list has GPU nodes"):
         load(tmp_path, reader_options={"vcs": 7})
@@ -334,3 +334,28 @@ def test_vcs_option_deals_nodes_and_pods_to_vcs(tmp_path):
     table, report = run_jobs(tmp_path / "run", "trace.format=alibaba2023", f"trace.path={tmp_path}",
                              "+trace.reader_options.vcs=2", "policy=fifo_backfill", "placer=fgd")
     assert all(table.column("finished").to_pylist()) and set(report["layout"]) == {"openb-0", "openb-1"}
+
+
+@pytest.mark.parametrize("options,words", [
+    ({"speedup": "fast"}, "trace.reader_options.speedup: must be a positive number (value 'fast')"),
+    ({"vcs": "two"}, "trace.reader_options.vcs: must be a positive integer (value 'two')"),
+    ({"speed": 2}, "trace.reader_options.speed: the alibaba2023 reader takes no such option (it takes node_list, "
+                   "speedup, vcs, workload)"),
+])
+def test_bad_reader_options_are_one_line_naming_the_option(tmp_path, options, words):
+    from raysim.errors import ConfigError, user_error_message
+
+    write(tmp_path)
+    with pytest.raises(ConfigError) as err:
+        load(tmp_path, reader_options=options)
+    assert user_error_message(err.value) == words
+
+
+def test_a_reader_option_another_format_does_not_take_is_refused(tmp_path):
+    from raysim.errors import ConfigError
+
+    (tmp_path / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n"
+                                       "1,a,u,1,1,0,10,COMPLETED\n")
+    (tmp_path / "vc_config.csv").write_text(",num\na,1\n")
+    with pytest.raises(ConfigError, match="trace.reader_options.speedup: the csv reader takes no such option"):
+        load_trace(tmp_path / "jobs.csv", cache=False, reader_options={"speedup": 2})

@@ -53,6 +53,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE, Pool, total_gpus
+from raysim.errors import ConfigError
 from raysim.sim.resources import Nodes, ResourceState
 from raysim.trace.alibaba2023 import (DEFAULT_NODE_LIST, node_list_path, pod_durations, pod_list_path,
                                       read_openb_nodes, read_openb_pods)
@@ -128,7 +129,7 @@ def check_speedup(speedup) -> float:
     except (TypeError, ValueError):
         value = float("nan")
     if not value > 0 or value == float("inf"):
-        raise ValueError(f"trace.reader_options.speedup must be a positive number, not {speedup!r}")
+        raise ConfigError("trace.reader_options.speedup", "must be a positive number", speedup)
     return value
 
 
@@ -151,10 +152,9 @@ def resource_pools(nodes: pa.Table) -> tuple[Pool, ...]:
 
 def check_vcs(vcs) -> int:
     """The reader option `vcs` as a positive integer."""
-    if isinstance(vcs, bool) or not isinstance(vcs, int) and not (isinstance(vcs, str) and vcs.strip().isdigit()):
-        raise ValueError(f"trace.reader_options.vcs must be a positive integer, not {vcs!r}")
-    if int(vcs) < 1:
-        raise ValueError(f"trace.reader_options.vcs must be a positive integer, not {vcs!r}")
+    ok = isinstance(vcs, int) and not isinstance(vcs, bool) or isinstance(vcs, str) and vcs.strip().isdigit()
+    if not ok or int(vcs) < 1:
+        raise ConfigError("trace.reader_options.vcs", "must be a positive integer", vcs)
     return int(vcs)
 
 
@@ -168,7 +168,7 @@ def split_nodes(pools: tuple[Pool, ...], vcs: int) -> dict[str, tuple[Pool, ...]
     nodes as pools of consecutive alike nodes."""
     nodes = [(p.gpu_type, p.gpus_per_node, p.cpu_milli, p.memory_mib) for p in pools for _ in range(p.nodes)]
     if len(nodes) < vcs:
-        raise ValueError(f"trace.reader_options.vcs={vcs}: more VCs than the node list has GPU nodes ({len(nodes)})")
+        raise ConfigError("trace.reader_options.vcs", f"more VCs than the node list has GPU nodes ({len(nodes)})", vcs)
     return {vc: runs_of(nodes[k::vcs]) for k, vc in enumerate(vc_names(vcs))}
 
 

@@ -10,6 +10,7 @@ warning, then the source is read again and the cache replaced).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -21,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE, Layout
+from raysim.errors import ConfigError
 from raysim.trace.alibaba2023 import (DEFAULT_NODE_LIST, DEFAULT_WORKLOAD, NODE_PREFIX, POD_PREFIX,
                                       list_file_name, pod_list_path)
 from raysim.trace.alibaba2023_jobs import read_alibaba2023
@@ -116,6 +118,7 @@ def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 
         fmt = auto_format(source)
     if fmt not in READERS:
         raise ValueError(f"trace.format must be auto or one of {sorted(READERS)}, not {fmt!r}")
+    check_reader_options(fmt, reader_options or {})
     vc_path = Path(vc_config) if vc_config else source.parent / "vc_config.csv"
     if layout is not None:
         # pools may differ in node size: the readers check each VC's capacity in GPUs
@@ -144,6 +147,26 @@ def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 
         table = table.replace_schema_metadata({META_KEY: json.dumps(meta, sort_keys=True).encode()})
         write_cache(table, cache_file)
     return _trace(table, layout, vc_nodes, report, source)
+
+
+#: Options every reader gets from load_trace itself (not reader options).
+COMMON_OPTIONS = {"vc_nodes", "gpus_per_node", "on_error", "state_filter", "origin", "cluster", "bounds"}
+
+
+def reader_option_names(fmt: str) -> list[str]:
+    """The reader options (`trace.reader_options`) the reader of `fmt` takes: its keyword-only
+    parameters besides COMMON_OPTIONS."""
+    params = inspect.signature(READERS[fmt]).parameters.values()
+    return sorted(p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name not in COMMON_OPTIONS)
+
+
+def check_reader_options(fmt: str, options: dict) -> None:
+    """A ConfigError naming the first reader option the reader of `fmt` does not take."""
+    known = reader_option_names(fmt)
+    for name in options:
+        if name not in known:
+            raise ConfigError(f"trace.reader_options.{name}", f"the {fmt} reader takes no such option "
+                                                              f"(it takes {', '.join(known) or 'none'})")
 
 
 def _check_jobs_left(table: pa.Table, report: SkipReport, source: Path) -> None:
