@@ -151,3 +151,11 @@ def test_ray_task_sweep_prints_each_table_once_and_reports_the_failed_job(tiny_t
         assert table[0].startswith("| vc |")
         assert [row.split(" | ")[0] for row in table[2:]] == ["| vcA", "| vcB", "| all"]
     assert res.stdout.count("results: ") == 2
+
+
+@pytest.mark.parametrize("experiment,words", [
+    ("gavel_hetero_demo", "raysim: error: placer: round-based runs place by Gavel's mechanism, not by a placer"),
+])
+def test_a_placer_a_mode_does_not_use_is_refused_in_one_line(tmp_path, experiment, words):
+    out = raysim(f"+experiment={experiment}", "placer=fgd", f"hydra.run.dir={tmp_path / 'run'}")
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [words]

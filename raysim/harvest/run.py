@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from omegaconf import DictConfig
 
 from raysim.errors import ConfigError, UserError
+from raysim.run.unused import refuse_overrides
 from raysim.harvest.engine import HarvestParams, HarvestResult, simulate
 from raysim.harvest.metrics import jobs_table, steps_table, summarize
 from raysim.harvest.replay import load_node_log, slice_events
@@ -88,6 +89,7 @@ def params_from(h: DictConfig) -> HarvestParams:
 
 def run_harvest(cfg: DictConfig, run_dir: Path) -> dict:
     """Replay the node log of `cfg.harvest` and write its results into `run_dir`; return the summary."""
+    refuse_overrides(("placer",), "a harvesting replay gives whole nodes to elastic tasks, not GPUs by a placer")
     h = cfg.get("harvest")
     if h is None:
         raise ConfigError("harvest", "mode=harvest needs a `harvest:` config section; run e.g. "

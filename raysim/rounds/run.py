@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from raysim.cluster.throughput import ThroughputTable, read_throughput_table
 from raysim.errors import ConfigError, UserError
+from raysim.run.unused import refuse_overrides
 from raysim.rounds import lp
 from raysim.rounds.cluster import RoundCluster, RoundJobs, pair_throughputs, throughput_matrix, whole_job_rate
 from raysim.rounds.engine import RoundEngine, RoundResult
@@ -42,6 +43,7 @@ TABLE_HELP = ("Gavel's throughput table is public: github.com/stanford-futuredat
 
 def run_rounds(cfg: DictConfig, run_dir: Path) -> dict:
     """Run one round-based simulation as configured; returns its summary row."""
+    refuse_overrides(("placer",), "round-based runs place by Gavel's mechanism, not by a placer")
     r = cfg.rounds
     if cfg.policy.get("kind") != "round" and cfg.policy.name != "fifo":
         raise ConfigError("policy", f"{cfg.policy.name} is not round-based; round-based policies: "

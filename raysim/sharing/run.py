@@ -21,7 +21,9 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig
 
+from raysim.errors import ConfigError
 from raysim.paths import original_cwd
+from raysim.run.unused import refuse_overrides
 from raysim.report.summary import markdown_table
 from raysim.sharing.inflation import load_openb, run_inflation, workload_name
 
@@ -44,21 +46,12 @@ def refuse_unused(cfg: DictConfig, overrides=None) -> None:
     """A ConfigError naming the first setting the inflation experiment does not use: one of
     `overrides` (default: Hydra's command-line overrides of this run) that sets UNUSED, or a
     former timed-experiment key in `fgd`."""
-    from raysim.errors import ConfigError
-
     for key, why in MOVED.items():
         if key in cfg.fgd:
             raise ConfigError(f"fgd.{key}", why)
-    if overrides is None:
-        from hydra.core.hydra_config import HydraConfig
-
-        overrides = HydraConfig.get().overrides.task if HydraConfig.initialized() else ()
-    for text in overrides:
-        key = str(text).lstrip("+~").split("=", 1)[0]
-        if key.split(".", 1)[0] in UNUSED:
-            raise ConfigError(key, "the FGD inflation experiment (+experiment=fgd_openb) does not use it: it "
-                                   "places pods without a clock; +experiment=openb replays them in time under "
-                                   "policies, placers, quotas and runtimes")
+    refuse_overrides(UNUSED, "the FGD inflation experiment (+experiment=fgd_openb) does not use it: it places pods "
+                             "without a clock; +experiment=openb replays them in time under policies, placers, "
+                             "quotas and runtimes", overrides)
 
 
 def run_fgd(cfg: DictConfig, run_dir: Path) -> dict:
