@@ -25,20 +25,22 @@ def candidates(vc, demand, types: frozenset | None = None) -> np.ndarray:
     return np.flatnonzero(mask)
 
 
-def gpu_ids(res, node: int, num_gpu: int, milli: int) -> tuple[int, ...]:
-    """The GPUs of `node` a request takes (see the module doc)."""
+def best_fit_gpus(res, node: int, num_gpu: int, gpu_milli: int) -> tuple[int, ...]:
+    """The GPUs of `node` a request takes (the reference's ``allocateGpuIdBasedOnBestFit``): a share
+    goes to the fitting GPU with the least free milli (lowest index among equals); whole GPUs are
+    the lowest-numbered free ones; a CPU-only request takes none."""
     if num_gpu == 0:
         return ()
-    if milli >= MILLI:
+    if gpu_milli >= MILLI:
         return res.first_free(node, num_gpu)
     row = res.gpu_left[node]
-    return (int(np.argmin(np.where(row >= milli, row, 2 * MILLI + 1))),)
+    return (int(np.argmin(np.where(row >= gpu_milli, row, 2 * MILLI + 1))),)
 
 
 def entry(vc, node: int, demand) -> list[tuple[int, int, tuple[int, ...]]]:
     """The placement of `demand` on `node`: one (node, GPU count, GPU ids) entry."""
     node = int(node)
-    return [(node, demand.gpu_num, gpu_ids(vc.res, node, demand.gpu_num, demand.milli))]
+    return [(node, demand.gpu_num, best_fit_gpus(vc.res, node, demand.gpu_num, demand.milli))]
 
 
 def tightest(vc, nodes: np.ndarray) -> int:

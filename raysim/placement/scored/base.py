@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.sim.resources import MILLI, ResourceState, PodKinds
 from raysim.placement.frag import FragModel, nonzero_cpu
+from raysim.placement.resources import best_fit_gpus
+from raysim.sim.resources import PodKinds, ResourceState
 
 #: Kubernetes' node score range.
 MAX_NODE_SCORE = 100
@@ -65,15 +66,6 @@ class Policy:
 
     def refresh(self, node: int) -> None:
         """Called after a pod was placed on `node` or left it (to update caches from the state)."""
-
-
-def best_fit_gpus(state: ResourceState, node: int, num_gpu: int, gpu_milli: int) -> tuple[int, ...]:
-    """The reference's ``allocateGpuIdBasedOnBestFit``: a share goes to the fitting GPU with the least
-    free milli (lowest index among equals); whole GPUs are the lowest-numbered free ones."""
-    if gpu_milli >= MILLI:
-        return state.first_free(node, num_gpu)
-    row = state.gpu_left[node]
-    return (int(np.argmin(np.where(row >= gpu_milli, row, 2 * MILLI + 1))),)
 
 
 def go_div(a, b):
