@@ -9,9 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from raysim.report.timeseries_write import timeseries_table
-
-#: trace columns of what a job asks besides whole GPUs, written to jobs.parquet when the trace has them
-REQUEST_COLUMNS = ("gpu_milli", "cpu_milli", "memory_mib")
+from raysim.trace.schema import REQUEST_COLUMNS
 
 
 def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:

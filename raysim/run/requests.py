@@ -16,10 +16,9 @@ import pyarrow as pa
 
 from raysim.placement import SCORED
 from raysim.placement.scored.placer import Shapes
-from raysim.sim.resources import MILLI, Pods
-
-#: trace column -> job input column (raysim.sim.jobs.INPUT_COLUMNS)
-REQUEST_COLUMNS = {"gpu_milli": "gpu_milli", "cpu_milli": "cpu_milli", "memory_mib": "mem_mib"}
+from raysim.sim.jobs import REQUEST_INPUTS
+from raysim.sim.resources import Pods
+from raysim.trace.schema import REQUEST_COLUMNS
 
 
 def counts_resources(table: pa.Table, layout: dict, placer: str) -> bool:
@@ -31,8 +30,7 @@ def counts_resources(table: pa.Table, layout: dict, placer: str) -> bool:
 def request_inputs(table: pa.Table) -> tuple[dict[str, np.ndarray], object]:
     """Per-job request columns (job input names, with each job's shape id) and the run's shapes."""
     n = table.num_rows
-    cols = {job: _int_column(table, trace, default) for trace, job, default in
-            (("gpu_milli", "gpu_milli", MILLI), ("cpu_milli", "cpu_milli", 0), ("memory_mib", "mem_mib", 0))}
+    cols = {job: _int_column(table, trace, REQUEST_INPUTS[job]) for trace, job in REQUEST_COLUMNS.items()}
     gpu = table.column("gpu_num").to_numpy().astype(np.int64)
     cols["gpu_milli"] = np.where(gpu == 0, 0, cols["gpu_milli"])  # a CPU-only job asks no GPU milli
 

@@ -47,11 +47,15 @@ GPU_TYPE_COLUMNS = {
 #: Optional columns of the Alibaba GPU 2023 ("openb") pods (raysim/trace/alibaba2023_jobs.py): the
 #: pod's own request and times that the job columns do not already hold, kept only when the source
 #: has them. The VC engine does not read them.
+#: Trace columns of what a job asks besides whole GPUs -> the job input columns that carry them
+#: (raysim.sim.jobs.REQUEST_INPUTS; raysim.run.requests).
+REQUEST_COLUMNS = {"gpu_milli": "gpu_milli", "cpu_milli": "cpu_milli", "memory_mib": "mem_mib"}
+
 OPENB_COLUMNS = {
     "pod_name": pa.string(),
     "cpu_milli": pa.int64(),
     "memory_mib": pa.int64(),
-    "gpu_milli": pa.int32(),  # thousandths of one GPU (< 1000: a share the VC engine rounds up to a GPU)
+    "gpu_milli": pa.int32(),  # thousandths of each GPU (< 1000: a share of one GPU)
     "qos": DICT_STR,
     "scheduled_time": pa.int64(),  # null for Pending pods
     "deletion_time": pa.int64(),
