@@ -54,6 +54,8 @@ class ThroughputTable:
         for key, (rate_a, rate_b) in (pairs or {}).items():
             self._pairs[_pair_key(key)] = (_rate(rate_a, key), _rate(rate_b, key))
         self._missing: set[tuple[str, str]] = set()
+        #: GPU type names matched case-insensitively (Gavel's table says v100, layouts V100)
+        self._gpu = {gpu.lower(): gpu for _, gpu, _ in self._rates}
 
     def __len__(self) -> int:
         """Number of (job type, GPU type, scale factor) entries."""
@@ -69,11 +71,12 @@ class ThroughputTable:
 
     def get(self, job_type: str, gpu_type: str, scale_factor: int = 1) -> float | None:
         """The throughput of `job_type` on `scale_factor` GPUs of `gpu_type`, None if unknown."""
-        return self._rates.get((job_type, gpu_type, scale_factor))
+        return self._rates.get((job_type, self._gpu.get(gpu_type.lower(), gpu_type), scale_factor))
 
     def pair(self, job_a: str, job_b: str, gpu_type: str,
              scale_factor: int = 1) -> tuple[float, float] | None:
         """Throughputs (of a, of b) when the two jobs share `gpu_type` GPUs; None if not measured."""
+        gpu_type = self._gpu.get(gpu_type.lower(), gpu_type)
         both = self._pairs.get((job_a, job_b, gpu_type, scale_factor))
         if both is not None:
             return both
@@ -102,7 +105,7 @@ class ThroughputTable:
         """
         if gpu_type == reference_gpu_type:
             return 1.0
-        at_scale = all((job_type, t, scale_factor) in self._rates for t in (gpu_type, reference_gpu_type))
+        at_scale = all(self.get(job_type, t, scale_factor) is not None for t in (gpu_type, reference_gpu_type))
         scale = scale_factor if at_scale else 1
         rate = self.get(job_type, gpu_type, scale)
         base = self.get(job_type, reference_gpu_type, scale)

@@ -12,11 +12,15 @@ from raysim.policy.fifo import FIFO
 from raysim.policy.fifo_backfill import FIFOBackfill
 from raysim.policy.lucid import Lucid
 from raysim.policy.qssf import QSSF
+from raysim.policy.rounds import round_based
 from raysim.policy.sjf import SJF
 from raysim.policy.srtf import SRTF
 from raysim.policy.tiresias import Tiresias
+from raysim.rounds.policies import POLICIES as ROUND_POLICIES
 
 POLICIES = {cls.name: cls for cls in (FIFO, FIFOBackfill, SJF, SRTF, QSSF, Tiresias, Lucid)}
+#: Gavel's round-based family (raysim.rounds.policies), each a RoundBased kernel policy.
+POLICIES.update({name: round_based(name) for name in ROUND_POLICIES})
 
 
 def register_policy(cls) -> type:
@@ -34,9 +38,9 @@ def policy_class(name: str):
 
 
 def policy_constants(name: str, conf_dir: str | Path | None = None) -> dict:
-    """The constants in `conf/policy/<name>.yaml` (everything but `name`, and `kind` and `round`, which
-    belong to the round-based policies of raysim.rounds); {} without such a file. This is where a
-    policy's constants live: Hydra runs pass the composed `policy` group the same way."""
+    """The constants in `conf/policy/<name>.yaml` (everything but `name` and `kind`); {} without such
+    a file. This is where a policy's constants live: Hydra runs pass the composed `policy` group
+    the same way."""
     from omegaconf import OmegaConf
 
     from raysim.paths import CONF_DIR
@@ -45,7 +49,7 @@ def policy_constants(name: str, conf_dir: str | Path | None = None) -> dict:
     if not path.exists():
         return {}
     conf = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-    for key in ("name", "kind", "round"):
+    for key in ("name", "kind"):
         conf.pop(key, None)
     return conf
 

@@ -24,9 +24,10 @@ VIEW = frozenset({
     # state (read only)
     "jobs", "pending", "running", "pending_gpus", "free_gpus", "total_gpus", "free_by_type",
     "arrived_now", "params", "remaining", "attained", "demand", "borrowed_idle", "num_nodes",
-    "max_node_gpus", "joinable", "gpu_quota",
+    "max_node_gpus", "joinable", "gpu_quota", "name", "gpus_by_type",
     # actions
     "try_start", "start_on", "preempt", "share", "set_rate_factor", "borrow_node", "lend_node",
+    "start_on_type", "end_lease", "finish", "drop",
 })
 
 #: Job attributes a policy may read (`view.jobs.<name>[j]`).
@@ -50,6 +51,12 @@ class Policy:
     #: The policy preempts running jobs (and defines `preempt_overhead`): a stopped job checkpoints
     #: and later continues. Under other policies a job its VC stops restarts from the beginning.
     preemptive = False
+    #: The policy times its jobs itself: a started job gets no completion event; the policy ends
+    #: it (`view.finish`, `view.end_lease`, `view.drop`). Round-based policies do.
+    times_jobs = False
+    #: Clock ticks per second of runs under this policy: 1 (whole seconds, the trace's clock), or
+    #: finer for policies whose events fall between seconds (round-based ones: micro-seconds).
+    ticks_per_s = 1
 
     def __init__(self, params, **constants):
         if constants:

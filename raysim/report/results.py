@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from raysim.report.timeseries import META_KEY
 from raysim.report.timeseries_write import timeseries_table
 from raysim.trace.schema import REQUEST_COLUMNS
 
@@ -26,14 +28,16 @@ def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
     return _jobs_rows(trace, r)
 
 
-def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 << 18) -> None:
+def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 << 18, ticks_per_s: int = 1) -> None:
     """`jobs_table(trace, records)` written to `path` `chunk_rows` trace rows at a time (one row group
-    each), so the whole joined table never sits in memory."""
+    each), so the whole joined table never sits in memory. Records of a simulator whose clock
+    counts `ticks_per_s` ticks per second become seconds (floats; see `_in_seconds`)."""
     r = _records_in_trace_order(trace.num_rows, records)
+    rows = _jobs_rows if ticks_per_s == 1 else lambda t, rec: _in_seconds(t, rec, ticks_per_s)
     writer = None
     try:
         for a in range(0, max(trace.num_rows, 1), chunk_rows):
-            part = _jobs_rows(trace.slice(a, chunk_rows), {k: v[a:a + chunk_rows] for k, v in r.items()})
+            part = rows(trace.slice(a, chunk_rows), {k: v[a:a + chunk_rows] for k, v in r.items()})
             if writer is None:
                 writer = pq.ParquetWriter(path, part.schema, compression="zstd")
             writer.write_table(part, row_group_size=chunk_rows)
@@ -70,15 +74,43 @@ def merge_profiling(records: pa.Table, stage: pa.Table | None) -> pa.Table:
     return merged.append_column("profiled", pa.array(profiled[mseq]))
 
 
-def merge_series(paths, out) -> None:
+def merge_series(paths, out, *, ticks_per_s: int = 1) -> None:
     """The time series file a ResultSink's close() wrote (`paths`: it, or nothing when the run
-    sampled nothing), moved to `out` (raysim.report.timeseries describes it)."""
+    sampled nothing), moved to `out` (raysim.report.timeseries describes it); with a clock of
+    `ticks_per_s` ticks per second, its times (whole seconds on the sample grid) become seconds."""
     paths = list(paths)
     if not paths:
         pq.write_table(timeseries_table({}), out, compression="zstd")
         return
     (path,) = paths
-    Path(path).replace(out)
+    if ticks_per_s == 1:
+        Path(path).replace(out)
+        return
+    table = pq.read_table(path)
+    meta = dict(table.schema.metadata or {})
+    if META_KEY in meta:
+        grid = json.loads(meta[META_KEY])
+        meta[META_KEY] = json.dumps({k: v // ticks_per_s for k, v in grid.items()}).encode()
+    time = table.column("time").to_numpy() // ticks_per_s
+    table = table.set_column(table.schema.get_field_index("time"), "time", pa.array(time))
+    pq.write_table(table.replace_schema_metadata(meta), out, compression="zstd", row_group_size=1 << 17)
+    Path(path).unlink()
+
+
+def _in_seconds(trace: pa.Table, r: dict[str, np.ndarray], ticks: int) -> pa.Table:
+    """`_jobs_rows` of a simulator counting `ticks` per second: submit, start, end, queue and JCT
+    in seconds (floats; submit times the trace's exact arrivals where it has them, ``arrival_s``)."""
+    table = _jobs_rows(trace, r)
+    submit = (trace.column("arrival_s") if "arrival_s" in trace.column_names else trace.column("submit_time")
+              ).to_numpy(zero_copy_only=False).astype(float)
+    start, end = r["start_time"] / ticks, r["end_time"] / ticks
+    started, finished = r["start_time"] >= 0, r["end_time"] >= 0
+    columns = {"submit_time": pa.array(submit), "start_time": pa.array(start, mask=~started),
+               "end_time": pa.array(end, mask=~finished), "queue": pa.array(r["queue"] / ticks),
+               "jct": pa.array(end - submit, mask=~finished)}
+    for name, column in columns.items():
+        table = table.set_column(table.schema.get_field_index(name), name, column)
+    return table
 
 
 def _records_in_trace_order(n: int, records: pa.Table) -> dict[str, np.ndarray]:

@@ -28,6 +28,19 @@ SOLVE_TIME = {"seconds": 0.0, "lps": 0}
 SOLVER = {"method": "ipm"}
 
 
+@contextlib.contextmanager
+def method(name: str):
+    """Solve with `name` ("ipm" or "simplex") inside the block; the previous method after it."""
+    if name not in ("ipm", "simplex"):
+        raise ValueError(f"rounds.lp_method must be ipm or simplex, not {name!r}")
+    saved = SOLVER["method"]
+    SOLVER["method"] = name
+    try:
+        yield
+    finally:
+        SOLVER["method"] = saved
+
+
 def reset_solve_time() -> None:
     SOLVE_TIME.update(seconds=0.0, lps=0)
 

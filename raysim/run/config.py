@@ -54,6 +54,7 @@ def check_cluster_config(cfg: DictConfig) -> None:
     if address is not None and (not isinstance(address, str) or not address.strip()):
         raise ConfigError("ray.address", "must be null (start a local Ray), auto or host:port", address)
 
+    source = choice(cfg, "estimator.source", ESTIMATE_SOURCES)
     quota = choice(cfg, "quota.mode", QUOTA_MODES) if value(cfg, "quota") is not None else "none"
     if quota == "borrow":
         period = integer(cfg, "quota.period_s", minimum=1)
@@ -64,10 +65,9 @@ def check_cluster_config(cfg: DictConfig) -> None:
     if quota != "none" and value(cfg, "policy.name") == "lucid":
         raise ConfigError("quota", "policy=lucid moves nodes between VCs itself (its profiler's loans): "
                           "run it with quota=none", quota)
-    if cfg.policy.get("kind") == "round":
-        raise ConfigError("policy", f"{cfg.policy.name} is a round-based policy of Gavel's family: run it with "
-                          "+experiment=gavel_trace (or gavel_continuous), see docs/gavel.md")
     name = choice(cfg, "policy.name", sorted(POLICIES), what="policy")
+    if policy_class(name).times_jobs:
+        check_round_config(cfg, quota, source)
     try:
         checked_constants(name, policy_constants_of(cfg))
     except ValueError as exc:  # checked_constants only raises for constants of the wrong type
@@ -77,17 +77,18 @@ def check_cluster_config(cfg: DictConfig) -> None:
         choice(cfg, "placer.type_order", TYPE_ORDERS)
 
     t = cfg.trace
-    if not t.get("synth"):
+    from raysim.rounds.settings import is_gavel_input
+
+    if not t.get("synth") and not is_gavel_input(cfg):
         if not t.path:
             raise ConfigError("trace.path", "not set: give a trace file or folder, or use +experiment=venus")
-        choice(cfg, "trace.format", ("auto", *sorted(READERS)))
+        choice(cfg, "trace.format", ("auto", "gavel", *sorted(READERS)))
     choice(cfg, "trace.on_error", ("raise", "skip"))
     states = value(cfg, "trace.state_filter")
     if states is not None and (isinstance(states, str) or not isinstance(states, (list, ListConfig))):
         raise ConfigError("trace.state_filter", "must be a list of states, e.g. [COMPLETED]", states)
     integer(cfg, "cluster.gpus_per_node", minimum=1)
 
-    source = choice(cfg, "estimator.source", ESTIMATE_SOURCES)
     if source == "file" and not value(cfg, "estimator.path"):
         raise ConfigError("estimator.path", "not set: estimator.source=file needs a CSV with job_id and "
                           "an estimate column")
@@ -104,10 +105,25 @@ def check_cluster_config(cfg: DictConfig) -> None:
             integer(cfg, key, minimum=0)
 
 
+def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
+    """What round-based policies cannot be combined with, refused in one line naming the key."""
+    name = cfg.policy.name
+    if quota == "borrow":
+        raise ConfigError("quota", f"{name} is round-based: its rounds run per VC (quota=none) or cluster-wide "
+                          "(quota=global); lending nodes between VCs' rounds is not supported", quota)
+    if estimator != "none":
+        raise ConfigError("estimator.source", f"{name} is round-based and reads no duration estimates", estimator)
+    if value(cfg, "sim.network") in ("on", True):
+        raise ConfigError("sim.network", f"{name} is round-based: its jobs progress at the throughput table's "
+                          "rates; NIC contention is not modelled for them", "on")
+    if value(cfg, "sim.compat") != "clean":
+        raise ConfigError("sim.compat", f"{name} is round-based: Lucid's compatibility switches do not apply",
+                          value(cfg, "sim.compat"))
+
+
 def policy_constants_of(cfg: DictConfig) -> dict:
-    """The composed policy group's constants (everything but name, kind and round)."""
-    return {k: v for k, v in OmegaConf.to_container(cfg.policy, resolve=True).items()
-            if k not in ("name", "kind", "round")}  # kind, round: the round-based policies' (raysim.rounds)
+    """The composed policy group's constants (everything but name and kind)."""
+    return {k: v for k, v in OmegaConf.to_container(cfg.policy, resolve=True).items() if k not in ("name", "kind")}
 
 
 def value(cfg: DictConfig, key: str, default=None):
@@ -197,6 +213,14 @@ def configured_layout(cfg: DictConfig) -> dict | None:
 def load_from_config(cfg: DictConfig) -> Trace:
     """The validated trace named by cfg.trace, checked against the configured cluster layout."""
     t = cfg.trace
+    from raysim.rounds.settings import gavel_trace, is_gavel_input
+
+    if is_gavel_input(cfg):
+        layout = configured_layout(cfg)
+        if layout is None:
+            raise ConfigError("cluster.layout", "Gavel's traces need a typed cluster layout: cluster=gavel_24, "
+                              "cluster=hetero_demo or cluster.layout=<layout CSV>")
+        return gavel_trace(cfg, layout)
     if t.synth:
         from raysim.trace.synth import load_synth
 

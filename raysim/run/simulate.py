@@ -8,6 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -100,6 +101,9 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     spool = Path(checkpoint_dir) / "results" if checkpoint_dir else out_dir / ".partial"
     sink = ResultSink(spool, spec.vcs)
     batch = jobs_batch(trace.table, estimates, job_extra)
+    ticks = spec.params.ticks_per_s
+    if ticks != 1:  # the simulator's clock counts finer ticks (raysim.sim.params.SimParams.ticks_per_s)
+        batch, window_s = in_ticks(batch, trace.table, ticks), window_s * ticks
     if spec.quota.mode == "global":  # every job waits in the one cluster-wide queue
         batch = batch.set_column(batch.schema.get_field_index("vc"), "vc", pa.array([GLOBAL_VC] * batch.num_rows,
                                                                                    pa.string()).dictionary_encode())
@@ -110,8 +114,9 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
                               dispatch_s=dispatch_span(window_s, spec, estimator), exchange=exchange)
     end, stage = coordinator.run()
     files = sink.close(end)
-    write_jobs(trace.table, merge_profiling(read_records(files["records"]), stage), out_dir / "jobs.parquet")
-    merge_series(files["series"], out_dir / "timeseries.parquet")
+    write_jobs(trace.table, merge_profiling(read_records(files["records"]), stage), out_dir / "jobs.parquet",
+               ticks_per_s=ticks)
+    merge_series(files["series"], out_dir / "timeseries.parquet", ticks_per_s=ticks)
     counts = {"events": coordinator.events, "windows": coordinator.windows_run, "recoveries": coordinator.recoveries}
     if exchange is not None:
         counts.update(epochs=exchange.epochs, loan_operations=exchange.operations)
@@ -120,6 +125,17 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     else:
         shutil.rmtree(spool, ignore_errors=True)
     return counts
+
+
+def in_ticks(batch: pa.Table, trace: pa.Table, ticks: int) -> pa.Table:
+    """A job batch on a clock of `ticks` per second: submit times from the exact arrivals where the
+    trace has them (``arrival_s``, Gavel's traces), durations scaled."""
+    from raysim.rounds.inputs import exact_arrivals
+
+    submit = np.rint(exact_arrivals(trace) * ticks).astype(np.int64)
+    batch = batch.set_column(batch.schema.get_field_index("submit_time"), "submit_time", pa.array(submit))
+    duration = batch.column("duration").to_numpy() * ticks
+    return batch.set_column(batch.schema.get_field_index("duration"), "duration", pa.array(duration))
 
 
 #: arrivals leave the pass-through stage at least this many seconds at a time

@@ -51,7 +51,7 @@ class VCSimulator(QuotaLoans):
         self._plain_demand: dict[int, Demand] = {}  # GPU count -> Demand of a job without type inputs
         #: FGD's fragment amount of the VC's resources (raysim.placement.frag.FragTracker), or None
         self.fragmentation = fragmentation if self.vc.res is not None else None
-        self.recorder = Recorder(params.sample_interval, t0, per_type_columns(self._catalog.gpu_types)
+        self.recorder = Recorder(params.sample_interval * params.ticks_per_s, t0, per_type_columns(self._catalog.gpu_types)
                                  + (LOAN_COLUMNS if quota_loans else ())
                                  + (RESOURCE_COLUMNS if self.vc.res is not None else ()))
         #: optional NetworkModel: multi-node jobs slow down when their NICs are oversubscribed
@@ -276,6 +276,10 @@ class VCSimulator(QuotaLoans):
         """Idle GPUs per GPU type."""
         return dict(zip(self.vc.types, self.vc.type_free))
 
+    def gpus_by_type(self) -> dict[str, int]:
+        """GPUs per GPU type (of the nodes the VC has now)."""
+        return dict(zip(self.vc.types, self.vc.type_total))
+
     def demand(self, j: int) -> Demand:
         """What job j asks of the placer: its GPU count, allowed GPU types and speed per type (and
         with CPU, memory and GPU shares counted, its GPU milli, CPU, memory and shape)."""
@@ -336,6 +340,72 @@ class VCSimulator(QuotaLoans):
         if self.network is not None:
             self._reprice(self.network.add(j, vc.placement[j]), now)
 
+    def start_on_type(self, j: int, gpu_type: str, now: int) -> None:
+        """Start pending job j on free GPUs of `gpu_type`, which the caller counted: the placer's
+        choice among them, else (the placer finds no placement it likes, e.g. a consolidating one
+        on fragmented nodes) free GPUs node by node in scan order. For policies that allocate GPUs
+        by count per type (round-based ones, as Gavel's mechanism does)."""
+        vc, g = self.vc, self.jobs.gpu[j]
+        k = vc.types.index(gpu_type)
+        alloc = self.placer.select(vc, Demand(g, frozenset((k,)))) or self._free_of_type(k, g)
+        if alloc is None:
+            raise AssertionError(f"{self.name}: job {j} asks {g} {gpu_type} GPUs; fewer are free")
+        self.start_on(j, alloc, now)
+
+    def _free_of_type(self, k: int, g: int) -> list[tuple] | None:
+        """`g` free GPUs of type index `k`, node by node in scan order (None: fewer are free)."""
+        vc, alloc = self.vc, []
+        draining = vc.draining
+        for node in vc.order:
+            if vc.type_of[node] != k or vc.free[node] <= 0 or node in draining:
+                continue
+            take = min(vc.free[node], g)
+            alloc.append((node, take))
+            g -= take
+            if not g:
+                return alloc
+        return None
+
+    def end_lease(self, j: int, now: int) -> None:
+        """Running job j gives its GPUs back and waits again, at no cost and without counting a
+        preemption: for policies that time jobs themselves (`Policy.times_jobs`), whose leases end
+        by design (a round-based policy's round)."""
+        jobs = self.jobs
+        jobs.ckpt_time[j] = now
+        jobs.version[j] += 1
+        jobs.end_due[j] = -1
+        self.vc.release(j)
+        del self.running[j]
+        self._enqueue(j)
+        if self.vc.draining:
+            self._return_drained(now)
+
+    def finish(self, j: int, now: int, end: int | None = None) -> None:
+        """Running job j completes at `now`, its end time recorded as `end` (default now; a policy
+        that times jobs itself may say it finished earlier, e.g. mid-round)."""
+        self.jobs.version[j] += 1
+        self._complete(j, now)
+        if end is not None:
+            self.jobs.end[j] = end
+
+    def drop(self, j: int, now: int) -> None:
+        """Job j (pending or running) leaves unfinished: its record says it never ended (a
+        round-based job whose micro-tasks kept failing, as Gavel drops it)."""
+        jobs = self.jobs
+        if j in self.running:
+            jobs.version[j] += 1
+            self.vc.release(j)
+            del self.running[j]
+        else:
+            g = jobs.gpu[j]
+            del self.pending[j]
+            self.pending_gpus -= g
+            self.pending_small -= g < self.small_below
+        jobs.end_due[j] = -1
+        self.finished += 1
+        self.finished_log.append(j)
+        self.policy.on_complete(self, j)
+
     def share(self, j: int, host: int, now: int, speed: float, host_speed: float,
               pair_util: float, pair_gmem: float) -> None:
         """Start pending job j on the GPUs of running job `host`; their sharing factors become
@@ -390,6 +460,9 @@ class VCSimulator(QuotaLoans):
         jobs.run_since[j] = now
         jobs.run_order[j] = self._starts
         self._starts += 1
+        if self.policy.times_jobs:  # the policy ends the job (finish / end_lease), no completion event
+            jobs.end_due[j] = NEVER
+            return
         if self.countdown:
             due = self._due(jobs.remain[j], jobs.rate[j], now)
         else:

@@ -41,6 +41,9 @@ class SimParams:
     profiled_jobs_keep_submit_time: bool = False
     #: Seconds between time-series samples (aligned to multiples on the trace clock).
     sample_interval: int = 60
+    #: Clock ticks per second: times inside the simulator (submit, start, end, events) count ticks.
+    #: 1 (whole seconds) unless the policy needs finer (raysim.policy.base.Policy.ticks_per_s).
+    ticks_per_s: int = 1
     #: Seed for randomised components (the random placer); combined with the VC index.
     seed: int = 0
 

@@ -23,14 +23,14 @@ TYPE_CHOICES = ("random", "gavel")
 
 
 class Fifo(RoundPolicy):
-    name = "fifo"
+    name = "gavel_fifo"
     shuffle_types = True
     fifo = True
 
     def __init__(self, seed: int = 0, type_choice: str = "random"):
         super().__init__(seed)
         if type_choice not in TYPE_CHOICES:
-            raise ValueError(f"policy fifo: type_choice must be one of {', '.join(TYPE_CHOICES)}, not {type_choice!r}")
+            raise ValueError(f"policy gavel_fifo: type_choice must be one of {', '.join(TYPE_CHOICES)}, not {type_choice!r}")
         self.type_choice = type_choice
         self.rng = random.Random(seed)
         self.assigned: dict[int, int] = {}   # job -> type, kept while the job runs

@@ -1,0 +1,208 @@
+"""Round-based scheduling on the VC engine: Gavel's family of policies (OSDI'20).
+
+Every round (``rounds.round_s``, Gavel: 360 s) a policy of :mod:`raysim.rounds.policies` computes a
+target allocation -- the fraction of time each job should run on each GPU type -- and Gavel's
+priority and deficit mechanism (:mod:`raysim.rounds.mechanism`) turns it into the jobs that run this
+round. Here that mechanism meets the kernel: jobs arrive and are recorded by the VC engine, each
+chosen job is placed on GPUs of its type by the run's placer (``view.start_on_type``), a job chosen
+again on the same type keeps its GPUs (Gavel's lease extension), the others give theirs back at the
+round's end (``view.end_lease``), and a job ends at its micro-task's finish (``view.finish``). Each
+VC runs its own rounds; with ``quota=global`` (or one VC) they are cluster-wide.
+
+The engine's clock runs in microseconds under these policies (``ticks_per_s``): rounds end at the
+latest micro-task finish, between seconds. The mechanism itself computes in seconds, exactly as
+Gavel's simulator; the clock only orders events.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from raysim.policy.base import NEVER, Policy
+from raysim.rounds import lp
+from raysim.rounds.mechanism import MicroTask, RoundState
+from raysim.rounds.policies import round_policy
+
+#: Consecutive rounds in which nothing runs, nothing is left to arrive, yet jobs wait, after which
+#: the run stops: the policy gives the waiting jobs no GPU (Gavel's simulator loops forever).
+IDLE_ROUNDS = 3
+
+
+class NoProgress(RuntimeError):
+    """The round-based policy gives no GPU to jobs that wait while nothing runs or arrives."""
+
+
+class RoundBased(Policy):
+    """Kernel side of a round-based policy; subclasses name one of :mod:`raysim.rounds.policies`.
+
+    Options (from the run, see :meth:`prepare`): ``inputs`` (raysim.rounds.inputs.RoundInputs),
+    ``round_s``, ``reset_min_s``, ``type_order`` (GPU type names, the greedy pass's order; None:
+    the types by name), ``reference_type`` and ``lp_method``; the rest are the policy's constants
+    (conf/policy/<name>.yaml)."""
+
+    name = "round"
+    times_jobs = True
+    ticks_per_s = 1_000_000
+
+    def __init__(self, params, *, inputs=None, round_s: float = 360.0, reset_min_s: float = 1920.0,
+                 type_order=None, reference_type: str | None = None, lp_method: str = "ipm", **constants):
+        super().__init__(params)
+        if inputs is None:
+            raise TypeError(f"policy {self.name!r} needs the run's round inputs (RoundBased.prepare)")
+        self.allocator = round_policy(self.name, seed=params.seed, **constants)
+        self.inputs = inputs
+        types = inputs.types
+        from raysim.rounds.inputs import index_of
+
+        order = index_of(types, type_order, "rounds.type_order") if type_order else list(range(len(types)))
+        reference = index_of(types, [reference_type], "rounds.reference_type")[0] if reference_type else order[0]
+        self.lp_method = lp_method
+        self.state = RoundState(self.allocator, len(types), rates=inputs.rates, steps=inputs.steps,
+                                weight=inputs.weight, arrival=inputs.arrival, round_s=round_s,
+                                reset_min_s=reset_min_s, order=order, reference=reference, seed=params.seed,
+                                pair_rates=inputs.pair_rates if self.allocator.packing else None)
+        self.tps = params.ticks_per_s
+        self.index: dict[int, int] = {}      # seq -> the VC's job index
+        self.waiting: list[int] = []         # arrived (seq, arrival order), not yet joined the rounds
+        self.tasks: list[MicroTask] = []     # the micro-tasks of the round in progress
+        self.lease: dict[int, tuple] = {}    # seq -> (combo, type) of the GPUs it holds
+        self.end_tick = NEVER
+        self.now = 0.0                       # the mechanism's time (s)
+        self.idle = 0
+        self.last_arrival = None
+
+    @classmethod
+    def prepare(cls, cfg, trace, spec):
+        """The run's round inputs and clock: each job's throughput per GPU type (from
+        `cluster.throughput`), steps, weights and exact arrivals; the clock in micro-seconds."""
+        from raysim.rounds.settings import round_options
+
+        options = round_options(cfg, trace, spec, packing=cls.allocator_class().packing)
+        params = replace(spec.params, ticks_per_s=cls.ticks_per_s)
+        return replace(spec, params=params, policy_options={**spec.policy_options, **options}), None
+
+    @classmethod
+    def allocator_class(cls):
+        from raysim.rounds.policies import POLICIES
+
+        return POLICIES[cls.name]
+
+    # -- the engine's hooks ----------------------------------------------------------------
+    def on_arrival(self, view, j: int) -> None:
+        seq = view.jobs.seq[j]
+        self.index[seq] = j
+        self.waiting.append(seq)
+
+    def renumber(self, new: list[int]) -> None:
+        self.index = {s: new[j] for s, j in self.index.items() if new[j] >= 0}
+
+    def next_wakeup(self, view, now: int) -> float:
+        return self.end_tick if self.tasks else NEVER
+
+    def schedule(self, view, t: int) -> None:
+        if self.tasks:
+            if t < self.end_tick:
+                return  # mid-round: arrivals wait for the round's end
+            now = max(task.finish for task in self.tasks)
+            state = self.state
+            if state.round_end is not None:
+                state.round_start = state.round_end
+            state.round_end = now
+            self._complete(view, t, now)
+        elif self.waiting:
+            now = self.inputs.arrival[self.waiting[0]]  # nothing ran: time jumps to the next arrival
+        else:
+            return
+        if self.last_arrival is None:
+            self.last_arrival = self.inputs.last_arrival.get(view.name, -math.inf)
+        while True:
+            self._round(view, t, now)
+            if self.tasks or not self.state.active and not self.waiting:
+                break
+            if self.waiting:  # nothing launched: on to the next arrival already here
+                now = self.inputs.arrival[self.waiting[0]]
+                continue
+            if self.last_arrival > now:
+                break  # wait for the next arrival
+            # nothing runs and nothing is left to arrive: Gavel forces a recompute
+            self.idle += 1
+            if self.idle >= IDLE_ROUNDS:
+                raise NoProgress(f"{view.name}: policy {self.name} gives no GPU to the {len(self.state.active)} "
+                                 f"waiting job(s) (at {now:.0f} s); the run cannot progress")
+            self.state.last_reset = 0.0
+
+    # -- one round ----------------------------------------------------------------------------
+    def _complete(self, view, t: int, now: float) -> None:
+        """The last round's micro-tasks complete (latest finish first)."""
+        tick = self._tick
+        for task in sorted(self.tasks, key=lambda task: (-task.finish, task.combo)):
+            finished, dropped = self.state.complete(task, _no_op)
+            for seq in finished:
+                self.lease.pop(seq, None)
+                view.finish(self.index.pop(seq), t, tick(task.finish))
+            for seq in dropped:
+                self.lease.pop(seq, None)
+                view.drop(self.index.pop(seq), t)
+        self.tasks = []
+
+    def _round(self, view, t: int, now: float) -> None:
+        """Arrivals join, the policy's allocation picks this round's jobs, they get GPUs and run."""
+        state, arrival = self.state, self.inputs.arrival
+        jobs = view.jobs
+        while self.waiting and arrival[self.waiting[0]] <= now:
+            seq = self.waiting.pop(0)
+            state.add(seq, jobs.gpu[self.index[seq]])
+        gpus = view.gpus_by_type()
+        capacity = np.array([gpus.get(name, 0) for name in self.inputs.types])
+        with lp.method(self.lp_method):
+            chosen = state.choose(now, capacity)
+        self.now = now
+        keep = {}
+        for combo, k in chosen:
+            for seq in combo:
+                keep[seq] = (combo, k)
+        for seq, held in list(self.lease.items()):  # leases not extended end with the round
+            if keep.get(seq) != held:
+                view.end_lease(self.index[seq], t)
+                del self.lease[seq]
+        start = self._tick(now)
+        names = self.inputs.types
+        for combo, k in sorted(chosen, key=lambda c: -state.scale[c[0][0]]):  # the largest jobs first (Gavel)
+            if self.lease.get(combo[0]) == (combo, k):
+                continue
+            host = self.index[combo[0]]
+            view.start_on_type(host, names[k], start)
+            self.lease[combo[0]] = (combo, k)
+            for seq in combo[1:]:  # a packed pair: its second job shares the first one's GPUs
+                view.share(self.index[seq], host, start, 1.0, 1.0, 0.0, 0.0)
+                self.lease[seq] = (combo, k)
+        self.tasks = [state.launch(combo, k, now) for combo, k in chosen]
+        state.rounds += 1
+        if self.tasks:
+            self.idle = 0
+            self.end_tick = max(self._tick(max(task.finish for task in self.tasks)), t + 1)
+
+    def _tick(self, seconds: float) -> int:
+        return int(round(seconds * self.tps))
+
+
+def _no_op(*_):
+    pass
+
+
+def round_based(name: str) -> type:
+    """The kernel policy of round-based policy `name` (raysim.rounds.policies), a module-level class
+    (so checkpoints can pickle it)."""
+    cls = _CLASSES.get(name)
+    if cls is None:
+        label = f"RoundBased_{name}"
+        cls = type(label, (RoundBased,), {"name": name, "__doc__": f"Gavel's {name}, round-based.",
+                                          "__module__": __name__, "__qualname__": label})
+        _CLASSES[name] = globals()[label] = cls
+    return cls
+
+
+_CLASSES: dict[str, type] = {}

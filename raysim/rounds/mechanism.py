@@ -1,0 +1,281 @@
+"""Gavel's round mechanism (its simulator's ``simulate()``), the state of one VC's rounds.
+
+The kernel policy :class:`raysim.policy.rounds.RoundBased` drives it from the VC engine's events;
+this module holds what a round decides and keeps no reference to the engine. Jobs are named by
+their trace row (``seq``), which is their arrival order, so combinations sort as Gavel's do.
+
+One round, at time ``now`` (floats, seconds; the engine's clock only orders the events):
+
+1. The micro-tasks launched last round complete (latest finish first): their steps are credited,
+   jobs whose steps are all done finish at their micro-task's finish time (their GPUs idle until
+   the round ends: no backfill), and the time each ran is added to its per-type time counters
+   (measured from the previous round's end). A micro-task whose steps cannot be split over its
+   GPUs (fewer steps than GPUs) fails, as in Gavel; a job failing ``MAX_FAILURES`` times in a row
+   is dropped (reported, never silent).
+2. Jobs that arrived by now join (their arrival time is kept as their start).
+3. If a job arrived or finished and ``reset_min_s`` passed since the last recompute (or the last
+   recompute was at time 0), deficits are updated, time counters reset to ``round_s / 2`` and the
+   policy computes a new allocation.
+4. Priorities = allocation / share of the type's time received since the recompute; per GPU type,
+   in the type order (reshuffled every round for heterogeneity-agnostic policies), combinations
+   sorted by (priority, deficit, allocation) descending take GPUs greedily: ``scale_factor`` GPUs
+   of one type, each job (or either job of a pair) at most once per round. Combinations the
+   allocation does not contain take GPUs in that pass but get none (Gavel: those GPUs idle).
+5. Each chosen job runs ``min(int(throughput * round_s), remaining)`` steps, finishing at
+   ``now + steps / throughput``; the round ends at the latest finish.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from raysim.rounds.policies.base import AllocationInput, Combo, RoundPolicy
+
+#: Consecutive failed micro-tasks after which a job is dropped (Gavel's MAX_FAILED_ATTEMPTS).
+MAX_FAILURES = 5
+#: Priority of a combination with allocation > 0 that has not run on the type since the recompute.
+UNSERVED_PRIORITY = 1e9
+
+
+@dataclass
+class MicroTask:
+    finish: float
+    combo: Combo
+    gpu_type: int
+    steps: tuple
+
+
+class ComboTable:
+    """Per-combination state, rows in Gavel's priority order (a job, then its new pairs, by arrival):
+    time run on each type since the last recompute, deficits, allocation, runnable types, size."""
+
+    def __init__(self, n_types: int):
+        self.combos: list[Combo] = []
+        self.row: dict[Combo, int] = {}
+        self.time_so_far = np.zeros((0, n_types))      # Gavel's _job_time_so_far
+        self.deficit = np.zeros((0, n_types))
+        self.x = np.zeros((0, n_types))                # allocation (0 where not allocated)
+        self.allocated = np.zeros(0, dtype=bool)       # in the current allocation at all
+        self.runnable = np.zeros((0, n_types), dtype=bool)
+        self.scale = np.zeros(0, dtype=np.int64)
+
+    def add(self, combo: Combo, time_so_far: np.ndarray, runnable: np.ndarray, scale: int) -> None:
+        self.row[combo] = len(self.combos)
+        self.combos.append(combo)
+        self.time_so_far = np.vstack([self.time_so_far, time_so_far])
+        self.deficit = np.vstack([self.deficit, np.zeros_like(time_so_far)])
+        self.x = np.vstack([self.x, np.zeros_like(time_so_far)])
+        self.allocated = np.append(self.allocated, False)
+        self.runnable = np.vstack([self.runnable, runnable])
+        self.scale = np.append(self.scale, scale)
+
+    def remove_job(self, j: int) -> None:
+        keep = np.array([j not in c for c in self.combos], dtype=bool)
+        self.combos = [c for c, k in zip(self.combos, keep) if k]
+        self.row = {c: i for i, c in enumerate(self.combos)}
+        for name in ("time_so_far", "deficit", "x", "allocated", "runnable", "scale"):
+            setattr(self, name, getattr(self, name)[keep])
+
+    def set_allocation(self, allocation: dict) -> None:
+        self.x[:] = 0.0
+        self.allocated[:] = False
+        for combo, i in self.row.items():
+            if combo in allocation:
+                self.x[i] = allocation[combo]
+                self.allocated[i] = True
+
+
+class RoundState:
+    """The rounds of one VC: active jobs, combinations, time counters, deficits, the allocation.
+
+    `rates(j)` gives job j's whole-job throughput on each of the `n_types` GPU types (0: cannot run
+    there), `pair_rates(a, b)` the (types x 2) throughputs of a packed pair (packing policies only).
+    `order` is the greedy pass's type order (indices), `reference` the reference type's index."""
+
+    def __init__(self, policy: RoundPolicy, n_types: int, *, rates, steps, weight, arrival, round_s: float,
+                 reset_min_s: float, order: list[int], reference: int, seed: int, pair_rates=None):
+        if policy.packing and pair_rates is None:
+            raise ValueError(f"policy {policy.name} packs jobs: it needs pair throughputs")
+        self.policy = policy
+        self.n_types = n_types
+        self.rates, self.steps, self.weight, self.arrival = rates, steps, weight, arrival
+        self.pair_rates = pair_rates
+        self.round_s, self.reset_min_s = float(round_s), float(reset_min_s)
+        self.order, self.reference = list(order), int(reference)
+        self.shuffler = random.Random(seed + 5)
+        self.active: dict[int, None] = {}            # Gavel's _jobs, in arrival order
+        self.row_rates: dict[int, list] = {}         # active job -> its throughputs (list)
+        self.scale: dict[int, int] = {}              # active job -> GPUs it needs
+        self.done: dict[int, float] = {}             # _total_steps_run
+        self.failures: dict[int, int] = {}
+        self.table = ComboTable(n_types)
+        self.worker_time = np.zeros(n_types)         # _worker_time_so_far
+        self.allocation: dict[Combo, np.ndarray] = {}
+        self.last_reset = 0.0
+        self.need_update = False
+        self.round_start, self.round_end = 0.0, None
+        self.busy = 0.0                              # GPU-seconds of successful micro-tasks
+        self.rounds = 0
+        self.allocations = 0
+
+    # -- step 1: completions ---------------------------------------------------------------
+    def complete(self, task: MicroTask, type_seconds) -> tuple[list[int], list[int]]:
+        """Credit a finished micro-task; returns (jobs that finished, jobs dropped).
+        `type_seconds(j, k, seconds)` is told the time job j ran on type k."""
+        active = self.active
+        if not any(j in active for j in task.combo):
+            return [], []
+        elapsed = task.finish - self.round_start
+        scale = self.scale[next(j for j in task.combo if j in active)]  # (a pair's jobs have one size)
+        ok = elapsed > 0 and all(_splits(n, scale) for n, j in zip(task.steps, task.combo) if j in active)
+        finished, dropped = [], []
+        if not ok:
+            if len(task.combo) == 1:
+                j = task.combo[0]
+                self.failures[j] += 1
+                if self.failures[j] >= MAX_FAILURES:
+                    dropped.append(j)
+            self.need_update = True
+        else:
+            k = task.gpu_type
+            for n, j in zip(task.steps, task.combo):
+                if j not in active:
+                    continue
+                self.failures[j] = 0
+                self.done[j] += n
+                type_seconds(j, k, elapsed)
+                if self.steps[j] - self.done[j] <= 0:
+                    finished.append(j)
+            row = self.table.row.get(task.combo)
+            if row is not None:
+                self.table.time_so_far[row, k] += elapsed
+                self.worker_time[k] += elapsed
+            self.busy += elapsed * scale
+        for j in finished + dropped:
+            self.remove(j)
+        return finished, dropped
+
+    # -- step 2: arrivals -------------------------------------------------------------------
+    def add(self, j: int, scale: int) -> None:
+        self.active[j] = None
+        rates = self.rates(j)
+        self.row_rates[j] = list(rates)
+        self.scale[j] = scale
+        self.done[j] = 0.0
+        self.failures[j] = 0
+        self.table.add((j,), np.full(self.n_types, self.round_s / 2), np.asarray(rates) > 0, scale)
+        if self.policy.packing:
+            for other in self.active:
+                if other != j and self.scale[other] == scale:
+                    pair = (min(other, j), max(other, j))
+                    self.table.add(pair, np.zeros(self.n_types), (self.pair_rates(*pair) > 0).all(axis=1), scale)
+        self.need_update = True
+
+    def remove(self, j: int) -> None:
+        del self.active[j]
+        del self.row_rates[j]
+        del self.scale[j]
+        del self.done[j]
+        del self.failures[j]
+        self.table.remove_job(j)
+        self.need_update = True
+
+    # -- steps 3-4: allocation, priorities, the greedy pass ---------------------------------
+    def choose(self, now: float, gpus: np.ndarray) -> list[tuple[Combo, int]]:
+        """The (combination, type) pairs that run this round on `gpus` GPUs per type."""
+        priority = self._update_priorities(now, gpus)
+        order = list(self.order)
+        if self.policy.shuffle_types:
+            self.shuffler.shuffle(order)
+        t = self.table
+        left = gpus.copy()
+        taken: set[int] = set()                       # packing: jobs taken (alone or in a pair)
+        chosen = []
+        eligible = t.runnable & (priority > 0) if self.policy.fifo else t.runnable
+        combos, scales, allocated = t.combos, t.scale.tolist(), t.allocated.tolist()
+        packing = self.policy.packing
+        untaken = np.ones(len(combos), dtype=bool)    # singles: rows whose job is not yet taken
+        for k in order:
+            # descending (priority, deficit, allocation); ties keep the priority order (stable)
+            ranked = np.lexsort((-t.x[:, k], -t.deficit[:, k], -priority[:, k]))
+            room = int(left[k])
+            candidates = ranked[eligible[ranked, k]] if packing else ranked[eligible[ranked, k] & untaken[ranked]]
+            for i in candidates.tolist():
+                scale = scales[i]
+                if scale > room:
+                    continue
+                combo = combos[i]
+                if packing:
+                    if any(j in taken for j in combo):
+                        continue
+                    taken.update(combo)
+                else:
+                    untaken[i] = False
+                room -= scale
+                if allocated[i]:
+                    chosen.append((combo, k))
+                if room == 0:
+                    break
+            left[k] = room
+        return chosen
+
+    def _update_priorities(self, now: float, gpus: np.ndarray) -> np.ndarray:
+        """Recompute the allocation if due, then each combination's priority on each type."""
+        may_reset = now - self.last_reset >= self.reset_min_s or self.last_reset == 0
+        if self.need_update and may_reset:
+            self._reset_time(now)
+            self.allocation = self.policy.allocate(self._allocation_input(now, gpus)) if self.active else {}
+            self.table.set_allocation(self.allocation)
+            self.allocations += 1
+            self.need_update = False
+        t = self.table
+        share = np.divide(t.time_so_far, self.worker_time, out=np.zeros_like(t.time_so_far),
+                          where=self.worker_time != 0)
+        serve = t.allocated[:, None] & (t.x != 0) & t.runnable
+        priority = np.where(serve, t.x * UNSERVED_PRIORITY, 0.0)
+        np.divide(t.x, share, out=priority, where=serve & (share > 0))
+        return priority
+
+    def _reset_time(self, now: float) -> None:
+        """Deficits += time owed under the old allocation - time received; time counters restart."""
+        t = self.table
+        t.deficit += t.x * (now - self.last_reset) - (t.time_so_far - self.round_s / 2)
+        t.time_so_far[:] = self.round_s / 2
+        self.worker_time[:] = self.round_s / 2 * len(t.combos)
+        self.last_reset = now
+
+    def _allocation_input(self, now: float, gpus: np.ndarray) -> AllocationInput:
+        ids = sorted(self.active)
+        thr = np.array([self.row_rates[j] for j in ids], dtype=float).reshape(len(ids), self.n_types)
+        state = AllocationInput(
+            jobs=np.array(ids, dtype=np.int64), throughputs=thr, reference=thr[:, self.reference],
+            scale_factors=np.array([self.scale[j] for j in ids], dtype=float),
+            priority_weights=np.array([self.weight[j] for j in ids], dtype=float),
+            times_since_start=now - np.array([self.arrival[j] for j in ids], dtype=float),
+            steps_remaining=np.array([self.steps[j] - self.done[j] for j in ids], dtype=float),
+            gpus=gpus.astype(float))
+        if self.policy.packing:
+            state.pairs = sorted(c for c in self.table.combos if len(c) == 2)
+            state.pair_throughputs = np.array([self.pair_rates(a, b) for a, b in state.pairs]).reshape(
+                len(state.pairs), self.n_types, 2)
+        return state
+
+    # -- step 5: micro-tasks ----------------------------------------------------------------
+    def launch(self, combo: Combo, k: int, now: float) -> MicroTask:
+        finish = now
+        steps = []
+        rates = (self.row_rates[combo[0]][k],) if len(combo) == 1 else self.pair_rates(*combo)[k].tolist()
+        for j, rate in zip(combo, rates):
+            n = min(int(rate * self.round_s), self.steps[j] - self.done[j])
+            steps.append(n)
+            finish = max(finish, now + n / rate)
+        return MicroTask(finish, combo, k, tuple(steps))
+
+
+def _splits(steps: float, scale: int) -> bool:
+    """Whether `steps` split over `scale` workers gives every worker at least one (Gavel's check)."""
+    each = steps // scale
+    return each > 0 and steps - each * (scale - 1) > 0 if scale > 1 else steps > 0

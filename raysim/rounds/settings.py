@@ -1,0 +1,127 @@
+"""From the `rounds:` settings and the cluster's throughput table to what a round-based run needs:
+the policy's run options (raysim.policy.rounds.RoundBased) and, for Gavel's traces and generator,
+the jobs as a raysim trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from raysim.cluster.throughput import ThroughputTable, read_throughput_table
+from raysim.errors import ConfigError, UserError
+from raysim.trace.errors import SkipReport, TraceError
+
+TABLE_HELP = ("Gavel's throughput table is public: github.com/stanford-futuredata/gavel, file "
+              "scheduler/simulation_throughputs.json (MIT); docs/gavel.md")
+LP_METHODS = ("ipm", "simplex")
+
+
+def throughput_table(cfg: DictConfig) -> ThroughputTable:
+    """`cluster.throughput` (Gavel's JSON or a throughput CSV); round-based runs need one."""
+    from raysim.paths import original_cwd
+
+    path = cfg.cluster.get("throughput")
+    if not path:
+        raise ConfigError("cluster.throughput", f"not set: round-based policies need a throughput table. {TABLE_HELP}")
+    p = (original_cwd() / str(path)).expanduser()
+    if not p.is_file():
+        raise UserError(f"cluster.throughput: no file {p}. {TABLE_HELP}")
+    return read_throughput_table(p)
+
+
+def reference_type(cfg: DictConfig, types) -> str:
+    """The reference GPU type: rounds.reference_type, else cluster.reference_gpu_type, else the
+    first type by name."""
+    from raysim.rounds.inputs import index_of
+
+    for key in ("rounds.reference_type", "cluster.reference_gpu_type"):
+        name = OmegaConf.select(cfg, key)
+        if name:
+            try:
+                return types[index_of(types, [name], key)[0]]
+            except ValueError as exc:
+                raise ConfigError(key, str(exc).split(": ", 1)[1], name) from None
+    return types[0]
+
+
+def round_options(cfg: DictConfig, trace, spec, *, packing: bool) -> dict:
+    """The round-based policy's run options: its inputs (raysim.rounds.inputs.RoundInputs) and the
+    mechanism's settings (`rounds:`), each checked (one line naming the key)."""
+    from raysim.rounds.inputs import index_of, round_inputs, run_types
+
+    r = cfg.rounds
+    types = run_types(spec.layout)
+    for key in ("round_s", "reset_min_s"):
+        value = r.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ConfigError(f"rounds.{key}", "must be a positive number of seconds", value)
+    if r.lp_method not in LP_METHODS:
+        raise ConfigError("rounds.lp_method", f"must be one of {', '.join(LP_METHODS)}", r.lp_method)
+    order = list(r.type_order) if r.get("type_order") else None
+    if order:
+        try:
+            index_of(types, order, "rounds.type_order")
+        except ValueError as exc:
+            raise ConfigError("rounds.type_order", str(exc).split(": ", 1)[1], order) from None
+    reference = reference_type(cfg, types)
+    mapping = OmegaConf.to_container(r.job_type_map, resolve=True) if r.get("job_type_map") else None
+    inputs = round_inputs(trace.table, spec.layout, throughput_table(cfg), reference=reference,
+                          source=trace.source, job_type_column=str(r.job_type_column), job_type_map=mapping,
+                          packing=packing)
+    return {"inputs": inputs, "round_s": float(r.round_s), "reset_min_s": float(r.reset_min_s),
+            "type_order": order, "reference_type": reference, "lp_method": str(r.lp_method)}
+
+
+def gavel_trace(cfg: DictConfig, layout: dict):
+    """The jobs of a Gavel trace file (trace.format=gavel) or of Gavel's generator
+    (rounds.generate) as a raysim Trace on the layout's one VC."""
+    from raysim.rounds.inputs import gavel_trace_table, run_types
+    from raysim.trace.load import Trace
+
+    if len(layout) != 1:
+        raise ConfigError("cluster.layout", f"a Gavel trace names no VC: its cluster must have one VC, not "
+                          f"{len(layout)} ({', '.join(layout)})")
+    (vc,) = layout
+    table = throughput_table(cfg)
+    reference = reference_type(cfg, run_types(layout))
+    jobs, source = _gavel_jobs(cfg, table)
+    trace = gavel_trace_table(jobs, table, reference=reference, vc=vc, source=source)
+    nodes = {vc: sum(p.nodes for p in layout[vc])}
+    return Trace(trace, nodes, SkipReport(file=source), source)
+
+
+def _gavel_jobs(cfg: DictConfig, table: ThroughputTable):
+    """The job table (raysim.trace.gavel.SCHEMA) and a label for its source."""
+    r, t = cfg.rounds, cfg.trace
+    if r.get("generate"):
+        from raysim.rounds.generate import generate_jobs
+
+        g = r.generate
+        templates = [(str(e["model"]), bool(e["distributed"])) for e in g.templates]
+        lam_s = 3600.0 / float(r.rate_jobs_per_hour) if r.get("rate_jobs_per_hour") else float(g.lam_s)
+        try:
+            jobs = generate_jobs(table, templates, jobs=int(g.jobs), lam_s=lam_s, seed=int(cfg.seed),
+                                 reference_type=str(r.reference_type or cfg.cluster.reference_gpu_type),
+                                 multi_gpu=bool(g.multi_gpu))
+        except ValueError as exc:
+            raise ConfigError("rounds.generate", str(exc)) from None
+        return jobs, f"generated (Gavel continuous, lam {lam_s:.0f} s, seed {int(cfg.seed)})"
+    if not t.path:
+        raise ConfigError("trace.path", "not set: give a Gavel trace (trace.format=gavel) or set rounds.generate")
+    from raysim.paths import original_cwd
+    from raysim.trace.gavel import read_gavel_trace
+
+    path = original_cwd() / str(t.path)
+    if path.is_dir():
+        raise TraceError(str(path), "trace.format=gavel reads one Gavel trace file, not a folder")
+    return read_gavel_trace(path), str(t.path)
+
+
+def is_gavel_input(cfg: DictConfig) -> bool:
+    """Whether the run's jobs come from a Gavel trace file (trace.format=gavel, or auto and a
+    ``.trace`` file) or from Gavel's generator (rounds.generate)."""
+    t, rounds = cfg.trace, cfg.get("rounds")
+    if rounds is not None and rounds.get("generate"):
+        return True
+    return t.format == "gavel" or t.format == "auto" and bool(t.path) and Path(str(t.path)).suffix == ".trace"
