@@ -31,6 +31,11 @@ GAVEL_COLUMNS = {"job_type": DICT_STR, "total_steps": pa.float64(), "priority_we
                  "arrival_s": pa.float64()}
 
 
+#: Steps per second of every job without a throughput table: milliseconds of work, so that a
+#: micro-task's steps split over its GPUs (Gavel fails one with fewer steps than GPUs).
+UNIFORM_RATE = 1000.0
+
+
 @dataclass(frozen=True)
 class RoundInputs:
     """Per trace row (``seq``) and per GPU type of the run (``types``, sorted by name as the
@@ -93,13 +98,21 @@ def whole_job_rate(table: ThroughputTable, job_type: str, gpu_type: str, scale: 
     return rate
 
 
-def round_inputs(trace: pa.Table, layout: dict, table: ThroughputTable, *, reference: str, source: str,
+def round_inputs(trace: pa.Table, layout: dict, table: ThroughputTable | None, *, reference: str, source: str,
                  job_type_column: str = "job_type", job_type_map: dict | None = None,
                  packing: bool = False) -> RoundInputs:
     """The round inputs of every job of `trace` on the cluster `layout`; a TraceError naming the
-    row for a job type without throughput, or one that runs on no GPU type of the cluster."""
+    row for a job type without throughput, or one that runs on no GPU type of the cluster. Without
+    a `table` every job runs UNIFORM_RATE steps per second on every GPU type."""
     types = run_types(layout)
     names = trace.column_names
+    if table is None:
+        if packing:
+            raise TraceError(source, "packing policies need a throughput table with pair entries (cluster.throughput)")
+        n = trace.num_rows
+        duration = np.maximum(trace.column("duration").to_numpy(zero_copy_only=False).astype(float), 1.0)
+        return RoundInputs(types, np.full((1, len(types)), UNIFORM_RATE), (("any", 1),), np.zeros(n, dtype=np.int64),
+                           duration * UNIFORM_RATE, np.ones(n), exact_arrivals(trace), _last_arrivals(trace))
     if job_type_column not in names:
         raise TraceError(source, "round-based policies need this column naming a job type of the throughput "
                          "table (or mapped to one with rounds.job_type_map; another column: "
@@ -134,13 +147,16 @@ def round_inputs(trace: pa.Table, layout: dict, table: ThroughputTable, *, refer
     else:
         steps = _steps_from_durations(trace, matrix[row_of], types, reference, source)
         weight = np.ones(len(values))
-    arrival = exact_arrivals(trace)
-    vc = trace.column("vc").to_pylist()
+    return RoundInputs(types, matrix, tuple(sorted(ids, key=ids.get)), row_of, steps, weight, exact_arrivals(trace),
+                       _last_arrivals(trace), table if packing else None)
+
+
+def _last_arrivals(trace: pa.Table) -> dict[str, float]:
+    """VC -> the last arrival time of its jobs."""
     last: dict[str, float] = {}
-    for v, a in zip(vc, arrival.tolist()):
+    for v, a in zip(trace.column("vc").to_pylist(), exact_arrivals(trace).tolist()):
         last[v] = a if a > last.get(v, -math.inf) else last[v]
-    return RoundInputs(types, matrix, tuple(sorted(ids, key=ids.get)), row_of, steps, weight, arrival, last,
-                       table if packing else None)
+    return last
 
 
 def exact_arrivals(trace: pa.Table) -> np.ndarray:

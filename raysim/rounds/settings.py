@@ -4,6 +4,7 @@ the jobs as a raysim trace."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -12,18 +13,22 @@ from raysim.cluster.throughput import ThroughputTable, read_throughput_table
 from raysim.errors import ConfigError, UserError
 from raysim.trace.errors import SkipReport, TraceError
 
+log = logging.getLogger("raysim")
+
 TABLE_HELP = ("Gavel's throughput table is public: github.com/stanford-futuredata/gavel, file "
               "scheduler/simulation_throughputs.json (MIT); docs/gavel.md")
 LP_METHODS = ("ipm", "simplex")
 
 
-def throughput_table(cfg: DictConfig) -> ThroughputTable:
-    """`cluster.throughput` (Gavel's JSON or a throughput CSV); round-based runs need one."""
+def throughput_table(cfg: DictConfig, *, required: bool = True) -> ThroughputTable | None:
+    """`cluster.throughput` (Gavel's JSON or a throughput CSV); None when not set and not `required`."""
     from raysim.paths import original_cwd
 
     path = cfg.cluster.get("throughput")
+    if not path and not required:
+        return None
     if not path:
-        raise ConfigError("cluster.throughput", f"not set: round-based policies need a throughput table. {TABLE_HELP}")
+        raise ConfigError("cluster.throughput", f"not set: Gavel's traces need a throughput table. {TABLE_HELP}")
     p = (original_cwd() / str(path)).expanduser()
     if not p.is_file():
         raise UserError(f"cluster.throughput: no file {p}. {TABLE_HELP}")
@@ -66,7 +71,11 @@ def round_options(cfg: DictConfig, trace, spec, *, packing: bool) -> dict:
             raise ConfigError("rounds.type_order", str(exc).split(": ", 1)[1], order) from None
     reference = reference_type(cfg, types)
     mapping = OmegaConf.to_container(r.job_type_map, resolve=True) if r.get("job_type_map") else None
-    inputs = round_inputs(trace.table, spec.layout, throughput_table(cfg), reference=reference,
+    table = throughput_table(cfg, required=False)
+    if table is None:
+        log.info("round-based policy without cluster.throughput: every job runs at the same speed on every GPU "
+                 "type (steps: milliseconds of its duration)")
+    inputs = round_inputs(trace.table, spec.layout, table, reference=reference,
                           source=trace.source, job_type_column=str(r.job_type_column), job_type_map=mapping,
                           packing=packing)
     return {"inputs": inputs, "round_s": float(r.round_s), "reset_min_s": float(r.reset_min_s),

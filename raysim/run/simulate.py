@@ -110,7 +110,7 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     coordinator = Coordinator(executor, batch, groups, sink,
                               t0=spec.t0, window_s=window_s, checkpoint_dir=checkpoint_dir,
                               checkpoint_every=checkpoint_every, resume=resume, progress=progress,
-                              origin=trace.origin, estimator=estimator, fingerprint=fingerprint,
+                              origin=trace.origin, ticks_per_s=ticks, estimator=estimator, fingerprint=fingerprint,
                               dispatch_s=dispatch_span(window_s, spec, estimator), exchange=exchange)
     end, stage = coordinator.run()
     files = sink.close(end)

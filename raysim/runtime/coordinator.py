@@ -84,7 +84,7 @@ class Coordinator:
 
     def __init__(self, executor, batch: pa.Table, groups: list[list[str]], sink: ResultSink, *, t0: int,
                  window_s: int, checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
-                 progress: bool = True, origin: str = "0", estimator=None, fingerprint: dict | None = None,
+                 progress: bool = True, origin: str = "0", ticks_per_s: int = 1, estimator=None, fingerprint: dict | None = None,
                  dispatch_s: int | None = None, exchange=None):
         if window_s <= 0:
             raise ValueError("runtime.window_s must be a positive number of seconds")
@@ -106,6 +106,7 @@ class Coordinator:
         self.fingerprint = dict(fingerprint or {})
         self.progress = progress
         self.origin = origin
+        self.ticks_per_s = int(ticks_per_s)  # the simulators' clock ticks per second (progress lines only)
         #: optional estimator filling each window's `estimate` column from jobs finished so far
         self.estimator = estimator
         if estimator is not None and estimator.period_s % self.window_s:
@@ -351,7 +352,7 @@ class Coordinator:
         self._reported_at = wall
         st = state.status.values()
         done = sum(s["finished"] for s in st)
-        line = (f"sim {_clock(self.origin, t)} | windows {state.windows} | finished {done:,}/{len(self.submit):,}"
+        line = (f"sim {_clock(self.origin, t // self.ticks_per_s)} | windows {state.windows} | finished {done:,}/{len(self.submit):,}"
                 f" | running {sum(s['running'] for s in st):,} | pending {sum(s['pending'] for s in st):,}"
                 f" | {wall:6.1f} s wall, {done / wall if wall > 0 else math.inf:,.0f} jobs/s")
         if tty:

@@ -15,6 +15,7 @@ from raysim.quota.exchange import CohortEpochs
 from raysim.quota.reports import reports_batch
 from raysim.runtime.codec import results_table, samples_table, split_by_vc
 from raysim.runtime.spec import RunSpec
+from raysim.sim.jobs import UNSET
 
 
 class VCGroup:
@@ -146,7 +147,7 @@ class VCGroup:
         that shipped, or not finished), and every VC's change rows up to `end` (the cluster's last event)."""
         parts = []
         for sim in self.sims.values():
-            rows = sim.finished_log + [j for j in range(sim.jobs.n) if sim.jobs.end[j] < 0]
+            rows = sim.finished_log + [j for j in range(sim.jobs.n) if sim.jobs.end[j] == UNSET]
             sim.finished_log = []
             if rows:
                 parts.append(sim.results(rows))

@@ -18,7 +18,7 @@ import numpy as np
 from raysim.cluster.catalog import TypeCatalog
 from raysim.quota.ledger import QuotaLedger, QuotaLoans
 from raysim.sim.demand import Demand
-from raysim.sim.jobs import JobTable
+from raysim.sim.jobs import DROPPED, UNSET, JobTable
 from raysim.sim.params import SimParams
 from raysim.sim.recorder import LOAN_COLUMNS, RESOURCE_COLUMNS, Recorder, per_type_columns
 from raysim.sim.vc import VCState
@@ -218,7 +218,7 @@ class VCSimulator(QuotaLoans):
             raise RuntimeError(f"{self.name}: take the finished jobs' results before forgetting them")
         jobs = self.jobs
         end = jobs.end
-        keep = [j for j in range(jobs.n) if end[j] < 0]
+        keep = [j for j in range(jobs.n) if end[j] == UNSET]
         dropped = jobs.n - len(keep)
         if not dropped:
             return 0
@@ -402,6 +402,7 @@ class VCSimulator(QuotaLoans):
             self.pending_gpus -= g
             self.pending_small -= g < self.small_below
         jobs.end_due[j] = -1
+        jobs.end[j] = DROPPED
         self.finished += 1
         self.finished_log.append(j)
         self.policy.on_complete(self, j)

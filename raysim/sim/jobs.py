@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 UNSET = -1
+#: End time of a job that left unfinished (VCSimulator.drop); reported as UNSET.
+DROPPED = -2
 
 #: Input columns a batch must provide (name -> numpy dtype).
 INPUT_COLUMNS = {
@@ -147,4 +149,5 @@ class JobTable:
         pick = [(self.seq[j], self.start[j], self.end[j], self.queue[j], self.preemptions[j],
                  self.first_node[j], self.num_nodes[j], self.shared[j], self.first_gpu[j]) for j in rows]
         cols = np.array(pick, dtype=np.int64).reshape(len(pick), 9).T
+        cols[2][cols[2] == DROPPED] = UNSET
         return {name: cols[i] for i, name in enumerate(("seq",) + RESULT_COLUMNS)}
