@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
 
+from raysim import cli  # noqa: F401  (the raysim_path resolver)
 from raysim.paths import CONF_DIR
-from raysim.rounds.run import summarize_rounds_sweep
 from raysim.run import run
 from raysim.trace.errors import TraceError
 from raysim.trace.gavel import read_gavel_trace, write_gavel_trace
@@ -79,39 +79,45 @@ def composed(*overrides):
 def test_trace_run_writes_jobs_summary_and_plot(tmp_path):
     trace = write_trace(tmp_path / "t.trace", [(20000, 1, 0.0), (40000, 2, 100.0), (10000, 8, 200.0),
                                                (5000, 1, 3000.0)])
-    cfg = composed("+experiment=gavel_trace", f"trace.path={trace}", f"rounds.throughputs={gavel_table(tmp_path / 't.json')}",
-                   "policy=max_min_fairness_perf", "rounds.window=[1,2]")
+    cfg = composed("+experiment=gavel_trace", f"trace.path={trace}", f"cluster.throughput={gavel_table(tmp_path / 't.json')}",
+                   "policy=max_min_fairness_perf", "rounds.window=[1,2]", "runtime=local")
     row = run(cfg, tmp_path / "run")
     jobs = pq.read_table(tmp_path / "run" / "jobs.parquet").to_pandas()
-    assert jobs.job_id.tolist() == [0, 1, 2, 3]
-    assert (jobs.start_time >= jobs.arrival_time).all() and (jobs.completion_time > jobs.start_time).all()
-    assert jobs.in_window.tolist() == [False, True, True, False]
-    run_s = jobs[[c for c in jobs.columns if c.startswith("run_s_")]].sum(axis=1)
-    assert (run_s > 0).all()
+    assert jobs.job_id.tolist() == [0, 1, 2, 3] and jobs.finished.all()
+    assert (jobs.start_time >= jobs.submit_time).all() and (jobs.end_time > jobs.start_time).all()
+    assert jobs.submit_time.tolist() == [0.0, 100.0, 200.0, 3000.0]  # Gavel's arrival times, exact
     summary = pd.read_csv(tmp_path / "run" / "summary.csv")
-    assert summary.avg_jct_window[0] == pytest.approx(jobs.jct[1:3].mean())
-    assert row["lp_solves"] > 0 and (tmp_path / "run" / "plots" / "jct_cdf.png").exists()
+    assert summary.avg_jct_window.iloc[-1] == pytest.approx(jobs.jct[1:3].mean())
+    assert row["avg_jct"] == pytest.approx(jobs.jct.mean(), rel=1e-3)
+    assert (tmp_path / "run" / "plots").is_dir() and (tmp_path / "run" / "timeseries.parquet").exists()
 
 
-def test_continuous_sweep_gives_the_rate_figure(tmp_path):
+def test_continuous_run_generates_gavels_jobs(tmp_path):
+    cfg = composed("+experiment=gavel_continuous", f"cluster.throughput={gavel_table(tmp_path / 't.json')}",
+                   "policy=fifo_perf", "rounds.rate_jobs_per_hour=4", "rounds.generate.jobs=30",
+                   "rounds.window=[10,19]", "runtime=local",
+                   "rounds.generate.templates=[{model: 'ResNet-18 (batch size 64)', distributed: true},"
+                   "{model: 'LM (batch size 10)', distributed: true}]")
+    row = run(cfg, tmp_path / "run")
+    jobs = pq.read_table(tmp_path / "run" / "jobs.parquet").to_pandas()
+    assert jobs.job_id.tolist() == list(range(30)) and jobs.finished.all()
+    assert jobs.submit_time.iloc[0] == 0.0 and jobs.submit_time.is_monotonic_increasing
+    assert row["avg_jct_window"] == pytest.approx(jobs.jct[10:20].mean())
+
+
+def test_event_driven_policies_run_on_gavel_traces_and_round_ones_on_raysim_traces(tmp_path):
+    """One name per policy and every policy on every trace: Tiresias on Gavel's jobs (a job's
+    duration is its steps' time on the reference V100), Gavel's LAS on the Venus-like trace."""
+    trace = write_trace(tmp_path / "t.trace", [(20000, 1, 0.0), (40000, 2, 100.0), (10000, 8, 200.0)])
     table = gavel_table(tmp_path / "t.json")
-    sweep = tmp_path / "sweep"
-    for i, (policy, rate) in enumerate([("fifo_perf", 2.0), ("fifo_perf", 4.0), ("isolated", 2.0), ("isolated", 4.0)]):
-        cfg = composed("+experiment=gavel_continuous", f"rounds.throughputs={table}", f"policy={policy}",
-                       f"rounds.rate_jobs_per_hour={rate}", "rounds.generate.jobs=30", "rounds.window=[10,19]",
-                       "rounds.generate.templates=[{model: 'ResNet-18 (batch size 64)', distributed: true},"
-                       "{model: 'LM (batch size 10)', distributed: true}]", "rounds.plots=false")
-        run(cfg, sweep / str(i))
-    table = summarize_rounds_sweep(sweep)
-    assert sorted(table.policy) == ["fifo_perf", "fifo_perf", "isolated", "isolated"]
-    assert (sweep / "plots" / "avg_jct_vs_rate.png").exists() and (sweep / "rounds_sweep.md").exists()
-
-
-def test_cluster_mode_refuses_round_policies_and_rounds_mode_others(tmp_path):
-    with pytest.raises(ValueError, match="round-based policy of Gavel's family"):
-        run(composed("+experiment=venus", "policy=gandiva"), tmp_path / "a")
-    with pytest.raises(ValueError, match="not round-based"):
-        run(composed("+experiment=gavel_trace", "policy=tiresias", "trace.path=x.trace"), tmp_path / "b")
+    run(composed("+experiment=gavel_trace", f"trace.path={trace}", f"cluster.throughput={table}",
+                 "policy=tiresias", "runtime=local"), tmp_path / "a")
+    jobs = pq.read_table(tmp_path / "a" / "jobs.parquet").to_pandas()
+    assert jobs.finished.all() and jobs.duration.tolist() == [20000 // 4, 40000 // 8, 10000 // 32 + 1]
+    run(composed("+experiment=venus", "policy=max_min_fairness", "runtime=local"), tmp_path / "b")
+    assert pq.read_table(tmp_path / "b" / "jobs.parquet").column("finished").to_pandas().all()
+    with pytest.raises(Exception, match="packing policies need a throughput table"):
+        run(composed("+experiment=venus", "policy=gandiva", "runtime=local"), tmp_path / "c")
 
 
 def test_raysim_trace_runs_with_a_job_type_mapping(tmp_path):
@@ -123,11 +129,10 @@ def test_raysim_trace_runs_with_a_job_type_mapping(tmp_path):
                      "7,cluster,u1,1,1,0,3600,COMPLETED,resnet\n"
                      "9,cluster,u2,2,1,600,1800,COMPLETED,lm\n")
     cfg = composed("+experiment=gavel_trace", f"trace.path={trace}", "trace.format=csv", "trace.cache=false",
-                   f"rounds.throughputs={gavel_table(tmp_path / 't.json')}", "policy=fifo_perf", "rounds.window=null",
-                   "rounds.job_type_column=model",
+                   f"cluster.throughput={gavel_table(tmp_path / 't.json')}", "policy=fifo_perf", "rounds.window=null",
+                   "rounds.job_type_column=model", "runtime=local",
                    "rounds.job_type_map={resnet: 'ResNet-18 (batch size 64)', lm: 'LM (batch size 10)'}")
     run(cfg, tmp_path / "run")
     jobs = pq.read_table(tmp_path / "run" / "jobs.parquet").to_pandas()
     assert jobs.job_id.tolist() == [7, 9]
-    assert jobs.total_steps.tolist() == [3600 * 4.0, 1800 * 4.0 * 2 * 2]
     assert jobs.jct.tolist() == pytest.approx([3600.0, 120.0 + 1800.0])

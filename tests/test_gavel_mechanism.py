@@ -2,17 +2,18 @@
 every number computed by hand in the comments."""
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
+from raysim.cluster.layout import Pool
 from raysim.cluster.throughput import ThroughputTable
 from raysim.rounds import lp
-from raysim.rounds.cluster import RoundCluster, RoundJobs, throughput_matrix
-from raysim.rounds.engine import RoundEngine
+from raysim.rounds.inputs import round_inputs
+from raysim.rounds.mechanism import RoundState
 from raysim.rounds.policies import AllocationInput, round_policy
 from raysim.rounds.policies.min_total_duration_perf import gavel_bisection
+from raysim.rounds.run import run_gavel_jobs
 from raysim.trace.gavel import SCHEMA
-
-import pyarrow as pa
 
 # job type -> throughput (steps/s of the whole job) on v100 and k80, one GPU
 RATES = {"A": (2.0, 1.0), "B": (1.0, 1.0), "C": (3.0, 0.5)}
@@ -24,26 +25,35 @@ def table(extra=None):
     return ThroughputTable(rates)
 
 
-def one_each() -> RoundCluster:
+def one_each() -> dict:
     """One V100 and one K80 (types sorted by name: K80 = 0, V100 = 1)."""
-    return RoundCluster(("K80", "V100"), np.array([1, 1]), np.array([1, 1]))
+    return {"cluster": [Pool("V100", 1, 1), Pool("K80", 1, 1)]}
 
 
-def jobs(rows) -> RoundJobs:
+def jobs(rows) -> pa.Table:
     """rows: (job_type, scale, steps, arrival)."""
     cols = {n: [] for n in SCHEMA.names}
     for i, (job_type, scale, steps, arrival) in enumerate(rows):
         for n, v in zip(SCHEMA.names, (i, job_type, scale, float(steps), 1.0, -1.0, float(arrival))):
             cols[n].append(v)
-    return RoundJobs.from_table(pa.table(cols, schema=SCHEMA))
+    return pa.table(cols, schema=SCHEMA)
 
 
-def run(policy, rows, cluster=None, extra=None, **kw):
-    cluster = cluster or one_each()
-    js = jobs(rows)
-    engine = RoundEngine(js, cluster, throughput_matrix(js, cluster, table(extra)), round_policy(policy), **kw,
-                         type_order=["V100", "K80"], reference_type="V100")
-    return engine, engine.run()
+class Result:
+    """Per job (id order): completion (NaN: dropped), first start."""
+
+    def __init__(self, out: pa.Table):
+        df = out.to_pandas()
+        self.completion = df.end_time.astype(float).to_numpy()
+        self.first_start = df.start_time.astype(float).to_numpy()
+        self.dropped = df.index[~df.finished].tolist()
+
+
+def run(policy, rows, layout=None, extra=None, **kw):
+    """`policy` on the VC engine (the kernel) over `rows` on `layout` (default one_each())."""
+    kw.setdefault("type_order", ["V100", "K80"])
+    out = run_gavel_jobs(jobs(rows), layout or one_each(), table(extra), policy, reference_type="V100", **kw)
+    return Result(out)
 
 
 def test_round_mechanics_by_hand():
@@ -56,43 +66,48 @@ def test_round_mechanics_by_hand():
       C waits while B finishes; with nothing running and nothing to arrive Gavel forces a recompute,
       C gets V100 at 860 and runs 1000 steps in 333.3 s -> done at 1193.33, JCT 793.33.
     """
-    _, result = run("fifo_perf", [("A", 1, 720, 0), ("B", 1, 500, 100), ("C", 1, 1000, 400)])
-    assert result.completion == pytest.approx([360.0, 860.0, 860 + 1000 / 3])
-    assert result.first_start == pytest.approx([0.0, 360.0, 860.0])
-    # busy GPU-seconds: 360 (A) + 500 (B) + 333.3 (C) over 2 GPUs x makespan
-    assert result.utilization == pytest.approx((360 + 500 + 1000 / 3) / (2 * (860 + 1000 / 3)))
+    result = run("fifo_perf", [("A", 1, 720, 0), ("B", 1, 500, 100), ("C", 1, 1000, 400)])
+    assert result.completion == pytest.approx([360.0, 860.0, 860 + 1000 / 3], abs=1e-6)
+    assert result.first_start == pytest.approx([0.0, 360.0, 860.0], abs=1e-6)
 
 
-def test_priorities_alternate_jobs_by_hand():
+def test_priorities_alternate_jobs_by_hand(monkeypatch):
     """isolated on one V100, two identical jobs (1 step/s) from time 0: x = 1/2 each. After the
     recompute both have run 180 s of 360 -> priority 0.5 / 0.5 = 1, a tie: the first job runs. Then
     A has 540 of 720 s (priority 0.5 / 0.75 = 0.67) and B 180 (0.5 / 0.25 = 2): B runs; and so on,
     one round each, so 1080 steps each finish at 1800 (A) and 2160 (B)."""
-    cluster = RoundCluster(("V100",), np.array([1]), np.array([1]))
-    js = jobs([("B", 1, 1080, 0), ("B", 1, 1080, 0)])
-    engine = RoundEngine(js, cluster, throughput_matrix(js, cluster, table()), round_policy("isolated"))
     starts = []
-    original = engine._launch
+    original = RoundState.launch
 
-    def spy(combo, k, now):
+    def spy(self, combo, k, now):
         starts.append((now, combo))
-        return original(combo, k, now)
+        return original(self, combo, k, now)
 
-    engine._launch = spy
-    result = engine.run()
+    monkeypatch.setattr(RoundState, "launch", spy)
+    result = run("isolated", [("B", 1, 1080, 0), ("B", 1, 1080, 0)], layout={"cluster": [Pool("V100", 1, 1)]},
+                 type_order=None)
     assert [c for _, c in starts] == [(0,), (1,)] * 3
     assert [t for t, _ in starts] == pytest.approx([0, 360, 720, 1080, 1440, 1800])
-    assert result.completion == pytest.approx([1800.0, 2160.0])
+    assert result.completion == pytest.approx([1800.0, 2160.0], abs=1e-6)
 
 
-def state(rows, cluster=None) -> AllocationInput:
-    cluster = cluster or one_each()
+def state(rows, layout=None) -> AllocationInput:
     js = jobs(rows)
-    thr = throughput_matrix(js, cluster, table())
-    return AllocationInput(jobs=np.arange(len(js)), throughputs=thr, reference=thr[:, 1],
-                           scale_factors=js.scale_factor.astype(float), priority_weights=js.priority_weight,
-                           times_since_start=np.zeros(len(js)), steps_remaining=js.total_steps,
-                           gpus=cluster.gpus.astype(float))
+    layout = layout or one_each()
+    inputs = round_inputs(_as_trace(js), layout, table(), reference="V100", source="test")
+    thr = inputs.rows[inputs.row_of]
+    gpus = np.array([sum(p.gpus for p in layout["cluster"] if p.gpu_type == t) for t in inputs.types])
+    return AllocationInput(jobs=np.arange(js.num_rows), throughputs=thr, reference=thr[:, 1],
+                           scale_factors=js.column("scale_factor").to_numpy().astype(float),
+                           priority_weights=js.column("priority_weight").to_numpy(),
+                           times_since_start=np.zeros(js.num_rows), steps_remaining=js.column("total_steps").to_numpy(),
+                           gpus=gpus.astype(float))
+
+
+def _as_trace(js: pa.Table) -> pa.Table:
+    from raysim.rounds.inputs import gavel_trace_table
+
+    return gavel_trace_table(js, table(), reference="V100", vc="cluster", source="test")
 
 
 THREE = [("A", 1, 1000, 0), ("B", 1, 1000, 0), ("C", 1, 1000, 0)]
@@ -172,10 +187,8 @@ def test_finish_time_fairness_is_min_max_ratio():
 def test_micro_task_that_cannot_split_fails_and_the_job_is_dropped():
     """A 2-GPU job with 361 steps at 1 step/s: 360 in the first round, then 1 step over 2 GPUs
     fails (Gavel gives each worker steps // 2 = 0); after 5 failures the job is dropped."""
-    cluster = RoundCluster(("V100",), np.array([2]), np.array([2]))
-    js = jobs([("B", 2, 361, 0)])
-    thr = throughput_matrix(js, cluster, table({("B", "v100", 2): 1.0}))
-    result = RoundEngine(js, cluster, thr, round_policy("fifo_perf")).run()
+    result = run("fifo_perf", [("B", 2, 361, 0)], layout={"cluster": [Pool("V100", 2, 1)]},
+                 extra={("B", "v100", 2): 1.0}, type_order=None)
     assert result.dropped == [0] and np.isnan(result.completion[0])
 
 
@@ -195,4 +208,4 @@ def test_unknown_policy_and_constants_are_clear():
     with pytest.raises(ValueError, match="unknown round-based policy 'lottery'"):
         round_policy("lottery")
     with pytest.raises(ValueError, match="type_choice"):
-        round_policy("fifo", type_choice="fastest")
+        round_policy("gavel_fifo", type_choice="fastest")

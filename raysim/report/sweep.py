@@ -93,12 +93,6 @@ class SweepSummary(Callback):
             table = summarize_fgd_sweep(sweep_dir)
             print(f"FGD sweep summary ({len(table)} policies): {sweep_dir / 'fgd_sweep.md'}")
             return
-        if config.get("mode") == "rounds":
-            from raysim.rounds.run import summarize_rounds_sweep
-
-            table = summarize_rounds_sweep(sweep_dir)
-            print(f"round-based sweep summary ({len(table)} rows): {sweep_dir / 'rounds_sweep.md'}")
-            return
         try:
             table = summarize_sweep(sweep_dir)
         except FileNotFoundError:

@@ -42,8 +42,9 @@ class RoundInputs:
     policies' matrices are): what the round mechanism reads about the jobs."""
 
     types: tuple[str, ...]
-    rows: np.ndarray          # (R, types) whole-job throughput per distinct (job type, scale factor)
-    keys: tuple               # per row of `rows`: (job type, scale factor)
+    rows: np.ndarray          # (R, types) whole-job throughput per distinct job type, scale factor and
+                              # GPU-type constraint (0 on a type the job may not use)
+    keys: tuple               # per row of `rows`: (job type, scale factor, GPU-type constraint or None)
     row_of: np.ndarray        # per trace row: its row in `rows`
     steps: np.ndarray         # per trace row: steps to run
     weight: np.ndarray        # per trace row: priority weight
@@ -56,7 +57,7 @@ class RoundInputs:
 
     def pair_rates(self, a: int, b: int) -> np.ndarray:
         """(types x 2) throughputs of jobs a and b packed on the same GPUs (0: not measured)."""
-        (ja, scale), (jb, _) = self.keys[self.row_of[a]], self.keys[self.row_of[b]]
+        (ja, scale, _), (jb, _, _) = self.keys[self.row_of[a]], self.keys[self.row_of[b]]
         names = {t.lower(): t for t in self.pairs.gpu_types()}
         out = np.zeros((len(self.types), 2))
         for k, gpu in enumerate(self.types):
@@ -106,29 +107,29 @@ def round_inputs(trace: pa.Table, layout: dict, table: ThroughputTable | None, *
     a `table` every job runs UNIFORM_RATE steps per second on every GPU type."""
     types = run_types(layout)
     names = trace.column_names
-    if table is None:
-        if packing:
-            raise TraceError(source, "packing policies need a throughput table with pair entries (cluster.throughput)")
-        n = trace.num_rows
-        duration = np.maximum(trace.column("duration").to_numpy(zero_copy_only=False).astype(float), 1.0)
-        return RoundInputs(types, np.full((1, len(types)), UNIFORM_RATE), (("any", 1),), np.zeros(n, dtype=np.int64),
-                           duration * UNIFORM_RATE, np.ones(n), exact_arrivals(trace), _last_arrivals(trace))
-    if job_type_column not in names:
+    if table is None and packing:
+        raise TraceError(source, "packing policies need a throughput table with pair entries (cluster.throughput)")
+    if table is not None and job_type_column not in names:
         raise TraceError(source, "round-based policies need this column naming a job type of the throughput "
                          "table (or mapped to one with rounds.job_type_map; another column: "
                          "rounds.job_type_column)", column=job_type_column)
     mapping = job_type_map or {}
-    values = trace.column(job_type_column).to_pylist()
+    values = trace.column(job_type_column).to_pylist() if table is not None else ["any"] * trace.num_rows
     scale = trace.column("gpu_num").to_numpy(zero_copy_only=False).astype(np.int64)
+    constraint = (trace.column("gpu_constraint").to_pylist() if "gpu_constraint" in names
+                  else [None] * len(values))
     row_of = np.empty(len(values), dtype=np.int64)
     ids: dict[tuple, int] = {}
     rows: list[np.ndarray] = []
-    for i, (value, s) in enumerate(zip(values, scale.tolist())):
-        key = (str(mapping.get(value, value)), int(s))
+    for i, (value, s, allowed) in enumerate(zip(values, scale.tolist(), constraint)):
+        key = (str(mapping.get(value, value)), int(s), allowed or None)
         if key not in ids:
             row = np.zeros(len(types))
+            permitted = None if not allowed else {t.lower() for t in str(allowed).split("|")}
             for k, gpu in enumerate(types):
-                rate = whole_job_rate(table, key[0], gpu, key[1])
+                if permitted is not None and gpu.lower() not in permitted:
+                    continue  # the job may not use this type: throughput 0
+                rate = UNIFORM_RATE if table is None else whole_job_rate(table, key[0], gpu, key[1])
                 if rate is None:
                     raise TraceError(source, f"the throughput table has no entry for ({key[0]!r}, {key[1]} GPUs) on "
                                      f"{gpu} (map trace job types with rounds.job_type_map)", row=i + 1,
@@ -136,12 +137,15 @@ def round_inputs(trace: pa.Table, layout: dict, table: ThroughputTable | None, *
                 row[k] = rate
             if not row.any():
                 raise TraceError(source, f"({key[0]!r}, {key[1]} GPUs) has throughput 0 on every GPU type of the "
-                                 "cluster", row=i + 1, column=job_type_column, value=value)
+                                 "cluster it may use", row=i + 1, column=job_type_column, value=value)
             ids[key] = len(rows)
             rows.append(row)
         row_of[i] = ids[key]
     matrix = np.array(rows).reshape(len(rows), len(types))
-    if "total_steps" in names:
+    if table is None:
+        steps = np.maximum(trace.column("duration").to_numpy(zero_copy_only=False).astype(float), 1.0) * UNIFORM_RATE
+        weight = np.ones(len(values))
+    elif "total_steps" in names:
         steps = trace.column("total_steps").to_numpy(zero_copy_only=False).astype(float)
         weight = trace.column("priority_weight").to_numpy(zero_copy_only=False).astype(float)
     else:

@@ -7,7 +7,6 @@
   writes the summary, plots and reports (`outputs`).
 - `raysim.harvest.run.run_harvest`: an idle-node harvesting replay.
 - `raysim.sharing.run.run_fgd`: the FGD placement ("inflation") experiment under GPU sharing.
-- `raysim.rounds.run.run_rounds`: a round-based run of Gavel's policy family.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from raysim.errors import ConfigError
 from raysim.quota.settings import refuse_old_name
 
 
@@ -37,9 +37,6 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
 
         return run_fgd(cfg, run_dir)
     if cfg.mode == "rounds":
-        from raysim.rounds.run import run_rounds
-
-        return run_rounds(cfg, run_dir)
-    from raysim.errors import ConfigError
-
-    raise ConfigError("mode", "must be one of cluster, harvest, fgd, rounds", cfg.mode)
+        raise ConfigError("mode", "round-based policies run in cluster mode now: drop mode=rounds "
+                          "(+experiment=gavel_trace, docs/gavel.md)", "rounds")
+    raise ConfigError("mode", "must be one of cluster, harvest, fgd", cfg.mode)

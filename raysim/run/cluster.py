@@ -58,6 +58,8 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
         columns += ["ran_on_vc", "reclaims"]
     jobs = pq.read_table(run_dir / "jobs.parquet", columns=columns)
     summary = summarize(jobs, run_dir / "timeseries.parquet", interval=int(cfg.sim.sample_interval))
+    if policy_class(spec.policy).times_jobs and cfg.rounds.get("window") is not None:
+        summary = with_window_jct(summary, run_dir / "jobs.parquet", cfg.rounds.window)
     write_plots(jobs, run_dir, summary, label=spec.policy, interval=int(cfg.sim.sample_interval))
     write_outputs(run_dir, summary, trace, spec, title=f"{spec.policy} / {spec.placer} / {cfg.sim.compat}")
     overall = summary[summary.vc == "all"].iloc[0].to_dict()
@@ -66,6 +68,19 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
           f"{overall['jobs']} jobs; simulated in {sim_wall:.2f} s ({time.perf_counter() - wall:.2f} s total)")
     print(f"results: {run_dir}")
     return overall
+
+
+def with_window_jct(summary, jobs_path: Path, window):
+    """The summary with `avg_jct_window`: the average JCT of the finished jobs whose ids lie in
+    `window` ([first, last], Gavel's measured window), per VC and overall (`rounds.window`)."""
+    first, last = (int(v) for v in window)
+    jobs = pq.read_table(jobs_path, columns=["job_id", "vc", "jct"]).to_pandas()
+    jobs = jobs[(jobs.job_id >= first) & (jobs.job_id <= last)]
+    means = jobs.groupby(jobs.vc.astype(str)).jct.mean().to_dict()
+    means["all"] = jobs.jct.mean()
+    summary = summary.copy()
+    summary["avg_jct_window"] = summary.vc.map(means)
+    return summary
 
 
 def check_not_empty(trace) -> None:
