@@ -41,8 +41,11 @@ def base_constraints(scale: np.ndarray, gpus: np.ndarray):
     return sparse.vstack([capacity, time_rows]).tocsr(), np.concatenate([gpus.astype(float), np.ones(m)])
 
 
-def max_min(coefficients: np.ndarray, scale: np.ndarray, gpus: np.ndarray) -> tuple[np.ndarray, float]:
+def max_min(coefficients: np.ndarray, scale: np.ndarray, gpus: np.ndarray,
+            method: str | None = None) -> tuple[np.ndarray, float]:
     """Maximise min_j sum_k c_jk x_jk under the base constraints; returns (x, the optimal minimum).
+    `method` overrides :data:`SOLVER` for this LP (``"simplex"``: the optimum to machine precision,
+    where the interior point without crossover stops up to a few 1e-3 below it).
 
     Built column by column (the hot LP of the fairness policies): x_jk has s_j in capacity row k, 1
     in time row j and -c_jk in level row j; the last column, t, has 1 in every level row."""
@@ -57,7 +60,7 @@ def max_min(coefficients: np.ndarray, scale: np.ndarray, gpus: np.ndarray) -> tu
     objective = np.zeros(m * n + 1)
     objective[-1] = 1.0
     upper = np.concatenate([gpus.astype(float), np.ones(m), np.zeros(m)])
-    v = _run(objective, upper, start, index, value)
+    v = _run(objective, upper, start, index, value, method)
     return v[:-1].reshape(m, n), float(v[-1])
 
 
@@ -86,13 +89,112 @@ def feasible_point(a_ub, b_ub) -> np.ndarray:
     return _solve(np.zeros(a_ub.shape[1]), a_ub, b_ub)
 
 
+# The constants of ECOS's defaults (Domahidi, Chu and Boyd, ECC 2013), which Gavel's cvxpy calls use.
+_EQUILIBRATION_PASSES = 3
+_STATIC_REGULARIZATION = 7e-8
+_STEP_MAX, _STEP_FRACTION = 0.999, 0.99
+_SIGMA_MIN, _SIGMA_MAX = 1e-4, 1.0
+_TOLERANCE = 1e-8
+_MAX_ITERATIONS = 100
+
+
+def ecos_feasible_point(a_ub, b_ub) -> np.ndarray:
+    """The point of {v >= 0 : a_ub @ v <= b_ub} that ECOS returns for a constant objective.
+
+    Gavel's feasibility problems (min-total-duration's "can every job finish by T") have no
+    objective, so its allocation is wherever ECOS's interior-point iterations stop: neither a vertex
+    (simplex) nor the analytic centre, and HiGHS's interior point stops elsewhere again. This runs
+    the same method on the same data: the homogeneous self-dual embedding of
+    ``min 0 s.t. G v + s = h, s >= 0`` (G = [-I; a_ub], h = [0; b_ub]) after three passes of Ruiz
+    equilibration (rows and columns divided by the square roots of their largest entries), started
+    from the least-squares point (slacks shifted into the positive orthant, duals 1, tau = kappa = 1),
+    with Mehrotra predictor-corrector steps (sigma = (1 - affine step)^3, the corrected step takes
+    (1 - sigma) of the residuals), steps of 0.99 x min(0.999, distance to the boundary), and the
+    KKT systems solved with ECOS's static regularisation (7e-8) and no refinement; it stops at
+    ECOS's default tolerances (residuals and gap s'z below 1e-8). Dense: meant for the policies'
+    small LPs (jobs x types variables)."""
+    g = np.vstack([-np.eye(a_ub.shape[1]), sparse.csr_matrix(a_ub).toarray()])
+    h = np.concatenate([np.zeros(a_ub.shape[1]), np.asarray(b_ub, dtype=float)])
+    clock = time.perf_counter()
+    rows, cols = np.ones(len(h)), np.ones(g.shape[1])
+    for _ in range(_EQUILIBRATION_PASSES):
+        size = np.abs(g)
+        row_scale, col_scale = size.max(axis=1), size.max(axis=0)
+        row_scale = np.where(row_scale < 1e-6, 1.0, np.sqrt(row_scale))
+        col_scale = np.where(col_scale < 1e-6, 1.0, np.sqrt(col_scale))
+        g = g / row_scale[:, None] / col_scale[None, :]
+        rows, cols = rows * row_scale, cols * col_scale
+    h = h / rows
+    v = np.linalg.lstsq(g, h, rcond=None)[0]
+    s = h - g @ v
+    if s.min() <= 0.0:
+        s = s + 1.0 - s.min()
+    z = np.ones(len(h))
+    tau = kappa = 1.0
+    h_norm = max(1.0, float(np.linalg.norm(h)))
+    for _ in range(_MAX_ITERATIONS):
+        r_v = g.T @ z                     # dual residual (the objective is 0)
+        r_z = g @ v + s - h * tau         # primal residual
+        r_tau = kappa + h @ z
+        gap = float(s @ z)
+        mu = (gap + tau * kappa) / (len(h) + 1)
+        if (gap < _TOLERANCE and np.linalg.norm(r_z) / h_norm / tau < _TOLERANCE
+                and np.linalg.norm(r_v) / tau < _TOLERANCE):
+            break
+        # Regularised KKT system [[d I, G'], [G, -(S/Z + d I)]] by its Schur complement on v, with
+        # the tau row eliminated by two solves.
+        d = s / z + _STATIC_REGULARIZATION
+        gd = g / d[:, None]
+        factor = _cholesky(_STATIC_REGULARIZATION * np.eye(g.shape[1]) + g.T @ gd)
+        q = _cho_solve(factor, gd.T @ h)
+        w = (g @ q - h) / d
+        tau_pivot = h @ w - kappa / tau
+
+        def direction(eta, r_s, r_k):
+            rhs_z = -eta * r_z - r_s / z
+            p = _cho_solve(factor, -eta * r_v + gd.T @ rhs_z)
+            u = (g @ p - rhs_z) / d
+            d_tau = (-eta * r_tau - r_k / tau - h @ u) / tau_pivot
+            d_z = u + d_tau * w
+            return p + d_tau * q, (r_s - s * d_z) / z, d_z, d_tau, (r_k - kappa * d_tau) / tau
+
+        affine = direction(1.0, -s * z, -tau * kappa)
+        sigma = min(max((1.0 - min(1.0, _step_to_boundary(s, z, tau, kappa, affine))) ** 3, _SIGMA_MIN), _SIGMA_MAX)
+        dv, ds, dz, dt, dk = direction(1.0 - sigma, -s * z + sigma * mu - affine[1] * affine[2],
+                                       -tau * kappa + sigma * mu - affine[3] * affine[4])
+        step = _STEP_FRACTION * min(_STEP_MAX, _step_to_boundary(s, z, tau, kappa, (dv, ds, dz, dt, dk)))
+        v, s, z = v + step * dv, s + step * ds, z + step * dz
+        tau, kappa = tau + step * dt, kappa + step * dk
+    SOLVE_TIME["seconds"] += time.perf_counter() - clock
+    SOLVE_TIME["lps"] += 1
+    return v / tau / cols
+
+
+def _step_to_boundary(s, z, tau, kappa, step) -> float:
+    """The largest a with s + a ds, z + a dz, tau + a dtau and kappa + a dkappa all >= 0."""
+    _, ds, dz, dt, dk = step
+    values, moves = np.concatenate([s, z, [tau, kappa]]), np.concatenate([ds, dz, [dt, dk]])
+    down = moves < 0
+    return float((-values[down] / moves[down]).min()) if down.any() else np.inf
+
+
+def _cholesky(matrix):
+    from scipy.linalg import cho_factor
+    return cho_factor(matrix)
+
+
+def _cho_solve(factor, rhs):
+    from scipy.linalg import cho_solve
+    return cho_solve(factor, rhs)
+
+
 def _solve(objective: np.ndarray, a_ub, b_ub) -> np.ndarray:
     """Maximise objective @ v subject to a_ub @ v <= b_ub, v >= 0."""
     a = sparse.csc_matrix(a_ub)
     return _run(objective, np.asarray(b_ub, dtype=float), a.indptr, a.indices, a.data)
 
 
-def _run(objective, upper, start, index, value) -> np.ndarray:
+def _run(objective, upper, start, index, value, method: str | None = None) -> np.ndarray:
     """Maximise objective @ v subject to A v <= upper, v >= 0, A given column-wise (CSC arrays)."""
     clock = time.perf_counter()
     model = highspy.HighsLp()
@@ -107,7 +209,7 @@ def _run(objective, upper, start, index, value) -> np.ndarray:
     model.a_matrix_.start_ = start
     model.a_matrix_.index_ = index
     model.a_matrix_.value_ = value
-    solver = _highs()
+    solver = _highs(method or SOLVER["method"])
     solver.passModel(model)
     solver.run()
     status = solver.getModelStatus()
@@ -121,9 +223,8 @@ def _run(objective, upper, start, index, value) -> np.ndarray:
 _SOLVERS: dict[str, highspy.Highs] = {}
 
 
-def _highs() -> highspy.Highs:
+def _highs(method: str) -> highspy.Highs:
     """One quiet HiGHS instance per method, reused (building one costs more than a small solve)."""
-    method = SOLVER["method"]
     if method not in _SOLVERS:
         with _stdout_silenced():      # HiGHS prints a banner from its constructor, before any option
             solver = highspy.Highs()

@@ -1,12 +1,14 @@
 """Gavel's MinTotalDuration_Perf (makespan): the smallest T such that every job can finish its
 remaining steps R_j within T, i.e. sum_k T_jk x_jk >= R_j / T for all j.
 
-Gavel bisects on T in [100 s, 1e6 s] (x10 while infeasible) until max/min < 1.05 and returns the
-point its solver finds for the feasibility problem at the smallest feasible T it probed (the
-objective is constant). Feasibility at T is equivalent to T >= T* = 1 / mu*, with
-mu* = max_x min_j sum_k T_jk x_jk / R_j, so one max-min LP gives T*; the bisection's probes are then
-replayed exactly, and the feasibility problem at Gavel's final T is solved once (HiGHS interior
-point: a point inside the feasible set, as Gavel's ECOS returns)."""
+Gavel bisects on T in [100 s, 1e6 s] (x10 while infeasible) until max/min < 1.05, solving at each
+probe the feasibility problem "base constraints and sum_k T_jk x_jk >= R_j / T" with a constant
+objective, and returns the point its solver (ECOS) found at the smallest feasible T it probed.
+Feasibility at T is equivalent to T >= T* = 1 / mu*, mu* = max_x min_j sum_k T_jk x_jk / R_j, so one
+max-min LP (simplex: its optimum exactly; an interior point stopped short moves T* by up to 0.4 %,
+enough to flip a probe) gives T*, the probes are replayed, and the feasibility problem at Gavel's
+final T is solved once by :func:`raysim.rounds.lp.ecos_feasible_point`: with no objective the
+allocation is wherever the solver's iterations stop, and that function stops where ECOS does."""
 
 from __future__ import annotations
 
@@ -26,13 +28,16 @@ class MinTotalDurationPerf(RoundPolicy):
 
     def allocate(self, state: AllocationInput) -> dict:
         remaining = state.steps_remaining
-        _, mu = lp.max_min(state.throughputs / remaining[:, None], state.scale_factors, state.gpus)
+        _, mu = lp.max_min(state.throughputs / remaining[:, None], state.scale_factors, state.gpus, method="simplex")
+        if not mu > 0.0:
+            raise RuntimeError("min_total_duration_perf: a job can run on no GPU type, so no makespan is "
+                               "feasible (Gavel's bisection would search forever)")
         horizon = gavel_bisection(1.0 / mu, self.min_s, self.max_s, self.stop_ratio)
         m, n = state.throughputs.shape
         a_base, b_base = lp.base_constraints(state.scale_factors, state.gpus)
         cols = np.arange(m * n)
         finish = sparse.csr_matrix((-state.throughputs.ravel(), (cols // n, cols)), shape=(m, m * n))
-        x = lp.feasible_point(sparse.vstack([a_base, finish]), np.concatenate([b_base, -remaining / horizon]))
+        x = lp.ecos_feasible_point(sparse.vstack([a_base, finish]), np.concatenate([b_base, -remaining / horizon]))
         return singles(state, x.reshape(m, n))
 
 
