@@ -13,7 +13,6 @@ allocation is wherever the solver's iterations stop, and that function stops whe
 from __future__ import annotations
 
 import numpy as np
-from scipy import sparse
 
 from raysim.rounds import lp
 from raysim.rounds.policies.base import AllocationInput, RoundPolicy, singles
@@ -34,11 +33,14 @@ class MinTotalDurationPerf(RoundPolicy):
                                "feasible (Gavel's bisection would search forever)")
         horizon = gavel_bisection(1.0 / mu, self.min_s, self.max_s, self.stop_ratio)
         m, n = state.throughputs.shape
-        a_base, b_base = lp.base_constraints(state.scale_factors, state.gpus)
+        # rows over x (row-major): capacity of each type, time of each job, each job's finish by T
+        rows = np.zeros((n + 2 * m, m * n))
         cols = np.arange(m * n)
-        finish = sparse.csr_matrix((-state.throughputs.ravel(), (cols // n, cols)), shape=(m, m * n))
-        x = lp.ecos_feasible_point(sparse.vstack([a_base, finish]), np.concatenate([b_base, -remaining / horizon]))
-        return singles(state, x.reshape(m, n))
+        rows[cols % n, cols] = np.repeat(state.scale_factors, n)
+        rows[n + cols // n, cols] = 1.0
+        rows[n + m + cols // n, cols] = -state.throughputs.ravel()
+        bounds = np.concatenate([state.gpus, np.ones(m), -remaining / horizon])
+        return singles(state, lp.ecos_feasible_point(rows, bounds).reshape(m, n))
 
 
 def gavel_bisection(optimum: float, low: float, high: float, stop_ratio: float) -> float:
