@@ -155,6 +155,17 @@ def test_min_total_duration_by_hand():
     assert (y * horizon >= s.steps_remaining * (1 - 1e-6)).all()
 
 
+def test_min_total_duration_takes_ecos_point():
+    """The feasibility problem has no objective, so Gavel's allocation is wherever ECOS stops. T* =
+    1000 s (A on K80, C on V100 and the rest shared), Gavel's T = 1015.44 s; ECOS 2.0.10 (Gavel's
+    solver, called directly on G = [-I; A], h = [0; b]) returns the point below. HiGHS's interior
+    point returns another one (x_A,K80 = 0.078, x_C,V100 = 0.378): the round mechanism turns such
+    differences into different schedules."""
+    x = round_policy("min_total_duration_perf").allocate(state(THREE))
+    ecos = [[0.0834145, 0.47172094], [0.82879031, 0.16006544], [0.06532306, 0.33843824]]
+    assert np.array([x[(j,)] for j in range(3)]) == pytest.approx(np.array(ecos), abs=1e-7)
+
+
 def test_gavel_bisection_replays_the_probes():
     # optimum 1000 s: [100, 1e6] -> 500050, 250075, ..., 2052.93, 1076.46 (feasible), 588.23, 832.35,
     # 954.41 (infeasible), 1015.44 (feasible), 984.92 (infeasible): 1.05 x 984.92 > 1015.44, stop

@@ -1,17 +1,18 @@
 """Gavel's MinTotalDuration_Perf (makespan): the smallest T such that every job can finish its
 remaining steps R_j within T, i.e. sum_k T_jk x_jk >= R_j / T for all j.
 
-Gavel bisects on T in [100 s, 1e6 s] (x10 while infeasible) until max/min < 1.05 and returns the
-point its solver finds for the feasibility problem at the smallest feasible T it probed (the
-objective is constant). Feasibility at T is equivalent to T >= T* = 1 / mu*, with
-mu* = max_x min_j sum_k T_jk x_jk / R_j, so one max-min LP gives T*; the bisection's probes are then
-replayed exactly, and the feasibility problem at Gavel's final T is solved once (HiGHS interior
-point: a point inside the feasible set, as Gavel's ECOS returns)."""
+Gavel bisects on T in [100 s, 1e6 s] (x10 while infeasible) until max/min < 1.05, solving at each
+probe the feasibility problem "base constraints and sum_k T_jk x_jk >= R_j / T" with a constant
+objective, and returns the point its solver (ECOS) found at the smallest feasible T it probed.
+Feasibility at T is equivalent to T >= T* = 1 / mu*, mu* = max_x min_j sum_k T_jk x_jk / R_j, so one
+max-min LP (simplex: its optimum exactly; an interior point stopped short moves T* by up to 0.4 %,
+enough to flip a probe) gives T*, the probes are replayed, and the feasibility problem at Gavel's
+final T is solved once by :func:`raysim.rounds.lp.ecos_feasible_point`: with no objective the
+allocation is wherever the solver's iterations stop, and that function stops where ECOS does."""
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import sparse
 
 from raysim.rounds import lp
 from raysim.rounds.policies.base import AllocationInput, RoundPolicy, singles
@@ -26,14 +27,20 @@ class MinTotalDurationPerf(RoundPolicy):
 
     def allocate(self, state: AllocationInput) -> dict:
         remaining = state.steps_remaining
-        _, mu = lp.max_min(state.throughputs / remaining[:, None], state.scale_factors, state.gpus)
+        _, mu = lp.max_min(state.throughputs / remaining[:, None], state.scale_factors, state.gpus, method="simplex")
+        if not mu > 0.0:
+            raise RuntimeError("min_total_duration_perf: a job can run on no GPU type, so no makespan is "
+                               "feasible (Gavel's bisection would search forever)")
         horizon = gavel_bisection(1.0 / mu, self.min_s, self.max_s, self.stop_ratio)
         m, n = state.throughputs.shape
-        a_base, b_base = lp.base_constraints(state.scale_factors, state.gpus)
+        # rows over x (row-major): capacity of each type, time of each job, each job's finish by T
+        rows = np.zeros((n + 2 * m, m * n))
         cols = np.arange(m * n)
-        finish = sparse.csr_matrix((-state.throughputs.ravel(), (cols // n, cols)), shape=(m, m * n))
-        x = lp.feasible_point(sparse.vstack([a_base, finish]), np.concatenate([b_base, -remaining / horizon]))
-        return singles(state, x.reshape(m, n))
+        rows[cols % n, cols] = np.repeat(state.scale_factors, n)
+        rows[n + cols // n, cols] = 1.0
+        rows[n + m + cols // n, cols] = -state.throughputs.ravel()
+        bounds = np.concatenate([state.gpus, np.ones(m), -remaining / horizon])
+        return singles(state, lp.ecos_feasible_point(rows, bounds).reshape(m, n))
 
 
 def gavel_bisection(optimum: float, low: float, high: float, stop_ratio: float) -> float:
