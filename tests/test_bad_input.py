@@ -583,7 +583,8 @@ def test_command(outcomes, name):
     (["trace.format=bogus"], ["trace.format:"]),
     (["trace.state_filter=COMPLETED"], ["trace.state_filter:", "[COMPLETED]"]),
     (["policy.name=bogus"], ["policy.name:", "unknown policy"]),
-    (["policy=gandiva"], ["gavel_trace"]),
+    (["policy=gandiva"], ["estimator.source:", "round-based"]),
+    (["policy=max_min_fairness", "estimator.source=none", "quota=borrow"], ["quota:", "round-based"]),
     (["placer.name=bogus"], ["placer.name:", "unknown placer"]),
     (["estimator.source=file"], ["estimator.path:", "not set"]),
     (["estimator.source=psychic"], ["estimator.source:"]),
@@ -616,5 +617,5 @@ def test_mode_must_be_known(tmp_path):
     from raysim.errors import ConfigError
     from raysim.run import run
 
-    with pytest.raises(ConfigError, match="mode: must be one of cluster, harvest, fgd, rounds"):
+    with pytest.raises(ConfigError, match="mode: must be one of cluster, harvest, fgd"):
         run(OmegaConf.create({"mode": "bogus"}), tmp_path)

@@ -21,6 +21,7 @@ from raysim.quota import merged_layout
 from raysim.quota.settings import MODES as QUOTA_MODES
 from raysim.quota.settings import quota_settings
 from raysim.run.requests import counts_resources, request_inputs
+from raysim.trace.schema import REQUEST_COLUMNS
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
 from raysim.trace.load import READERS, Trace, load_trace
@@ -292,9 +293,13 @@ def estimates_from_config(cfg: DictConfig, trace: Trace):
                          negative_to=est.negative_to), None
 
 
-def refuse_with_resources(cfg: DictConfig) -> None:
+def refuse_with_resources(cfg: DictConfig, trace: Trace) -> None:
     """What VCs that count GPU shares, CPU and memory cannot do yet: a ConfigError naming it."""
     why = "where VCs count GPU shares, CPU and memory (raysim.run.requests)"
+    asks = [c for c in REQUEST_COLUMNS if c in trace.table.column_names]
+    if asks and policy_class(cfg.policy.name).times_jobs:
+        raise ConfigError("policy", f"{cfg.policy.name} is round-based: its rounds allocate whole GPUs by type, "
+                          f"and this trace's jobs ask for {', '.join(asks)}", cfg.policy.name)
     if value(cfg, "policy.name") == "lucid":
         raise ConfigError("policy", f"lucid packs pairs of jobs on GPUs and lends nodes to its profiler, which "
                                     f"VCs cannot do yet {why}", "lucid")
@@ -318,7 +323,7 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
         layout, homes = merged_layout(layout)
     resources = counts_resources(trace.table, layout, cfg.placer.name)
     if resources:
-        refuse_with_resources(cfg)
+        refuse_with_resources(cfg, trace)
     requests, shapes = request_inputs(trace.table) if resources else ({}, None)
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,

@@ -347,7 +347,8 @@ class VCSimulator(QuotaLoans):
         by count per type (round-based ones, as Gavel's mechanism does)."""
         vc, g = self.vc, self.jobs.gpu[j]
         k = vc.types.index(gpu_type)
-        alloc = self.placer.select(vc, Demand(g, frozenset((k,)))) or self._free_of_type(k, g)
+        demand = Demand(g, frozenset((k,))) if vc.res is None else self.demand(j)._replace(types=frozenset((k,)))
+        alloc = self.placer.select(vc, demand) or self._free_of_type(k, g)
         if alloc is None:
             raise AssertionError(f"{self.name}: job {j} asks {g} {gpu_type} GPUs; fewer are free")
         self.start_on(j, alloc, now)
