@@ -318,3 +318,39 @@ def test_venus_real_and_fgd_openb_run_from_a_mirror_through_data_names(shared_di
     row = run(fgd, tmp_path / "fgd")
     assert row["arrivals"] > 8000 and 90 < row["allo_100"] <= 100
     assert json.loads((tmp_path / "fgd" / "trace_report.json").read_text())["datasets"][0]["dataset"] == "openb"
+
+
+def test_archives_are_verified_then_unpacked_and_their_members_checked(tmp_path, monkeypatch):
+    import io
+    import tarfile
+
+    def targz(members: dict[str, bytes]) -> bytes:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as t:
+            for name, body in members.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(body)
+                t.addfile(info, io.BytesIO(body))
+        return buf.getvalue()
+
+    good, evil = targz({"trace-data/cluster_job_log": b"[]\n"}), targz({"../evil.txt": b"x"})
+    reg = {"datasets": {name: {"title": name, "licence": "test", "citation": "test", "source": "test", "reads": "test",
+                               "files": [{"path": "t.tar.gz", "url": None, "size": len(body), "sha256": sha(body),
+                                          "pinned": True, "unpack": "tar.gz"}]}
+                        for name, body in (("arch", good), ("evil", evil))}}
+    (tmp_path / "registry.yaml").write_text(yaml.safe_dump(reg))
+    for name, body in (("arch", good), ("evil", evil)):
+        (tmp_path / "mirror" / name).mkdir(parents=True)
+        (tmp_path / "mirror" / name / "t.tar.gz").write_bytes(body)
+    monkeypatch.setenv("RAYSIM_DATA_REGISTRY", str(tmp_path / "registry.yaml"))
+    monkeypatch.setenv("RAYSIM_DATA", str(tmp_path / "cache"))
+    monkeypatch.setenv("RAYSIM_DATA_MIRROR", str(tmp_path / "mirror"))
+    member = Path(resolve("data:arch/trace-data/cluster_job_log", auto_fetch=True))
+    assert member.read_bytes() == b"[]\n"
+    member.write_bytes(b"[1]\n")
+    assert store.problems(datasets()["arch"])[0].startswith("trace-data/cluster_job_log: sha256 ")
+    store.fetch(datasets()["arch"])  # the archive is fetched and unpacked again
+    assert member.read_bytes() == b"[]\n" and store.problems(datasets()["arch"], rehash=True) == []
+    with pytest.raises(DataError, match="'../evil.txt' would be written outside the dataset's folder"):
+        store.fetch(datasets()["evil"])
+    assert not (tmp_path / "cache" / "evil.txt").exists() and not (tmp_path / "cache" / "evil" / "t.tar.gz").exists()

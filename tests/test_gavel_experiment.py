@@ -111,7 +111,8 @@ def test_cluster_mode_refuses_round_policies_and_rounds_mode_others(tmp_path):
     with pytest.raises(ValueError, match="round-based policy of Gavel's family"):
         run(composed("+experiment=venus", "policy=gandiva"), tmp_path / "a")
     with pytest.raises(ValueError, match="not round-based"):
-        run(composed("+experiment=gavel_trace", "policy=tiresias", "trace.path=x.trace"), tmp_path / "b")
+        run(composed("+experiment=gavel_trace", "policy=tiresias", "trace.path=x.trace",
+                     f"rounds.throughputs={gavel_table(tmp_path / 't.json')}"), tmp_path / "b")
 
 
 def test_raysim_trace_runs_with_a_job_type_mapping(tmp_path):

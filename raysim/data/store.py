@@ -236,7 +236,11 @@ def _fetch_file(ds: Dataset, f: DataFile, say, notices: list[str]) -> None:
     manifest = read_manifest(ds.name)
     manifest["files"][f.path] = entry
     if f.unpack:
-        members = _unpack(target, f.unpack, folder(ds.name))
+        try:
+            members = _unpack(target, f.unpack, folder(ds.name))
+        except BaseException:
+            target.unlink(missing_ok=True)  # not recorded, so not cached: leave nothing of it either
+            raise
         for m, path in members.items():
             manifest["files"][m] = _record(path, sha256_of(path), unpacked_from=f.path)
         manifest.setdefault("unpacked", {})[f.path] = sorted(members)
