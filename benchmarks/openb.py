@@ -14,8 +14,8 @@ series sampled every --sample-s seconds. With --plots,
 DIR/openb_time.png shows allocation and fragmentation over those seconds per run, and
 DIR/openb_queue.png the queueing delay CDF. `--speedup 1` replays the trace's own times.
 
-Data: the public openb CSVs, found as +experiment=openb finds them (RAYSIM_DATA/alibaba_gpu_2023,
-or RAYSIM_SHARED/traces/alibaba_gpu_2023), or --data DIR.
+Data: the public openb CSVs, as +experiment=openb finds them (the dataset `openb`: `raysim data
+fetch openb`, docs/data.md), or --data DIR.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ sys.path.insert(0, str(REPO))
 from hydra import compose, initialize_config_dir  # noqa: E402
 
 import raysim.cli  # noqa: E402,F401  (registers the config resolvers)
-from raysim.paths import CONF_DIR, data_path  # noqa: E402
+from raysim.data import resolve  # noqa: E402
+from raysim.paths import CONF_DIR  # noqa: E402
 from raysim.run.config import spec_from_config  # noqa: E402
 from raysim.run.simulate import simulate  # noqa: E402
 from raysim.trace.load import load_trace  # noqa: E402
@@ -123,7 +124,7 @@ def main() -> None:
     ap.add_argument("--plots", type=Path, default=None)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    folder = args.data or Path(data_path("alibaba_gpu_2023"))
+    folder = args.data or Path(resolve("data:openb"))
     t0 = time.perf_counter()
     trace = load_trace(folder, fmt="alibaba2023", cache=False,
                        reader_options={"workload": args.workload, "speedup": args.speedup})

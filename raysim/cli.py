@@ -2,7 +2,7 @@
 
 ``raysim <hydra overrides>`` runs an experiment exactly like ``python -m raysim``; the first word may
 instead name a tool: ``raysim trace ...`` (convert, stats, synth), ``raysim models ...`` (train,
-report) and ``raysim report <multirun folder>``.
+report), ``raysim report <multirun folder>`` and ``raysim data ...`` (list, fetch, path, verify).
 
 Errors: a user error (bad input file, config value or override, missing input, unwritable run
 folder; see :mod:`raysim.errors`) ends the command with exit status 2 and one line on stderr,
@@ -28,26 +28,26 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from raysim.errors import FAILURES, Failure, record_failure, user_error_message
-from raysim.paths import CONF_DIR, data_path, project_path
+from raysim.paths import CONF_DIR, project_path
 from raysim.quota.settings import refuse_old_name
 
 if not OmegaConf.has_resolver("raysim_path"):
     OmegaConf.register_new_resolver("raysim_path", project_path)
-if not OmegaConf.has_resolver("raysim_data"):
-    OmegaConf.register_new_resolver("raysim_data", data_path)
 
 # raysim's Hydra launcher (hydra/launcher=raysim_ray): importing it registers its config, and
 # main() registers the class, which an editable install hides from Hydra's own plugin scan.
 from hydra_plugins.raysim_launcher.ray_tasks import register as register_launcher  # noqa: E402
 
 #: `raysim <word> ...` -> module whose main(argv) handles the rest of the command line.
-TOOLS = {"trace": "raysim.trace.cli", "models": "raysim.models.cli", "report": "raysim.report.cli"}
+TOOLS = {"trace": "raysim.trace.cli", "models": "raysim.models.cli", "report": "raysim.report.cli",
+         "data": "raysim.data.cli"}
 
 HELP = """\
 usage: raysim [--verbose] [-m] [KEY=VALUE ...]     run an experiment (Hydra overrides, see below)
        raysim trace {convert,stats,synth} ...      read, check, convert or generate traces
        raysim models {train,report} ...            train and inspect the duration/throughput models
        raysim report MULTIRUN_FOLDER               rebuild a sweep's comparison table and plots
+       raysim data {list,fetch,path,verify} ...    public datasets by name (data:NAME in any input)
        raysim <tool> --help                        a tool's own options
 
   e.g. raysim +experiment=venus policy=srtf runtime=local

@@ -110,7 +110,7 @@ def user_error_message(exc: BaseException) -> str | None:
     for name in _OMEGACONF_USER:
         cls = _type_named("omegaconf.errors", name)
         if cls is not None and isinstance(exc, cls):
-            # a resolver of raysim's (e.g. ${raysim_data:NAME}) raised a user error: its words alone
+            # a resolver of raysim's (e.g. ${raysim_path:...}) raised a user error: its words alone
             return one_line(_RESOLVER_SAID.sub("", str(exc)))
     if isinstance(exc, OSError) and exc.errno in _FS_ERRNOS:
         return _os_message(exc)

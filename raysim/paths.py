@@ -30,30 +30,6 @@ def project_path(relative: str) -> str:
     return str(base / rest) if rest else str(base)
 
 
-#: Public datasets known by name (resolver ``${raysim_data:NAME}``).
-DATASETS = ("alibaba_gpu_2023",)
-
-
-def data_path(name: str) -> str:
-    """The folder of public dataset `name`: ``$RAYSIM_DATA/NAME``, else ``$RAYSIM_SHARED/traces/NAME``
-    (a developer's checkout of the project's shared material). A UserError when neither exists."""
-    from raysim.errors import ConfigError
-
-    if name not in DATASETS:
-        raise ConfigError("trace.path", f"unknown dataset {name!r} (known: {', '.join(DATASETS)})")
-    tried = []
-    for var, sub in (("RAYSIM_DATA", ""), ("RAYSIM_SHARED", "traces")):
-        root = os.environ.get(var)
-        if root:
-            folder = Path(root) / sub / name
-            if folder.is_dir():
-                return str(folder)
-            tried.append(str(folder))
-    where = f" (not in {', '.join(tried)})" if tried else ""
-    raise ConfigError("trace.path", f"dataset {name!r} not found{where}: set trace.path=<folder with its "
-                                    f"files>, or RAYSIM_DATA=<folder holding {name}/> (docs/traces.md)")
-
-
 def original_cwd() -> Path:
     """Hydra's original working directory when Hydra is running, else the current one: what
     relative data paths in a config are relative to."""

@@ -39,8 +39,7 @@ def raysim(*args, cwd=REPO, env=None, timeout=300):
 def test_shipped_experiments_pass_the_config_checks(experiment, tmp_path, monkeypatch):
     from hydra import compose, initialize_config_dir
 
-    (tmp_path / "alibaba_gpu_2023").mkdir()  # datasets by name (${raysim_data:NAME}) are found here
-    monkeypatch.setenv("RAYSIM_DATA", str(tmp_path))
+    monkeypatch.setenv("RAYSIM_DATA", str(tmp_path))  # data:NAME inputs are resolved by the run, not here
     from raysim import cli  # noqa: F401  (the raysim_path resolver)
     from raysim.paths import CONF_DIR
     from raysim.run.config import check_cluster_config
@@ -51,13 +50,14 @@ def test_shipped_experiments_pass_the_config_checks(experiment, tmp_path, monkey
         check_cluster_config(cfg)
 
 
-def test_a_dataset_not_found_is_one_line_naming_what_to_set(tmp_path):
-    env = {"RAYSIM_DATA": str(tmp_path / "none"), "RAYSIM_SHARED": str(tmp_path / "none")}
+def test_a_dataset_not_cached_is_one_line_naming_what_to_run(tmp_path):
+    env = {"RAYSIM_DATA": str(tmp_path / "none"), "RAYSIM_DATA_MIRROR": ""}
     out = raysim("+experiment=openb", "runtime=local", f"hydra.run.dir={tmp_path / 'run'}", env=env)
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("raysim: error: trace.path: dataset 'alibaba_gpu_2023' not found")
-    assert "RAYSIM_DATA" in lines[0]
+    assert len(lines) == 1 and lines[0].startswith(
+        "raysim: error: trace.path: dataset 'openb' is not cached: run `raysim data fetch openb` (12.8 MB, licence: ")
+    assert not (tmp_path / "none").exists()  # nothing created by looking
 
 
 def test_every_policy_passes_the_config_checks():

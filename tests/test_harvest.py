@@ -314,7 +314,7 @@ def compose_harvest(overrides):
 def test_experiment_configs_compose():
     cfg = compose_harvest(["harvest.nodes=all", "harvest.task_set=ImageNet-imgps-1001J"])
     assert cfg.mode == "harvest" and cfg.harvest.nodes == "all"
-    assert cfg.harvest.tasks.endswith("/harvest/tasks_ImageNet-imgps-1001J.parquet")
+    assert cfg.harvest.tasks == "data:summit_nodes/tasks_ImageNet-imgps-1001J.parquet"
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -343,7 +343,7 @@ def test_run_harvest_writes_the_run_folder_with_relative_paths(synth_data, tmp_p
 def test_missing_data_says_where_to_get_it(tmp_path):
     cfg = OmegaConf.create({"mode": "harvest", "harvest": {"node_log": str(tmp_path / "nope.parquet"),
                                                             "tasks": str(tmp_path / "t.parquet")}})
-    with pytest.raises(FileNotFoundError, match=r"(?s)nope\.parquet.*BFTrainer.*RAYSIM_SHARED"):
+    with pytest.raises(FileNotFoundError, match=r"(?s)nope\.parquet.*BFTrainer.*raysim data fetch summit_nodes"):
         run_harvest(cfg, tmp_path / "run")
     with pytest.raises(ValueError, match="experiment=harvest_summit"):
         run_harvest(OmegaConf.create({"mode": "harvest", "harvest": None}), tmp_path / "run")

@@ -26,9 +26,10 @@ from raysim.harvest.tasks import load_tasks
 from raysim.paths import original_cwd
 
 DATA_HELP = ("The harvest data is the BFTrainer replayer dataset (Liu et al., arXiv 2106.12091; "
-             "https://github.com/BFTrainer/Replayer, folder dataset/) stored as Parquet: raysim's shared "
-             "data folder holds it under harvest/. Set RAYSIM_SHARED to the folder that contains harvest/, "
-             "or override harvest.data_dir (or harvest.node_log / harvest.tasks). See docs/harvest.md.")
+             "https://github.com/BFTrainer/Replayer, folder dataset/) stored as Parquet: the dataset "
+             "summit_nodes (`raysim data fetch summit_nodes`, harvest.data_dir=data:summit_nodes), or set "
+             "harvest.data_dir to a folder holding it (or harvest.node_log / harvest.tasks). See docs/data.md "
+             "and docs/harvest.md.")
 
 
 def resolve_data(path: str, key: str, base: Path) -> Path:

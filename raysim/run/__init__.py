@@ -7,10 +7,15 @@
   writes the summary, plots and reports (`outputs`).
 - `raysim.harvest.run.run_harvest`: an idle-node harvesting replay.
 - `raysim.sharing.run.run_fgd`: the FGD placement ("inflation") experiment under GPU sharing.
+
+Before any of them reads an input, every ``data:NAME[/FILE]`` value of the config is resolved to the
+cached dataset (`raysim.data.resolve_config`); what was resolved is recorded under ``datasets`` in the
+run's trace_report.json.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from omegaconf import DictConfig
@@ -24,6 +29,25 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
     refuse_old_name(cfg.keys())  # e.g. a `sharing:` key in an experiment file
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    from raysim.data import resolve_config
+
+    used = resolve_config(cfg)  # data:NAME -> the cached files, before anything reads them
+    result = _run_mode(cfg, run_dir)
+    if used:
+        record_datasets(run_dir, used)
+    return result
+
+
+def record_datasets(run_dir: Path, used: list[dict]) -> None:
+    """Add the datasets a run read (key, dataset, path, files and their sha256) to its
+    trace_report.json (written by cluster runs; created for the other modes)."""
+    report = run_dir / "trace_report.json"
+    data = json.loads(report.read_text()) if report.exists() else {}
+    data["datasets"] = used
+    report.write_text(json.dumps(data, indent=2))
+
+
+def _run_mode(cfg: DictConfig, run_dir: Path) -> dict:
     if cfg.mode == "harvest":
         from raysim.harvest.run import run_harvest
 

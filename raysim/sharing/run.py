@@ -28,9 +28,9 @@ from raysim.report.summary import markdown_table
 from raysim.sharing.inflation import load_openb, run_inflation, workload_name
 
 DATA_HELP = ("The Alibaba GPU 2023 trace (openb) is public: github.com/alibaba/clusterdata, folder "
-             "cluster-trace-gpu-v2023/csv (see docs/traces.md). Set fgd.data_dir to the folder holding "
-             "openb_node_list_gpu_node.csv and the openb_pod_list_*.csv files, or RAYSIM_SHARED to the "
-             "folder holding traces/alibaba_gpu_2023.")
+             "cluster-trace-gpu-v2023/csv; `raysim data fetch openb` caches it for fgd.data_dir=data:openb "
+             "(docs/data.md). Or set fgd.data_dir to the folder holding openb_node_list_gpu_node.csv and "
+             "the openb_pod_list_*.csv files.")
 
 
 #: Config groups and keys of a trace replay that the inflation experiment has no use for.
