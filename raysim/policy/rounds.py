@@ -17,6 +17,7 @@ Gavel's simulator; the clock only orders events.
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import replace
 
 import numpy as np
@@ -66,11 +67,12 @@ class RoundBased(Policy):
                                 pair_rates=inputs.pair_rates if self.allocator.packing else None)
         self.tps = params.ticks_per_s
         self.index: dict[int, int] = {}      # seq -> the VC's job index
-        self.waiting: list[int] = []         # arrived (seq, arrival order), not yet joined the rounds
+        self.waiting: deque[int] = deque()   # arrived (seq, arrival order), not yet joined the rounds
         self.tasks: list[MicroTask] = []     # the micro-tasks of the round in progress
         self.lease: dict[int, tuple] = {}    # seq -> (combo, type) of the GPUs it holds
         self.end_tick = NEVER
-        self.now = 0.0                       # the mechanism's time (s)
+        self.round_end = 0.0                 # the latest finish of the round in progress (s)
+        self.capacity = None                 # GPUs per type of the run's types (VC's nodes)
         self.idle = 0
         self.last_arrival = None
 
@@ -96,6 +98,9 @@ class RoundBased(Policy):
         self.index[seq] = j
         self.waiting.append(seq)
 
+    def on_capacity(self, view, now: int) -> None:
+        self.capacity = None  # nodes joined: count the GPUs again at the next round
+
     def renumber(self, new: list[int]) -> None:
         self.index = {s: new[j] for s, j in self.index.items() if new[j] >= 0}
 
@@ -106,7 +111,7 @@ class RoundBased(Policy):
         if self.tasks:
             if t < self.end_tick:
                 return  # mid-round: arrivals wait for the round's end
-            now = max(task.finish for task in self.tasks)
+            now = self.round_end
             state = self.state
             if state.round_end is not None:
                 state.round_start = state.round_end
@@ -139,7 +144,7 @@ class RoundBased(Policy):
         """The last round's micro-tasks complete (latest finish first)."""
         tick = self._tick
         for task in sorted(self.tasks, key=lambda task: (-task.finish, task.combo)):
-            finished, dropped = self.state.complete(task, _no_op)
+            finished, dropped = self.state.complete(task)
             for seq in finished:
                 self.lease.pop(seq, None)
                 view.finish(self.index.pop(seq), t, tick(task.finish))
@@ -153,13 +158,13 @@ class RoundBased(Policy):
         state, arrival = self.state, self.inputs.arrival
         jobs = view.jobs
         while self.waiting and arrival[self.waiting[0]] <= now:
-            seq = self.waiting.pop(0)
+            seq = self.waiting.popleft()
             state.add(seq, jobs.gpu[self.index[seq]])
-        gpus = view.gpus_by_type()
-        capacity = np.array([gpus.get(name, 0) for name in self.inputs.types])
+        if self.capacity is None:
+            gpus = view.gpus_by_type()
+            self.capacity = np.array([gpus.get(name, 0) for name in self.inputs.types])
         with lp.method(self.lp_method):
-            chosen = state.choose(now, capacity)
-        self.now = now
+            chosen = state.choose(now, self.capacity)
         keep = {}
         for combo, k in chosen:
             for seq in combo:
@@ -183,14 +188,11 @@ class RoundBased(Policy):
         state.rounds += 1
         if self.tasks:
             self.idle = 0
-            self.end_tick = max(self._tick(max(task.finish for task in self.tasks)), t + 1)
+            self.round_end = max(task.finish for task in self.tasks)
+            self.end_tick = max(self._tick(self.round_end), t + 1)
 
     def _tick(self, seconds: float) -> int:
         return int(round(seconds * self.tps))
-
-
-def _no_op(*_):
-    pass
 
 
 def round_based(name: str) -> type:

@@ -109,6 +109,7 @@ class RoundState:
         self.active: dict[int, None] = {}            # Gavel's _jobs, in arrival order
         self.row_rates: dict[int, list] = {}         # active job -> its throughputs (list)
         self.scale: dict[int, int] = {}              # active job -> GPUs it needs
+        self.total: dict[int, float] = {}            # active job -> its steps
         self.done: dict[int, float] = {}             # _total_steps_run
         self.failures: dict[int, int] = {}
         self.table = ComboTable(n_types)
@@ -122,14 +123,14 @@ class RoundState:
         self.allocations = 0
 
     # -- step 1: completions ---------------------------------------------------------------
-    def complete(self, task: MicroTask, type_seconds) -> tuple[list[int], list[int]]:
-        """Credit a finished micro-task; returns (jobs that finished, jobs dropped).
-        `type_seconds(j, k, seconds)` is told the time job j ran on type k."""
+    def complete(self, task: MicroTask) -> tuple[list[int], list[int]]:
+        """Credit a finished micro-task; returns (jobs that finished, jobs dropped)."""
         active = self.active
-        if not any(j in active for j in task.combo):
+        live = [j for j in task.combo if j in active]
+        if not live:
             return [], []
         elapsed = task.finish - self.round_start
-        scale = self.scale[next(j for j in task.combo if j in active)]  # (a pair's jobs have one size)
+        scale = self.scale[live[0]]  # (a pair's jobs have one size)
         ok = elapsed > 0 and all(_splits(n, scale) for n, j in zip(task.steps, task.combo) if j in active)
         finished, dropped = [], []
         if not ok:
@@ -146,8 +147,7 @@ class RoundState:
                     continue
                 self.failures[j] = 0
                 self.done[j] += n
-                type_seconds(j, k, elapsed)
-                if self.steps[j] - self.done[j] <= 0:
+                if self.total[j] - self.done[j] <= 0:
                     finished.append(j)
             row = self.table.row.get(task.combo)
             if row is not None:
@@ -164,6 +164,7 @@ class RoundState:
         rates = self.rates(j)
         self.row_rates[j] = list(rates)
         self.scale[j] = scale
+        self.total[j] = float(self.steps[j])
         self.done[j] = 0.0
         self.failures[j] = 0
         self.table.add((j,), np.full(self.n_types, self.round_s / 2), np.asarray(rates) > 0, scale)
@@ -178,6 +179,7 @@ class RoundState:
         del self.active[j]
         del self.row_rates[j]
         del self.scale[j]
+        del self.total[j]
         del self.done[j]
         del self.failures[j]
         self.table.remove_job(j)
@@ -255,7 +257,7 @@ class RoundState:
             scale_factors=np.array([self.scale[j] for j in ids], dtype=float),
             priority_weights=np.array([self.weight[j] for j in ids], dtype=float),
             times_since_start=now - np.array([self.arrival[j] for j in ids], dtype=float),
-            steps_remaining=np.array([self.steps[j] - self.done[j] for j in ids], dtype=float),
+            steps_remaining=np.array([self.total[j] - self.done[j] for j in ids], dtype=float),
             gpus=gpus.astype(float))
         if self.policy.packing:
             state.pairs = sorted(c for c in self.table.combos if len(c) == 2)
@@ -269,7 +271,7 @@ class RoundState:
         steps = []
         rates = (self.row_rates[combo[0]][k],) if len(combo) == 1 else self.pair_rates(*combo)[k].tolist()
         for j, rate in zip(combo, rates):
-            n = min(int(rate * self.round_s), self.steps[j] - self.done[j])
+            n = min(int(rate * self.round_s), self.total[j] - self.done[j])
             steps.append(n)
             finish = max(finish, now + n / rate)
         return MicroTask(finish, combo, k, tuple(steps))
