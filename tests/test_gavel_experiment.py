@@ -136,3 +136,24 @@ def test_raysim_trace_runs_with_a_job_type_mapping(tmp_path):
     jobs = pq.read_table(tmp_path / "run" / "jobs.parquet").to_pandas()
     assert jobs.job_id.tolist() == [7, 9]
     assert jobs.jct.tolist() == pytest.approx([3600.0, 120.0 + 1800.0])
+
+
+def test_continuous_sweep_gives_the_rate_figure(tmp_path):
+    """A sweep over policies x rates (Gavel's continuous workload): the sweep summary and Gavel's
+    "average JCT vs input job rate" figure."""
+    from raysim.report.sweep import summarize_sweep
+
+    table = gavel_table(tmp_path / "t.json")
+    sweep = tmp_path / "sweep"
+    for i, (policy, rate) in enumerate([("fifo_perf", 2.0), ("fifo_perf", 4.0), ("isolated", 2.0), ("isolated", 4.0)]):
+        overrides = [f"policy={policy}", f"rounds.rate_jobs_per_hour={rate}"]
+        cfg = composed("+experiment=gavel_continuous", f"cluster.throughput={table}", *overrides,
+                       "rounds.generate.jobs=30", "rounds.window=[10,19]", "runtime=local",
+                       "rounds.generate.templates=[{model: 'ResNet-18 (batch size 64)', distributed: true},"
+                       "{model: 'LM (batch size 10)', distributed: true}]")
+        run(cfg, sweep / str(i))
+        (sweep / str(i) / ".hydra").mkdir()
+        (sweep / str(i) / ".hydra" / "overrides.yaml").write_text("\n".join(f"- {o}" for o in overrides) + "\n")
+    summary = summarize_sweep(sweep)
+    assert len(summary[summary.vc == "all"]) == 4 and "avg_jct_window" in summary.columns
+    assert (sweep / "plots" / "avg_jct_vs_rate.png").exists() and (sweep / "sweep_summary.md").exists()

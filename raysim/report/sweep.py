@@ -49,7 +49,48 @@ def summarize_sweep(sweep_dir: str | Path, plots: bool = True) -> pd.DataFrame:
     (sweep_dir / "sweep_summary.md").write_text(_markdown(table))
     if plots and data:
         compare_plots(data, sweep_dir / "plots")
+    if plots:
+        rate_figure(table, sweep_dir / "plots" / "avg_jct_vs_rate.png")
     return table
+
+
+RATE = "rounds.rate_jobs_per_hour="
+
+
+def rate_figure(table: pd.DataFrame, path: Path) -> bool:
+    """Gavel's "average JCT vs input job rate" figure, for a sweep over `rounds.rate_jobs_per_hour`
+    (+experiment=gavel_continuous): per policy (the other overrides but the seed), the average JCT
+    of the measured window (`avg_jct_window`, else all jobs), mean over seeds. Returns whether it
+    was drawn (only when the sweep has several rates)."""
+    overall = table[table["vc"] == "all"]
+    metric = "avg_jct_window" if "avg_jct_window" in overall.columns else "avg_jct"
+    points = []
+    for run, value in zip(overall["run"], overall[metric]):
+        parts = run.split(",")
+        rate = next((float(p[len(RATE):]) for p in parts if p.startswith(RATE)), None)
+        if rate is not None:
+            label = ",".join(p for p in parts if not p.startswith(RATE) and not p.startswith("seed=")) or "run"
+            points.append((label, rate, value))
+    if len({rate for _, rate, _ in points}) < 2:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    frame = pd.DataFrame(points, columns=["label", "rate", "value"]).groupby(["label", "rate"], as_index=False).mean()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, part in frame.groupby("label"):
+        ax.plot(part["rate"], part["value"] / 3600, marker="o", label=label)
+    ax.set_xlabel("input job rate (jobs/hour)")
+    ax.set_ylabel(("average JCT of the measured window" if metric == "avg_jct_window" else "average JCT") + " (hours)")
+    ax.set_title("Average JCT vs input job rate (mean over seeds)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
 
 
 def _markdown(table: pd.DataFrame) -> str:
