@@ -62,3 +62,17 @@ def test_interrupted_round_based_run_resumes_from_checkpoint(tmp_path):
     resumed, resumed_ts = simulate(trace, spec, None, checkpoint_dir=ckpt, resume=True, window_s=3_600,
                                    job_extra=extra)
     assert resumed.equals(full) and resumed_ts.equals(full_ts)
+
+
+def test_venus_jobs_run_as_gavel_job_types(shared_dir, tmp_path):
+    """+experiment=venus_gavel: every (model, batch size) of the Venus-like trace maps to a job type
+    of Gavel's table; Gavel's heterogeneity-aware LAS runs per VC."""
+    from raysim.run import run
+
+    table = shared_dir / "references" / "gavel" / "simulation_throughputs.json"
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["+experiment=venus_gavel", "policy=max_min_fairness_perf",
+                                                       "runtime=local", f"cluster.throughput={table}"])
+    run(cfg, tmp_path / "run")
+    jobs = pq.read_table(tmp_path / "run" / "jobs.parquet").to_pandas()
+    assert jobs.finished.all() and (jobs.start_time >= jobs.submit_time).all()

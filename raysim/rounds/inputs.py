@@ -7,8 +7,8 @@ run there. A table without entries for that scale factor on any type (e.g. a CSV
 only) scales linearly: s GPUs run s times the one-GPU throughput. GPU-type names match the table's
 case-insensitively (Gavel's table says ``v100``, raysim's layouts ``V100``).
 
-Jobs of a raysim-schema trace name their type in a column (``rounds.job_type_column``, mapped with
-``rounds.job_type_map``); their steps are their duration times their throughput on the GPU type the
+Jobs of a raysim-schema trace name their type in a column (``rounds.job_type_column``, or several
+joined by "/", e.g. ``[model, batchsize]`` -> ``ResNet18/32``; mapped with ``rounds.job_type_map``); their steps are their duration times their throughput on the GPU type the
 duration was recorded on (``gpu_type``, else the reference type). Jobs of a Gavel trace carry their
 steps; the raysim trace made of them (:func:`gavel_trace_table`) keeps them in ``total_steps`` and
 their arrival times, to the microsecond, in ``arrival_s``.
@@ -100,7 +100,7 @@ def whole_job_rate(table: ThroughputTable, job_type: str, gpu_type: str, scale: 
 
 
 def round_inputs(trace: pa.Table, layout: dict, table: ThroughputTable | None, *, reference: str, source: str,
-                 job_type_column: str = "job_type", job_type_map: dict | None = None,
+                 job_type_column: str | list = "job_type", job_type_map: dict | None = None,
                  packing: bool = False) -> RoundInputs:
     """The round inputs of every job of `trace` on the cluster `layout`; a TraceError naming the
     row for a job type without throughput, or one that runs on no GPU type of the cluster. Without
@@ -109,12 +109,20 @@ def round_inputs(trace: pa.Table, layout: dict, table: ThroughputTable | None, *
     names = trace.column_names
     if table is None and packing:
         raise TraceError(source, "packing policies need a throughput table with pair entries (cluster.throughput)")
-    if table is not None and job_type_column not in names:
+    columns = [job_type_column] if isinstance(job_type_column, str) else list(job_type_column)
+    missing = [c for c in columns if c not in names]
+    if table is not None and missing:
         raise TraceError(source, "round-based policies need this column naming a job type of the throughput "
                          "table (or mapped to one with rounds.job_type_map; another column: "
-                         "rounds.job_type_column)", column=job_type_column)
+                         "rounds.job_type_column)", column=missing[0])
     mapping = job_type_map or {}
-    values = trace.column(job_type_column).to_pylist() if table is not None else ["any"] * trace.num_rows
+    if table is None:
+        values = ["any"] * trace.num_rows
+    elif len(columns) == 1:
+        values = trace.column(columns[0]).to_pylist()
+    else:  # several columns: their values joined by "/" (e.g. model/batchsize -> "ResNet18/32")
+        values = ["/".join(str(v) for v in row) for row in zip(*(trace.column(c).to_pylist() for c in columns))]
+    job_type_column = columns[0]
     scale = trace.column("gpu_num").to_numpy(zero_copy_only=False).astype(np.int64)
     constraint = (trace.column("gpu_constraint").to_pylist() if "gpu_constraint" in names
                   else [None] * len(values))

@@ -76,10 +76,20 @@ def round_options(cfg: DictConfig, trace, spec, *, packing: bool) -> dict:
         log.info("round-based policy without cluster.throughput: every job runs at the same speed on every GPU "
                  "type (steps: milliseconds of its duration)")
     inputs = round_inputs(trace.table, spec.layout, table, reference=reference,
-                          source=trace.source, job_type_column=str(r.job_type_column), job_type_map=mapping,
+                          source=trace.source, job_type_column=_columns(r.job_type_column), job_type_map=mapping,
                           packing=packing)
     return {"inputs": inputs, "round_s": float(r.round_s), "reset_min_s": float(r.reset_min_s),
             "type_order": order, "reference_type": reference, "lp_method": str(r.lp_method)}
+
+
+def _columns(value):
+    """rounds.job_type_column: one column name, or a list of them."""
+    if isinstance(value, str):
+        return value
+    columns = OmegaConf.to_container(value, resolve=True) if not isinstance(value, list) else value
+    if not columns or not all(isinstance(c, str) for c in columns):
+        raise ConfigError("rounds.job_type_column", "must be a column name or a list of column names", value)
+    return columns
 
 
 def gavel_trace(cfg: DictConfig, layout: dict):
