@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 from omegaconf import DictConfig
 
@@ -53,11 +55,16 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
                 checkpoint_dir=rt.checkpoint_dir, checkpoint_every=int(rt.checkpoint_every),
                 resume=bool(rt.resume), progress=True, job_extra=job_extra, estimator=online)
     sim_wall = time.perf_counter() - sim_start
-    columns = ["vc", "submit_time", "end_time", "queue", "jct", "preemptions"]
+    columns = ["vc", "submit_time", "end_time", "queue", "jct", "preemptions", "finished"]
     if spec.quota.mode != "none":
         columns += ["ran_on_vc", "reclaims"]
     jobs = pq.read_table(run_dir / "jobs.parquet", columns=columns)
     summary = summarize(jobs, run_dir / "timeseries.parquet", interval=int(cfg.sim.sample_interval))
+    unfinished = jobs.num_rows - int(pa.compute.sum(jobs.column("finished")).as_py() or 0)
+    if unfinished:
+        log.warning("%d job(s) did not finish%s (jobs.parquet: finished = false)", unfinished,
+                    ": Gavel's round mechanism dropped them after 5 failed micro-tasks (fewer steps left than GPUs)"
+                    if policy_class(spec.policy).times_jobs else "")
     if policy_class(spec.policy).times_jobs and cfg.rounds.get("window") is not None:
         summary = with_window_jct(summary, run_dir / "jobs.parquet", cfg.rounds.window)
     write_plots(jobs, run_dir, summary, label=spec.policy, interval=int(cfg.sim.sample_interval))
