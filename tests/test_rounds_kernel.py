@@ -79,3 +79,18 @@ def test_venus_jobs_run_as_gavel_job_types(shared_dir, tmp_path):
     # Gavel drops a job whose last micro-task has fewer steps than GPUs (3 of 6,412 8-GPU jobs here)
     dropped = jobs[~jobs.finished]
     assert len(dropped) <= 5 and (dropped.gpu_num > 1).all() and dropped.end_time.isna().all()
+
+
+@pytest.mark.slow
+def test_gavel_las_on_venus_is_the_same_on_ray_and_in_process(ray_local, tmp_path):  # noqa: F811
+    """The issue's check: `+experiment=venus policy=max_min_fairness` per VC, runtime=ray and
+    runtime=local write byte-identical jobs.parquet (here with VCs packed 8 to an actor)."""
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["+experiment=venus", "policy=max_min_fairness"])
+    trace = load_from_config(cfg)
+    spec, extra = spec_from_config(cfg, trace)
+    assert len(spec.vcs) == 15
+    simulate_to(tmp_path / "local", trace, spec, None, runtime="local", job_extra=extra)
+    simulate_to(tmp_path / "ray", trace, spec, None, runtime="ray", vcs_per_actor=8, job_extra=extra)
+    for name in ("jobs.parquet", "timeseries.parquet"):
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
