@@ -43,8 +43,8 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     for pools in spec.layout.values():
         for p in pools:
             gpus[p.gpu_type] += p.gpus_per_node * p.nodes
-    log.info("trace %s: %d jobs, %d VCs, %s GPUs; policy=%s placer=%s compat=%s runtime=%s quota=%s",
-             trace.source, trace.table.num_rows, len(spec.layout), ", ".join(f"{n} {t}" for t, n in gpus.items()),
+    log.info("trace %s: %s, %s, %s; policy=%s placer=%s compat=%s runtime=%s quota=%s",
+             trace.source, plural(trace.table.num_rows, "job"), plural(len(spec.layout), "VC"), gpu_counts(gpus),
              spec.policy, spec.placer, cfg.sim.compat, cfg.runtime.name, spec.quota.mode)
 
     check_local_ray_fits(cfg, spec.vcs)
@@ -90,6 +90,18 @@ def with_window_jct(summary, jobs_path: Path, window):
     summary = summary.copy()
     summary["avg_jct_window"] = summary.vc.map(means)
     return summary
+
+
+def plural(n: int, noun: str) -> str:
+    """'1 VC', '15 VCs'."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def gpu_counts(gpus: dict) -> str:
+    """'1080 GPUs' (one type without a name of its own: `gpu`), else '8 V100, 8 P100 GPUs'."""
+    if len(gpus) == 1 and next(iter(gpus)).lower() == "gpu":
+        return plural(next(iter(gpus.values())), "GPU")
+    return ", ".join(f"{n:,} {t}" for t, n in gpus.items()) + " GPUs"
 
 
 def start_ray(cfg: DictConfig) -> float | None:
