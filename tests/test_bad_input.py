@@ -619,3 +619,25 @@ def test_mode_must_be_known(tmp_path):
 
     with pytest.raises(ConfigError, match="mode: must be one of cluster, harvest, fgd"):
         run(OmegaConf.create({"mode": "bogus"}), tmp_path)
+
+
+@pytest.mark.parametrize("override,words", [
+    ("fgd.policy=bogus", "fgd.policy: unknown policy of the FGD simulator"),
+    ("fgd.tune=-1", "fgd.tune: must be greater than 0"),
+    ("seed=-3", "seed: must be a non-negative integer"),
+])
+def test_fgd_experiment_checks_its_config_before_reading(tmp_path, override, words):
+    """The FGD inflation experiment validates its whole config first: one line naming the key."""
+    from hydra import compose, initialize_config_dir
+
+    import raysim.cli  # noqa: F401
+    from raysim.errors import ConfigError, user_error_message
+    from raysim.paths import CONF_DIR
+    from raysim.sharing.run import run_fgd
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["+experiment=fgd_openb", override])
+    with pytest.raises(ConfigError) as err:
+        run_fgd(cfg, tmp_path)
+    message = user_error_message(err.value)
+    assert words in message and "\n" not in message

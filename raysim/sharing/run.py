@@ -58,6 +58,7 @@ def run_fgd(cfg: DictConfig, run_dir: Path) -> dict:
     """Run one FGD inflation experiment as configured (`fgd.*`, `seed`); returns its summary row."""
     refuse_unused(cfg)
     f = cfg.fgd
+    check_fgd_config(cfg)
     folder = (original_cwd() / str(f.data_dir)).resolve()
     if not (folder / f"{str(f.node_list).removesuffix('.csv')}.csv").is_file():
         raise FileNotFoundError(f"fgd.data_dir: no {f.node_list}.csv in {folder}.\n{DATA_HELP}")
@@ -83,6 +84,22 @@ def run_fgd(cfg: DictConfig, run_dir: Path) -> dict:
           f"{row['allo_130']:.2f} % at 130 %; {run.wall_s:.2f} s")
     print(f"results: {run_dir}")
     return row
+
+
+def check_fgd_config(cfg: DictConfig) -> None:
+    """Every `fgd.*` value and the seed checked before anything is read: one line naming the key."""
+    from raysim.placement.scored import POLICIES as SCORED_POLICIES
+    from raysim.run.config import choice, integer, number
+
+    f = cfg.fgd
+    integer(cfg, "seed", minimum=0)
+    choice(cfg, "fgd.policy", tuple(SCORED_POLICIES), what="policy of the FGD simulator")
+    number(cfg, "fgd.tune", above=0)
+    for key in ("workload", "node_list", "data_dir"):
+        if not isinstance(f.get(key), str) or not f.get(key).strip():
+            raise ConfigError(f"fgd.{key}", "must be a name (see conf/experiment/fgd_openb.yaml)", f.get(key))
+    if not isinstance(f.get("plots", True), bool):
+        raise ConfigError("fgd.plots", "must be true or false", f.get("plots"))
 
 
 def summarize_fgd_sweep(sweep_dir: str | Path) -> pd.DataFrame:
