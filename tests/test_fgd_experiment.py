@@ -44,3 +44,17 @@ def test_sweep_summary_averages_seeds_per_policy(tmp_path):
     assert table.set_index("sc_policy")["seeds"].to_dict() == {"06-FGD": 2, "01-Random": 1}
     allo = pd.read_csv(sweep / "analysis_allo_discrete.csv")
     assert len(allo) == 3 and (sweep / "fgd_sweep.md").exists() and (sweep / "plots" / "fgd_curves.png").exists()
+
+
+def test_raysim_report_summarises_an_fgd_sweep(tmp_path):
+    """`raysim report <multirun>` on an FGD sweep: sweep_summary.csv/.md, the FGD curves and plots."""
+    from raysim.report.cli import main as report
+
+    sweep = tmp_path / "sweep"
+    for i, policy in enumerate(["fgd", "bestfit"]):
+        run(composed(tmp_path, f"fgd.policy={policy}", "seed=1"), sweep / str(i))
+    assert report([str(sweep)]) == 0
+    table = pd.read_csv(sweep / "sweep_summary.csv")
+    assert sorted(table.sc_policy) == ["05-BestFit", "06-FGD"]
+    assert (sweep / "sweep_summary.md").exists() and (sweep / "plots" / "fgd_curves.png").exists()
+    assert (sweep / "plots" / "sweep_metrics.png").exists()

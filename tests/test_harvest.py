@@ -362,3 +362,21 @@ def test_run_harvest_inside_a_ray_task(synth_data, tmp_path):
         ray.shutdown()
     drop = ("wall_seconds", "allocator_seconds")
     assert {k: v for k, v in remote.items() if k not in drop} == {k: v for k, v in local.items() if k not in drop}
+
+
+def test_raysim_report_summarises_a_harvest_sweep(synth_data, tmp_path, monkeypatch):
+    """`raysim report <multirun>` on a harvest sweep: one row per run, sweep_summary.csv/.md, plots."""
+    from raysim.report.cli import main as report
+
+    monkeypatch.chdir(synth_data.parent)
+    sweep = tmp_path / "sweep"
+    for i, nodes in enumerate((4, 8)):
+        cfg = compose_harvest(["harvest.data_dir=harvest", "harvest.task_set=synth", f"harvest.nodes={nodes}",
+                               "harvest.start_row=0", "harvest.max_jobs=2"])
+        run_harvest(cfg, sweep / str(i))
+    assert report([str(sweep)]) == 0
+    import pandas as pd
+
+    table = pd.read_csv(sweep / "sweep_summary.csv")
+    assert len(table) == 2 and "harvested_fraction" in table.columns
+    assert (sweep / "sweep_summary.md").exists() and (sweep / "plots" / "sweep_metrics.png").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -123,19 +124,82 @@ def quota_change(table: pd.DataFrame, metric: str) -> pd.DataFrame | None:
     return pd.DataFrame(columns).reindex([vc for vc in vcs if vc != "all"] + ["all"]) if columns else None
 
 
+def report_sweep(sweep_dir: str | Path, plots: bool = True) -> pd.DataFrame:
+    """sweep_summary.csv/.md and plots for any multirun, by what its runs wrote: trace replays
+    (summary.csv: every policy, event-driven or round-based) get `summarize_sweep`; FGD inflation
+    runs (fgd_summary.csv) and harvest runs (summary.json) one row per run, with the FGD curves
+    (raysim.sharing.run.summarize_fgd_sweep) or a bar chart per metric. Returns the table."""
+    sweep_dir = Path(sweep_dir)
+    if any(sweep_dir.glob("*/summary.csv")):
+        return summarize_sweep(sweep_dir, plots=plots)
+    for name, metrics in (("fgd_summary.csv", FGD_METRICS), ("summary.json", HARVEST_METRICS)):
+        runs = sorted(p.parent for p in sweep_dir.glob(f"*/{name}"))
+        if runs:
+            break
+    else:
+        raise FileNotFoundError(f"{sweep_dir}: no run folder with a summary.csv, fgd_summary.csv or summary.json "
+                                "(is this a multirun folder?)")
+    rows = []
+    for run, label in zip(runs, run_labels(runs)):
+        row = pd.read_csv(run / name).iloc[0].to_dict() if name.endswith(".csv") else \
+            json.loads((run / name).read_text())
+        rows.append({"run": label, **row})
+    table = pd.DataFrame(rows)
+    table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
+    shown = table[["run"] + [m for m in metrics if m in table.columns]]
+    kind = "FGD inflation" if name == "fgd_summary.csv" else "harvest"
+    (sweep_dir / "sweep_summary.md").write_text(f"# Sweep summary ({kind} runs)\n\n" + markdown_table(shown) + "\n")
+    if plots:
+        if name == "fgd_summary.csv":
+            from raysim.sharing.run import summarize_fgd_sweep
+
+            summarize_fgd_sweep(sweep_dir)
+        _bar_plots(shown, sweep_dir / "plots" / "sweep_metrics.png", kind)
+    return table
+
+
+#: What the sweep summaries of the FGD and harvest modes show, in order.
+FGD_METRICS = ["workload", "sc_policy", "seed", "arrivals", "failed", "allo_100", "allo_130", "frag_ratio_100",
+               "frag_ratio_130", "wall_s"]
+HARVEST_METRICS = ["jobs_total", "jobs_finished", "makespan_h", "efficiency", "harvested_fraction",
+                   "busy_node_hours", "idle_node_hours", "preemptions", "rescales"]
+#: Units of the metrics drawn by `_bar_plots`.
+UNITS = {"allo_100": "% of GPUs", "allo_130": "% of GPUs", "frag_ratio_100": "%", "frag_ratio_130": "%",
+         "makespan_h": "hours", "efficiency": "net / gross samples", "harvested_fraction": "busy / idle node-hours",
+         "busy_node_hours": "node-hours", "idle_node_hours": "node-hours", "wall_s": "seconds"}
+
+
+def _bar_plots(table: pd.DataFrame, path: Path, kind: str) -> None:
+    """One bar chart per numeric metric (with a unit in UNITS), runs on the x axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = [m for m in UNITS if m in table.columns and pd.api.types.is_numeric_dtype(table[m])]
+    if not metrics:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(6, 0.5 * len(table) + 3), 2.2 * len(metrics)),
+                             squeeze=False)
+    for ax, metric in zip(axes[:, 0], metrics):
+        ax.bar(range(len(table)), table[metric].astype(float))
+        ax.set_ylabel(f"{metric}\n({UNITS[metric]})", fontsize=8)
+        ax.set_xticks(range(len(table)))
+        ax.set_xticklabels(table["run"], rotation=30, ha="right", fontsize=7)
+    axes[0, 0].set_title(f"{kind} sweep: {len(table)} runs")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 class SweepSummary(Callback):
     """Hydra callback: after a multirun, write the comparison table and plots into its folder."""
 
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        if config.get("mode") == "fgd":
-            from raysim.sharing.run import summarize_fgd_sweep
-
-            table = summarize_fgd_sweep(sweep_dir)
-            print(f"FGD sweep summary ({len(table)} policies): {sweep_dir / 'fgd_sweep.md'}")
-            return
         try:
-            table = summarize_sweep(sweep_dir)
+            table = report_sweep(sweep_dir)
         except FileNotFoundError:
-            return  # e.g. a harvest sweep: its runs write their own summaries
+            return  # no run finished
         print(f"sweep summary ({len(table['run'].unique())} runs): {sweep_dir / 'sweep_summary.md'}")

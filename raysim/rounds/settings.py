@@ -57,10 +57,10 @@ def round_options(cfg: DictConfig, trace, spec, *, packing: bool) -> dict:
 
     r = cfg.rounds
     types = run_types(spec.layout)
-    for key in ("round_s", "reset_min_s"):
+    for key, least in (("round_s", "positive"), ("reset_min_s", "non-negative")):
         value = r.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise ConfigError(f"rounds.{key}", "must be a positive number of seconds", value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or least == "positive" and not value:
+            raise ConfigError(f"rounds.{key}", f"must be a {least} number of seconds", value)
     if r.lp_method not in LP_METHODS:
         raise ConfigError("rounds.lp_method", f"must be one of {', '.join(LP_METHODS)}", r.lp_method)
     order = list(r.type_order) if r.get("type_order") else None
