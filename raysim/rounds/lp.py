@@ -209,10 +209,10 @@ def _ecos_feasible_point(a, b):
         ed, ad = e / d[:n], a / d[n:, None]
         factor = schur(_STATIC_REGULARIZATION + e * ed, ad[rr, cc])
 
-        def solve(x):                                        # (reg I + G'D^-1 G)^-1 x
+        def solve(x, factor=factor):                         # (reg I + G'D^-1 G)^-1 x
             return _POTRS(factor, x, lower=False)[0]
 
-        def gd_t_times(x):                                   # (D^-1 G)' x
+        def gd_t_times(x, ed=ed, ad=ad):                     # (D^-1 G)' x
             return ed * x[:n] + ad.T @ x[n:]
 
         q = solve(ad.T @ h_a)
