@@ -28,12 +28,19 @@ def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
     return _jobs_rows(trace, r)
 
 
-def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 << 18, ticks_per_s: int = 1) -> None:
+def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 << 18, ticks_per_s: int = 1,
+               gpu_types: tuple = ()) -> None:
     """`jobs_table(trace, records)` written to `path` `chunk_rows` trace rows at a time (one row group
     each), so the whole joined table never sits in memory. Records of a simulator whose clock
-    counts `ticks_per_s` ticks per second become seconds (floats; see `_in_seconds`)."""
+    counts `ticks_per_s` ticks per second become seconds (floats; see `_in_seconds`). With several
+    `gpu_types` (the run's) the GPU-type group: `gpu_type`, the type of a job's latest placement,
+    and `run_s_<type>`, the seconds it held GPUs of each type."""
     r = _records_in_trace_order(trace.num_rows, records)
-    rows = _jobs_rows if ticks_per_s == 1 else lambda t, rec: _in_seconds(t, rec, ticks_per_s)
+
+    def rows(t, rec):
+        table = _jobs_rows(t, rec) if ticks_per_s == 1 else _in_seconds(t, rec, ticks_per_s)
+        return _with_types(table, rec, gpu_types, ticks_per_s) if "gpu_type" in rec else table
+
     writer = None
     try:
         for a in range(0, max(trace.num_rows, 1), chunk_rows):
@@ -62,6 +69,8 @@ def merge_profiling(records: pa.Table, stage: pa.Table | None) -> pa.Table:
         "preemptions": np.zeros(k, np.int64), "first_node": np.full(k, -1),
         "num_nodes": np.zeros(k, np.int64), "shared": np.zeros(k, np.int64), "first_gpu": np.full(k, -1),
         **{name: col for name, col in loans.items() if name in records.column_names},
+        **{name: np.full(k, -1 if name == "gpu_type" else 0, np.int64) for name in records.column_names
+           if name == "gpu_type" or name.startswith("held_")},
     }).cast(records.schema)
     merged = pa.concat_tables([records, in_profiler])
     wait = np.zeros(int(merged.column("seq").to_numpy().max()) + 1 if merged.num_rows else 0, np.int64)
@@ -95,6 +104,18 @@ def merge_series(paths, out, *, ticks_per_s: int = 1) -> None:
     table = table.set_column(table.schema.get_field_index("time"), "time", pa.array(time))
     pq.write_table(table.replace_schema_metadata(meta), out, compression="zstd", row_group_size=1 << 17)
     Path(path).unlink()
+
+
+def _with_types(table: pa.Table, r: dict[str, np.ndarray], gpu_types: tuple, ticks: int) -> pa.Table:
+    """`table` with the GPU-type group: `gpu_type` (null: never ran) and `run_s_<type>`."""
+    kind = r["gpu_type"]
+    names = np.asarray(list(gpu_types) + [None], dtype=object)
+    table = table.append_column("gpu_type", pa.array(names[np.where(kind >= 0, kind, len(gpu_types))],
+                                                     pa.string()).dictionary_encode())
+    for k, name in enumerate(gpu_types):
+        held = r.get(f"held_{k}", np.zeros(len(kind), np.int64))
+        table = table.append_column(f"run_s_{name}", pa.array(held / ticks if ticks != 1 else held))
+    return table
 
 
 def _in_seconds(trace: pa.Table, r: dict[str, np.ndarray], ticks: int) -> pa.Table:

@@ -47,6 +47,8 @@ class VCSimulator(QuotaLoans):
         self.layout = layout
         self.jobs = JobTable()
         self._catalog = catalog or TypeCatalog()
+        #: the run has several GPU types: results say on which type each job ran, and for how long
+        self.type_time = len(self._catalog.gpu_types) > 1
         self._index_types()
         self._plain_demand: dict[int, Demand] = {}  # GPU count -> Demand of a job without type inputs
         #: FGD's fragment amount of the VC's resources (raysim.placement.frag.FragTracker), or None
@@ -97,6 +99,8 @@ class VCSimulator(QuotaLoans):
         #: the run's GPU types (time-series columns per type when there are several)
         self._series_types = [types.index(t) if t in types else -1
                               for t in catalog.gpu_types] if len(catalog.gpu_types) > 1 else []
+        #: per VC type index: its index among the run's GPU types
+        self._run_type = [catalog.gpu_types.index(t) if t in catalog.gpu_types else -1 for t in types]
 
     @staticmethod
     def _own_pool_nodes(pools) -> list[range]:
@@ -183,6 +187,9 @@ class VCSimulator(QuotaLoans):
         """Result columns of the given jobs (all by default), see JobTable.results; with quota
         lending (or as the cluster-wide queue) also `ran_on_vc` and `reclaims`."""
         out = self.jobs.results(rows)
+        if self.type_time:
+            out.update(self.jobs.type_results(range(self.jobs.n) if rows is None else rows,
+                                              len(self._catalog.gpu_types)))
         if self.quota is not None:
             out.update(self._loan_results(range(self.jobs.n) if rows is None else rows))
         elif self._node_home is not None:
@@ -375,7 +382,7 @@ class VCSimulator(QuotaLoans):
         jobs.ckpt_time[j] = now
         jobs.version[j] += 1
         jobs.end_due[j] = -1
-        self.vc.release(j)
+        self._release(j, now)
         del self.running[j]
         self._enqueue(j)
         if self.vc.draining:
@@ -385,7 +392,7 @@ class VCSimulator(QuotaLoans):
         """Running job j completes at `now`, its end time recorded as `end` (default now; a policy
         that times jobs itself may say it finished earlier, e.g. mid-round)."""
         self.jobs.version[j] += 1
-        self._complete(j, now)
+        self._complete(j, now, end)
         if end is not None:
             self.jobs.end[j] = end
 
@@ -395,7 +402,7 @@ class VCSimulator(QuotaLoans):
         jobs = self.jobs
         if j in self.running:
             jobs.version[j] += 1
-            self.vc.release(j)
+            self._release(j, now)
             del self.running[j]
         else:
             g = jobs.gpu[j]
@@ -456,6 +463,9 @@ class VCSimulator(QuotaLoans):
             jobs.queue[j] += now - jobs.ckpt_time[j]
         jobs.first_node[j] = first_node
         jobs.num_nodes[j] = num_nodes
+        if self.type_time:
+            jobs.gpu_type[j] = self._run_type[self.vc.type_of[first_node]]
+            jobs.placed_at[j] = now
         if self.vc.res is not None:  # (jobs.parquet names a job's first GPU only where GPUs are shared)
             ids = self.vc.placement[j][0][1]
             jobs.first_gpu[j] = ids[0] if ids else -1
@@ -541,7 +551,7 @@ class VCSimulator(QuotaLoans):
         jobs.version[j] += 1
         jobs.end_due[j] = -1
         jobs.rate[j] = jobs.type_speed[j] = jobs.share_speed[j] = jobs.net_speed[j] = 1.0
-        self.vc.release(j)
+        self._release(j, now)
         del self.running[j]
         self._enqueue(j)
         if self.network is not None:
@@ -573,13 +583,13 @@ class VCSimulator(QuotaLoans):
         self.pending_gpus += g
         self.pending_small += g < self.small_below
 
-    def _complete(self, j: int, t: int) -> None:
+    def _complete(self, j: int, t: int, ran_until: int | None = None) -> None:
         jobs = self.jobs
         jobs.end[j] = t
         jobs.end_due[j] = -1
         jobs.remain[j] = 0
         self.policy.on_ending(self, j, t)
-        self.vc.release(j)
+        self._release(j, t if ran_until is None else ran_until)
         del self.running[j]
         self.finished += 1
         self.finished_log.append(j)
@@ -588,6 +598,19 @@ class VCSimulator(QuotaLoans):
             self._reprice(self.network.remove(j), t)
         if self.vc.draining:
             self._return_drained(t)
+
+    def _release(self, j: int, until: int) -> None:
+        """Running job j gives back its GPUs; where the run has several GPU types, the time it ran on
+        them (until `until`: now, or a round-based job's end mid-round) is booked to its type
+        (jobs.parquet's `run_s_<type>`)."""
+        if self.type_time:
+            jobs = self.jobs
+            held = jobs.type_held[j]
+            if held is None:
+                held = jobs.type_held[j] = {}
+            t = jobs.gpu_type[j]
+            held[t] = held.get(t, 0) + until - jobs.placed_at[j]
+        self.vc.release(j)
 
     def _finish_at(self, j: int, t: int) -> None:
         """Running job j, due at t, completes now (before the events of t are processed)."""

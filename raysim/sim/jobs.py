@@ -72,6 +72,11 @@ class JobTable:
         self.first_node: list[int] = []
         self.num_nodes: list[int] = []
         self.first_gpu: list[int] = []  # lowest GPU id of its latest placement on first_node (-1: none)
+        # runs with several GPU types: the run's type index of its latest placement, when that
+        # placement began, and the time it held each type (None: not yet; {type index: time})
+        self.gpu_type: list[int] = []
+        self.placed_at: list[int] = []
+        self.type_held: list = []
         # quota lending (raysim.quota.ledger): the lender whose nodes the latest run used (-1: the
         # job's own VC) and how often a lender's reclaim stopped the job
         self.ran_on: list[int] = []
@@ -129,7 +134,9 @@ class JobTable:
             getattr(self, name).extend([1.0] * k)
         self.run_order += [-1] * k
         self.shared += [False] * k
-        for name in ("start", "end", "first_node", "first_gpu", "end_due", "ckpt_time", "run_since", "ran_on"):
+        self.type_held += [None] * k
+        for name in ("start", "end", "first_node", "first_gpu", "end_due", "ckpt_time", "run_since", "ran_on",
+                     "gpu_type", "placed_at"):
             getattr(self, name).extend([UNSET] * k)
         for name in ("queue", "preemptions", "num_nodes", "attained", "version", "reclaims"):
             getattr(self, name).extend([0] * k)
@@ -142,6 +149,16 @@ class JobTable:
             if isinstance(col, list):
                 setattr(self, name, [col[j] for j in rows])
         self.n = len(rows)
+
+    def type_results(self, rows, types: int) -> dict[str, np.ndarray]:
+        """Per job of `rows`: `gpu_type` (the run's type index of its latest placement, -1: never
+        ran) and `held_<k>`, the clock time it held GPUs of type k, for each of the run's `types`."""
+        rows = list(rows)
+        out = {"gpu_type": np.array([self.gpu_type[j] for j in rows], dtype=np.int64)}
+        held = [self.type_held[j] or {} for j in rows]
+        for k in range(types):
+            out[f"held_{k}"] = np.array([h.get(k, 0) for h in held], dtype=np.int64)
+        return out
 
     def results(self, rows=None) -> dict[str, np.ndarray]:
         """Results of the given job indices (all by default) as numpy columns (-1 = not yet)."""
