@@ -70,28 +70,36 @@ def steps_table(res: HarvestResult) -> pa.Table:
 
 
 def jobs_table(res: HarvestResult) -> pa.Table:
-    """One row per task: submit, admission, completion, samples, costs, preemptions and rescales."""
+    """One row per task in raysim's result schema (raysim.report.schema): times in seconds since the
+    replay's start (a task submitted before it counts from it), start = admission; tasks are
+    elastic, so `gpu_num`, `duration` and the placement columns are null; then the harvest group
+    (name, samples, Pmax, preemption and rescale costs, rescales)."""
     tk = res.tasks
+    n = len(tk.names)
     arrive = np.maximum(res.tsub, 0.0)
+    started, done = ~np.isnan(res.admitted), ~np.isnan(res.finished)
+    label = pa.array(["harvest"] * n, pa.string()).dictionary_encode()
     return pa.table({
-        "job": tk.names,
-        "Tsub": tk.tsub_ns.astype("datetime64[ns]"),
-        "admitted": _times(res.t0_ns, res.admitted),
-        "finished": _times(res.t0_ns, res.finished),
-        "done": ~np.isnan(res.finished),
-        "wait_h": (res.admitted - arrive) / 3600,
-        "jct_h": (res.finished - arrive) / 3600,
-        "samples": res.samples,
-        "Pmax": tk.pmax,
-        "precost": res.precost,
-        "rescost": res.rescost,
-        "preemptions": res.preemptions,
-        "rescales": res.rescales,
+        "job_id": pa.array(np.arange(n, dtype=np.int64)),
+        "vc": label,
+        "user": pa.nulls(n, pa.string()),
+        "gpu_num": pa.nulls(n, pa.int32()),
+        "submit_time": pa.array(arrive),
+        "duration": pa.nulls(n, pa.int64()),
+        "start_time": pa.array(np.where(started, res.admitted, 0.0), mask=~started),
+        "end_time": pa.array(np.where(done, res.finished, 0.0), mask=~done),
+        "queue": pa.array(np.where(started, res.admitted - arrive, 0.0), mask=~started),
+        "jct": pa.array(np.where(done, res.finished - arrive, 0.0), mask=~done),
+        "preemptions": pa.array(np.asarray(res.preemptions, dtype=np.int32)),
+        "first_node": pa.nulls(n, pa.int32()),
+        "num_nodes": pa.nulls(n, pa.int32()),
+        "shared": pa.array(np.zeros(n, dtype=bool)),
+        "profiled": pa.array(np.zeros(n, dtype=bool)),
+        "finished": pa.array(done),
+        "task": pa.array(list(tk.names), pa.string()),
+        "samples": pa.array(res.samples),
+        "max_nodes": pa.array(tk.pmax),
+        "precost": pa.array(res.precost),
+        "rescost": pa.array(res.rescost),
+        "rescales": pa.array(res.rescales),
     })
-
-
-def _times(t0_ns: int, seconds: np.ndarray) -> pa.Array:
-    """Timestamps for `seconds` after t0, null where NaN."""
-    valid = ~np.isnan(seconds)
-    ts = to_datetime64(t0_ns, np.where(valid, seconds, 0.0))
-    return pa.array(ts, mask=~valid)

@@ -13,6 +13,9 @@ from raysim.report.timeseries import META_KEY
 from raysim.report.timeseries_write import timeseries_table
 from raysim.trace.schema import REQUEST_COLUMNS
 
+#: A Gavel trace's columns that jobs.parquet keeps (its `rounds` group, raysim.report.schema).
+ROUNDS_COLUMNS = ("job_type", "total_steps", "priority_weight")
+
 
 def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
     """One row per trace job, in trace order: inputs, start/end/queue/jct, preemptions, placement,
@@ -175,4 +178,5 @@ def _jobs_rows(trace: pa.Table, r: dict[str, np.ndarray]) -> pa.Table:
         "finished": pa.array(finished),
         **loans,
         **requests,
+        **{name: trace.column(name) for name in ROUNDS_COLUMNS if "total_steps" in trace.column_names},
     })

@@ -1,0 +1,115 @@
+"""The one result schema of jobs.parquet (docs/results.md), and its reader.
+
+Every run that replays jobs in time writes jobs.parquet with the COMMON columns, one row per job in
+trace order, plus the optional GROUPS its run has: several GPU types, requests beyond whole GPUs,
+quotas between VCs, round-based policies on Gavel's traces, harvesting. Times are seconds on the
+trace clock: integers, or floats where the simulator's clock is finer (round-based policies).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+#: Columns every jobs.parquet has: name -> what it holds.
+COMMON = {
+    "job_id": "the trace's job id",
+    "vc": "the VC the job was submitted to",
+    "user": "the submitting user (null where the trace has none)",
+    "gpu_num": "GPUs the job asks for",
+    "submit_time": "when it was submitted (s)",
+    "duration": "its duration in the trace (s; its work on the reference GPU type)",
+    "start_time": "when it first started (s; null: never)",
+    "end_time": "when it ended (s; null: did not finish)",
+    "queue": "time it spent waiting, before its first start and between runs (s)",
+    "jct": "end_time - submit_time (s; null: did not finish)",
+    "preemptions": "times a policy stopped it to run others",
+    "first_node": "the first node of its latest placement (null: never ran)",
+    "num_nodes": "nodes its latest placement spans",
+    "shared": "whether it ever shared GPUs with another job",
+    "profiled": "whether it went through Lucid's profiling stage",
+    "finished": "whether it finished",
+}
+
+#: Optional groups: name -> (when a run has it, its columns -> what they hold). A name ending in
+#: "_<type>" stands for one column per GPU type of the run.
+GROUPS = {
+    "gpu_types": ("the cluster has several GPU types", {
+        "gpu_type": "the GPU type of its latest placement (null: never ran)",
+        "run_s_<type>": "seconds it ran on GPUs of that type",
+    }),
+    "requests": ("jobs ask for GPU shares, CPU or memory (the Alibaba 2023 pods)", {
+        "gpu_milli": "milli of each GPU it asks (1000: whole GPUs)",
+        "cpu_milli": "CPU it asks (milli-cores)",
+        "memory_mib": "memory it asks (MiB)",
+        "first_gpu": "the lowest GPU id of its latest placement on its first node",
+    }),
+    "quota": ("quota=borrow or quota=global", {
+        "home_vc": "its own VC",
+        "ran_on_vc": "whose nodes its latest run used",
+        "reclaims": "times a lender's reclaim stopped it",
+    }),
+    "rounds": ("Gavel's traces (trace.format=gavel or rounds.generate)", {
+        "job_type": "its job type (a key of the throughput table)",
+        "total_steps": "steps it must run",
+        "priority_weight": "its priority weight",
+    }),
+    "harvest": ("idle-node harvesting (mode=harvest): tasks are elastic", {
+        "task": "the task's name",
+        "samples": "samples it processed",
+        "max_nodes": "the most nodes it may use (Pmax)",
+        "precost": "samples lost to preemptions",
+        "rescost": "samples lost to rescaling",
+        "rescales": "times its node count changed",
+    }),
+}
+
+
+def groups_of(names) -> list[str]:
+    """The optional groups a jobs table with columns `names` has (any of their columns present)."""
+    names = set(names)
+    out = []
+    for group, (_, columns) in GROUPS.items():
+        if any(_matches(c, names) for c in columns):
+            out.append(group)
+    return out
+
+
+def check_jobs(table: pa.Table) -> list[str]:
+    """Problems of a jobs table against the schema: missing common columns, a group present in
+    part, columns the schema does not know. Empty when it conforms."""
+    names = list(table.column_names)
+    problems = [f"missing column {c!r}" for c in COMMON if c not in names]
+    known = set(COMMON)
+    for group in groups_of(names):
+        for column in GROUPS[group][1]:
+            if not _matches(column, set(names)):
+                problems.append(f"group {group!r} lacks {column!r}")
+            known |= {n for n in names if _is(column, n)}
+    problems += [f"column {n!r} is not in the result schema (docs/results.md)" for n in names if n not in known]
+    return problems
+
+
+def read_jobs(path) -> pa.Table:
+    """A run's jobs.parquet (a file or its run folder), checked against the schema: a ValueError
+    naming the file and its first problem when it does not conform."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "jobs.parquet"
+    table = pq.read_table(path)
+    problems = check_jobs(table)
+    if problems:
+        raise ValueError(f"{path}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    return table
+
+
+def _is(column: str, name: str) -> bool:
+    if column.endswith("_<type>"):
+        return name.startswith(column[: -len("<type>")])
+    return name == column
+
+
+def _matches(column: str, names: set) -> bool:
+    return any(_is(column, n) for n in names)
