@@ -28,11 +28,11 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from raysim.errors import FAILURES, Failure, record_failure, user_error_message
-from raysim.paths import CONF_DIR, project_path
+from raysim.paths import CONF_DIR
 from raysim.quota.settings import refuse_old_name
+from raysim.resolvers import register_resolvers
 
-if not OmegaConf.has_resolver("raysim_path"):
-    OmegaConf.register_new_resolver("raysim_path", project_path)
+register_resolvers()
 
 # raysim's Hydra launcher (hydra/launcher=raysim_ray): importing it registers its config, and
 # main() registers the class, which an editable install hides from Hydra's own plugin scan.

@@ -41,7 +41,9 @@ def _run(hydra_context: HydraContext, task_function: TaskFunction, config: DictC
     import contextlib
     import io
 
-    import raysim.cli  # noqa: F401  (registers raysim's config resolvers in this worker)
+    from raysim.resolvers import register_resolvers
+
+    register_resolvers()  # raysim's config resolvers, in this worker
 
     out = io.StringIO()
 

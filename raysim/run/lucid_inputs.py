@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from typing import TYPE_CHECKING
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -12,8 +13,10 @@ from omegaconf import DictConfig, OmegaConf
 from raysim.errors import ConfigError
 from raysim.models.colocation import pair_table, workload_ids
 from raysim.models.forecast import load_forecast
-from raysim.runtime.spec import RunSpec
 from raysim.trace.load import Trace
+
+if TYPE_CHECKING:  # (raysim.runtime.spec imports the policies, whose Lucid imports this module)
+    from raysim.runtime.spec import RunSpec
 
 log = logging.getLogger("raysim")
 
