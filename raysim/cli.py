@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
 #: Ray's notices on a plain local start that say nothing the user must act on.
 RAY_NOTICES = {
     # Ray >= 2.59 turns on token authentication for the local Ray it starts (raysim's default runtime)
-    # and says so on every run; the README's "Running on a Ray cluster" explains it.
+    # and says so on every run; docs/runtime.md ("Running on a Ray cluster") explains it.
     "ray._private.authentication.authentication_token_setup": "Token authentication is enabled for this Ray cluster",
 }
 

@@ -308,7 +308,7 @@ def test_venus_real_and_fgd_openb_run_from_a_mirror_through_data_names(shared_di
         fgd = compose(config_name="config", overrides=["+experiment=fgd_openb", "fgd.plots=false"])
     assert venus.trace.path == "data:venus" and fgd.fgd.data_dir == "data:openb"
     row = run(venus, tmp_path / "venus")
-    assert (int(row["avg_jct"]), int(row["avg_queue"])) == (12609, 829)  # the reference's SRTF (README)
+    assert (int(row["avg_jct"]), int(row["avg_queue"])) == (12609, 829)  # the reference's SRTF (docs/lucid.md)
     report = json.loads((tmp_path / "venus" / "trace_report.json").read_text())
     used = {u["key"]: u for u in report["datasets"]}
     assert used["trace.path"]["dataset"] == "venus"

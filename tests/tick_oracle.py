@@ -1,6 +1,6 @@
 """A deliberately naive per-second model of the reference (Lucid) semantics, used only as a test oracle.
 
-It follows the reference simulator's semantics literally (README: "Two semantic modes"): one loop iteration per simulated second, a dict per job,
+It follows the reference simulator's semantics literally (docs/lucid.md: "Two semantic modes"): one loop iteration per simulated second, a dict per job,
 lists re-sorted every second. It is slow and simple on purpose, so that the event-driven engine can
 be checked against it job by job on small random traces.
 """

@@ -276,7 +276,7 @@ def warn_if_network_idle(network: dict, layout: dict) -> None:
     if demand <= float(network["nic_gbps"]):
         log.warning("sim.network=on changes nothing here: a full node of %d GPUs asks at most %g Gb/s "
                     "(gbps_per_gpu %g x duty %g per GPU) of its %g Gb/s NIC; raise network.gbps_per_gpu or "
-                    "network.duty, or lower network.nic_gbps (see README)", most, demand,
+                    "network.duty, or lower network.nic_gbps (see docs/configuration.md)", most, demand,
                     network["gbps_per_gpu"], network["duty"], network["nic_gbps"])
 
 

@@ -1,7 +1,7 @@
 """Semantic switches of the simulator: the clean defaults and the Lucid-compatible set.
 
 `compat=lucid` reproduces the published Lucid simulator job for job, defects included; every
-difference from the clean semantics is one named switch here (and one row in README's table).
+difference from the clean semantics is one named switch here (and one row in the table of docs/lucid.md).
 """
 
 from __future__ import annotations

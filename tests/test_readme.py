@@ -1,0 +1,309 @@
+"""Every command in README.md runs as written.
+
+The commands are those of README.md's ```bash blocks (each block one bash script, run with `set -e`
+from its first line to its last) and of its tables (each table row one script: the row's
+`raysim data fetch ...` commands, then its other `raysim ...`/`python -m raysim ...` commands). Each
+script runs in bash, as a user would type it, in a fresh scratch folder that stands for a checkout
+(`traces/` links to the repository's), with the checkout on PYTHONPATH and an empty data cache of its
+own (RAYSIM_DATA), so that what a command needs must come from the README itself. Three things
+differ from a user's machine, and only these:
+
+- `raysim` and `python -m raysim` go through a small shim (`bin/raysim`, `bin/python` first on PATH)
+  that appends `runtime=local` to simulation runs: in-process runs give byte-identical results
+  (docs/configuration.md) and save a Ray start-up per command. Not to the quick start's
+  `python -m raysim +experiment=venus`, which runs on Ray as written; not to a command that sets
+  `runtime=` itself; not to the FGD inflation experiment, which takes no runtime. Tools
+  (`raysim data|trace|models|report`) run unchanged.
+- Datasets come from a mirror (RAYSIM_DATA_MIRROR), not the public hosts: venus, lucid_profiles,
+  openb, gavel_throughputs and summit_nodes are the project's copies in ../shared (as in
+  tests/test_data.py: those scripts are marked `shared` and skip with a reason without it); helios,
+  philly and pai are tiny archives made here in the published layout (the readers' test traces) and
+  stand in for the real ones through a registry (RAYSIM_DATA_REGISTRY) that differs from raysim's
+  only in those three datasets' file hashes and sizes.
+- A placeholder of PLACEHOLDERS (`<file.trace>`) is replaced by a small file made in the scratch folder.
+
+Scripts that take minutes (SLOW) are marked `slow`. Scripts made only of ALLOWED commands (installing,
+the test suite itself, a Ray cluster: tests/test_cluster.py runs that one) are not run, and a test
+checks that no other command hides among them. Identical scripts run once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import SHARED
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+
+#: command prefixes that are not run here (installing; the test suite itself; a Ray cluster, which
+#: tests/test_cluster.py starts under the `cluster` marker)
+ALLOWED = ("pip install ", "python -m pytest ", "export RAY_AUTH_MODE=", "ray start ", "ray job submit ")
+#: scripts containing one of these take minutes: marked slow
+SLOW = ("+experiment=saturn_synth", "+experiment=helios_synth")
+#: run on Ray exactly as written (everything else gets runtime=local, see the module docstring)
+AS_WRITTEN = ("python -m raysim +experiment=venus",)
+#: placeholder -> file name made in the scratch folder (see make_placeholders)
+PLACEHOLDERS = {"<file.trace>": "gavel.trace"}
+#: dataset -> folder of ../shared holding its files (tests/test_data.py)
+SHARED_COPIES = {"venus": "traces/venus_sept", "lucid_profiles": "profiles", "openb": "traces/alibaba_gpu_2023",
+                 "gavel_throughputs": "references/gavel", "summit_nodes": "harvest"}
+SYNTHETIC = ("helios", "philly", "pai")
+TOOLS = ("data", "trace", "models", "report")
+
+
+@dataclass
+class Script:
+    where: str                       # README line of the block or row
+    text: str
+    datasets: list[str] = field(default_factory=list)
+
+    @property
+    def runs(self) -> bool:
+        return bool(re.search(r"(^|[;&|(]\s*)(python -m raysim|raysim) (?!(data|trace|models|report)\b)", self.text, re.M))
+
+
+def code_blocks(text: str) -> list[tuple[int, str]]:
+    """(line, body) of every ```bash block."""
+    out, lines, i = [], text.splitlines(), 0
+    while i < len(lines):
+        if lines[i].strip() == "```bash":
+            start, body = i + 1, []
+            i += 1
+            while lines[i].strip() != "```":
+                body.append(lines[i])
+                i += 1
+            out.append((start + 1, "\n".join(body)))
+        i += 1
+    return out
+
+
+def commands(body: str) -> list[str]:
+    """The commands of a block: continuation lines joined, comments and blank lines dropped."""
+    joined = re.sub(r"\\\n\s*", "", body)
+    return [line.split("  #")[0].strip() for line in joined.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def table_scripts(text: str) -> list[tuple[int, str]]:
+    """(line, script) of every table row holding raysim commands: fetches first, then the rest."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.startswith("|"):
+            continue
+        spans = [s for s in re.findall(r"`([^`]+)`", line) if s.startswith(("raysim ", "python -m raysim"))]
+        if spans:
+            fetch = [s for s in spans if s.startswith("raysim data fetch ")]
+            out.append((n, "\n".join(fetch + [s for s in spans if s not in fetch])))
+    return out
+
+
+def allowed(cmd: str) -> bool:
+    return cmd.startswith(ALLOWED)
+
+
+def readme_scripts() -> tuple[list[Script], list[tuple[int, list[str]]]]:
+    """(scripts to run, blocks not run) of README.md."""
+    text = README.read_text()
+    scripts, skipped, seen = [], [], set()
+    for line, body in code_blocks(text):
+        cmds = commands(body)
+        if any(allowed(c) for c in cmds):
+            skipped.append((line, cmds))
+            continue
+        scripts.append(Script(f"README.md:{line}", body))
+    scripts += [Script(f"README.md:{line}", body) for line, body in table_scripts(text)]
+    out = []
+    for s in scripts:
+        if s.text in seen:
+            continue
+        seen.add(s.text)
+        s.datasets = [name for m in re.finditer(r"raysim data fetch ([\w ]+)", s.text) for name in m.group(1).split()]
+        out.append(s)
+    return out, skipped
+
+
+SCRIPTS, SKIPPED = readme_scripts()
+
+
+def param(s: Script):
+    marks = []
+    if set(s.datasets) & set(SHARED_COPIES):
+        marks.append(pytest.mark.shared)
+    if any(k in s.text for k in SLOW):
+        marks.append(pytest.mark.slow)
+    first = s.text.strip().splitlines()[-1][:60]
+    return pytest.param(s, marks=marks, id=f"{s.where}:{first}")
+
+
+# --------------------------------------------------------------------------- the README as a whole
+
+def test_readme_is_a_short_guide():
+    assert len(README.read_text().splitlines()) <= 250
+
+
+def test_ci_runs_the_test_command_the_readme_gives():
+    ci = (REPO / ".ci" / "run").read_text()
+    main = next(line for line in ci.splitlines() if line.startswith("python -m pytest -m \"not slow"))
+    assert any(main in commands(body) for _, body in code_blocks(README.read_text())), main
+
+
+def test_blocks_not_run_hold_only_allowed_commands():
+    assert SKIPPED, "the install and Ray cluster blocks"
+    for line, cmds in SKIPPED:
+        assert all(allowed(c) for c in cmds), (line, [c for c in cmds if not allowed(c)])
+
+
+def test_every_experiment_is_in_the_table():
+    table = {s for _, s in table_scripts(README.read_text())}
+    for path in sorted((REPO / "conf" / "experiment").glob("*.yaml")):
+        assert any(re.search(rf"\+experiment={path.stem}(\s|$)", s) for s in table), path.stem
+
+
+def test_placeholders_are_known():
+    for s in SCRIPTS:
+        for p in re.findall(r"<[^>\s]+>", s.text):
+            assert p in PLACEHOLDERS, (s.where, p)
+
+
+@pytest.mark.parametrize("page", [README, REPO / "benchmarks" / "README.md", *sorted((REPO / "docs").glob("*.md"))],
+                         ids=lambda p: str(p.relative_to(REPO)))
+def test_relative_links_resolve(page):
+    for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue
+        assert (page.parent / target.split("#")[0]).exists(), (page.name, target)
+
+
+# --------------------------------------------------------------------------- running the commands
+
+SHIM = """#!{python}
+import os, sys
+REAL = {python!r}
+args = sys.argv[1:]
+if os.path.basename(sys.argv[0]) == "python":
+    if args[:2] != ["-m", "raysim"]:
+        os.execv(REAL, [REAL, *args])
+    args = args[2:]
+extra = os.environ.get("README_EXTRA", "").split()
+if (not args or args[0] in {tools!r} or any(a.startswith(("runtime=", "--help", "-h")) for a in args)
+        or "+experiment=fgd_openb" in args):
+    extra = []
+os.execv(REAL, [REAL, "-m", "raysim", *args, *extra])
+"""
+
+
+def sha(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+def targz(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, body in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            t.addfile(info, io.BytesIO(body))
+    return buf.getvalue()
+
+
+def synthetic_archives(tmp: Path) -> dict[str, dict[str, tuple[bytes, str]]]:
+    """dataset -> {registry file path: (bytes, unpack)}: the readers' test traces in the published layout."""
+    from test_readers_helios import write as write_helios
+    from test_readers_pai import write as write_pai
+    from test_readers_philly import write as write_philly
+
+    helios, philly, pai = write_helios(tmp / "helios"), write_philly(tmp / "philly"), write_pai(tmp / "pai")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for f in ("cluster_log.csv", "cluster_gpu_number.csv"):
+            z.writestr(f"data/Saturn/{f}", (helios / f).read_bytes())
+    return {
+        "helios": {"data.zip": (buf.getvalue(), "zip")},
+        "philly": {"trace-data.tar.gz": (targz({"trace-data/cluster_job_log": (philly / "cluster_job_log").read_bytes()}), "tar.gz")},
+        "pai": {"pai_job_table.tar.gz": (targz({"pai_job_table.csv": (pai / "pai_job_table.csv").read_bytes()}), "tar.gz"),
+                "pai_task_table.tar.gz": (targz({"pai_task_table.csv": (pai / "pai_task_table.csv").read_bytes()}), "tar.gz"),
+                "pai_machine_spec.tar.gz": (targz({"pai_machine_spec.csv": b"m1,2,V100,96,512,8\n"}), "tar.gz")},
+    }
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory):
+    """(bin folder with the shims, mirror folder, registry file); ../shared's datasets are copied
+    into the mirror on first use."""
+    root = tmp_path_factory.mktemp("readme")
+    bin_ = root / "bin"
+    bin_.mkdir()
+    for name in ("raysim", "python"):
+        (bin_ / name).write_text(SHIM.format(python=sys.executable, tools=TOOLS))
+        (bin_ / name).chmod(0o755)
+    mirror = root / "mirror"
+    registry = yaml.safe_load((REPO / "raysim" / "data" / "registry.yaml").read_text())
+    for name, files in synthetic_archives(root / "synthetic").items():
+        entries = []
+        for path, (body, unpack) in files.items():
+            (mirror / name).mkdir(parents=True, exist_ok=True)
+            (mirror / name / path).write_bytes(body)
+            entries.append({"path": path, "url": None, "size": len(body), "sha256": sha(body), "pinned": True,
+                            "unpack": unpack})
+        assert [e["path"] for e in entries] == [f["path"] for f in registry["datasets"][name]["files"]], name
+        registry["datasets"][name]["files"] = entries
+    (root / "registry.yaml").write_text(yaml.safe_dump(registry))
+    return bin_, mirror, root / "registry.yaml"
+
+
+def fill_mirror(mirror: Path, names) -> None:
+    from raysim.data import datasets
+
+    for name in names:
+        for f in datasets()[name].files:
+            dst = mirror / name / f.path
+            if not dst.exists():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(SHARED / SHARED_COPIES[name] / f.path, dst)
+
+
+def make_placeholders(folder: Path) -> None:
+    from test_gavel_experiment import write_trace
+
+    write_trace(folder / PLACEHOLDERS["<file.trace>"], [(20000, 1, 0.0), (40000, 2, 100.0), (10000, 8, 200.0),
+                                                        (5000, 4, 300.0)])
+
+
+@pytest.mark.parametrize("script", [param(s) for s in SCRIPTS])
+def test_readme_command_runs_as_written(script, sandbox, tmp_path, request):
+    bin_, mirror, registry = sandbox
+    shared = [d for d in script.datasets if d in SHARED_COPIES]
+    if shared:
+        request.getfixturevalue("shared_dir")  # skips with a reason without ../shared
+        fill_mirror(mirror, shared)
+    work = tmp_path / "checkout"
+    work.mkdir()
+    (work / "traces").symlink_to(REPO / "traces")
+    make_placeholders(work)
+    text = script.text
+    for placeholder, name in PLACEHOLDERS.items():
+        text = text.replace(placeholder, name)
+    env = {**os.environ, "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+           "RAYSIM_DATA": str(tmp_path / "cache"), "RAYSIM_DATA_MIRROR": str(mirror),
+           "RAYSIM_DATA_REGISTRY": str(registry), "MPLBACKEND": "Agg",
+           "README_EXTRA": "" if script.text.strip() in AS_WRITTEN else "runtime=local"}
+    env.pop("HYDRA_FULL_ERROR", None)
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=1800)
+    assert proc.returncode == 0, f"{script.where}\n{text}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+    if script.runs:
+        assert (work / "outputs").is_dir() or (work / "multirun").is_dir(), proc.stdout[-2000:]
