@@ -141,8 +141,8 @@ SCRIPTS, SKIPPED = readme_scripts()
 def param(s: Script):
     marks = []
     if set(s.datasets) & set(SHARED_COPIES):
-        marks.append(pytest.mark.shared)
-    if any(k in s.text for k in SLOW):
+        marks += [pytest.mark.shared, pytest.mark.slow]  # (3-6 s each: kept out of the main suite)
+    elif any(k in s.text for k in SLOW):
         marks.append(pytest.mark.slow)
     first = s.text.strip().splitlines()[-1][:60]
     return pytest.param(s, marks=marks, id=f"{s.where}:{first}")
