@@ -162,3 +162,12 @@ def test_round_based_policies_place_with_the_runs_placer(tmp_path):
     first = raysim("+experiment=gavel_hetero_demo", "runtime=local", f"hydra.run.dir={tmp_path / 'run2'}")
     jct = [pq.read_table(tmp_path / d / "jobs.parquet").column("jct").to_pylist() for d in ("run", "run2")]
     assert first.returncode == 0 and jct[0] == jct[1]
+
+
+def test_time_axes_follow_the_activity():
+    """A two-minute burst 145 days into the trace is drawn on minutes from its start, not on days."""
+    from raysim.report.plots import time_axis
+
+    origin, per, label = time_axis([145 * 86400.0, 145 * 86400.0 + 120])
+    assert (origin, per) == (145 * 86400.0, 60.0) and label == "simulated time (minutes since day 145.0 of the trace)"
+    assert time_axis([0.0, 10 * 86400.0])[1:] == (86400.0, "simulated time (days)")

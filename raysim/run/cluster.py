@@ -68,7 +68,9 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
                     if policy_class(spec.policy).times_jobs else "")
     if policy_class(spec.policy).times_jobs and cfg.rounds.get("window") is not None:
         summary = with_window_jct(summary, run_dir / "jobs.parquet", cfg.rounds.window)
-    write_plots(jobs, run_dir, summary, label=spec.policy, interval=int(cfg.sim.sample_interval))
+    title = f"{Path(trace.source).parent.name or trace.source}: {spec.policy} / {spec.placer}" + (
+        f" / quota={spec.quota.mode}" if spec.quota.mode != "none" else "")
+    write_plots(jobs, run_dir, summary, label=spec.policy, interval=int(cfg.sim.sample_interval), title=title)
     write_outputs(run_dir, summary, trace, spec, title=f"{spec.policy} / {spec.placer} / {cfg.sim.compat}")
     overall = summary[summary.vc == "all"].iloc[0].to_dict()
     print(to_markdown(summary, title=f"raysim: {spec.policy}, {cfg.sim.compat} semantics"))

@@ -9,14 +9,15 @@ from raysim.report.timeseries import cluster_series
 from raysim.report.summary import to_markdown
 
 
-def write_plots(jobs, run_dir: Path, summary, label: str, interval: int = 60) -> None:
+def write_plots(jobs, run_dir: Path, summary, label: str, interval: int = 60, title: str = "") -> None:
     """JCT CDF, queueing per VC, utilisation (per GPU type too) and pending jobs over time; with
     quota=borrow also the borrowed and lent GPU-hours per VC (time series sampled every `interval` s)."""
     from raysim.report.loans import has_loans, loans_plot
     from raysim.report.plots import run_plots
 
     series = run_dir / "timeseries.parquet"
-    run_plots(jobs.select(["jct"]).to_pandas(), cluster_series(series), summary, run_dir / "plots", label=label)
+    run_plots(jobs.select(["jct"]).to_pandas(), cluster_series(series), summary, run_dir / "plots", label=label,
+              title=title)
     if has_loans(series):
         loans_plot(series, run_dir / "plots" / "loans.png", interval)
 
