@@ -63,41 +63,47 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
 
 
 def mean_utilisation(series, spans: dict, column: str = "gpu_utilization") -> dict:
-    """Mean of `column` (`gpu_utilization`, or `gpu_utilization_<type>` in clusters of several GPU
-    types) of each VC over its grid samples at times within spans[vc] = (start, end). A VC without
-    GPUs of a type has utilisation 0 for it. A change-points file (raysim.report.timeseries) gives
-    the same mean, each row weighted by the grid times it stands for."""
+    """GPU utilisation of each VC over its span spans[vc] = (start, end): allocated GPU time over
+    available GPU time, from the samples at grid times within the span (`column`:
+    `gpu_utilization`, or `gpu_utilization_<type>` for the GPUs of one type, weighted by
+    `total_gpu_num[_<type>]`, so that GPUs on loan count while they are there). A VC without GPUs
+    of a type has utilisation 0 for it. A change-points file (raysim.report.timeseries) gives the
+    same figure, each row weighted by the grid times it stands for."""
+    gpus = "total_gpu_num" + column[len("gpu_utilization"):]
     if series_layout(series).changes:
-        return _weighted_utilisation(series, spans, column)
+        return _weighted_utilisation(series, spans, column, gpus)
     if isinstance(series, pa.Table):
-        batches = series.select(["vc", "time", column]).to_batches()
+        batches = series.select(["vc", "time", column, gpus]).to_batches()
     else:
-        batches = pq.ParquetFile(series).iter_batches(batch_size=1 << 18, columns=["vc", "time", column])
-    total, count = dict.fromkeys(spans, 0.0), dict.fromkeys(spans, 0)
+        batches = pq.ParquetFile(series).iter_batches(batch_size=1 << 18, columns=["vc", "time", column, gpus])
+    used, available, count = dict.fromkeys(spans, 0.0), dict.fromkeys(spans, 0.0), dict.fromkeys(spans, 0)
     for batch in batches:
         vc = batch.column(0)
         vc = vc if pa.types.is_dictionary(vc.type) else vc.dictionary_encode()
         codes = vc.indices.to_numpy(zero_copy_only=False)
-        time, util = batch.column(1).to_numpy(), batch.column(2).to_numpy()
+        time, util = batch.column(1).to_numpy(), batch.column(2).to_numpy().astype(np.float64)
+        total = batch.column(3).to_numpy().astype(np.float64)
         for code, name in enumerate(vc.dictionary.to_pylist()):
             if name not in spans:
                 continue
             start, end = spans[name]
             pick = (codes == code) & (time >= start) & (time <= end)
-            total[name] += float(util[pick].sum(dtype=np.float64))
+            used[name] += float(np.dot(util[pick], total[pick]))
+            available[name] += float(total[pick].sum())
             count[name] += int(pick.sum())
-    return {vc: total[vc] / count[vc] for vc in spans if count[vc]}
+    return {vc: used[vc] / available[vc] if available[vc] else 0.0 for vc in spans if count[vc]}
 
 
-def _weighted_utilisation(series, spans: dict, column: str) -> dict:
+def _weighted_utilisation(series, spans: dict, column: str, gpus: str) -> dict:
     interval = series_layout(series).interval
-    total, count = dict.fromkeys(spans, 0.0), dict.fromkeys(spans, 0)
-    for name, time, until, values in change_runs(series, [column]):
+    used, available, count = dict.fromkeys(spans, 0.0), dict.fromkeys(spans, 0.0), dict.fromkeys(spans, 0)
+    for name, time, until, values in change_runs(series, [column, gpus]):
         if name in spans:
-            weight = grid_count(time, until, *spans[name], interval)
-            total[name] += float(np.dot(values[column].astype(np.float64), weight))
-            count[name] += int(weight.sum())
-    return {vc: total[vc] / count[vc] for vc in spans if count[vc]}
+            weight = grid_count(time, until, *spans[name], interval) * values[gpus].astype(np.float64)
+            used[name] += float(np.dot(values[column].astype(np.float64), weight))
+            available[name] += float(weight.sum())
+            count[name] += int(grid_count(time, until, *spans[name], interval).sum())
+    return {vc: used[vc] / available[vc] if available[vc] else 0.0 for vc in spans if count[vc]}
 
 
 def markdown_table(df: pd.DataFrame) -> str:

@@ -23,7 +23,8 @@ def timeseries_table(per_vc: dict[str, dict[str, np.ndarray]]) -> pa.Table:
 
     Every VC must be sampled at the same times, so the cluster rows are plain sums (GPU-weighted
     means for the utilisation columns). Adds `gpu_utilization` (busy / total GPUs) and, in
-    clusters of several GPU types, one `gpu_utilization_<type>` per type. Consumes `per_vc`
+    clusters of several GPU types, one `gpu_utilization_<type>` per type; where VCs count GPU
+    shares (`used_gpu_milli`), `gpu_utilization` is the allocated GPU milli over the GPUs. Consumes `per_vc`
     column by column to keep memory down.
     """
     names = list(per_vc)
@@ -56,9 +57,12 @@ def timeseries_table(per_vc: dict[str, dict[str, np.ndarray]]) -> pa.Table:
         out[col] = pa.array(np.stack([b.pop(col) for b in blocks], axis=1).ravel())
     for suffix in [""] + [c[len("total_gpu_num"):] for c in columns if c.startswith("total_gpu_num_")]:
         tot = out["total_gpu_num" + suffix].to_numpy()
-        idle = out["idle_gpu_num" + suffix].to_numpy()
+        if not suffix and "used_gpu_milli" in out:  # GPU shares: allocated milli, not GPUs with a share
+            allocated = out["used_gpu_milli"].to_numpy() / 1000.0
+        else:
+            allocated = tot - out["idle_gpu_num" + suffix].to_numpy()
         busy = np.zeros(len(codes))
-        np.divide(tot - idle, tot, out=busy, where=tot > 0)
+        np.divide(allocated, tot, out=busy, where=tot > 0)
         out["gpu_utilization" + suffix] = pa.array(busy.astype(np.float32))
     return pa.table(out)
 
