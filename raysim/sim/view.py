@@ -1,0 +1,355 @@
+"""What a policy sees of one VC and what it may do there: the view half of the VC simulator.
+
+`PolicyView` is a mixin of raysim.sim.engine.VCSimulator: the read-only state a policy may use
+(free and total GPUs, per type too, demands, remaining work, attained service) and the actions it
+may take (start a job, on a given placement or on a GPU type, preempt, share, end a lease, finish,
+drop, set a rate factor, borrow or lend a node), with the progress-rate arithmetic they need.
+raysim.policy.base.VIEW lists everything a policy may read or call (a test enforces it). The
+simulator's own loop, feeding and bookkeeping stay in raysim.sim.engine.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+from raysim.sim.demand import Demand
+from raysim.sim.jobs import DROPPED
+
+NEVER = math.inf
+
+
+class PolicyView:
+    """The policy-facing half of VCSimulator (see the module docs); relies on the simulator's state
+    (`jobs`, `vc`, `placer`, `policy`, `params`, `pending`, `running`, ...)."""
+
+    # ------------------------------------------------------------------ what policies see
+    # Policies receive this simulator as their view and act on it only through the actions below;
+    # raysim.policy.base.VIEW lists everything a policy may read or call (a test enforces it).
+    @property
+    def free_gpus(self) -> int:
+        """Idle GPUs of the VC, all types together."""
+        return self.vc.free_gpus
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs of the VC, all types together."""
+        return self.vc.total_gpus
+
+    @property
+    def max_node_gpus(self) -> int:
+        """GPUs of the VC's largest node."""
+        return self.vc.max_node_gpus
+
+    @property
+    def num_nodes(self) -> int:
+        """Nodes the VC has now (loans included)."""
+        return self.vc.num_nodes
+
+    def gpu_quota(self):
+        """(per job, indexable by job index, the GPUs it occupies; the VC's GPUs) in one unit:
+        GPUs (`jobs.gpu`, `total_gpus`), or, where GPU shares are counted, GPU milli (a share of a
+        GPU is its milli, a CPU-only job none), so that sums are exact."""
+        jobs = self.jobs
+        if self.vc.res is None:
+            return jobs.gpu, self.vc.total_gpus
+        return [g * m for g, m in zip(jobs.gpu, jobs.gpu_milli)], self.vc.total_gpus * 1000
+
+    def free_by_type(self) -> dict[str, int]:
+        """Idle GPUs per GPU type."""
+        return dict(zip(self.vc.types, self.vc.type_free))
+
+    def gpus_by_type(self) -> dict[str, int]:
+        """GPUs per GPU type (of the nodes the VC has now)."""
+        return dict(zip(self.vc.types, self.vc.type_total))
+
+    def demand(self, j: int) -> Demand:
+        """What job j asks of the placer: its GPU count, allowed GPU types and speed per type (and
+        with CPU, memory and GPU shares counted, its GPU milli, CPU, memory and shape)."""
+        jobs = self.jobs
+        c, p = jobs.constraint[j], jobs.speed_profile[j]
+        types, speed = self._allowed[c] if c >= 0 else None, self._speeds[p] if p >= 0 else None
+        if self.vc.res is None:
+            return Demand(jobs.gpu[j], types, speed)
+        return Demand(jobs.gpu[j], types, speed, jobs.gpu_milli[j], jobs.cpu_milli[j], jobs.mem_mib[j], jobs.shape[j])
+
+    # ------------------------------------------------------------------ actions for policies
+    def try_start(self, j: int, now: int) -> bool:
+        """Place job j now if the placer finds GPUs; returns whether it started."""
+        jobs, vc = self.jobs, self.vc
+        g = jobs.gpu[j]
+        if vc.res is None:
+            if g > vc.free_gpus:
+                return False
+            if jobs.constraint[j] < 0 and jobs.speed_profile[j] < 0:  # the common case: one Demand per size
+                demand = self._plain_demand.get(g) or self._plain_demand.setdefault(g, Demand(g))
+            else:
+                demand = self.demand(j)
+        elif g > vc.free_gpus and jobs.gpu_milli[j] >= 1000:  # (a share may fit a GPU that is not free)
+            return False
+        else:
+            demand = self.demand(j)
+        alloc = self.placer.select(vc, demand)
+        if alloc is None:
+            return False
+        self.start_on(j, alloc, now)
+        return True
+
+    def start_on(self, j: int, alloc: list[tuple], now: int) -> None:
+        """Start pending job j on a placement: (node, GPU count) pairs, all of one allowed GPU type
+        (with CPU, memory and GPU shares counted, an entry may name its GPUs: (node, count, GPU ids))."""
+        jobs, vc = self.jobs, self.vc
+        g = jobs.gpu[j]
+        if not vc.single_type:
+            t = vc.type_of[alloc[0][0]]
+            c = jobs.constraint[j]
+            if any(vc.type_of[e[0]] != t for e in alloc) or c >= 0 and t not in self._allowed[c]:
+                raise AssertionError(f"{self.name}: placement {alloc} breaks job {j}'s GPU-type constraint")
+        if vc.res is None:
+            vc.allocate(j, alloc, jobs.util_milli[j], jobs.gmem[j])
+        else:
+            vc.allocate(j, alloc, jobs.util_milli[j], jobs.gmem[j], (jobs.gpu_milli[j], jobs.cpu_milli[j], jobs.mem_mib[j]))
+        if self.quota is not None:
+            jobs.ran_on[j] = self._ran_on(alloc)
+        del self.pending[j]
+        self.pending_gpus -= g
+        self.pending_small -= g < self.small_below
+        self.running[j] = None
+        p = jobs.speed_profile[j]
+        if p >= 0:
+            jobs.type_speed[j] = self._speeds[p][vc.type_of[alloc[0][0]]]
+            jobs.rate[j] = jobs.type_speed[j] * jobs.share_speed[j] * jobs.net_speed[j]
+        self._started(j, now, alloc[0][0], len(alloc))
+        if self.network is not None:
+            self._reprice(self.network.add(j, vc.placement[j]), now)
+
+    def start_on_type(self, j: int, gpu_type: str, now: int) -> None:
+        """Start pending job j on free GPUs of `gpu_type`, which the caller counted: the placer's
+        choice among them, else (the placer finds no placement it likes, e.g. a consolidating one
+        on fragmented nodes) free GPUs node by node in scan order. For policies that allocate GPUs
+        by count per type (round-based ones, as Gavel's mechanism does)."""
+        vc, g = self.vc, self.jobs.gpu[j]
+        k = vc.types.index(gpu_type)
+        demand = Demand(g, frozenset((k,))) if vc.res is None else self.demand(j)._replace(types=frozenset((k,)))
+        alloc = self.placer.select(vc, demand) or self._free_of_type(k, g)
+        if alloc is None:
+            raise AssertionError(f"{self.name}: job {j} asks {g} {gpu_type} GPUs; fewer are free")
+        self.start_on(j, alloc, now)
+
+    def _free_of_type(self, k: int, g: int) -> list[tuple] | None:
+        """`g` free GPUs of type index `k`, node by node in scan order (None: fewer are free)."""
+        vc, alloc = self.vc, []
+        draining = vc.draining
+        for node in vc.order:
+            if vc.type_of[node] != k or vc.free[node] <= 0 or node in draining:
+                continue
+            take = min(vc.free[node], g)
+            alloc.append((node, take))
+            g -= take
+            if not g:
+                return alloc
+        return None
+
+    def end_lease(self, j: int, now: int) -> None:
+        """Running job j gives its GPUs back and waits again, at no cost and without counting a
+        preemption: for policies that time jobs themselves (`Policy.times_jobs`), whose leases end
+        by design (a round-based policy's round)."""
+        jobs = self.jobs
+        jobs.ckpt_time[j] = now
+        jobs.version[j] += 1
+        jobs.end_due[j] = -1
+        self._release(j, now)
+        del self.running[j]
+        self._enqueue(j)
+        if self.vc.draining:
+            self._return_drained(now)
+
+    def finish(self, j: int, now: int, end: int | None = None) -> None:
+        """Running job j completes at `now`, its end time recorded as `end` (default now; a policy
+        that times jobs itself may say it finished earlier, e.g. mid-round)."""
+        self.jobs.version[j] += 1
+        self._complete(j, now, end)
+        if end is not None:
+            self.jobs.end[j] = end
+
+    def drop(self, j: int, now: int) -> None:
+        """Job j (pending or running) leaves unfinished: its record says it never ended (a
+        round-based job whose micro-tasks kept failing, as Gavel drops it)."""
+        jobs = self.jobs
+        if j in self.running:
+            jobs.version[j] += 1
+            self._release(j, now)
+            del self.running[j]
+        else:
+            g = jobs.gpu[j]
+            del self.pending[j]
+            self.pending_gpus -= g
+            self.pending_small -= g < self.small_below
+        jobs.end_due[j] = -1
+        jobs.end[j] = DROPPED
+        self.finished += 1
+        self.finished_log.append(j)
+        self.policy.on_complete(self, j)
+
+    def share(self, j: int, host: int, now: int, speed: float, host_speed: float,
+              pair_util: float, pair_gmem: float) -> None:
+        """Start pending job j on the GPUs of running job `host`; their sharing factors become
+        `speed` and `host_speed` (their speeds as a pair, relative to running alone)."""
+        jobs = self.jobs
+        self.vc.share(j, host, jobs.util_milli[j], jobs.gmem[j], int(round(pair_util * 1000)), pair_gmem)
+        del self.pending[j]
+        self.pending_gpus -= jobs.gpu[j]
+        self.pending_small -= jobs.gpu[j] < self.small_below
+        self.running[j] = None
+        p = jobs.speed_profile[j]
+        if p >= 0:
+            jobs.type_speed[j] = self._speeds[p][self.vc.gpu_type_of(host)]
+        jobs.share_speed[j] = speed
+        jobs.rate[j] = jobs.type_speed[j] * speed * jobs.net_speed[j]
+        jobs.shared[j] = jobs.shared[host] = True
+        jobs.ran_on[j] = jobs.ran_on[host]
+        self._started(j, now, jobs.first_node[host], jobs.num_nodes[host])
+        self.set_rate_factor(host, "share", host_speed, now)
+
+    def borrow_node(self, pool=None) -> bool:
+        """Add a node on loan to this VC (shaped like `pool`; default its first pool). Returns
+        whether a node was added (under reference naming a second temporary node is refused)."""
+        return self.vc.add_node(self.params.reference_node_naming, pool)
+
+    def lend_node(self) -> bool:
+        """Give away an idle node (a borrowed one first); returns False when none is idle."""
+        return self.vc.lend_node(self.params.reference_node_naming)
+
+    def borrowed_idle(self) -> bool:
+        """Whether a node this VC holds on loan is idle."""
+        return self.vc.borrowed_idle()
+
+    def joinable(self, host: int) -> bool:
+        """Whether a job may join running job `host` on its GPUs (not while one of its nodes is
+        being drained)."""
+        draining = self.vc.draining
+        return not draining or not any(node in draining for node, _ in self.vc.placement[host])
+
+    def _started(self, j: int, now: int, first_node: int, num_nodes: int) -> None:
+        jobs = self.jobs
+        if jobs.start[j] < 0:
+            jobs.start[j] = now
+            jobs.queue[j] = now - jobs.submit[j]
+        else:
+            jobs.queue[j] += now - jobs.ckpt_time[j]
+        jobs.first_node[j] = first_node
+        jobs.num_nodes[j] = num_nodes
+        if self.type_time:
+            jobs.gpu_type[j] = self._run_type[self.vc.type_of[first_node]]
+            jobs.placed_at[j] = now
+        if self.vc.res is not None:  # (jobs.parquet names a job's first GPU only where GPUs are shared)
+            ids = self.vc.placement[j][0][1]
+            jobs.first_gpu[j] = ids[0] if ids else -1
+        jobs.run_since[j] = now
+        jobs.run_order[j] = self._starts
+        self._starts += 1
+        if self.policy.times_jobs:  # the policy ends the job (finish / end_lease), no completion event
+            jobs.end_due[j] = NEVER
+            return
+        if self.countdown:
+            due = self._due(jobs.remain[j], jobs.rate[j], now)
+        else:
+            due = now + jobs.duration[j]
+        jobs.end_due[j] = due
+        heapq.heappush(self._completions, (due, jobs.version[j], j))
+
+    def set_rate_factor(self, j: int, factor: str, value: float, now: int) -> None:
+        """Set one named factor of running job j's progress rate from the next second on:
+        "type" (speed of its GPU type), "share" (slowdown from a GPU partner) or "network" (NIC
+        contention). The rate is their product, so the mechanisms compose."""
+        jobs = self.jobs
+        col = {"type": jobs.type_speed, "share": jobs.share_speed, "network": jobs.net_speed}[factor]
+        col[j] = value
+        self._set_rate(j, jobs.type_speed[j] * jobs.share_speed[j] * jobs.net_speed[j], now)
+
+    def _set_rate(self, j: int, rate: float, now: int) -> None:
+        """Running job j progresses at `rate` from the next second on."""
+        jobs = self.jobs
+        if jobs.rate[j] == rate:
+            return
+        jobs.remain[j] = self._remain_at(j, now)
+        jobs.run_since[j] = now
+        jobs.rate[j] = rate
+        jobs.version[j] += 1
+        due = self._due(jobs.remain[j], rate, now)
+        jobs.end_due[j] = due
+        heapq.heappush(self._completions, (due, jobs.version[j], j))
+
+    def _reprice(self, affected, now: int) -> None:
+        """New progress rates for running jobs whose network contention changed."""
+        for j in sorted(affected):
+            if j in self.running:
+                self.set_rate_factor(j, "network", self.network.rate(j), now)
+
+    def _due(self, work, rate: float, since: int) -> int:
+        """Completion time of `work` seconds of work done at `rate` from `since` on.
+
+        With countdown_lag (Lucid) the reference subtracts the rate once per second starting the
+        second after `since` and ends the job the second after the remainder drops to <= 0; its
+        floating-point subtractions are replayed exactly (numpy's accumulate is sequential).
+        """
+        lag = self.params.countdown_lag
+        if rate == 1.0:
+            return since + math.ceil(work) + lag
+        if lag:
+            steps = np.subtract.accumulate(np.concatenate(([work], np.full(int(work / rate) + 3, rate))))
+            return since + int(np.argmax(steps <= 0)) + lag
+        return since + math.ceil(work / rate - 1e-9)
+
+    def _remain_at(self, j: int, now: int):
+        """Remaining work of running job j after the progress of second `now`."""
+        jobs = self.jobs
+        work, rate, elapsed = jobs.remain[j], jobs.rate[j], now - jobs.run_since[j]
+        if rate == 1.0:
+            return work - elapsed
+        if self.params.countdown_lag:
+            return float(np.subtract.accumulate(np.concatenate(([work], np.full(elapsed, rate))))[-1])
+        return work - rate * elapsed
+
+    def preempt(self, j: int, now: int) -> None:
+        """Stop running job j: it checkpoints, frees its GPUs and waits again (pays the overhead)."""
+        jobs = self.jobs
+        jobs.preemptions[j] += 1
+        self._stop(j, now, self.policy.preempt_overhead(jobs.gpu[j]))
+
+    def _stop(self, j: int, now: int, overhead: int | None) -> None:
+        """Running job j frees its GPUs and waits again: it will continue its remaining work plus
+        `overhead` seconds, or, with None, restart from the beginning."""
+        jobs = self.jobs
+        jobs.ckpt_time[j] = now
+        jobs.attained[j] = self.attained(j, now)
+        jobs.remain[j] = jobs.duration[j] if overhead is None else self._remain_at(j, now) + overhead
+        jobs.version[j] += 1
+        jobs.end_due[j] = -1
+        jobs.rate[j] = jobs.type_speed[j] = jobs.share_speed[j] = jobs.net_speed[j] = 1.0
+        self._release(j, now)
+        del self.running[j]
+        self._enqueue(j)
+        if self.network is not None:
+            self._reprice(self.network.remove(j), now)
+        if self.vc.draining:
+            self._return_drained(now)
+
+    def remaining(self, j: int, now: int) -> int:
+        """Seconds of work job j still has at time `now` (after that second's progress)."""
+        jobs = self.jobs
+        due = jobs.end_due[j]
+        if due < 0:
+            return jobs.remain[j]
+        if jobs.rate[j] == 1.0 and type(jobs.remain[j]) is int:
+            return due - now - self.params.countdown_lag  # whole seconds at full speed
+        return self._remain_at(j, now)
+
+    def attained(self, j: int, now: int) -> int:
+        """GPU-seconds of service job j has received by time `now`."""
+        jobs = self.jobs
+        if jobs.end_due[j] < 0:
+            return jobs.attained[j]
+        return jobs.attained[j] + jobs.gpu[j] * (now - jobs.run_since[j])
