@@ -125,12 +125,16 @@ def run_harvest(cfg: DictConfig, run_dir: Path) -> dict:
     return summary
 
 
-#: (summary key, label, format) of the table a harvest run prints.
+#: (summary key, label, format) of the table a harvest run prints, each with its unit.
 TABLE = (("jobs_finished", "tasks finished", "{:,}"), ("jobs_total", "tasks", "{:,}"),
-         ("makespan_h", "makespan (h)", "{:,.2f}"), ("efficiency", "efficiency (net / gross samples)", "{:.3f}"),
-         ("total_samples", "samples", "{:,.0f}"), ("harvested_fraction", "idle node-hours used", "{:.3f}"),
-         ("idle_node_hours", "idle node-hours", "{:,.1f}"), ("preemptions", "preemptions", "{:,}"),
-         ("rescales", "rescales", "{:,}"), ("replay_h", "replayed (h)", "{:,.2f}"))
+         ("makespan_h", "makespan (h)", "{:,.2f}"),
+         ("efficiency", "efficiency (net / gross samples)", "{:.3f}"),
+         ("total_samples", "samples", "{:,.0f}"),
+         ("busy_node_hours", "node-hours used by tasks (node-h)", "{:,.1f}"),
+         ("idle_node_hours", "idle node-hours (node-h)", "{:,.1f}"),
+         ("harvested_fraction", "idle node-hours used (% of idle node-hours)", "{:.1%}"),
+         ("preemptions", "preemptions", "{:,}"), ("rescales", "rescales", "{:,}"),
+         ("replay_h", "replayed (h)", "{:,.2f}"))
 
 
 def summary_markdown(summary: dict) -> str:
