@@ -132,7 +132,7 @@ def refuse_unused(cfg: DictConfig, overrides=None) -> None:
     why = WHY[mode]
     for text in command_line_overrides() if overrides is None else overrides:
         key = override_key(text)
-        top = key.split(".", 1)[0]
+        top = key.split(".", 1)[0].split("/", 1)[0]  # hydra/launcher=... is Hydra's
         if top not in used and top != "experiment":
             raise ConfigError(key, why.get(top, why["*"]))
     defaults = root_defaults()
