@@ -130,6 +130,9 @@ def test_harvest_prints_its_table_and_results_path(shared_dir, tmp_path, capsys)
     out = capsys.readouterr().out
     assert "| tasks finished | 10 |" in out
     assert f"| efficiency (net / gross samples) | {summary['efficiency']:.3f} |" in out
+    # units named: the fraction of idle node-hours used is a percentage, node-hours say so
+    assert f"| idle node-hours used (% of idle node-hours) | {summary['harvested_fraction']:.1%} |" in out
+    assert "| idle node-hours (node-h) |" in out
     assert out.rstrip().endswith(f"results: {tmp_path / 'run'}")
 
 

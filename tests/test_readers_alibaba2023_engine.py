@@ -262,8 +262,8 @@ def test_convert_round_trip_gives_the_same_run(tmp_path, capsys):
     out = tmp_path / "out"
     assert trace_main(["convert", str(tmp_path / "data"), "--format", "alibaba2023", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert ("wrote 8 jobs, 1 VCs (25 GPUs in 6 node pools) to " + str(out) +
-            ": jobs.parquet, layout.csv, pods.parquet (skipped 1 rows)") in printed
+    assert ("wrote 8 jobs, 1 VC (25 GPUs in 6 node pools) to " + str(out) +
+            ": jobs.parquet, layout.csv, pods.parquet (skipped 1 row)") in printed
     assert "skipped 1 row(s): filtered: duration 0" in printed
     assert not (out / "vc_config.csv").exists()
     assert read_layout_csv(out / "layout.csv") == {"openb": POOLS}

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from omegaconf import DictConfig
 
 from raysim.errors import ConfigError, UserError
-from raysim.run.unused import refuse_overrides
+from raysim.run.unused import refuse_unused
 from raysim.harvest.engine import HarvestParams, HarvestResult, simulate
 from raysim.harvest.metrics import jobs_table, steps_table, summarize
 from raysim.harvest.replay import load_node_log, slice_events
@@ -60,6 +60,9 @@ def check_harvest_config(cfg: DictConfig) -> None:
     from raysim.harvest.allocators import ALLOCATORS
     from raysim.run.config import boolean, choice, integer, number
 
+    if cfg.get("harvest") is None:
+        raise ConfigError("harvest", "mode=harvest needs a `harvest:` config section; run e.g. "
+                          "`python -m raysim +experiment=harvest_summit`")
     number(cfg, "harvest.tfwd", above=0)
     integer(cfg, "harvest.max_jobs", minimum=1)
     integer(cfg, "harvest.start_row", minimum=0)
@@ -90,7 +93,7 @@ def params_from(h: DictConfig) -> HarvestParams:
 
 def run_harvest(cfg: DictConfig, run_dir: Path) -> dict:
     """Replay the node log of `cfg.harvest` and write its results into `run_dir`; return the summary."""
-    refuse_overrides(("placer",), "a harvesting replay gives whole nodes to elastic tasks, not GPUs by a placer")
+    refuse_unused(cfg)  # any setting of a trace replay or of the FGD experiment (raysim.run.unused)
     h = cfg.get("harvest")
     if h is None:
         raise ConfigError("harvest", "mode=harvest needs a `harvest:` config section; run e.g. "
@@ -100,7 +103,7 @@ def run_harvest(cfg: DictConfig, run_dir: Path) -> dict:
     base = original_cwd()
     log_path = resolve_data(h.node_log, "node_log", base)
     tasks_path = resolve_data(h.tasks, "tasks", base)
-    check_harvest_config(cfg)
+    check_harvest_config(cfg)  # (raysim.run.run checked it before anything was resolved)
     start_time = h.get("start_time")
     try:
         start_ns = None if start_time is None else int(np.datetime64(str(start_time), "ns").astype(np.int64))
@@ -122,12 +125,16 @@ def run_harvest(cfg: DictConfig, run_dir: Path) -> dict:
     return summary
 
 
-#: (summary key, label, format) of the table a harvest run prints.
+#: (summary key, label, format) of the table a harvest run prints, each with its unit.
 TABLE = (("jobs_finished", "tasks finished", "{:,}"), ("jobs_total", "tasks", "{:,}"),
-         ("makespan_h", "makespan (h)", "{:,.2f}"), ("efficiency", "efficiency (net / gross samples)", "{:.3f}"),
-         ("total_samples", "samples", "{:,.0f}"), ("harvested_fraction", "idle node-hours used", "{:.3f}"),
-         ("idle_node_hours", "idle node-hours", "{:,.1f}"), ("preemptions", "preemptions", "{:,}"),
-         ("rescales", "rescales", "{:,}"), ("replay_h", "replayed (h)", "{:,.2f}"))
+         ("makespan_h", "makespan (h)", "{:,.2f}"),
+         ("efficiency", "efficiency (net / gross samples)", "{:.3f}"),
+         ("total_samples", "samples", "{:,.0f}"),
+         ("busy_node_hours", "node-hours used by tasks (node-h)", "{:,.1f}"),
+         ("idle_node_hours", "idle node-hours (node-h)", "{:,.1f}"),
+         ("harvested_fraction", "idle node-hours used (% of idle node-hours)", "{:.1%}"),
+         ("preemptions", "preemptions", "{:,}"), ("rescales", "rescales", "{:,}"),
+         ("replay_h", "replayed (h)", "{:,.2f}"))
 
 
 def summary_markdown(summary: dict) -> str:

@@ -7,6 +7,10 @@ no blocking, and each job that fits on one node first looks for a partner: the f
 it, whose share scores sum to <= `max_share_score` and whose priority is at least the job's /
 `partner_priority_ratio`. Partners progress at their measured pair speeds. No preemption or
 migration.
+
+Ablations (docs/lucid_ablations.md): `packing=False` never packs (the switch stays off: blocking
+exclusive placement in priority order throughout); profiler.nodes=0 runs no profiling stage
+(raysim.run.lucid_inputs).
 """
 
 from __future__ import annotations
@@ -24,12 +28,16 @@ class Lucid(Policy):
 
     def __init__(self, params, *, memory_mb: float, switch_period_s: int, max_share_score: int,
                  partner_priority_ratio: float, packing_threshold: float, forecast_bins: int,
-                 pairs: dict | None = None, forecast: dict | None = None, switch: PackingSwitch | None = None):
+                 packing: bool = True, pairs: dict | None = None, forecast: dict | None = None,
+                 switch: PackingSwitch | None = None):
         """`pairs`: pair speeds by workload ids (see pair_speeds); the packing switch comes from
-        `forecast` (raysim.models.forecast.load_forecast) or is given as `switch`."""
+        `forecast` (raysim.models.forecast.load_forecast) or is given as `switch`; `packing=False`:
+        a switch that is always off (no job ever shares GPUs)."""
         super().__init__(params)
         self.pairs = pairs or {}
         self.period_s = int(switch_period_s)
+        if not packing:
+            switch = PackingSwitch(initial=False)
         self.switch = switch or packing_switch(forecast, threshold=packing_threshold, bins=int(forecast_bins),
                                                period_s=self.period_s)
         self.memory_mb = memory_mb

@@ -107,23 +107,44 @@ def _weighted_utilisation(series, spans: dict, column: str, gpus: str) -> dict:
 
 
 def markdown_table(df: pd.DataFrame) -> str:
-    """A Markdown table: averages with one decimal, utilisation with three, other numbers as integers."""
+    """A Markdown table rounded for people (summary.csv keeps full precision): see `cell`."""
     cols = list(df.columns)
     out = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
     for _, r in df.iterrows():
-        cells = []
-        for c in cols:
-            v = r[c]
-            if isinstance(v, str):
-                cells.append(v)
-            elif pd.isna(v):
-                cells.append("")
-            elif str(c).startswith("gpu_utilization"):
-                cells.append(f"{v:.3f}")
-            else:
-                cells.append(f"{v:,.1f}" if str(c).startswith("avg") else f"{v:,.0f}")
-        out.append("| " + " | ".join(cells) + " |")
+        out.append("| " + " | ".join(cell(r[c], str(c)) for c in cols) + " |")
     return "\n".join(out)
+
+
+def plural(n: int, noun: str) -> str:
+    """'1 VC', '15 VCs', '1,080 GPUs'."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+#: Column name endings of times in seconds or hours (besides the averages): one decimal.
+TIME_SUFFIXES = ("_s", "_h")
+
+
+def cell(v, column: str = "") -> str:
+    """One value of a table for people: text as is, missing empty; utilisation with three decimals;
+    averages and times (avg_*, *_s, *_h) with one decimal and thousands separators;
+    counts and other whole numbers as integers; any other number (a fraction, a percentage) to three
+    significant digits, or as an integer from 1,000 on."""
+    if isinstance(v, str):
+        return v
+    if v is None or pd.isna(v):
+        return ""
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v)).lower()
+    if isinstance(v, (int, np.integer)):
+        return f"{v:,}"
+    v = float(v)
+    if column.startswith("gpu_utilization"):
+        return f"{v:.3f}"
+    if column.startswith("avg") or column.endswith(TIME_SUFFIXES):
+        return f"{v:,.1f}"
+    if v == int(v) or abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
 
 
 def to_markdown(summary: pd.DataFrame, title: str = "") -> str:

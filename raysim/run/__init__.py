@@ -8,7 +8,9 @@
 - `raysim.harvest.run.run_harvest`: an idle-node harvesting replay.
 - `raysim.sharing.run.run_fgd`: the FGD placement ("inflation") experiment under GPU sharing.
 
-Before any of them reads an input, every ``data:NAME[/FILE]`` value of the config is resolved to the
+Before any of them reads an input, `check_settings` checks the whole config: every setting the run
+uses has a valid value, and every setting it does not use is refused (raysim.run.unused), each in one
+line naming the key. Then every ``data:NAME[/FILE]`` value of the config is resolved to the
 cached dataset (`raysim.data.resolve_config`); what was resolved is recorded under ``datasets`` in the
 run's trace_report.json.
 """
@@ -27,6 +29,7 @@ from raysim.quota.settings import refuse_old_name
 def run(cfg: DictConfig, run_dir: Path) -> dict:
     """Run the experiment described by `cfg`, writing every result into `run_dir`; return its summary."""
     refuse_old_name(cfg.keys())  # e.g. a `sharing:` key in an experiment file
+    check_settings(cfg)  # before any input is resolved or read
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     from raysim.data import resolve_config
@@ -45,6 +48,38 @@ def record_datasets(run_dir: Path, used: list[dict]) -> None:
     data = json.loads(report.read_text()) if report.exists() else {}
     data["datasets"] = used
     report.write_text(json.dumps(data, indent=2))
+
+
+def check_settings(cfg: DictConfig) -> None:
+    """The whole config of a run checked before anything is read: a ConfigError naming the first
+    setting the mode (or, in cluster mode, the policy, runtime, ...) does not use, or the first
+    bad value of one it uses."""
+    from raysim.run.unused import refuse_unused, refuse_unused_by_run
+
+    mode = cfg.get("mode")
+    if mode == "rounds":
+        raise ConfigError("mode", "round-based policies run in cluster mode now: drop mode=rounds "
+                          "(+experiment=gavel_trace, docs/gavel.md)", "rounds")
+    if mode not in ("cluster", "harvest", "fgd"):
+        raise ConfigError("mode", "must be one of cluster, harvest, fgd", mode)
+    if mode == "fgd":
+        from raysim.sharing.run import refuse_moved
+
+        refuse_moved(cfg)
+    refuse_unused(cfg)
+    if mode == "cluster":
+        from raysim.run.config import check_cluster_config
+
+        refuse_unused_by_run(cfg)
+        check_cluster_config(cfg)
+    elif mode == "harvest":
+        from raysim.harvest.run import check_harvest_config
+
+        check_harvest_config(cfg)
+    else:
+        from raysim.sharing.run import check_fgd_config
+
+        check_fgd_config(cfg)
 
 
 def _run_mode(cfg: DictConfig, run_dir: Path) -> dict:

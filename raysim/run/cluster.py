@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 
 from raysim.errors import ConfigError
 from raysim.policy import policy_class
-from raysim.report.summary import summarize, to_markdown
+from raysim.report.summary import plural, summarize, to_markdown
 from raysim.run.config import check_cluster_config, estimates_from_config, load_from_config, spec_from_config
 from raysim.run.outputs import write_outputs, write_plots
 from raysim.run.simulate import simulate_to, vc_groups
@@ -92,11 +92,6 @@ def with_window_jct(summary, jobs_path: Path, window):
     summary = summary.copy()
     summary["avg_jct_window"] = summary.vc.map(means)
     return summary
-
-
-def plural(n: int, noun: str) -> str:
-    """'1 VC', '15 VCs'."""
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def gpu_counts(gpus: dict) -> str:

@@ -103,7 +103,8 @@ def check_cluster_config(cfg: DictConfig) -> None:
         number(cfg, "estimator.negative_to")
     if name == "lucid":
         for key in ("profiler.nodes", "profiler.time_limit", "profiler.factor"):
-            integer(cfg, key, minimum=0)
+            integer(cfg, key, minimum=0)  # profiler.nodes=0: no profiling stage
+        boolean(cfg, "policy.packing")  # false: the ablation "packing off"
 
 
 def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:

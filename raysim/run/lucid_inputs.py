@@ -26,7 +26,8 @@ def lucid_inputs(cfg: DictConfig, trace: Trace, spec: RunSpec) -> tuple[RunSpec,
     the profiler's settings) and the per-job extra inputs (workload ids, share scores)."""
     prof = cfg.profiler
     layout = dict(spec.layout)
-    for vc in prof.take_from or []:
+    profiling = int(prof.nodes) > 0  # profiler.nodes=0: no profiling stage, jobs go straight to their VCs
+    for vc in (prof.take_from or []) if profiling else []:
         if vc not in layout:
             raise ConfigError("profiler.take_from", f"VC {vc!r} is not in the VC layout {sorted(layout)}", vc)
         first, *rest = layout[vc]
@@ -34,7 +35,7 @@ def lucid_inputs(cfg: DictConfig, trace: Trace, spec: RunSpec) -> tuple[RunSpec,
             raise ConfigError("profiler.take_from", f"VC {vc!r} has {sum(p.nodes for p in layout[vc])} node(s), "
                               "too few to give one", vc)
         layout[vc] = (dataclasses.replace(first, nodes=first.nodes - 1), *rest)
-    if prof.lender is not None and prof.lender not in layout:
+    if profiling and prof.lender is not None and prof.lender not in layout:
         raise ConfigError("profiler.lender", f"not in the VC layout {sorted(layout)}", prof.lender)
     forecast = None
     if cfg.forecast.source == "file":
@@ -47,16 +48,24 @@ def lucid_inputs(cfg: DictConfig, trace: Trace, spec: RunSpec) -> tuple[RunSpec,
     ids, keys = workload_ids(trace.table)
     pairs = pair_speeds_for(cfg, trace, keys)
     scores = share_scores(trace, cfg.profiles.single)
-    donor = next(iter(prof.take_from or []), None) or next(iter(layout))
-    pool = dataclasses.replace(spec.layout[donor][0], nodes=int(prof.nodes))
-    settings = {"params": spec.params, "pool": pool, "time_limit": int(prof.time_limit),
-                "factor": int(prof.factor), "lender": prof.lender, "forecast": forecast,
-                "scaling": OmegaConf.to_container(prof.scaling, resolve=True)}
+    settings = None
+    if profiling:
+        donor = next(iter(prof.take_from or []), None) or next(iter(layout))
+        pool = dataclasses.replace(spec.layout[donor][0], nodes=int(prof.nodes))
+        settings = {"params": spec.params, "pool": pool, "time_limit": int(prof.time_limit),
+                    "factor": int(prof.factor), "lender": prof.lender, "forecast": forecast,
+                    "scaling": OmegaConf.to_container(prof.scaling, resolve=True)}
     spec = dataclasses.replace(spec, layout=layout, profiler=settings,
                                policy_options={**spec.policy_options, "pairs": pairs, "forecast": forecast})
-    log.info("lucid: profiler pool of %d node(s) from %s, lender %s; %d measured pairs over %d workloads; "
-             "forecast %s", prof.nodes, list(prof.take_from or []), prof.lender, len(pairs), len(keys),
-             cfg.forecast.path if forecast else "none (packing always on)")
+    packing = spec.policy_options.get("packing", True)
+    if profiling:
+        profiler_text = (f"profiler pool of {int(prof.nodes)} node(s) from {list(prof.take_from or [])}, "
+                         f"lender {prof.lender}")
+    else:
+        profiler_text = "no profiler (profiler.nodes=0: jobs go straight to their VCs, which keep their nodes)"
+    log.info("lucid: %s; %d measured pairs over %d workloads; forecast %s; packing %s", profiler_text, len(pairs),
+             len(keys), cfg.forecast.path if forecast else "none",
+             "off (policy.packing=false)" if not packing else "by the forecast" if forecast else "always on")
     return spec, {"workload": ids, "share_score": scores}
 
 

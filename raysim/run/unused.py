@@ -1,15 +1,79 @@
-"""Settings a mode has no use for, given on the command line, are refused in one line naming them."""
+"""Every setting is used or refused: a setting the run has no use for is a ConfigError naming it
+(one line, exit status 2), raised before anything is read.
+
+Two tables say what a run uses:
+
+- `MODES`: the top-level config keys and groups each mode reads (`mode: cluster`, `harvest`, `fgd`).
+  Any other key that differs from the root defaults (conf/config.yaml and its default groups) is
+  refused, wherever it was set (command line or experiment file), and so is a command-line override
+  naming one, even to its default value (`runtime=ray` in the FGD experiment).
+- `policy_unused`: in cluster mode, settings only some runs use (`profiler.*` only under
+  policy=lucid, `rounds.*` mechanism settings only under round-based policies, `estimator.*` only
+  for policies that rank by estimates, `network.*` only with sim.network=on, `ray.*` only with
+  runtime=ray, ...). These are refused when given on the command line of a single run: experiment
+  files legitimately prepare them for the policies one may pick (+experiment=venus names Lucid's
+  profiling pool for every policy), and a multirun sweeping policies gives its overrides to runs
+  that use them and runs that do not (`-m policy=qssf,srtf estimator.source=oracle`).
+"""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
 from raysim.errors import ConfigError
+
+#: Keys every mode reads (or Hydra owns).
+SHARED = ("mode", "data", "hydra")
+#: The config keys and groups each mode reads; the others must keep their root defaults.
+CLUSTER_KEYS = ("seed", "trace", "sim", "network", "estimator", "ray", "profiler", "forecast", "profiles",
+                "rounds", "cluster", "policy", "placer", "runtime", "quota")
+MODES = {"cluster": CLUSTER_KEYS, "harvest": ("harvest",), "fgd": ("fgd", "seed")}
+#: Why a mode refuses what it does not use (per key where it helps; "*": any other key).
+WHY = {
+    "fgd": {"*": "the FGD inflation experiment (+experiment=fgd_openb) does not use it: it places pods without "
+                 "a clock; +experiment=openb replays them in time under policies, placers, quotas and runtimes"},
+    "harvest": {"*": "a harvesting replay (mode=harvest, +experiment=harvest_summit) does not use it: it gives "
+                     "whole idle nodes to elastic tasks as harvest.* says",
+                "seed": "a harvesting replay (mode=harvest) is deterministic: it draws no random numbers"},
+    "cluster": {"harvest": "used by harvesting replays only (mode=harvest, +experiment=harvest_summit)",
+                "fgd": "used by the FGD inflation experiment only (mode=fgd, +experiment=fgd_openb)",
+                "*": "not a setting of trace replays (mode=cluster)"},
+}
+#: Config groups chosen by name (`policy=tiresias`): a different choice is refused as the group.
+CHOICE_KEYS = {"policy": "name", "placer": "name", "runtime": "name", "quota": "mode"}
+#: Settings of the round mechanism (rounds.*) that only round-based policies read; rounds.generate,
+#: rate_jobs_per_hour and reference_type make Gavel's jobs for any policy.
+ROUND_ONLY = ("round_s", "reset_min_s", "type_order", "lp_method", "window", "job_type_column", "job_type_map")
 
 
 def command_line_overrides() -> list[str]:
     """Hydra's command-line overrides of this run (none outside a Hydra run)."""
     from hydra.core.hydra_config import HydraConfig
 
-    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    if not HydraConfig.initialized():
+        return []
+    # as typed: an override's own interpolation (trace.path=${oc.env:X}) is the run's to resolve
+    return [str(o) for o in OmegaConf.to_container(HydraConfig.get().overrides.task, resolve=False)]
+
+
+def in_multirun() -> bool:
+    """Whether this is one job of a Hydra multirun."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
+def override_key(text: str) -> str:
+    """`policy.overhead_s` of `+policy.overhead_s=3`."""
+    return str(text).lstrip("+~").split("=", 1)[0]
+
+
+def covers(prefix: str, key: str) -> bool:
+    """Whether dotted `key` is `prefix` or lies under it."""
+    return key == prefix or key.startswith(prefix + ".")
 
 
 def refuse_overrides(unused, why: str, overrides=None) -> None:
@@ -17,6 +81,123 @@ def refuse_overrides(unused, why: str, overrides=None) -> None:
     that sets a config group or key of `unused` (e.g. "placer" covers `placer=fgd` and
     `placer.type_order=...`); `why` says what the mode does instead."""
     for text in command_line_overrides() if overrides is None else overrides:
-        key = str(text).lstrip("+~").split("=", 1)[0]
-        if key.split(".", 1)[0] in unused:
+        key = override_key(text)
+        if any(covers(prefix, key) for prefix in unused):
             raise ConfigError(key, why)
+
+
+@lru_cache(maxsize=1)
+def root_defaults() -> DictConfig:
+    """conf/config.yaml with its default groups (cluster, policy, placer, runtime, quota), as a run
+    gets it with no override."""
+    from raysim.paths import CONF_DIR
+
+    root = OmegaConf.load(CONF_DIR / "config.yaml")
+    groups = {}
+    for entry in root.get("defaults", []):
+        if isinstance(entry, str):  # _self_
+            continue
+        for group, name in entry.items():
+            groups[group] = OmegaConf.load(CONF_DIR / group / f"{name}.yaml")
+    base = {k: v for k, v in root.items() if k not in ("defaults", "hydra")}
+    return OmegaConf.merge(OmegaConf.create(base), groups)
+
+
+def _plain(node):
+    if isinstance(node, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(node, resolve=False)
+    return node
+
+
+def first_difference(value, default, key: str):
+    """(dotted key, value) of the first setting under `key` where `value` differs from `default`, or None."""
+    value, default = _plain(value), _plain(default)
+    if isinstance(value, dict) and isinstance(default, dict):
+        for k in list(value) + [k for k in default if k not in value]:
+            found = first_difference(value.get(k), default.get(k), f"{key}.{k}")
+            if found:
+                return found
+        return None
+    return None if value == default else (key, value)
+
+
+def refuse_unused(cfg: DictConfig, overrides=None) -> None:
+    """The mode's table (`MODES`): a ConfigError naming the first command-line override (default:
+    this run's) that sets a key the mode does not use, or else the first such key whose value differs
+    from the root defaults. An unknown mode is left to the mode check."""
+    mode = cfg.get("mode")
+    if mode not in MODES:
+        return
+    used = set(MODES[mode]) | set(SHARED)
+    why = WHY[mode]
+    for text in command_line_overrides() if overrides is None else overrides:
+        key = override_key(text)
+        top = key.split(".", 1)[0].split("/", 1)[0]  # hydra/launcher=... is Hydra's
+        if top not in used and top != "experiment":
+            raise ConfigError(key, why.get(top, why["*"]))
+    defaults = root_defaults()
+    for top in cfg.keys():
+        if top in used:
+            continue
+        choice = CHOICE_KEYS.get(top)
+        mine, theirs = cfg.get(top), defaults.get(top)
+        if choice and isinstance(mine, DictConfig) and mine.get(choice) != theirs.get(choice):
+            raise ConfigError(top, why.get(top, why["*"]), mine.get(choice))
+        found = first_difference(mine, theirs, top)
+        if found:
+            key, value = found
+            if isinstance(value, (dict, list)):
+                raise ConfigError(key, why.get(top, why["*"]))
+            raise ConfigError(key, why.get(top, why["*"]), value)
+
+
+def policy_unused(cfg: DictConfig) -> dict[str, str]:
+    """Cluster-mode settings this run does not use -> why (dotted prefixes: "profiler" covers
+    profiler.nodes)."""
+    from raysim.policy import POLICIES
+
+    name = cfg.policy.name
+    cls = POLICIES.get(name)
+    if cls is None:  # an unknown policy: its own check says so
+        return {}
+    out = {}
+    if name != "lucid":
+        for key in ("profiler", "forecast", "profiles"):
+            out[key] = f"used by policy=lucid only (its profiling pool, packing forecast and pair speeds), not {name}"
+    else:
+        if cfg.policy.get("packing", True) is False:
+            for key in ("policy.packing_threshold", "policy.forecast_bins", "policy.switch_period_s"):
+                out[key] = "policy.packing=false: Lucid never packs, so its packing switch is not read"
+        if str(cfg.profiler.get("nodes")) == "0":
+            for key in ("profiler.time_limit", "profiler.factor", "profiler.take_from", "profiler.lender",
+                        "profiler.scaling"):
+                out[key] = "profiler.nodes=0: no profiling stage, jobs go straight to their VCs"
+    if not cls.times_jobs:
+        for key in ROUND_ONLY:
+            out[f"rounds.{key}"] = f"a setting of round-based policies (docs/gavel.md); {name} is event-driven"
+    if not cls.needs_estimate:
+        out["estimator"] = (f"{name} is round-based and reads no duration estimates" if cls.times_jobs else
+                            f"{name} reads no duration estimates (qssf and lucid do)")
+    if cfg.sim.get("network") not in ("on", True):
+        out["network"] = "used with sim.network=on only"
+    if cfg.runtime.get("name") != "ray":
+        out["ray"] = f"used with runtime=ray only (this run: runtime={cfg.runtime.get('name')})"
+    quota = cfg.quota.get("mode") if cfg.get("quota") is not None else "none"
+    if quota != "borrow":
+        out["quota.period_s"] = out["quota.reclaim"] = f"used with quota=borrow only (this run: quota={quota})"
+    return out
+
+
+def refuse_unused_by_run(cfg: DictConfig, overrides=None) -> None:
+    """Cluster mode: a ConfigError naming the first command-line override (default: this single
+    run's; none in a multirun, see the module doc) of a setting `policy_unused` lists."""
+    if overrides is None:
+        if in_multirun():
+            return
+        overrides = command_line_overrides()
+    unused = policy_unused(cfg)
+    for text in overrides:
+        key = override_key(text)
+        for prefix, why in unused.items():
+            if covers(prefix, key):
+                raise ConfigError(key, why)

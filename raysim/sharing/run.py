@@ -7,8 +7,9 @@ arrived GPU workload), `fgd_summary.csv` (the curves at 100 % and 130 %, failure
 
 The experiment has no clock: pods are placed on the resource state by FGD's scored policies
 (raysim.placement.scored), and nothing else of a trace replay applies. A setting it does not use
-(a scheduling policy, a placer, quotas between VCs, a runtime, trace options, ...) given on the command
-line is refused in one line naming it. Pods in time, under any policy and placer, are
+(a scheduling policy, a placer, quotas between VCs, a runtime, trace options, ...), given on the
+command line or differing from the root defaults, is refused in one line naming it
+(raysim.run.unused). Pods in time, under any policy and placer, are
 `+experiment=openb`.
 """
 
@@ -23,7 +24,7 @@ from omegaconf import DictConfig
 
 from raysim.errors import ConfigError
 from raysim.paths import original_cwd
-from raysim.run.unused import refuse_overrides
+from raysim.run import unused
 from raysim.report.summary import markdown_table
 from raysim.sharing.inflation import load_openb, run_inflation, workload_name
 
@@ -33,25 +34,29 @@ DATA_HELP = ("The Alibaba GPU 2023 trace (openb) is public: github.com/alibaba/c
              "the openb_pod_list_*.csv files.")
 
 
-#: Config groups and keys of a trace replay that the inflation experiment has no use for.
-UNUSED = ("policy", "placer", "runtime", "quota", "trace", "cluster", "sim", "network", "estimator",
-          "ray", "profiler", "forecast", "profiles")
 #: Former keys of the timed experiment, now `+experiment=openb`.
 MOVED = {"timed": "the timed experiment is +experiment=openb now",
          "backfill": "a backfilling queue is policy=fifo_backfill of +experiment=openb now",
          "speedup": "compressed arrivals are +trace.reader_options.speedup=N of +experiment=openb now"}
 
 
-def refuse_unused(cfg: DictConfig, overrides=None) -> None:
-    """A ConfigError naming the first setting the inflation experiment does not use: one of
-    `overrides` (default: Hydra's command-line overrides of this run) that sets UNUSED, or a
-    former timed-experiment key in `fgd`."""
+def refuse_moved(cfg: DictConfig) -> None:
+    """A ConfigError naming a former timed-experiment key in `fgd`, or a missing `fgd` section."""
+    if cfg.get("fgd") is None:
+        raise ConfigError("fgd", "mode=fgd needs an `fgd:` config section; run e.g. "
+                          "`python -m raysim +experiment=fgd_openb`")
     for key, why in MOVED.items():
         if key in cfg.fgd:
             raise ConfigError(f"fgd.{key}", why)
-    refuse_overrides(UNUSED, "the FGD inflation experiment (+experiment=fgd_openb) does not use it: it places pods "
-                             "without a clock; +experiment=openb replays them in time under policies, placers, "
-                             "quotas and runtimes", overrides)
+
+
+def refuse_unused(cfg: DictConfig, overrides=None) -> None:
+    """A ConfigError naming the first setting the inflation experiment does not use (a former
+    timed-experiment key in `fgd`, or any setting of a trace replay: raysim.run.unused's table for
+    mode=fgd), given in `overrides` (default: Hydra's command-line overrides of this run) or differing
+    from the root defaults."""
+    refuse_moved(cfg)
+    unused.refuse_unused(cfg, overrides)
 
 
 def run_fgd(cfg: DictConfig, run_dir: Path) -> dict:

@@ -93,8 +93,11 @@ def _convert(args) -> int:
     gpus = sum(trace.vc_gpus().values())
     shape = (f"at {DEFAULT_GPUS_PER_NODE} per node" if trace.layout is None
              else f"in {sum(len(pools) for pools in trace.layout.values())} node pools")
-    print(f"wrote {trace.table.num_rows} jobs, {len(trace.vc_nodes)} VCs ({gpus} GPUs {shape}) to {folder}: "
-          f"{', '.join(files)} (skipped {trace.report.total} rows)")
+    from raysim.report.summary import plural
+
+    print(f"wrote {plural(trace.table.num_rows, 'job')}, {plural(len(trace.vc_nodes), 'VC')} "
+          f"({plural(gpus, 'GPU')} {shape}) to {folder}: {', '.join(files)} "
+          f"(skipped {plural(trace.report.total, 'row')})")
     return 0
 
 

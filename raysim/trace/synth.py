@@ -403,8 +403,10 @@ def main(argv=None, prog: str = "python -m raysim.trace.synth") -> int:
     load = offered_load(table, vc_nodes, args.days, gpus_per_node)
     gpus = sum(vc_nodes.values()) * gpus_per_node
     total = sum(load[v] * n for v, n in vc_nodes.items()) * gpus_per_node / gpus
-    print(f"wrote {table.num_rows} jobs, {len(vc_nodes)} VCs, {gpus} GPUs, offered load {total:.2f} "
-          f"to {folder}")
+    from raysim.report.summary import plural
+
+    print(f"wrote {plural(table.num_rows, 'job')}, {plural(len(vc_nodes), 'VC')}, {plural(gpus, 'GPU')}, "
+          f"offered load {total:.2f} to {folder}")
     return 0
 
 
