@@ -36,9 +36,14 @@ ON_DATA = {
 NO_JOBS = {"fgd_openb": "allo.csv"}
 
 
+#: experiments of modes without a runtime (they refuse runtime=)
+NO_RUNTIME = {"harvest_summit", "harvest_summit_full", "fgd_openb"}
+
+
 def run_experiment(name: str, overrides, out):
+    local = [] if name in NO_RUNTIME else ["runtime=local"]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        cfg = compose(config_name="config", overrides=[f"+experiment={name}", "runtime=local", *overrides])
+        cfg = compose(config_name="config", overrides=[f"+experiment={name}", *local, *overrides])
     return run(cfg, out)
 
 

@@ -119,6 +119,7 @@ class RayExecutor:
         self.group_cls = ray.remote(num_cpus=actor_cpus, max_restarts=0)(_GroupActor)
         self.prof_cls = ray.remote(num_cpus=actor_cpus, max_restarts=0)(_ProfilerActor)
         self.actors: list = []
+        self.pids: list[int] = []
         self.profiler = None
 
     def start(self, groups):
@@ -132,6 +133,8 @@ class RayExecutor:
         self.profiler = profilers[0]
         ray.get([a.reset.remote(self.spec, vcs) for a, vcs in zip(self.actors, groups)]
                 + [self._reset_stage(self.profiler)])
+        #: each group's actor process, named when a window of it looks hung (to inspect it)
+        self.pids = ray.get([a.pid.remote() for a in self.actors])
 
     def _reset_stage(self, actor):
         """Ref of `actor` starting the profiler stage afresh."""
@@ -180,7 +183,7 @@ class RayExecutor:
         the window's end or None); GroupLost if the actor died. The state lives in the object store,
         owned by the driver, so it outlives the actor."""
         out_ref, state_ref = handle
-        waited = self._wait(out_ref, f"VC group {g} ({','.join(self.groups[g])})")
+        waited = self._wait(out_ref, f"VC group {g} ({','.join(self.groups[g])}; process {self.pids[g]})")
         if waited is None:
             ray.kill(self.actors[g], no_restart=True)
             raise GroupLost(g, TimeoutError(f"no result after {self.lost_after_s:g} s (ray.lost_after_s)"))
@@ -224,6 +227,7 @@ class RayExecutor:
             ray.get(actor.restore.remote(state))
         self.actors[g] = actor
         _pool()["groups"][g] = actor
+        self.pids[g] = ray.get(actor.pid.remote())
 
     def finish(self, g, end):
         return ray.get(self.actors[g].finish.remote(end))
