@@ -23,7 +23,6 @@ from dataclasses import replace
 import numpy as np
 
 from raysim.policy.base import NEVER, Policy
-from raysim.rounds import lp
 from raysim.rounds.mechanism import MicroTask, RoundState
 from raysim.rounds.policies import round_policy
 
@@ -53,14 +52,13 @@ class RoundBased(Policy):
         super().__init__(params)
         if inputs is None:
             raise TypeError(f"policy {self.name!r} needs the run's round inputs (RoundBased.prepare)")
-        self.allocator = round_policy(self.name, seed=params.seed, **constants)
+        self.allocator = round_policy(self.name, seed=params.seed, lp_method=lp_method, **constants)
         self.inputs = inputs
         types = inputs.types
         from raysim.rounds.inputs import index_of
 
         order = index_of(types, type_order, "rounds.type_order") if type_order else list(range(len(types)))
         reference = index_of(types, [reference_type], "rounds.reference_type")[0] if reference_type else order[0]
-        self.lp_method = lp_method
         self.state = RoundState(self.allocator, len(types), rates=inputs.rates, steps=inputs.steps,
                                 weight=inputs.weight, arrival=inputs.arrival, round_s=round_s,
                                 reset_min_s=reset_min_s, order=order, reference=reference, seed=params.seed,
@@ -163,8 +161,7 @@ class RoundBased(Policy):
         if self.capacity is None:
             gpus = view.gpus_by_type()
             self.capacity = np.array([gpus.get(name, 0) for name in self.inputs.types])
-        with lp.method(self.lp_method):
-            chosen = state.choose(now, self.capacity)
+        chosen = state.choose(now, self.capacity)
         keep = {}
         for combo, k in chosen:
             for seq in combo:

@@ -5,9 +5,10 @@ a max-min. Gavel's base constraints are always added: x >= 0, sum_j s_j x_jk <= 
 and sum_k x_jk <= 1 (a job runs at most all of the time).
 
 Which optimum: many of these LPs have a whole face of optimal allocations. Gavel's simulator takes
-the point its interior-point solver (ECOS) returns; :data:`SOLVER` ``"ipm"`` (the default) runs
-HiGHS's interior-point method without crossover, which also returns a point inside the optimal face,
-``"simplex"`` returns a vertex (docs/gavel.md compares the two). Solve times accumulate in
+the point its interior-point solver (ECOS) returns; method ``"ipm"`` (the default; a policy's
+``lp_method``, from ``rounds.lp_method``) runs HiGHS's interior-point method without crossover, which
+also returns a point inside the optimal face, ``"simplex"`` returns a vertex (docs/gavel.md compares
+the two). Solve times accumulate in
 :data:`SOLVE_TIME` so runs can report them.
 """
 
@@ -26,21 +27,8 @@ from scipy.linalg import lapack
 
 #: Seconds spent building and solving LPs, and the number solved, since reset_solve_time().
 SOLVE_TIME = {"seconds": 0.0, "lps": 0}
-#: "ipm" (interior point, no crossover) or "simplex".
-SOLVER = {"method": "ipm"}
-
-
-@contextlib.contextmanager
-def method(name: str):
-    """Solve with `name` ("ipm" or "simplex") inside the block; the previous method after it."""
-    if name not in ("ipm", "simplex"):
-        raise ValueError(f"rounds.lp_method must be ipm or simplex, not {name!r}")
-    saved = SOLVER["method"]
-    SOLVER["method"] = name
-    try:
-        yield
-    finally:
-        SOLVER["method"] = saved
+#: The LP methods: "ipm" (interior point, no crossover) or "simplex".
+METHODS = ("ipm", "simplex")
 
 
 def reset_solve_time() -> None:
@@ -48,10 +36,10 @@ def reset_solve_time() -> None:
 
 
 def max_min(coefficients: np.ndarray, scale: np.ndarray, gpus: np.ndarray,
-            method: str | None = None) -> tuple[np.ndarray, float]:
+            method: str = "ipm") -> tuple[np.ndarray, float]:
     """Maximise min_j sum_k c_jk x_jk under the base constraints; returns (x, the optimal minimum).
-    `method` overrides :data:`SOLVER` for this LP (``"simplex"``: the optimum to machine precision,
-    where the interior point without crossover stops up to a few 1e-3 below it).
+    `method`: one of METHODS (``"simplex"``: the optimum to machine precision, where the interior
+    point without crossover stops up to a few 1e-3 below it).
 
     Built column by column (the hot LP of the fairness policies): x_jk has s_j in capacity row k, 1
     in time row j and -c_jk in level row j; the last column, t, has 1 in every level row."""
@@ -80,7 +68,7 @@ def _max_min_structure(m: int, n: int):
     return arrays
 
 
-def max_min_rows(level, a_ub, b_ub) -> tuple[np.ndarray, float]:
+def max_min_rows(level, a_ub, b_ub, method: str = "ipm") -> tuple[np.ndarray, float]:
     """Maximise min_i (level @ v)_i subject to a_ub @ v <= b_ub, v >= 0; returns (v, the minimum)."""
     m, size = level.shape
     # variables [v, t]; rows: a_ub @ v <= b_ub, then t - (level @ v)_i <= 0
@@ -88,18 +76,18 @@ def max_min_rows(level, a_ub, b_ub) -> tuple[np.ndarray, float]:
                            sparse.hstack([-level, sparse.csr_matrix(np.ones((m, 1)))])])
     objective = np.zeros(size + 1)
     objective[-1] = 1.0
-    solution = _solve(objective, a_all, np.concatenate([b_ub, np.zeros(m)]))
+    solution = _solve(objective, a_all, np.concatenate([b_ub, np.zeros(m)]), method)
     return solution[:-1], float(solution[-1])
 
 
-def max_linear(objective: np.ndarray, scale: np.ndarray, gpus: np.ndarray) -> np.ndarray:
+def max_linear(objective: np.ndarray, scale: np.ndarray, gpus: np.ndarray, method: str = "ipm") -> np.ndarray:
     """Maximise sum_jk c_jk x_jk under the base constraints; returns x."""
     m, n = objective.shape
     start, index = _base_structure(m, n)
     value = np.ones(2 * m * n)
     value[0::2] = np.repeat(scale, n)
     upper = np.concatenate([gpus, np.ones(m)]).astype(float)
-    return _run(objective.ravel().astype(float), upper, start, index, value).reshape(m, n)
+    return _run(objective.ravel().astype(float), upper, start, index, value, method).reshape(m, n)
 
 
 @functools.lru_cache(maxsize=256)
@@ -308,17 +296,17 @@ def _one_blas_thread():
         yield
 
 
-def _solve(objective: np.ndarray, a_ub, b_ub) -> np.ndarray:
+def _solve(objective: np.ndarray, a_ub, b_ub, method: str = "ipm") -> np.ndarray:
     """Maximise objective @ v subject to a_ub @ v <= b_ub, v >= 0."""
     a = sparse.csc_matrix(a_ub)
-    return _run(objective, np.asarray(b_ub, dtype=float), a.indptr, a.indices, a.data)
+    return _run(objective, np.asarray(b_ub, dtype=float), a.indptr, a.indices, a.data, method)
 
 
-def _run(objective, upper, start, index, value, method: str | None = None) -> np.ndarray:
+def _run(objective, upper, start, index, value, method: str = "ipm") -> np.ndarray:
     """Maximise objective @ v subject to A v <= upper, v >= 0, A given column-wise (CSC arrays)."""
     clock = time.perf_counter()
     columns, rows = len(objective), len(upper)
-    solver = _highs(method or SOLVER["method"])
+    solver = _highs(method)
     # the array form of passModel: one call, no HighsLp object to fill attribute by attribute
     solver.passModel(columns, rows, len(value), _COLUMN_WISE, _MAXIMIZE, 0.0, objective, np.zeros(columns),
                      np.full(columns, highspy.kHighsInf), np.full(rows, -highspy.kHighsInf), upper,

@@ -20,11 +20,18 @@ POLICIES: dict[str, type[RoundPolicy]] = {cls.name: cls for cls in (
     FinishTimeFairnessPerf, MaxSumThroughputPerf, MinTotalDurationPerf, Gandiva)}
 
 
-def round_policy(name: str, seed: int = 0, **constants) -> RoundPolicy:
-    """An instance of the round-based policy `name`; ValueError listing the known ones."""
+def round_policy(name: str, seed: int = 0, lp_method: str = "ipm", **constants) -> RoundPolicy:
+    """An instance of the round-based policy `name` solving its LPs with `lp_method`; ValueError
+    listing the known ones."""
+    from raysim.rounds.lp import METHODS
+
     if name not in POLICIES:
         raise ValueError(f"unknown round-based policy {name!r}; known: {', '.join(sorted(POLICIES))}")
-    return POLICIES[name](seed=seed, **constants)
+    if lp_method not in METHODS:
+        raise ValueError(f"rounds.lp_method must be one of {', '.join(METHODS)}, not {lp_method!r}")
+    policy = POLICIES[name](seed=seed, **constants)
+    policy.lp_method = lp_method
+    return policy
 
 
 __all__ = ["POLICIES", "AllocationInput", "RoundPolicy", "round_policy"]

@@ -43,6 +43,8 @@ class RoundPolicy:
     shuffle_types = False
     fifo = False
     packing = False
+    #: how its LPs are solved (raysim.rounds.lp.METHODS; rounds.lp_method)
+    lp_method = "ipm"
 
     def __init__(self, seed: int = 0, **constants):
         if constants:

@@ -46,17 +46,18 @@ class FinishTimeFairnessPerf(RoundPolicy):
                 0.0 if before is None else (before[0] - remaining[i]) / before[1])
         self.previous = {j: (remaining[i], iso[i]) for i, j in enumerate(jobs)}
         denominator = np.array([self.isolated_time[j] for j in jobs]) + remaining / iso
-        return min_max_ratio(throughputs, state, denominator, iso)
+        return min_max_ratio(throughputs, state, denominator, iso, self.lp_method)
 
 
-def min_max_ratio(throughputs, state: AllocationInput, denominator, start_throughput) -> np.ndarray:
-    """Allocation minimising max_j (t_j + R_j / y_j) / D_j (see the module docstring)."""
+def min_max_ratio(throughputs, state: AllocationInput, denominator, start_throughput,
+                  method: str = "ipm") -> np.ndarray:
+    """Allocation minimising max_j (t_j + R_j / y_j) / D_j (see the module docstring); LPs by `method`."""
     since, remaining = state.times_since_start, state.steps_remaining
     rho = float(((since + remaining / start_throughput) / denominator).max())
     x = None
     for _ in range(MAX_LPS):
         need = remaining / np.maximum(rho * denominator - since, 1e-12)
-        x_new, level = lp.max_min(throughputs / need[:, None], state.scale_factors, state.gpus)
+        x_new, level = lp.max_min(throughputs / need[:, None], state.scale_factors, state.gpus, method)
         if level < 1.0 - 1e-9 and x is not None:
             break       # numerical edge: keep the last feasible allocation
         x = x_new

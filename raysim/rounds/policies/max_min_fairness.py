@@ -14,4 +14,4 @@ class MaxMinFairness(RoundPolicy):
     shuffle_types = True
 
     def allocate(self, state: AllocationInput) -> dict:
-        return singles(state, max_min_fairness(state, np.ones_like(state.throughputs)))
+        return singles(state, max_min_fairness(state, np.ones_like(state.throughputs), self.lp_method))

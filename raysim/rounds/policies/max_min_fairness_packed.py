@@ -42,7 +42,7 @@ class MaxMinFairnessPacked(RoundPolicy):
         size = len(combos) * n
         level_m = _matrix(level, (m, size))
         a_ub = sparse.vstack([_matrix(capacity, (n, size)), _matrix(member, (m, size))]).tocsr()
-        x, _ = lp.max_min_rows(level_m, a_ub, np.concatenate([state.gpus, np.ones(m)]))
+        x, _ = lp.max_min_rows(level_m, a_ub, np.concatenate([state.gpus, np.ones(m)]), self.lp_method)
         x = np.clip(x.reshape(len(combos), n), 0.0, 1.0)
         return dict(zip(combos, x))
 

@@ -14,12 +14,12 @@ class MaxMinFairnessPerf(RoundPolicy):
     name = "max_min_fairness_perf"
 
     def allocate(self, state: AllocationInput) -> dict:
-        return singles(state, max_min_fairness(state, state.throughputs))
+        return singles(state, max_min_fairness(state, state.throughputs, self.lp_method))
 
 
-def max_min_fairness(state: AllocationInput, throughputs: np.ndarray) -> np.ndarray:
-    """The max-min LP's allocation for the given throughput matrix."""
+def max_min_fairness(state: AllocationInput, throughputs: np.ndarray, method: str = "ipm") -> np.ndarray:
+    """The max-min LP's allocation for the given throughput matrix (LP method `method`)."""
     normal = state.priority_weights * proportional_throughput(throughputs, state.gpus)
     coefficients = throughputs * state.scale_factors[:, None] / normal[:, None]
-    x, _ = lp.max_min(coefficients, state.scale_factors, state.gpus)
+    x, _ = lp.max_min(coefficients, state.scale_factors, state.gpus, method)
     return x

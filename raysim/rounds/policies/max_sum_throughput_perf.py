@@ -10,4 +10,4 @@ class MaxSumThroughputPerf(RoundPolicy):
     name = "max_sum_throughput_perf"
 
     def allocate(self, state: AllocationInput) -> dict:
-        return singles(state, lp.max_linear(state.throughputs, state.scale_factors, state.gpus))
+        return singles(state, lp.max_linear(state.throughputs, state.scale_factors, state.gpus, self.lp_method))
