@@ -329,6 +329,8 @@ def test_run_harvest_writes_the_run_folder_with_relative_paths(synth_data, tmp_p
     summary = run_harvest(cfg, tmp_path / "run")
     run = tmp_path / "run"
     assert json.loads((run / "summary.json").read_text())["total_samples"] == summary["total_samples"]
+    series = pq.read_table(run / "timeseries.parquet").to_pandas()
+    assert (series.time.diff().dropna() == 60).all() and (series.idle_pool_nodes >= 0).all()
     for key in ("makespan_h", "efficiency", "total_samples", "jobs_finished", "precost", "rescost",
                 "busy_node_hours", "harvested_fraction"):
         assert key in summary

@@ -62,6 +62,27 @@ def summarize(res: HarvestResult) -> dict:
     }
 
 
+#: Sample interval (s) of a harvest replay's timeseries.parquet, as the trace replays' default.
+SAMPLE_INTERVAL_S = 60
+#: timeseries.parquet column -> the step log's column it samples
+SERIES = {"idle_pool_nodes": "nNd", "running_nodes": "nNrun", "active_tasks": "nJob", "running_tasks": "nJrun",
+          "samples_per_s": "Rate"}
+
+
+def timeseries_table(res: HarvestResult, interval: int = SAMPLE_INTERVAL_S) -> pa.Table:
+    """The replay's state every `interval` seconds (as every run with a clock writes it): the idle
+    pool, the nodes running tasks, active and running tasks and the aggregate rate, each the value
+    after the last event at or before the sample time; `vc` = "all" (the one pool), `time` in
+    seconds since the replay's start."""
+    t = np.asarray(res.steps["evtTime"], dtype=float)
+    end = float(t[-1]) if len(t) else 0.0
+    grid = np.arange(0, int(end) + 1, interval, dtype=np.int64)
+    row = np.maximum(np.searchsorted(t, grid, side="right") - 1, 0)
+    columns = {name: np.asarray(res.steps[step])[row] for name, step in SERIES.items()} if len(t) else \
+        {name: np.zeros(0) for name in SERIES}
+    return pa.table({"vc": pa.array(["all"] * len(grid), pa.string()).dictionary_encode(), "time": grid, **columns})
+
+
 def steps_table(res: HarvestResult) -> pa.Table:
     """The per-event step log (reference column names; evtTime as a timestamp, plus t_s in seconds)."""
     cols = dict(res.steps)

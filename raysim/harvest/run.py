@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from raysim.errors import ConfigError, UserError
 from raysim.run.unused import refuse_unused
 from raysim.harvest.engine import HarvestParams, HarvestResult, simulate
-from raysim.harvest.metrics import jobs_table, steps_table, summarize
+from raysim.harvest.metrics import jobs_table, steps_table, summarize, timeseries_table
 from raysim.harvest.replay import load_node_log, slice_events
 from raysim.harvest.tasks import load_tasks
 from raysim.paths import original_cwd
@@ -150,11 +150,13 @@ def summary_markdown(summary: dict) -> str:
 
 
 def write_tables(result: HarvestResult, run_dir: Path, *, plots: bool = True) -> None:
-    """Write steps.parquet/.csv, jobs.parquet/.csv and (optionally) plots/*.png into `run_dir`."""
+    """Write steps.parquet/.csv, jobs.parquet/.csv, timeseries.parquet and (optionally) plots/*.png
+    into `run_dir`."""
     run_dir.mkdir(parents=True, exist_ok=True)
     for name, table in (("steps", steps_table(result)), ("jobs", jobs_table(result))):
         pq.write_table(table, run_dir / f"{name}.parquet")
         pacsv.write_csv(table, run_dir / f"{name}.csv")
+    pq.write_table(timeseries_table(result), run_dir / "timeseries.parquet", compression="zstd")
     if plots:
         from raysim.harvest.plots import plot_nodes
 
