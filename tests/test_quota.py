@@ -13,7 +13,7 @@ from test_invariants import synthetic_trace
 from raysim.cluster.layout import layout_from_vc_nodes
 from raysim.errors import ConfigError
 from raysim.quota import GLOBAL_VC, merged_layout
-from raysim.quota.exchange import EpochExchange, LoanError, check_reports
+from raysim.quota.exchange import EpochExchange, LoanBook, LoanError
 from raysim.quota.ledger import PoolShape, check_conservation
 from raysim.quota.lending import decide
 from raysim.quota.settings import QuotaSettings, VCQuota, quota_settings
@@ -201,14 +201,14 @@ def test_drained_returns_are_taken_back_and_idle_loans_go_home_when_the_borrower
 def test_epoch_reports_are_checked_for_conservation_and_limits():
     ok = {"L": report("L", pools=((8, 2, 0, {"B": 2}),)), "B": report("B", held=[("L", 0, 1, 0, 0)],
                                                                       returned=[("L", 0, 1)])}
-    check_reports(ok, SETTINGS)
+    LoanBook().check(ok, SETTINGS)
     lost = {"L": ok["L"], "B": report("B", held=[("L", 0, 1, 0, 0)])}
     with pytest.raises(LoanError, match="not conserved"):
-        check_reports(lost, SETTINGS)
+        LoanBook().check(lost, SETTINGS)
     limited = QuotaSettings(mode="borrow", period_s=300, quotas={"B": VCQuota(borrow_limit=8)})
     over = {"L": report("L", pools=((8, 2, 0, {"B": 2}),)), "B": report("B", held=[("L", 0, 2, 0, 0)])}
     with pytest.raises(LoanError, match="borrow_limit"):
-        check_reports(over, limited)
+        LoanBook().check(over, limited)
 
 
 def test_reports_cross_to_the_coordinator_as_one_arrow_batch_and_come_back_whole():

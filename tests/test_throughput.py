@@ -68,8 +68,7 @@ def test_ratio_uses_the_scale_factor_when_known_else_single_gpu_figures():
 
 def test_zero_throughput_means_the_job_cannot_run_there():
     table = ThroughputTable({("big", "V100"): 3.0, ("big", "K80"): 0.0})
-    assert not table.runs_on("big", "K80") and not table.runs_on("big", "K80", scale_factor=2)
-    assert table.runs_on("big", "V100") and table.runs_on("other", "K80")
+    assert table.get("big", "K80") == 0.0 and table.get("big", "V100") == 3.0 and table.get("other", "K80") is None
     assert table.ratio("big", "K80", "V100") == 0.0
     assert table.ratio("big", "V100", "K80") == UNKNOWN_RATIO  # recorded on a type it cannot use
     assert table.missing() == [("big", "K80")]
@@ -163,7 +162,7 @@ def test_gavel_table(tmp_path):
     assert table.job_types() == [r18, "ResNet-50 (batch size 64)"] and len(table) == 6
     assert table.get(r18, "v100") == 32.0 and table.get(r18, "v100", scale_factor=2) == 60.0
     assert table.ratio(r18, "v100", "k80") == 8.0
-    assert not table.runs_on(r18, "k80", scale_factor=2)
+    assert table.get(r18, "k80", scale_factor=2) == 0.0
     assert table.pair(r18, "ResNet-50 (batch size 64)", "k80") == (1.5, 0.5)
     assert table.pair("ResNet-50 (batch size 64)", r18, "v100") == (9.0, 20.0)  # stored one way only
     assert table.pair("ResNet-50 (batch size 64)", r18, "v100", scale_factor=2) is None
@@ -215,5 +214,5 @@ def test_gavel_reference_table(shared_dir):
     assert table.ratio(r18, "v100", "k80") > 1
     assert table.ratio("Transformer (batch size 64)", "v100", "k80", scale_factor=4) > 1
     assert table.pair(r18, "ResNet-18 (batch size 32)", "k80") is not None
-    assert not table.runs_on("ResNet-50 (batch size 128)", "k80", scale_factor=2)
+    assert table.get("ResNet-50 (batch size 128)", "k80", scale_factor=2) == 0.0
     assert table.missing() == []

@@ -83,16 +83,6 @@ class ThroughputTable:
         swapped = self._pairs.get((job_b, job_a, gpu_type, scale_factor))
         return None if swapped is None else (swapped[1], swapped[0])
 
-    def runs_on(self, job_type: str, gpu_type: str, scale_factor: int = 1) -> bool:
-        """False only when the table records throughput 0 (the job does not fit on that type).
-
-        Uses the entry for `scale_factor`, else the one for a single GPU; unknown means True.
-        """
-        rate = self.get(job_type, gpu_type, scale_factor)
-        if rate is None:
-            rate = self.get(job_type, gpu_type)
-        return rate != 0.0
-
     def ratio(self, job_type: str, gpu_type: str, reference_gpu_type: str,
               scale_factor: int = 1) -> float:
         """How much faster `job_type` progresses on `gpu_type` than on `reference_gpu_type`.

@@ -204,11 +204,6 @@ class LoanBook:
                             f"lent): {wrong}")
 
 
-def check_reports(reports: dict[str, dict], settings: QuotaSettings) -> None:
-    """Conservation and limits over one epoch's reports, all of them (see the module docstring)."""
-    LoanBook().check(reports, settings)
-
-
 def _share(r: dict) -> dict:
     """The VC's share of the loan balances: - lent, + held (open and draining), + returned."""
     share = dict(r["loans"])
