@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import io
 import json
 import shutil
+import tarfile
 import threading
 from pathlib import Path
 
@@ -320,19 +322,18 @@ def test_venus_real_and_fgd_openb_run_from_a_mirror_through_data_names(shared_di
     assert json.loads((tmp_path / "fgd" / "trace_report.json").read_text())["datasets"][0]["dataset"] == "openb"
 
 
+def targz(members: dict[str, bytes]) -> bytes:
+    """A .tar.gz holding `members` (name -> bytes)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, body in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            t.addfile(info, io.BytesIO(body))
+    return buf.getvalue()
+
+
 def test_archives_are_verified_then_unpacked_and_their_members_checked(tmp_path, monkeypatch):
-    import io
-    import tarfile
-
-    def targz(members: dict[str, bytes]) -> bytes:
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz") as t:
-            for name, body in members.items():
-                info = tarfile.TarInfo(name)
-                info.size = len(body)
-                t.addfile(info, io.BytesIO(body))
-        return buf.getvalue()
-
     good, evil = targz({"trace-data/cluster_job_log": b"[]\n"}), targz({"../evil.txt": b"x"})
     reg = {"datasets": {name: {"title": name, "licence": "test", "citation": "test", "source": "test", "reads": "test",
                                "files": [{"path": "t.tar.gz", "url": None, "size": len(body), "sha256": sha(body),

@@ -29,14 +29,12 @@ checks that no other command hides among them. Identical scripts run once.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +43,7 @@ import pytest
 import yaml
 
 from conftest import SHARED
+from test_data import SHARED_COPIES, sha, targz
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -58,9 +57,6 @@ SLOW = ("+experiment=saturn_synth", "+experiment=helios_synth")
 AS_WRITTEN = ("python -m raysim +experiment=venus",)
 #: placeholder -> file name made in the scratch folder (see make_placeholders)
 PLACEHOLDERS = {"<file.trace>": "gavel.trace"}
-#: dataset -> folder of ../shared holding its files (tests/test_data.py)
-SHARED_COPIES = {"venus": "traces/venus_sept", "lucid_profiles": "profiles", "openb": "traces/alibaba_gpu_2023",
-                 "gavel_throughputs": "references/gavel", "summit_nodes": "harvest"}
 SYNTHETIC = ("helios", "philly", "pai")
 TOOLS = ("data", "trace", "models", "report")
 
@@ -204,20 +200,6 @@ if (not args or args[0] in {tools!r} or any(a.startswith(("runtime=", "--help", 
     extra = []
 os.execv(REAL, [REAL, "-m", "raysim", *args, *extra])
 """
-
-
-def sha(b: bytes) -> str:
-    return hashlib.sha256(b).hexdigest()
-
-
-def targz(members: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as t:
-        for name, body in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(body)
-            t.addfile(info, io.BytesIO(body))
-    return buf.getvalue()
 
 
 def synthetic_archives(tmp: Path) -> dict[str, dict[str, tuple[bytes, str]]]:
