@@ -22,6 +22,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from raysim.errors import UserError
 from raysim.policy.base import NEVER, Policy
 from raysim.rounds.mechanism import MicroTask, RoundState
 from raysim.rounds.policies import round_policy
@@ -31,8 +32,9 @@ from raysim.rounds.policies import round_policy
 IDLE_ROUNDS = 3
 
 
-class NoProgress(RuntimeError):
-    """The round-based policy gives no GPU to jobs that wait while nothing runs or arrives."""
+class NoProgress(UserError):
+    """The round-based policy gives no GPU to jobs that wait while nothing runs or arrives (one line:
+    the policy and its inputs, not raysim, must change)."""
 
 
 class RoundBased(Policy):
