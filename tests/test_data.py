@@ -249,7 +249,8 @@ def test_a_run_records_the_datasets_it_read(tiny, tmp_path):
 
 def test_the_shipped_registry_is_complete_and_honest():
     reg = datasets()
-    for name in ("venus", "lucid_profiles", "openb", "gavel_throughputs", "summit_nodes", "helios", "philly", "pai"):
+    for name in ("venus", "lucid_profiles", "openb", "gavel_throughputs", "summit_nodes", "helios", "philly", "pai",
+                 "sia_profiles", "sia_workloads"):
         assert name in reg, name
     assert len(reg["openb"].files) == 26 and reg["openb"].pinned == "pinned"
     venus = {f.path for f in reg["venus"].files}
@@ -274,7 +275,8 @@ def test_no_config_default_names_the_shared_folder():
 
 #: dataset -> folder of ../shared holding its files under the same relative paths
 SHARED_COPIES = {"venus": "traces/venus_sept", "lucid_profiles": "profiles", "openb": "traces/alibaba_gpu_2023",
-                 "gavel_throughputs": "references/gavel", "summit_nodes": "harvest"}
+                 "gavel_throughputs": "references/gavel", "summit_nodes": "harvest",
+                 "sia_profiles": "references/sia/profiles", "sia_workloads": "references/sia/workloads"}
 
 
 def shared_mirror(shared_dir: Path, out: Path, names) -> Path:

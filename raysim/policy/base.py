@@ -27,7 +27,7 @@ VIEW = frozenset({
     "max_node_gpus", "joinable", "gpu_quota", "name", "gpus_by_type",
     # actions
     "try_start", "start_on", "preempt", "share", "set_rate_factor", "borrow_node", "lend_node",
-    "start_on_type", "end_lease", "finish", "drop",
+    "start_on_type", "end_lease", "finish", "drop", "nodes_by_type", "resize",
 })
 
 #: Job attributes a policy may read (`view.jobs.<name>[j]`).

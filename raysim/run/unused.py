@@ -28,7 +28,7 @@ from raysim.errors import ConfigError
 SHARED = ("mode", "data", "hydra")
 #: The config keys and groups each mode reads; the others must keep their root defaults.
 CLUSTER_KEYS = ("seed", "trace", "sim", "network", "estimator", "ray", "profiler", "forecast", "profiles",
-                "rounds", "cluster", "policy", "placer", "runtime", "quota")
+                "rounds", "elastic", "cluster", "policy", "placer", "runtime", "quota")
 MODES = {"cluster": CLUSTER_KEYS, "harvest": ("harvest",), "fgd": ("fgd", "seed")}
 #: Why a mode refuses what it does not use (per key where it helps; "*": any other key).
 WHY = {
@@ -172,9 +172,13 @@ def policy_unused(cfg: DictConfig) -> dict[str, str]:
             for key in ("profiler.time_limit", "profiler.factor", "profiler.take_from", "profiler.lender",
                         "profiler.scaling"):
                 out[key] = "profiler.nodes=0: no profiling stage, jobs go straight to their VCs"
-    if not cls.times_jobs:
+    elastic = getattr(cls, "elastic", False)
+    if not cls.times_jobs or elastic:
         for key in ROUND_ONLY:
-            out[f"rounds.{key}"] = f"a setting of round-based policies (docs/gavel.md); {name} is event-driven"
+            out[f"rounds.{key}"] = (f"a setting of Gavel's round mechanism (docs/gavel.md); {name} is "
+                                    + ("elastic (its rounds: policy.round_s)" if elastic else "event-driven"))
+    if not elastic:
+        out["elastic"] = f"used by elastic policies only (policy=sia, pollux, gavel_elastic; docs/elastic.md), not {name}"
     if not cls.needs_estimate:
         out["estimator"] = (f"{name} is round-based and reads no duration estimates" if cls.times_jobs else
                             f"{name} reads no duration estimates (qssf and lucid do)")

@@ -65,6 +65,14 @@ class PolicyView:
         """GPUs per GPU type (of the nodes the VC has now)."""
         return dict(zip(self.vc.types, self.vc.type_total))
 
+    def nodes_by_type(self) -> dict[str, list[tuple[int, int]]]:
+        """(node, GPUs) of the VC's nodes now, per GPU type, in node order: for policies that
+        place jobs on nodes themselves (elastic ones)."""
+        vc, out = self.vc, {name: [] for name in self.vc.types}
+        for node in sorted(vc.order):
+            out[vc.types[vc.type_of[node]]].append((node, vc.size[node]))
+        return out
+
     def demand(self, j: int) -> Demand:
         """What job j asks of the placer: its GPU count, allowed GPU types and speed per type (and
         with CPU, memory and GPU shares counted, its GPU milli, CPU, memory and shape)."""
@@ -151,6 +159,16 @@ class PolicyView:
             if not g:
                 return alloc
         return None
+
+    def resize(self, j: int, gpus: int) -> None:
+        """Waiting job j asks for `gpus` GPUs from now on: an elastic job between allocations."""
+        jobs = self.jobs
+        if j not in self.pending:
+            raise AssertionError(f"{self.name}: job {j} is not waiting; only a waiting job changes size")
+        old = jobs.gpu[j]
+        self.pending_gpus += gpus - old
+        self.pending_small += (gpus < self.small_below) - (old < self.small_below)
+        jobs.gpu[j] = gpus
 
     def end_lease(self, j: int, now: int) -> None:
         """Running job j gives its GPUs back and waits again, at no cost and without counting a

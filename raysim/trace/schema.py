@@ -62,6 +62,12 @@ OPENB_COLUMNS = {
     "duration_source": DICT_STR,  # observed | cutoff | median (raysim.trace.alibaba2023.pod_durations)
 }
 
+#: Optional columns of elastic-job workloads (Sia's and Pollux's, raysim/trace/sia.py), kept only
+#: when the source has them.
+ELASTIC_COLUMNS = {
+    "job_name": pa.string(),  # the job's name in the source workload (e.g. cifar10-0)
+}
+
 JOB_SCHEMA = pa.schema([pa.field(n, t) for n, t in {**REQUIRED, **OPTIONAL}.items()])
 
 META_KEY = b"raysim"
@@ -81,9 +87,9 @@ def metadata(table: pa.Table) -> dict:
 
 def conform(table: pa.Table) -> pa.Table:
     """Cast a table with the required columns to JOB_SCHEMA, adding absent optional columns as
-    nulls; the GPU_TYPE_COLUMNS and OPENB_COLUMNS the table has follow."""
+    nulls; the GPU_TYPE_COLUMNS, OPENB_COLUMNS and ELASTIC_COLUMNS the table has follow."""
     cols = []
-    kept = {**GPU_TYPE_COLUMNS, **OPENB_COLUMNS}
+    kept = {**GPU_TYPE_COLUMNS, **OPENB_COLUMNS, **ELASTIC_COLUMNS}
     fields = list(JOB_SCHEMA) + [pa.field(n, t) for n, t in kept.items() if n in table.column_names]
     for field in fields:
         if field.name in table.column_names:

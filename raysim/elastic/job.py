@@ -1,0 +1,163 @@
+"""One elastic job's training state and how it advances, as Sia's simulator (SOSP'23) defines it.
+
+A job trains towards a number of epochs of its application (``AppProfile.completion_epoch``). Its
+true progress rate comes from the measured profiles: the step time of its placement and atomic
+batch size on its GPU kind, times Pollux's statistical efficiency (the gradient noise scale of the
+validated batch sizes at its epoch), divided by the application's calibration slowdown. Each change
+of allocation costs the application's checkpoint-restore time, during which the job holds its GPUs
+and makes no progress.
+
+What the scheduler believes is separate: each run of the job adds the configurations it ran to the
+job's own profile per GPU kind, and Pollux's performance model is refitted to them
+(:func:`raysim.elastic.goodput.fit_perf_params`). The scheduler sees only these fitted models, and a
+GPU kind the job has not run on is unknown to it until then.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from raysim.elastic.goodput import GoodputModel, GradParams, fit_perf_params
+
+
+class ElasticJob:
+    """State of one elastic job (times in seconds)."""
+
+    __slots__ = ("seq", "name", "app", "apps", "submit", "target_replicas", "target_batch", "tune_bsz",
+                 "calibration", "kind", "placement", "atomic_bsz", "accum_steps", "grad", "profiles", "perf",
+                 "progress", "epoch", "rescale_left", "restarts", "completion", "attained", "gpu_s")
+
+    def __init__(self, seq: int, name: str, apps: dict, submit: float, *, target_replicas: int,
+                 target_batch: int, calibration: float, tune_bsz: bool):
+        self.seq, self.name, self.apps, self.submit = seq, name, apps, submit
+        self.app = next(iter(apps.values())).app
+        self.target_replicas, self.target_batch, self.tune_bsz = target_replicas, target_batch, tune_bsz
+        self.calibration = calibration        # 1 / the application's slowdown (Sia's calibration)
+        self.kind: str | None = None          # GPU kind it runs on (None: no allocation)
+        self.placement: tuple[int, ...] = ()  # GPUs per node it spans
+        self.atomic_bsz = 0
+        self.accum_steps = 0
+        self.grad: GradParams | None = None   # the gradient statistics last observed
+        self.profiles: dict[str, dict] = {k: {} for k in apps}  # kind -> {(nodes, replicas, bsz): (step, sync)}
+        self.perf: dict[str, object] = {k: None for k in apps}  # kind -> fitted PerfParams
+        self.progress = 0.0
+        self.epoch = 0
+        self.rescale_left = 0.0               # checkpoint-restore seconds still to pay
+        self.restarts: int | None = None      # None until the first start
+        self.completion: float | None = None
+        self.attained = 0.0                   # GPU-seconds held
+        self.gpu_s = dict.fromkeys(apps, 0.0)  # GPU-seconds held per kind
+
+    # -- what the scheduler knows ----------------------------------------------------------
+    def model(self, kind: str) -> GoodputModel | None:
+        """The fitted goodput model on `kind` (None until the job has run there)."""
+        perf = self.perf[kind]
+        if perf is None or self.grad is None:
+            return None
+        return GoodputModel(perf, self.grad, self.apps[kind].init_batch_size)
+
+    def max_profiled_replicas(self, kind: str) -> int:
+        return max((key[1] for key in self.profiles[kind]), default=0)
+
+    # -- allocation changes ------------------------------------------------------------------
+    def allocate(self, kind: str | None, placement: tuple[int, ...]) -> bool:
+        """Run on `placement` of GPU kind `kind` from now (kind None: no GPUs). Returns whether this
+        is a (re)start, which costs the checkpoint-restore time."""
+        placement = tuple(placement)
+        if kind is None or not placement:
+            self.kind, self.placement, self.atomic_bsz = None, (), 0
+            return False
+        if kind == self.kind and placement == self.placement:
+            return False
+        self.kind, self.placement = kind, placement
+        self._set_batch()
+        self.rescale_left = self.apps[kind].restart_s
+        self.restarts = 0 if self.restarts is None else self.restarts + 1
+        return True
+
+    def _set_batch(self) -> None:
+        """Atomic batch size and accumulation steps for the current placement (Sia's
+        update_local_bsz): Pollux's goodput-maximising choice once a model exists, else the initial
+        batch size; the job's own batch size when batch-size tuning is off."""
+        app = self.apps[self.kind]
+        placement = self.placement
+        nodes, replicas = len(placement), sum(placement)
+        max_local = app.max_local_bsz_for(placement)
+        model = self.model(self.kind) if self.tune_bsz else None
+        if model is not None:
+            _, atomic, accum = model.optimize(nodes, replicas, app.max_batch_size, (app.min_local_bsz, max_local),
+                                              accumulation=True)
+            self.atomic_bsz, self.accum_steps = int(atomic), int(accum)
+        else:
+            batch = self.target_batch if not self.tune_bsz else max(app.init_batch_size, app.min_local_bsz * replicas)
+            local = math.ceil(batch / replicas - 1e-8)
+            accum = math.ceil(local / max_local - 1e-8) - 1
+            if replicas == 1 and batch > app.init_batch_size:
+                accum = max(1, accum)
+            self.accum_steps = accum
+            self.atomic_bsz = math.ceil(local / (accum + 1) - 1e-8)
+        largest = app.max_local_bsz_at_replicas(replicas)  # memory: the largest size measured at this count
+        if largest is not None:
+            self.atomic_bsz = min(self.atomic_bsz, int(largest))
+        count = replicas * (self.accum_steps + 1)
+        self.atomic_bsz = min(self.atomic_bsz, int(app.max_batch_size / count))
+
+    # -- progress --------------------------------------------------------------------------------
+    def advance(self, now: float, seconds: float) -> None:
+        """Train from `now` for `seconds` on the current allocation (Sia's Job.step); sets
+        `completion` when the last epoch ends inside the interval (whole seconds, as Sia)."""
+        if self.completion is not None or not self.placement:
+            return
+        gpus = sum(self.placement)
+        delay = min(self.rescale_left, seconds)
+        self.rescale_left -= delay
+        now += delay
+        self.attained += delay * gpus
+        self.gpu_s[self.kind] += delay * gpus
+        seconds -= delay
+        app = self.apps[self.kind]
+        while seconds > 0 and self.completion is None:
+            placement = self.placement
+            replicas = gpus
+            batch = replicas * self.atomic_bsz * (self.accum_steps + 1)
+            scale = batch / app.init_batch_size
+            sqr, var = app.grad_stats(batch, self.epoch)
+            gain = (var + sqr) / (var / scale + sqr)
+            step, sync = app.step_time(placement, self.atomic_bsz)
+            self._observe(len(placement), replicas, self.atomic_bsz, step, sync, sqr, var)
+            goodput = gain / (step + (step - sync) * self.accum_steps) * self.calibration
+            target = app.progress_at(self.epoch + 1)
+            if self.progress + goodput * seconds < target:
+                self.progress += goodput * seconds
+                self._hold(gpus, seconds)
+                now += seconds
+                seconds = 0
+            else:
+                self.epoch += 1
+                delta = round(float((target - self.progress) / goodput))
+                if self.epoch > app.completion_epoch(batch):
+                    self.completion = now + delta
+                self.progress = target
+                self._hold(gpus, delta)
+                now += delta
+                seconds -= delta
+            self._set_batch()
+
+    def _hold(self, gpus: int, seconds: float) -> None:
+        self.attained += seconds * gpus
+        self.gpu_s[self.kind] += seconds * gpus
+
+    def _observe(self, nodes, replicas, bsz, step, sync, sqr, var) -> None:
+        """What the job's run reports to the scheduler: gradient statistics, and the step time of
+        a configuration not seen before on this kind (the kind's model is refitted)."""
+        self.grad = GradParams(sqr, var)
+        profile = self.profiles[self.kind]
+        key = (nodes, replicas, bsz)
+        if key in profile:
+            return
+        profile[key] = (step, sync)
+        keys = np.array(list(profile), dtype=float)
+        times = np.array(list(profile.values()), dtype=float)
+        self.perf[self.kind] = fit_perf_params(keys[:, 0], keys[:, 1], keys[:, 2], times[:, 0] - times[:, 1], times[:, 0])

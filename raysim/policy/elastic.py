@@ -1,0 +1,150 @@
+"""Elastic jobs on the VC engine: policies that choose each job's GPU kind and count every round
+(Sia, Pollux, and Gavel's baseline as Sia's simulator runs it).
+
+Every ``round_s`` seconds (multiples of it from time 0, as Sia's simulator) the jobs that ran in the
+last round advance (:meth:`raysim.elastic.job.ElasticJob.advance`: checkpoint-restore time first,
+then training at the profiles' goodput), those that reached their last epoch finish at their exact
+second, jobs submitted by now join, and the allocator (:mod:`raysim.elastic.sia`, ...) gives each a
+configuration. The policy places them on nodes itself (Sia's round-robin placement), so that the
+nodes the engine books are the ones whose placement sets the job's speed: a job whose nodes change
+gives its GPUs back (``view.end_lease``), changes size (``view.resize``) and starts on the new ones
+(``view.start_on``); it pays a restart when its placement's shape or its GPU kind changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from raysim.elastic.configs import Kinds, configurations, node_runs
+from raysim.elastic.job import ElasticJob
+from raysim.policy.base import NEVER, Policy
+
+
+class Elastic(Policy):
+    """Kernel side of an elastic policy; subclasses build their allocator (`allocator`).
+
+    Options (from the run, see :meth:`prepare`): ``inputs`` (raysim.elastic.inputs.ElasticInputs)
+    and ``round_s``; the rest are the policy's constants (conf/policy/<name>.yaml)."""
+
+    name = "elastic"
+    elastic = True
+    times_jobs = True
+    ticks_per_s = 1000
+    tune_bsz = True
+
+    def __init__(self, params, *, inputs=None, round_s: float = 60.0, **constants):
+        super().__init__(params)
+        if inputs is None:
+            raise TypeError(f"policy {self.name!r} needs the run's elastic inputs (Elastic.prepare)")
+        self.inputs = inputs
+        self.round_s = float(round_s)
+        self.constants = constants
+        self.tps = params.ticks_per_s
+        self.index: dict[int, int] = {}     # seq -> the VC's job index
+        self.arrived: list[int] = []        # seqs arrived, not yet seen by a round
+        self.active: list[ElasticJob] = []  # jobs in the rounds, in arrival order
+        self.nodes: dict[int, tuple] = {}   # seq -> (kind, node ids per GPU) it holds
+        self.allocator = None
+        self.kinds: Kinds | None = None
+        self.node_ids: dict[str, list[int]] = {}
+        self.next_round = NEVER             # tick of the next round (NEVER: none due)
+
+    @classmethod
+    def prepare(cls, cfg, trace, spec):
+        """The run's elastic inputs (profiles, per-job application and batch size) and its clock."""
+        from raysim.elastic.inputs import elastic_options
+
+        options = elastic_options(cfg, trace, spec)
+        params = replace(spec.params, ticks_per_s=cls.ticks_per_s)
+        return replace(spec, params=params, policy_options={**spec.policy_options, **options}), None
+
+    def make_allocator(self, kinds: Kinds):
+        raise NotImplementedError
+
+    # -- the engine's hooks ----------------------------------------------------------------
+    def on_arrival(self, view, j: int) -> None:
+        seq = view.jobs.seq[j]
+        self.index[seq] = j
+        self.arrived.append(seq)
+        if self.next_round == NEVER:
+            self.next_round = self._tick(self._boundary(self.inputs.arrival[seq]))
+
+    def on_capacity(self, view, now: int) -> None:
+        self.kinds = None  # nodes changed: read the VC's kinds again at the next round
+
+    def renumber(self, new: list[int]) -> None:
+        self.index = {s: new[j] for s, j in self.index.items() if new[j] >= 0}
+
+    def next_wakeup(self, view, now: int) -> float:
+        return self.next_round
+
+    def schedule(self, view, t: int) -> None:
+        if t < self.next_round:
+            return
+        now = self.next_round / self.tps
+        self._advance(view, t, now - self.round_s)
+        if self.kinds is None:
+            self._read_kinds(view)
+        inputs = self.inputs
+        while self.arrived and inputs.arrival[self.arrived[0]] <= now:
+            seq = self.arrived.pop(0)
+            self.active.append(inputs.job(seq, self.kinds.names, tune_bsz=self.tune_bsz))
+        self._allocate(view, t, now)
+        if self.active:
+            self.next_round = self._tick(now + self.round_s)
+        elif self.arrived:
+            self.next_round = self._tick(self._boundary(inputs.arrival[self.arrived[0]]))
+        else:
+            self.next_round = NEVER
+
+    # -- one round ----------------------------------------------------------------------------
+    def _advance(self, view, t: int, since: float) -> None:
+        """The last round's training; jobs that reached their last epoch finish."""
+        still = []
+        for job in self.active:
+            job.advance(since, self.round_s)
+            if job.completion is None:
+                still.append(job)
+                continue
+            j = self.index.pop(job.seq)
+            self.nodes.pop(job.seq, None)
+            view.finish(j, t, self._tick(job.completion))
+        self.active = still
+
+    def _read_kinds(self, view) -> None:
+        by_type = view.nodes_by_type()
+        names = tuple(sorted(by_type, key=str.lower))
+        self.node_ids = {k: [node for node, _ in by_type[k]] for k in names}
+        self.kinds = Kinds(names, tuple(len(by_type[k]) for k in names),
+                           tuple(max((g for _, g in by_type[k]), default=0) for k in names))
+        self.configs = configurations(self.kinds)
+        self.allocator = self.make_allocator(self.kinds)
+
+    def _allocate(self, view, t: int, now: float) -> None:
+        placed = self.allocator.allocate(self.active, now, self.inputs.ratio) if self.active else {}
+        moved = [job for job in self.active if placed.get(job.seq) != self.nodes.get(job.seq)]
+        for job in moved:  # leases that change end first: their nodes may go to others
+            if self.nodes.pop(job.seq, None) is not None:
+                view.end_lease(self.index[job.seq], t)
+        for job in moved:
+            new = placed.get(job.seq)
+            j = self.index[job.seq]
+            if new is None:
+                job.allocate(None, ())
+                continue
+            kind, ids = new
+            runs = node_runs(ids)
+            job.allocate(kind, tuple(count for _, count in runs))
+            view.resize(j, len(ids))
+            nodes = self.node_ids[kind]
+            view.start_on(j, [(nodes[i], count) for i, count in runs], t)
+            self.nodes[job.seq] = new
+
+    def _boundary(self, arrival: float) -> float:
+        """The first round at or after `arrival` (rounds at multiples of round_s, the first at round_s)."""
+        k = max(1, -(-arrival // self.round_s))
+        return k * self.round_s
+
+    def _tick(self, seconds: float) -> int:
+        return int(round(seconds * self.tps))
+

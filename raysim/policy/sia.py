@@ -1,0 +1,15 @@
+"""Sia (SOSP'23, Jayaram Subramanya et al.): heterogeneity-aware, goodput-optimised scheduling of
+elastic jobs; each round one integer program chooses every job's GPU kind and count
+(raysim.elastic.sia). Constants: conf/policy/sia.yaml."""
+
+from __future__ import annotations
+
+from raysim.elastic.sia import SiaAllocator
+from raysim.policy.elastic import Elastic
+
+
+class Sia(Elastic):
+    name = "sia"
+
+    def make_allocator(self, kinds):
+        return SiaAllocator(kinds, self.configs, **self.constants)
