@@ -40,11 +40,11 @@ class ElasticInputs:
     profiles: dict            # (app, kind) -> AppProfile
     constants: dict           # app -> AppConstants
 
-    def job(self, seq: int, kinds, *, tune_bsz: bool) -> ElasticJob:
+    def job(self, seq: int, kinds, *, tune_bsz: bool, pooled: bool = False) -> ElasticJob:
         app = self.apps[seq]
         return ElasticJob(seq, self.names[seq], {k: self.profiles[app, k] for k in kinds}, float(self.arrival[seq]),
                           target_replicas=int(self.replicas[seq]), target_batch=int(self.batch[seq]),
-                          calibration=1.0 / self.constants[app].slowdown, tune_bsz=tune_bsz)
+                          calibration=1.0 / self.constants[app].slowdown, tune_bsz=tune_bsz, pooled=pooled)
 
     def ratio(self, app: str, kind: str, dest: str) -> float:
         """One-GPU throughput of `app` on `kind` over that on `dest` (projects goodputs across kinds)."""

@@ -10,16 +10,21 @@ and makes no progress.
 What the scheduler believes is separate: each run of the job adds the configurations it ran to the
 job's own profile per GPU kind, and Pollux's performance model is refitted to them
 (:func:`raysim.elastic.goodput.fit_perf_params`). The scheduler sees only these fitted models, and a
-GPU kind the job has not run on is unknown to it until then.
+GPU kind the job has not run on is unknown to it until then. For a heterogeneity-unaware scheduler
+(Pollux) the job keeps one profile for every kind (``pooled``), as Sia's simulator does for it.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
-from raysim.elastic.goodput import GoodputModel, GradParams, fit_perf_params
+from raysim.elastic.goodput import GoodputModel, GradParams, PerfParams, fit_perf_params
+
+#: the one profile slot of a job whose scheduler does not tell GPU kinds apart
+POOLED = "*"
 
 
 class ElasticJob:
@@ -27,10 +32,11 @@ class ElasticJob:
 
     __slots__ = ("seq", "name", "app", "apps", "submit", "target_replicas", "target_batch", "tune_bsz",
                  "calibration", "kind", "placement", "atomic_bsz", "accum_steps", "grad", "profiles", "perf",
-                 "progress", "epoch", "rescale_left", "restarts", "completion", "attained", "gpu_s")
+                 "progress", "epoch", "rescale_left", "restarts", "completion", "attained", "gpu_s", "_batch_for",
+                 "pooled")
 
     def __init__(self, seq: int, name: str, apps: dict, submit: float, *, target_replicas: int,
-                 target_batch: int, calibration: float, tune_bsz: bool):
+                 target_batch: int, calibration: float, tune_bsz: bool, pooled: bool = False):
         self.seq, self.name, self.apps, self.submit = seq, name, apps, submit
         self.app = next(iter(apps.values())).app
         self.target_replicas, self.target_batch, self.tune_bsz = target_replicas, target_batch, tune_bsz
@@ -40,8 +46,10 @@ class ElasticJob:
         self.atomic_bsz = 0
         self.accum_steps = 0
         self.grad: GradParams | None = None   # the gradient statistics last observed
-        self.profiles: dict[str, dict] = {k: {} for k in apps}  # kind -> {(nodes, replicas, bsz): (step, sync)}
-        self.perf: dict[str, object] = {k: None for k in apps}  # kind -> fitted PerfParams
+        self.pooled = pooled                  # one profile for all kinds (a heterogeneity-unaware scheduler)
+        slots = (POOLED,) if pooled else tuple(apps)
+        self.profiles: dict[str, dict] = {k: {} for k in slots}  # kind -> {(nodes, replicas, bsz): (step, sync)}
+        self.perf: dict[str, object] = {k: None for k in slots}  # kind -> fitted PerfParams
         self.progress = 0.0
         self.epoch = 0
         self.rescale_left = 0.0               # checkpoint-restore seconds still to pay
@@ -49,17 +57,18 @@ class ElasticJob:
         self.completion: float | None = None
         self.attained = 0.0                   # GPU-seconds held
         self.gpu_s = dict.fromkeys(apps, 0.0)  # GPU-seconds held per kind
+        self._batch_for = None                # what the batch size was last chosen for
 
     # -- what the scheduler knows ----------------------------------------------------------
     def model(self, kind: str) -> GoodputModel | None:
-        """The fitted goodput model on `kind` (None until the job has run there)."""
-        perf = self.perf[kind]
+        """The fitted goodput model on `kind` (None until the job has run there; pooled: anywhere)."""
+        perf = self.perf[POOLED if self.pooled else kind]
         if perf is None or self.grad is None:
             return None
         return GoodputModel(perf, self.grad, self.apps[kind].init_batch_size)
 
     def max_profiled_replicas(self, kind: str) -> int:
-        return max((key[1] for key in self.profiles[kind]), default=0)
+        return max((key[1] for key in self.profiles[POOLED if self.pooled else kind]), default=0)
 
     # -- allocation changes ------------------------------------------------------------------
     def allocate(self, kind: str | None, placement: tuple[int, ...]) -> bool:
@@ -83,6 +92,10 @@ class ElasticJob:
         batch size; the job's own batch size when batch-size tuning is off."""
         app = self.apps[self.kind]
         placement = self.placement
+        basis = (self.kind, placement, self.perf[POOLED if self.pooled else self.kind], self.grad)
+        if basis == self._batch_for:
+            return  # same model, same placement: same choice
+        self._batch_for = basis
         nodes, replicas = len(placement), sum(placement)
         max_local = app.max_local_bsz_for(placement)
         model = self.model(self.kind) if self.tune_bsz else None
@@ -153,11 +166,20 @@ class ElasticJob:
         """What the job's run reports to the scheduler: gradient statistics, and the step time of
         a configuration not seen before on this kind (the kind's model is refitted)."""
         self.grad = GradParams(sqr, var)
-        profile = self.profiles[self.kind]
+        slot = POOLED if self.pooled else self.kind
+        profile = self.profiles[slot]
         key = (nodes, replicas, bsz)
         if key in profile:
             return
         profile[key] = (step, sync)
-        keys = np.array(list(profile), dtype=float)
-        times = np.array(list(profile.values()), dtype=float)
-        self.perf[self.kind] = fit_perf_params(keys[:, 0], keys[:, 1], keys[:, 2], times[:, 0] - times[:, 1], times[:, 0])
+        self.perf[slot] = fitted(tuple(profile.items()))
+
+
+@functools.lru_cache(maxsize=4096)
+def fitted(points: tuple) -> PerfParams:
+    """Pollux's performance model fitted to ((nodes, replicas, batch size), (step, sync)) points,
+    in the order observed. Jobs of one application that ran the same configurations in the same
+    order have the same points: the fit is a pure function of them, computed once."""
+    keys = np.array([key for key, _ in points], dtype=float)
+    times = np.array([time for _, time in points], dtype=float)
+    return fit_perf_params(keys[:, 0], keys[:, 1], keys[:, 2], times[:, 0] - times[:, 1], times[:, 0])

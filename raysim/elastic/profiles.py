@@ -84,17 +84,22 @@ class AppProfile:
         self._validation = {bsz: {col: validation[bsz][col].to_numpy(float) for col in _VALIDATION_COLUMNS}
                             for bsz in self.batch_sizes}
         epochs = min(len(table) for table in validation.values())
+        largest = placements.groupby("num_replicas").local_bsz.max()
+        self._largest_at = {int(r): int(b) for r, b in largest.items()}
+        one = placements[placements.num_replicas == 1]
+        self._one_gpu = None if one.empty else float(one.local_bsz.max() / one.step_time.max())
         self._progress = np.minimum.reduce([v["progress"][:epochs] for v in self._validation.values()])
         self._reset_caches()
 
     def _reset_caches(self) -> None:
         self._step_times: dict = {}
+        self._max_local: dict = {}
         self._interpolators: dict = {}
         self._nd_interpolator: LinearNDInterpolator | object | None = None  # _FLAT: cannot be built
 
     def __getstate__(self) -> dict:  # pickled without caches (they rebuild on use)
         state = self.__dict__.copy()
-        state.update(_step_times={}, _interpolators={}, _nd_interpolator=None)
+        state.update(_step_times={}, _max_local={}, _interpolators={}, _nd_interpolator=None)
         return state
 
     def __repr__(self) -> str:
@@ -150,7 +155,12 @@ class AppProfile:
         """Largest per-GPU batch size profiled for `placement` (Sia's get_max_local_bsz): that of
         its own rows if profiled, else the largest of the scalability rows with at least as many
         nodes and GPUs. ValueError when no row covers it."""
-        placement = normal_placement(placement)
+        key = tuple(placement)
+        if key not in self._max_local:
+            self._max_local[key] = self._largest_local(normal_placement(placement))
+        return self._max_local[key]
+
+    def _largest_local(self, placement: tuple[int, ...]) -> int:
         if placement in self._by_placement:
             return int(self._by_placement[placement].local_bsz.max())
         table = self._scalability
@@ -162,16 +172,14 @@ class AppProfile:
     def max_local_bsz_at_replicas(self, replicas: int) -> int | None:
         """Largest per-GPU batch size profiled on any placement of `replicas` GPUs (the memory cap
         Sia's update_local_bsz applies), or None when no placement of that many GPUs is profiled."""
-        rows = self._placements[self._placements.num_replicas == replicas]
-        return None if rows.empty else int(rows.local_bsz.max())
+        return self._largest_at.get(replicas)
 
     def one_gpu_throughput(self) -> float:
         """Samples per second of one GPU: the largest single-GPU batch size over the largest
         single-GPU step time (Sia's per-kind throughput, which projects goodput across kinds)."""
-        rows = self._placements[self._placements.num_replicas == 1]
-        if rows.empty:
+        if self._one_gpu is None:
             raise ValueError(f"{self}: no single-GPU placement is profiled")
-        return float(rows.local_bsz.max() / rows.step_time.max())
+        return self._one_gpu
 
     def profile_points(self, max_nodes: int | None = None,
                        max_replicas: int | None = None) -> dict[tuple[int, int, int], tuple[float, float]]:

@@ -43,6 +43,7 @@ class SiaAllocator:
         self.cap = max_replicas_cap
         self.project = project
         self.prev: dict[int, int | None] = {}   # job seq -> configuration index last round
+        self.rows: dict[int, tuple] = {}         # job seq -> (what its goodput row depends on, the row)
 
     def allocate(self, jobs: list, now: float, ratios) -> dict:
         """{seq: (GPU kind, node index per GPU)} for the active `jobs` (in arrival order) at `now`,
@@ -55,9 +56,14 @@ class SiaAllocator:
             return {}
         gains = np.zeros((n, m), dtype=np.float32)
         factors = np.ones(n)
+        rows = {}
         for i, job in enumerate(jobs):
-            gains[i] = self._row(job, ratios)
+            basis = (tuple(job.perf.values()), job.grad, self._max_replicas(job))
+            cached = self.rows.get(job.seq)
+            rows[job.seq] = cached if cached is not None and cached[0] == basis else (basis, self._row(job, ratios))
+            gains[i] = rows[job.seq][1]
             factors[i] = self._restart_factor(job, now)
+        self.rows = rows
         keep = {}
         for i, job in enumerate(jobs):
             prev = self.prev.get(job.seq)

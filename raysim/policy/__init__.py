@@ -14,13 +14,14 @@ from raysim.policy.lucid import Lucid
 from raysim.policy.qssf import QSSF
 from raysim.policy.rounds import round_based
 from raysim.policy.gavel_elastic import GavelElastic
+from raysim.policy.pollux import Pollux
 from raysim.policy.sia import Sia
 from raysim.policy.sjf import SJF
 from raysim.policy.srtf import SRTF
 from raysim.policy.tiresias import Tiresias
 from raysim.rounds.policies import POLICIES as ROUND_POLICIES
 
-POLICIES = {cls.name: cls for cls in (FIFO, FIFOBackfill, SJF, SRTF, QSSF, Tiresias, Lucid, Sia, GavelElastic)}
+POLICIES = {cls.name: cls for cls in (FIFO, FIFOBackfill, SJF, SRTF, QSSF, Tiresias, Lucid, Sia, Pollux, GavelElastic)}
 #: Gavel's round-based family (raysim.rounds.policies), each a RoundBased kernel policy.
 POLICIES.update({name: round_based(name) for name in ROUND_POLICIES})
 

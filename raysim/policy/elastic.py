@@ -31,6 +31,7 @@ class Elastic(Policy):
     times_jobs = True
     ticks_per_s = 1000
     tune_bsz = True
+    pooled = False  # True: jobs keep one profile for all GPU kinds (heterogeneity-unaware)
 
     def __init__(self, params, *, inputs=None, round_s: float = 60.0, **constants):
         super().__init__(params)
@@ -88,7 +89,7 @@ class Elastic(Policy):
         inputs = self.inputs
         while self.arrived and inputs.arrival[self.arrived[0]] <= now:
             seq = self.arrived.pop(0)
-            self.active.append(inputs.job(seq, self.kinds.names, tune_bsz=self.tune_bsz))
+            self.active.append(inputs.job(seq, self.kinds.names, tune_bsz=self.tune_bsz, pooled=self.pooled))
         self._allocate(view, t, now)
         if self.active:
             self.next_round = self._tick(now + self.round_s)

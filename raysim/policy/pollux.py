@@ -1,0 +1,15 @@
+"""Pollux (OSDI'21, Qiao et al.): goodput-optimised, heterogeneity-unaware scheduling of elastic
+jobs, as Sia's comparison runs it (raysim.elastic.pollux). Constants: conf/policy/pollux.yaml."""
+
+from __future__ import annotations
+
+from raysim.elastic.pollux import PolluxAllocator
+from raysim.policy.elastic import Elastic
+
+
+class Pollux(Elastic):
+    name = "pollux"
+    pooled = True  # one goodput model per job, whatever the GPU kind
+
+    def make_allocator(self, kinds):
+        return PolluxAllocator(kinds, **self.constants)
