@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from elastic_util import TOY_PLACEMENTS, TOY_SCALABILITY, toy_times, write_toy
 
 from raysim.elastic.goodput import (GoodputModel, GradParams, PerfParams, _objective, _observations,
                                     base_goodput, fit_perf_params, speedup)
@@ -16,43 +17,7 @@ from raysim.elastic.profiles import load_profile, normal_placement
 from raysim.errors import UserError
 
 
-# -- a tiny synthetic profile -------------------------------------------------------------------
-def toy_times(nodes: int, replicas: int, bsz: float) -> tuple[float, float]:
-    """Step and sync time of the toy application: linear in all three (so any interpolation is exact)."""
-    return 0.02 + 0.01 * bsz + 0.03 * (nodes - 1) + 0.002 * replicas, 0.01 * (nodes - 1) + 0.002 * (replicas - 1)
-
-
-TOY_PLACEMENTS = ("1", "2", "11")
-TOY_SCALABILITY = ((4, 4), (4, 8))
-TOY_VALIDATION = {  # batch size -> rows (progress, iteration, metric, grad_sqr, grad_var)
-    4: [(10, 10, 0.1, 2.0, 6.0), (20, 20, 0.2, 1.0, 4.0), (30, 30, 0.3, 0.5, 3.0)],
-    12: [(9, 5, 0.1, 4.0, 10.0), (21, 9, 0.2, 2.0, 6.0), (33, 13, 0.3, 1.0, 5.0)],
-}
-
-
-def write_toy(folder: Path, *, kind_suffix: str = "-k") -> Path:
-    """The toy application's files under `folder`/toy/ (placements and scalability named with
-    `kind_suffix`); returns `folder`."""
-    app = folder / "toy"
-    app.mkdir(parents=True)
-    lines = ["placement,local_bsz,step_time,sync_time"]
-    for placement in TOY_PLACEMENTS:
-        for bsz in (8, 16):
-            step, sync = toy_times(len(placement), sum(map(int, placement)), bsz)
-            lines.append(f"{placement},{bsz},{step!r},{sync!r}")
-    (app / f"placements{kind_suffix}.csv").write_text("\n".join(lines) + "\n")
-    lines = ["num_nodes,num_replicas,local_bsz,step_time,sync_time"]
-    for nodes, replicas in TOY_SCALABILITY:
-        for bsz in (8, 16):
-            step, sync = toy_times(nodes, replicas, bsz)
-            lines.append(f"{nodes},{replicas},{bsz},{step!r},{sync!r}")
-    (app / f"scalability{kind_suffix}.csv").write_text("\n".join(lines) + "\n")
-    for batch, rows in TOY_VALIDATION.items():
-        text = "progress,iteration,metric,grad_sqr,grad_var\n" + "".join(",".join(map(str, r)) + "\n" for r in rows)
-        (app / f"validation-{batch}.csv").write_text(text)
-    return folder
-
-
+# -- a tiny synthetic profile (written by tests/elastic_util.py) -----------------------------------
 @pytest.fixture
 def toy(tmp_path):
     return load_profile(write_toy(tmp_path), "toy", "k", max_epochs=None, restart_s=30.0)

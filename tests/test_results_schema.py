@@ -31,6 +31,9 @@ ON_DATA = {
     "openb": (["+trace.reader_options.vcs=2"], ["gpu_types", "requests"]),
     "harvest_summit": (["harvest.max_jobs=3"], ["harvest"]),
     "harvest_summit_full": (["harvest.max_jobs=3", "harvest.nodes=64"], ["harvest"]),
+    "sia_saturn": (["trace.path=${oc.env:SIA_TRACE}"], ["gpu_types"]),
+    "venus_elastic": (["policy=sia", "policy.round_s=900", "trace.path=null", "trace.synth={preset:venus,days:1,seed:0}"],
+                      []),
 }
 #: experiments that write no jobs.parquet, and what they write instead
 NO_JOBS = {"fgd_openb": "allo.csv"}
@@ -62,20 +65,24 @@ def test_shipped_experiments_write_the_schema(name, tmp_path):
 
 @pytest.fixture(scope="module")
 def data_cache(shared_dir, tmp_path_factory):
-    """RAYSIM_DATA: a cache of the five public datasets, fetched from a mirror of ../shared."""
+    """RAYSIM_DATA: a cache of the public datasets, fetched from a mirror of ../shared; SIA_TRACE: the
+    first 16 jobs of Sia's Saturn workload 1 (the whole workload takes ~15 s)."""
     from test_data import shared_mirror
 
     from raysim.data import store
     from raysim.data.registry import datasets
 
     root = tmp_path_factory.mktemp("data")
-    mirror = shared_mirror(shared_dir, root / "mirror", ["venus", "lucid_profiles", "openb", "gavel_throughputs",
-                                                          "summit_nodes"])
+    names = ["venus", "lucid_profiles", "openb", "gavel_throughputs", "summit_nodes", "sia_profiles", "sia_workloads"]
+    mirror = shared_mirror(shared_dir, root / "mirror", names)
+    workload = (shared_dir / "references" / "sia" / "workloads" / "saturn" / "workload-1.csv").read_text().splitlines()
+    (root / "sia_16.csv").write_text("\n".join(workload[:17]) + "\n")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RAYSIM_DATA", str(root / "cache"))
         mp.setenv("RAYSIM_DATA_MIRROR", str(mirror))
         mp.setenv("GAVEL_TRACE", str(shared_dir / "references" / "gavel" / "gavel_seed0_lam8000_n300.trace"))
-        for name in ("venus", "lucid_profiles", "openb", "gavel_throughputs", "summit_nodes"):
+        mp.setenv("SIA_TRACE", str(root / "sia_16.csv"))
+        for name in names:
             store.fetch(datasets()[name], say=lambda *_: None)
         yield root / "cache"
 

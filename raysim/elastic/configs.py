@@ -1,8 +1,10 @@
 """The allocations an elastic policy chooses among, and how an allocation becomes GPUs on nodes.
 
 A configuration is (GPU kind, nodes, GPUs): on a kind with G GPUs per node and N nodes, the powers
-of two below G on one node, then whole nodes, 1..N of them (Sia's ``CONFIGS_4GPU`` and
-``CONFIGS_8GPU`` for G = 4 and 8).
+of two below G on one node, then whole nodes, 1..N of them (N at most the nodes the profiles cover,
+as Sia caps it) (Sia's ``CONFIGS_4GPU`` and
+``CONFIGS_8GPU`` for G = 4 and 8), and the GPU counts rigid jobs ask for (on as few nodes as hold
+them).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ class Kinds:
     names: tuple[str, ...]
     nodes: tuple[int, ...]          # nodes per kind
     per_node: tuple[int, ...]       # GPUs per node per kind
+    max_nodes: tuple[int, ...]      # most nodes one job may span per kind (what the profiles cover)
 
     @property
     def capacity(self) -> np.ndarray:
@@ -37,10 +40,13 @@ class Configs:
         return np.flatnonzero(self.kind == k)
 
 
-def configurations(kinds: Kinds) -> Configs:
+def configurations(kinds: Kinds, sizes=()) -> Configs:
+    """The configurations of `kinds`, plus GPU counts `sizes` (rigid jobs' own) that fit a kind."""
     kind, nodes, gpus = [], [], []
     for k, (n, g) in enumerate(zip(kinds.nodes, kinds.per_node)):
+        n = min(n, kinds.max_nodes[k])
         counts = [c for c in (1 << i for i in range(8)) if c < g] + [g * m for m in range(1, n + 1)]
+        counts = sorted(set(counts) | {c for c in sizes if 0 < c <= n * g})
         for c in counts:
             kind.append(k)
             gpus.append(c)
@@ -92,3 +98,16 @@ def node_runs(node_ids) -> list[tuple[int, int]]:
         else:
             out.append([node, 1])
     return [(node, count) for node, count in out]
+
+
+def spread(runs: tuple[int, ...], max_nodes: int) -> tuple[int, ...]:
+    """A placement's shape as the profiles can price it: over more than `max_nodes` nodes, the same
+    GPUs spread evenly over `max_nodes` (Sia's simulator fixes placements so)."""
+    if len(runs) <= max_nodes:
+        return runs
+    gpus, each = sum(runs), -(-sum(runs) // max_nodes)
+    out = []
+    while gpus > 0:
+        out.append(min(each, gpus))
+        gpus -= out[-1]
+    return tuple(out)

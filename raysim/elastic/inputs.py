@@ -4,8 +4,8 @@ applications' profiles on every GPU kind of the run, and the per-application con
 Settings (``elastic:`` in conf/config.yaml): ``profiles`` (a folder of ``<app>/placements-<kind>.csv``,
 ``scalability-<kind>.csv`` and ``validation-<batch>.csv``, e.g. ``data:sia_profiles``), ``apps``
 (per application: epochs to train, checkpoint-restore seconds, calibration slowdown),
-``application_column`` and ``batch_size_column`` (the trace's columns), and ``application_map``
-(for traces without an application column: which application stands in for which jobs).
+``application_column`` and ``batch_size_column`` (the trace's columns); for ordinary traces
+``application_map``, ``share`` and ``match_durations`` (raysim.elastic.mapping).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from raysim.elastic.job import ElasticJob
+from raysim.elastic.mapping import applications_by_gpu_hours, elastic_mask, rigid_seconds
 from raysim.elastic.profiles import AppProfile, load_profile
 from raysim.errors import ConfigError, UserError
 
@@ -39,12 +40,21 @@ class ElasticInputs:
     arrival: np.ndarray
     profiles: dict            # (app, kind) -> AppProfile
     constants: dict           # app -> AppConstants
+    elastic: np.ndarray       # per job: whether it may be resized (else rigid: its GPU count and batch size)
+    speed: np.ndarray         # per job: factor on its training speed (elastic.match_durations; else 1)
 
     def job(self, seq: int, kinds, *, tune_bsz: bool, pooled: bool = False) -> ElasticJob:
         app = self.apps[seq]
+        rigid = not self.elastic[seq]
         return ElasticJob(seq, self.names[seq], {k: self.profiles[app, k] for k in kinds}, float(self.arrival[seq]),
                           target_replicas=int(self.replicas[seq]), target_batch=int(self.batch[seq]),
-                          calibration=1.0 / self.constants[app].slowdown, tune_bsz=tune_bsz, pooled=pooled)
+                          calibration=float(self.speed[seq]) / self.constants[app].slowdown,
+                          tune_bsz=tune_bsz and not rigid, pooled=pooled, rigid=rigid)
+
+    @property
+    def rigid_sizes(self) -> tuple[int, ...]:
+        """The GPU counts rigid jobs ask for (configurations elastic policies must offer)."""
+        return tuple(sorted({int(r) for r, e in zip(self.replicas, self.elastic) if not e}))
 
     def ratio(self, app: str, kind: str, dest: str) -> float:
         """One-GPU throughput of `app` on `kind` over that on `dest` (projects goodputs across kinds)."""
@@ -76,27 +86,64 @@ def elastic_options(cfg: DictConfig, trace, spec) -> dict:
         c = constants[app]
         for kind in kinds:
             profiles[app, kind] = load_profile(folder, app, kind, max_epochs=c.max_epochs, restart_s=c.restart_s)
-    batch_column = str(e.batch_size_column)
-    if batch_column in table.column_names:
-        batch = table.column(batch_column).to_numpy(zero_copy_only=False).astype(np.int64)
-    else:  # no batch size: each job's application's initial one
-        batch = np.array([profiles[a, kinds[0]].init_batch_size for a in apps], dtype=np.int64)
     names = [str(x) for x in table.column("job_id").to_pylist()]
     replicas = table.column("gpu_num").to_numpy(zero_copy_only=False).astype(np.int64)
-    inputs = ElasticInputs(names, apps, replicas, batch, exact_arrivals(table), profiles, constants)
+    batch_column = str(e.batch_size_column)
+    if batch_column in table.column_names and not e.get("application_map"):
+        batch = table.column(batch_column).to_numpy(zero_copy_only=False).astype(np.int64)
+    else:  # mapped jobs: GPUs the application can use, and the smallest batch size they allow
+        first = [profiles[a, kinds[0]] for a in apps]
+        limit = np.array([min(min(p.max_batch_size // p.min_local_bsz, p.max_replicas)
+                              for (a2, _), p in profiles.items() if a2 == a) for a in apps])
+        replicas = np.minimum(replicas, limit)
+        batch = np.array([min(max(p.init_batch_size, p.min_local_bsz * r), p.max_batch_size)
+                          for p, r in zip(first, replicas)], dtype=np.int64)
+    elastic = elastic_mask(names, float(e.share), int(cfg.seed))
+    inputs = ElasticInputs(names, apps, replicas, batch, exact_arrivals(table), profiles, constants, elastic,
+                           np.ones(len(names)))
+    if e.get("match_durations"):
+        inputs.speed = _matching_speeds(inputs, table, kinds, reference_kind(cfg, spec, kinds), spec.layout)
     return {"inputs": inputs}
+
+
+def reference_kind(cfg: DictConfig, spec, kinds) -> str:
+    """The GPU kind trace durations refer to: cluster.reference_gpu_type, else the first kind."""
+    name = cfg.cluster.get("reference_gpu_type")
+    return name if name in kinds else kinds[0]
+
+
+def _matching_speeds(inputs: ElasticInputs, table, kinds, kind: str, layout) -> np.ndarray:
+    """Per job: the factor that makes its rigid run on `kind` take its trace duration."""
+    per_node = {p.gpu_type: p.gpus_per_node for pools in layout.values() for p in pools}[kind]
+    duration = table.column("duration").to_numpy(zero_copy_only=False).astype(float)
+    cache: dict[tuple, float | None] = {}
+    speed = np.ones(len(duration))
+    for seq in range(len(duration)):
+        r = int(inputs.replicas[seq])
+        key = (inputs.apps[seq], r, int(inputs.batch[seq]))
+        if key not in cache:
+            placement = tuple([per_node] * (r // per_node) + ([r % per_node] if r % per_node else []))
+            saved, inputs.speed = inputs.speed, np.ones(len(duration))
+            cache[key] = rigid_seconds(lambda: inputs.job(seq, (kind,), tune_bsz=False), placement, kind)
+            inputs.speed = saved
+        seconds = cache[key]
+        if seconds and duration[seq] > 0:
+            speed[seq] = seconds / duration[seq]
+    return speed
 
 
 def _applications(cfg: DictConfig, table, source: str) -> list:
     e = cfg.elastic
+    rules = e.get("application_map")
+    if rules:
+        duration = table.column("duration").to_numpy(zero_copy_only=False).astype(float)
+        gpus = table.column("gpu_num").to_numpy(zero_copy_only=False).astype(float)
+        return applications_by_gpu_hours(duration, gpus, OmegaConf.to_container(rules, resolve=True))
     column = str(e.application_column)
     if column in table.column_names:
         return [str(a) for a in table.column(column).to_pylist()]
-    mapping = e.get("application_map")
-    if not mapping:
-        raise ConfigError("elastic.application_column", f"trace {source} has no column {column!r}; name the "
-                          "column, or map jobs to applications with elastic.application_map", column)
-    raise ConfigError("elastic.application_map", "not supported yet", OmegaConf.to_container(mapping))
+    raise ConfigError("elastic.application_column", f"trace {source} has no column {column!r}; name the "
+                      "column, or map jobs to applications with elastic.application_map", column)
 
 
 def _constants(e: DictConfig) -> dict:

@@ -33,13 +33,15 @@ class ElasticJob:
     __slots__ = ("seq", "name", "app", "apps", "submit", "target_replicas", "target_batch", "tune_bsz",
                  "calibration", "kind", "placement", "atomic_bsz", "accum_steps", "grad", "profiles", "perf",
                  "progress", "epoch", "rescale_left", "restarts", "completion", "attained", "gpu_s", "_batch_for",
-                 "pooled")
+                 "pooled", "rigid")
 
     def __init__(self, seq: int, name: str, apps: dict, submit: float, *, target_replicas: int,
-                 target_batch: int, calibration: float, tune_bsz: bool, pooled: bool = False):
+                 target_batch: int, calibration: float, tune_bsz: bool, pooled: bool = False,
+                 rigid: bool = False):
         self.seq, self.name, self.apps, self.submit = seq, name, apps, submit
         self.app = next(iter(apps.values())).app
         self.target_replicas, self.target_batch, self.tune_bsz = target_replicas, target_batch, tune_bsz
+        self.rigid = rigid                    # runs on exactly target_replicas GPUs, at its own batch size
         self.calibration = calibration        # 1 / the application's slowdown (Sia's calibration)
         self.kind: str | None = None          # GPU kind it runs on (None: no allocation)
         self.placement: tuple[int, ...] = ()  # GPUs per node it spans
@@ -76,7 +78,7 @@ class ElasticJob:
         is a (re)start, which costs the checkpoint-restore time."""
         placement = tuple(placement)
         if kind is None or not placement:
-            self.kind, self.placement, self.atomic_bsz = None, (), 0
+            self.kind, self.placement, self.atomic_bsz, self._batch_for = None, (), 0, None
             return False
         if kind == self.kind and placement == self.placement:
             return False
@@ -138,7 +140,11 @@ class ElasticJob:
             scale = batch / app.init_batch_size
             sqr, var = app.grad_stats(batch, self.epoch)
             gain = (var + sqr) / (var / scale + sqr)
-            step, sync = app.step_time(placement, self.atomic_bsz)
+            times = app.step_time(placement, self.atomic_bsz)
+            if times is None:
+                raise ValueError(f"{app.app} on {app.kind}: the profile does not cover placement {placement} "
+                                 f"at {self.atomic_bsz} samples per GPU")
+            step, sync = times
             self._observe(len(placement), replicas, self.atomic_bsz, step, sync, sqr, var)
             goodput = gain / (step + (step - sync) * self.accum_steps) * self.calibration
             target = app.progress_at(self.epoch + 1)

@@ -8,7 +8,7 @@ goodput over its goodput at a fair share of the cluster (``ceil(GPUs / jobs)`` G
 at most what its batch-size limit allows; a job that has not run yet scales linearly), scaled so that one node's share counts 1, and an
 allocation that changes is scaled down by Pollux's restart factor (a fixed ``restart_delay_s``).
 A job gets at most twice the GPUs it has been profiled on, and never more than the batch-size
-limit allows.
+limit allows. A rigid job (``elastic.share`` < 1) gets its own GPU count or none.
 
 Pollux searches with a genetic algorithm (NSGA-II, 100 x 100 per round). Here the same objective is
 solved exactly: with p < 0, maximising the power mean is minimising the sum of speedup^p, one term
@@ -37,7 +37,7 @@ class PolluxAllocator:
     """One VC's Pollux rounds; remembers each job's virtual nodes between rounds."""
 
     def __init__(self, kinds: Kinds, *, p: float, restart_delay_s: float, max_replicas_cap: int,
-                 max_nodes_per_job: int):
+                 max_nodes_per_job: int, sizes=()):
         if p == 0:
             raise ValueError("policy.p must not be 0")
         self.kinds, self.p = kinds, p
@@ -49,7 +49,8 @@ class PolluxAllocator:
                 self.vnodes += [(k, node)] * (g // self.size)
         counts = [c for c in (1 << i for i in range(8)) if c < self.size]
         counts += [self.size * m for m in range(1, min(len(self.vnodes), max_nodes_per_job) + 1)]
-        self.counts = np.array(counts)
+        counts += [c for c in sizes if 0 < c <= len(self.vnodes) * self.size]  # rigid jobs' own counts
+        self.counts = np.array(sorted(set(counts)))
         self.prev: dict[int, tuple] = {}                      # seq -> virtual GPU slots it held
 
     def allocate(self, jobs: list, now: float, ratios) -> dict:
@@ -66,7 +67,8 @@ class PolluxAllocator:
             factor = self._restart_factor(job, now)
             changed = self.counts != held[job.seq]
             s = np.where(changed, s * factor, s)
-            s = np.where(self.counts <= self._max_replicas(job), s, -1.0)
+            allowed = self.counts == job.target_replicas if job.rigid else self.counts <= self._max_replicas(job)
+            s = np.where(allowed, s, -1.0)
             cost[i, :m] = np.where(s >= 0, (np.maximum(s, 0) + 1e-3) ** self.p, np.inf)
             cost[i, m] = 1e-3 ** self.p  # no GPUs
         counts = self._solve(cost)

@@ -84,6 +84,10 @@ class AppProfile:
         self._validation = {bsz: {col: validation[bsz][col].to_numpy(float) for col in _VALIDATION_COLUMNS}
                             for bsz in self.batch_sizes}
         epochs = min(len(table) for table in validation.values())
+        #: the most nodes and GPUs any profiled configuration spans (what lookups can cover)
+        self.max_nodes = int(max(placements.num_nodes.max(), scalability.num_nodes.max() if len(scalability) else 0))
+        self.max_replicas = int(max(placements.num_replicas.max(),
+                                    scalability.num_replicas.max() if len(scalability) else 0))
         largest = placements.groupby("num_replicas").local_bsz.max()
         self._largest_at = {int(r): int(b) for r, b in largest.items()}
         one = placements[placements.num_replicas == 1]

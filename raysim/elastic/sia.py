@@ -7,7 +7,8 @@ not run yet knows nothing: one GPU of any kind is worth 1 to it. Each job's row 
 smallest non-zero goodput, configurations other than its current one are scaled down by its restart
 factor (Pollux's: the share of its age not lost to restarts), raised to the power ``p`` and rounded
 to two decimals. The program picks at most one configuration per job within each kind's GPUs,
-keeping jobs that are still restoring a checkpoint where they are, and
+keeping jobs that are still restoring a checkpoint where they are (rigid jobs, which keep their GPU
+count and batch size, choose only among configurations of that count), and
 
     sum(X * G**p) + lambda_n * (jobs without a configuration),
 
@@ -28,6 +29,8 @@ from raysim.elastic.goodput import speedup
 
 #: goodput given to configurations a job cannot use (Sia's ZERO_ALLOC_GAIN)
 ZERO_GAIN = np.float32(1e-4)
+#: objective values closer than this are a tie (left to the solver)
+TIE = 1e-9
 
 
 class SiaAllocator:
@@ -98,7 +101,7 @@ class SiaAllocator:
         unknown = set()
         for k, name in enumerate(kinds.names):
             idx = cfg.of_kind(k)
-            valid = idx[cfg.gpus[idx] <= limit]
+            valid = idx[cfg.gpus[idx] == limit] if job.rigid else idx[cfg.gpus[idx] <= limit]
             if k in known:
                 row[valid] = self._goodput(job, name, cfg.nodes[valid], cfg.gpus[valid])
             elif known and self.project:
@@ -110,9 +113,9 @@ class SiaAllocator:
         mins = [row[cfg.of_kind(k)][row[cfg.of_kind(k)] > ZERO_GAIN].min() for k in range(len(kinds.names))
                 if k not in unknown and (row[cfg.of_kind(k)] > ZERO_GAIN).any()]
         row *= np.float32(1.0 / min(mins)) if mins else np.float32(1.0)
-        for k in unknown:  # nothing known: one GPU of this kind is worth 1
+        for k in unknown:  # nothing known: one GPU (a rigid job: its own count) of this kind is worth 1
             idx = cfg.of_kind(k)
-            row[idx[cfg.gpus[idx] == 1]] = 1.0
+            row[idx[cfg.gpus[idx] == (job.target_replicas if job.rigid else 1)]] = 1.0
         row[row <= ZERO_GAIN] = ZERO_GAIN
         return row
 
@@ -124,7 +127,10 @@ class SiaAllocator:
 
     def _max_replicas(self, job) -> int:
         """Twice the most GPUs the job has been profiled on, over all kinds (Sia shares the maximum
-        across kinds when it projects goodputs), at least 1, at most the cap and the batch limit."""
+        across kinds when it projects goodputs), at least 1, at most the cap and the batch limit;
+        a rigid job's own count."""
+        if job.rigid:
+            return job.target_replicas
         return max(min(max(2 * job.max_profiled_replicas(name), 1), self.cap,
                        job.apps[name].max_batch_size // job.apps[name].min_local_bsz) for name in self.kinds.names)
 
@@ -139,9 +145,13 @@ class SiaAllocator:
 
     # -- the program ---------------------------------------------------------------------------
     def _solve(self, cost: np.ndarray, keep: dict) -> list:
-        """The chosen configuration per job (None: none), by HiGHS."""
+        """The chosen configuration per job (None: none): each job's own best when those fit and
+        are each the only best (then they are the program's one optimum), else by HiGHS."""
         n, m = cost.shape
         cfg, kinds = self.configs, self.kinds
+        alone = self._each_alone(cost, keep)
+        if alone is not None:
+            return alone
         # sum(X*A) + lambda_n*(n - sum X): minimised for p < 0, maximised for p > 0 (Sia's objective)
         c = (cost.ravel() - self.lambda_n) * (1.0 if self.p < 0 else -1.0)
         rows = np.repeat(np.arange(n), m)
@@ -159,3 +169,24 @@ class SiaAllocator:
             raise RuntimeError(f"Sia's integer program failed: {result.message}")
         x = np.round(result.x).reshape(n, m)
         return [int(np.argmax(x[i])) if x[i].sum() > 0 else None for i in range(n)]
+
+    def _each_alone(self, cost: np.ndarray, keep: dict) -> list | None:
+        """Every job's strictly best option on its own (a configuration or none), if together they
+        fit every kind; None when they do not fit or some job has tied options."""
+        gain = (cost - self.lambda_n) * (1.0 if self.p < 0 else -1.0)  # < 0: better than no GPUs
+        choice: list = []
+        used = np.zeros(len(self.kinds.names))
+        for i, row in enumerate(gain):
+            if i in keep:
+                c = keep[i]
+            else:
+                order = np.argsort(row, kind="stable")[:2]
+                best = row[order[0]]
+                second = row[order[1]] if len(order) > 1 else np.inf
+                if abs(best) < TIE or abs(second - best) < TIE:
+                    return None
+                c = int(order[0]) if best < 0 else None
+            choice.append(c)
+            if c is not None:
+                used[self.configs.kind[c]] += self.configs.gpus[c]
+        return choice if (used <= self.kinds.capacity).all() else None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from raysim.elastic.configs import Kinds, configurations, node_runs
+from raysim.elastic.configs import Kinds, configurations, node_runs, spread
 from raysim.elastic.job import ElasticJob
 from raysim.policy.base import NEVER, Policy
 
@@ -116,9 +116,10 @@ class Elastic(Policy):
         by_type = view.nodes_by_type()
         names = tuple(sorted(by_type, key=str.lower))
         self.node_ids = {k: [node for node, _ in by_type[k]] for k in names}
+        covered = tuple(min(p.max_nodes for (_, kind), p in self.inputs.profiles.items() if kind == k) for k in names)
         self.kinds = Kinds(names, tuple(len(by_type[k]) for k in names),
-                           tuple(max((g for _, g in by_type[k]), default=0) for k in names))
-        self.configs = configurations(self.kinds)
+                           tuple(max((g for _, g in by_type[k]), default=0) for k in names), covered)
+        self.configs = configurations(self.kinds, self.inputs.rigid_sizes)
         self.allocator = self.make_allocator(self.kinds)
 
     def _allocate(self, view, t: int, now: float) -> None:
@@ -135,7 +136,7 @@ class Elastic(Policy):
                 continue
             kind, ids = new
             runs = node_runs(ids)
-            job.allocate(kind, tuple(count for _, count in runs))
+            job.allocate(kind, spread(tuple(count for _, count in runs), self.kinds.max_nodes[self.kinds.names.index(kind)]))
             view.resize(j, len(ids))
             nodes = self.node_ids[kind]
             view.start_on(j, [(nodes[i], count) for i, count in runs], t)

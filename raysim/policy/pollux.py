@@ -12,4 +12,4 @@ class Pollux(Elastic):
     pooled = True  # one goodput model per job, whatever the GPU kind
 
     def make_allocator(self, kinds):
-        return PolluxAllocator(kinds, **self.constants)
+        return PolluxAllocator(kinds, sizes=self.inputs.rigid_sizes, **self.constants)
