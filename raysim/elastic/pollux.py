@@ -105,12 +105,15 @@ class PolluxAllocator:
         within the cluster's GPUs and virtual nodes."""
         n, w = cost.shape
         finite = np.isfinite(cost)
+        gpus = np.append(self.counts, 0).astype(float)
+        whole = np.append(np.where(self.counts >= self.size, self.counts // self.size, 0), 0).astype(float)
+        alone = self._each_alone(np.where(finite, cost * (1.0 if self.p < 0 else -1.0), np.inf), gpus, whole)
+        if alone is not None:
+            return alone
         c = (np.where(finite, cost, 0.0) * (1.0 if self.p < 0 else -1.0)).ravel()
         upper = finite.astype(float).ravel()
         rows = np.repeat(np.arange(n), w)
         one_each = csr_matrix((np.ones(n * w), (rows, np.arange(n * w))), shape=(n, n * w))
-        gpus = np.append(self.counts, 0).astype(float)
-        whole = np.append(np.where(self.counts >= self.size, self.counts // self.size, 0), 0).astype(float)
         capacity = csr_matrix(np.vstack([np.tile(gpus, n), np.tile(whole, n)]))
         result = milp(c, integrality=np.ones(n * w), bounds=Bounds(np.zeros(n * w), upper),
                       constraints=[LinearConstraint(one_each, 1, 1),
@@ -120,6 +123,18 @@ class PolluxAllocator:
             raise RuntimeError(f"Pollux's integer program failed: {result.message}")
         x = np.round(result.x).reshape(n, w)
         return [int(gpus[int(np.argmax(x[i]))]) for i in range(n)]
+
+    def _each_alone(self, cost: np.ndarray, gpus: np.ndarray, whole: np.ndarray) -> list | None:
+        """Every job's strictly cheapest option on its own, if together they fit the GPUs and the
+        virtual nodes (then it is the program's one optimum); None otherwise."""
+        order = np.argsort(cost, axis=1, kind="stable")[:, :2]
+        best = np.take_along_axis(cost, order, axis=1)
+        if (best[:, 1] - best[:, 0] < 1e-9).any():
+            return None
+        pick = order[:, 0]
+        if gpus[pick].sum() > len(self.vnodes) * self.size or whole[pick].sum() > len(self.vnodes):
+            return None
+        return [int(gpus[k]) for k in pick]
 
     def _place(self, jobs: list, counts: list) -> dict:
         """Virtual GPU slots per job: a job with an unchanged count keeps its slots (unless they were
