@@ -38,7 +38,7 @@ SUBMIT = [0, 0, 0, 0, 0, 30, 62, 120, 400, 2000]
 KINDS = {"fast": (1, 4), "slow": (2, 4)}  # kind -> (nodes, GPUs per node)
 LAYOUT = ("cluster.layout=[" + ",".join(f"{{vc:cluster,gpu_type:{k},gpus_per_node:{g},nodes:{n}}}"
                                         for k, (n, g) in KINDS.items()) + "]")
-ROUND_S = {"sia": 60, "gavel_elastic": 360}
+ROUND_S = {"sia": 60, "pollux": 60, "gavel_elastic": 360}
 
 
 @pytest.fixture(scope="module")
@@ -164,3 +164,15 @@ def test_sia_writes_the_same_files_on_ray_as_in_process(inputs, ray_local, tmp_p
     simulate_to(tmp_path / "ray", trace, spec, None, runtime="ray", job_extra=extra)
     for name in ("jobs.parquet", "timeseries.parquet"):
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+
+
+def test_a_duration_driven_policy_refuses_jobs_without_durations(inputs, tmp_path):
+    from raysim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="elastic jobs without durations.*not tiresias"):
+        run(config(inputs, "tiresias"), tmp_path / "run")
+
+
+def test_pollux_finishes_every_job_within_capacity(inputs, tmp_path):
+    run(config(inputs, "pollux"), tmp_path / "run")
+    check_jobs(read_jobs(tmp_path / "run"), "pollux")

@@ -52,7 +52,7 @@ README = REPO / "README.md"
 #: tests/test_cluster.py starts under the `cluster` marker)
 ALLOWED = ("pip install ", "python -m pytest ", "export RAY_AUTH_MODE=", "ray start ", "ray job submit ")
 #: scripts containing one of these take minutes: marked slow
-SLOW = ("+experiment=saturn_synth", "+experiment=helios_synth")
+SLOW = ("+experiment=saturn_synth", "+experiment=helios_synth", "+experiment=venus_elastic")
 #: run on Ray exactly as written (everything else gets runtime=local, see the module docstring)
 AS_WRITTEN = ("python -m raysim +experiment=venus",)
 #: placeholder -> file name made in the scratch folder (see make_placeholders)

@@ -107,6 +107,17 @@ def check_cluster_config(cfg: DictConfig) -> None:
         boolean(cfg, "policy.packing")  # false: the ablation "packing off"
 
 
+def refuse_placeholder_durations(cfg: DictConfig, trace) -> None:
+    """Jobs without a duration (Sia's elastic workloads carry a placeholder) only under elastic
+    policies, which end jobs by their training progress: one line otherwise."""
+    name = cfg.policy.name
+    if getattr(policy_class(name), "elastic", False) or "duration_source" not in trace.table.column_names:
+        return
+    if "placeholder" in set(trace.table.column("duration_source").to_pylist()):
+        raise ConfigError("policy", f"trace {trace.source} has elastic jobs without durations (Sia's workloads): "
+                          f"run an elastic policy (sia, pollux, gavel_elastic; docs/elastic.md), not {name}", name)
+
+
 def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
     """What round-based policies cannot be combined with, refused in one line naming the key."""
     name = cfg.policy.name
@@ -330,5 +341,6 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes)
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}
+    refuse_placeholder_durations(cfg, trace)
     spec, more = policy_class(spec.policy).prepare(cfg, trace, spec)
     return spec, {**extra, **(more or {})}
