@@ -31,9 +31,9 @@ ON_DATA = {
     "openb": (["+trace.reader_options.vcs=2"], ["gpu_types", "requests"]),
     "harvest_summit": (["harvest.max_jobs=3"], ["harvest"]),
     "harvest_summit_full": (["harvest.max_jobs=3", "harvest.nodes=64"], ["harvest"]),
-    "sia_saturn": (["trace.path=${oc.env:SIA_TRACE}"], ["gpu_types"]),
+    "sia_saturn": (["trace.path=${oc.env:SIA_TRACE}"], ["gpu_types", "elastic"]),
     "venus_elastic": (["policy=sia", "policy.round_s=900", "trace.path=null", "trace.synth={preset:venus,days:1,seed:0}"],
-                      []),
+                      ["elastic"]),
 }
 #: experiments that write no jobs.parquet, and what they write instead
 NO_JOBS = {"fgd_openb": "allo.csv"}

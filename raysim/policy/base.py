@@ -107,6 +107,13 @@ class Policy:
         """Job j is now called new[j] (-1: finished and forgotten); the order of jobs is unchanged.
         Policies that keep job indices override this."""
 
+    #: integer result columns the policy reports per job (jobs.parquet), see `job_results`
+    result_columns: tuple[str, ...] = ()
+
+    def job_results(self, seqs) -> dict:
+        """`result_columns` for jobs `seqs` (trace rows): name -> int64 array. None by default."""
+        return {}
+
 
 class BlockingQueuePolicy(Policy):
     """Non-preemptive, head-of-line blocking: jobs are placed in key order and the first job that

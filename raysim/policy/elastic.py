@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from raysim.elastic.configs import Kinds, configurations, node_runs, spread
 from raysim.elastic.job import ElasticJob
 from raysim.policy.base import NEVER, Policy
@@ -28,6 +30,7 @@ class Elastic(Policy):
 
     name = "elastic"
     elastic = True
+    result_columns = ("restarts", "gpu_seconds")
     times_jobs = True
     ticks_per_s = 1000
     tune_bsz = True
@@ -49,6 +52,7 @@ class Elastic(Policy):
         self.kinds: Kinds | None = None
         self.node_ids: dict[str, list[int]] = {}
         self.next_round = NEVER             # tick of the next round (NEVER: none due)
+        self.done: dict[int, tuple] = {}    # seq -> (restarts, GPU-seconds) of finished jobs
 
     @classmethod
     def prepare(cls, cfg, trace, spec):
@@ -75,6 +79,12 @@ class Elastic(Policy):
 
     def renumber(self, new: list[int]) -> None:
         self.index = {s: new[j] for s, j in self.index.items() if new[j] >= 0}
+
+    def job_results(self, seqs) -> dict:
+        """Restarts and GPU-seconds of jobs `seqs` (0 for jobs that did not finish)."""
+        got = [self.done.get(s, (0, 0)) for s in seqs]
+        return {"restarts": np.array([g[0] for g in got], dtype=np.int64),
+                "gpu_seconds": np.array([g[1] for g in got], dtype=np.int64)}
 
     def next_wakeup(self, view, now: int) -> float:
         return self.next_round
@@ -110,6 +120,7 @@ class Elastic(Policy):
             j = self.index.pop(job.seq)
             self.nodes.pop(job.seq, None)
             view.finish(j, t, self._tick(job.completion))
+            self.done[job.seq] = (job.restarts or 0, int(round(job.attained)))
         self.active = still
 
     def _read_kinds(self, view) -> None:

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 
 from raysim.report.timeseries import META_KEY
 from raysim.report.timeseries_write import timeseries_table
+from raysim.sim.jobs import POLICY_COLUMNS
 from raysim.trace.schema import REQUEST_COLUMNS
 
 #: A Gavel trace's columns that jobs.parquet keeps (its `rounds` group, raysim.report.schema).
@@ -179,4 +180,5 @@ def _jobs_rows(trace: pa.Table, r: dict[str, np.ndarray]) -> pa.Table:
         **loans,
         **requests,
         **{name: trace.column(name) for name in ROUNDS_COLUMNS if "total_steps" in trace.column_names},
+        **{name: pa.array(r[name].astype(np.int64)) for name in POLICY_COLUMNS if name in r},
     })

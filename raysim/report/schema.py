@@ -56,6 +56,10 @@ GROUPS = {
         "total_steps": "steps it must run",
         "priority_weight": "its priority weight",
     }),
+    "elastic": ("elastic policies (policy=sia, pollux, gavel_elastic)", {
+        "restarts": "times its allocation changed kind or shape after its first start (each costs a checkpoint-restore)",
+        "gpu_seconds": "GPU-seconds it held (restores included)",
+    }),
     "harvest": ("idle-node harvesting (mode=harvest): tasks are elastic", {
         "task": "the task's name",
         "samples": "samples it processed",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from raysim.sim.jobs import INPUT_COLUMNS, OPTIONAL_INPUTS, REQUEST_INPUTS, RESULT_COLUMNS
+from raysim.sim.jobs import INPUT_COLUMNS, OPTIONAL_INPUTS, POLICY_COLUMNS, REQUEST_INPUTS, RESULT_COLUMNS
 from raysim.sim.recorder import rows_to_columns
 
 #: Schema metadata key of a samples table: the interval of the grid its change rows lie on.
@@ -77,7 +77,7 @@ def results_table(parts: list[dict[str, np.ndarray]]) -> pa.Table:
     if not parts:
         return _NO_RESULTS
     schema = LOAN_RESULT_SCHEMA if "reclaims" in parts[0] else RESULT_SCHEMA
-    extra = [name for name in parts[0] if name == "gpu_type" or name.startswith("held_")]
+    extra = [name for name in parts[0] if name == "gpu_type" or name.startswith("held_") or name in POLICY_COLUMNS]
     if extra:
         schema = pa.schema(list(schema) + [pa.field(name, pa.int64()) for name in extra])
     return pa.table({f.name: np.concatenate([p[f.name] for p in parts]) for f in schema}, schema=schema)

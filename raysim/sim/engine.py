@@ -201,6 +201,8 @@ class VCSimulator(QuotaLoans, PolicyView):
             home = self._node_home
             out["ran_on_vc"] = np.array([None if n < 0 else home[n] for n in out["first_node"].tolist()], dtype=object)
             out["reclaims"] = np.zeros(len(out["first_node"]), dtype=np.int64)
+        if self.policy.result_columns:
+            out.update(self.policy.job_results(out["seq"].tolist()))
         return out
 
     @property
