@@ -176,3 +176,10 @@ def test_a_duration_driven_policy_refuses_jobs_without_durations(inputs, tmp_pat
 def test_pollux_finishes_every_job_within_capacity(inputs, tmp_path):
     run(config(inputs, "pollux"), tmp_path / "run")
     check_jobs(read_jobs(tmp_path / "run"), "pollux")
+
+
+def test_sia_gives_the_same_jobs_with_checkpoints_and_small_windows(inputs, tmp_path):
+    run(config(inputs, "sia"), tmp_path / "plain")
+    run(config(inputs, "sia", "runtime.window_s=300", f"runtime.checkpoint_dir={tmp_path / 'ckpt'}"),
+        tmp_path / "windows")
+    assert (tmp_path / "plain" / "jobs.parquet").read_bytes() == (tmp_path / "windows" / "jobs.parquet").read_bytes()

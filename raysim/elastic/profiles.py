@@ -106,6 +106,15 @@ class AppProfile:
         state.update(_step_times={}, _max_local={}, _interpolators={}, _nd_interpolator=None)
         return state
 
+    def fingerprint_fields(self) -> dict:
+        """What determines this profile (raysim.runtime.fingerprint: checkpoints refuse to resume
+        with other profiles): its constants and every measured value."""
+        return {"app": self.app, "kind": self.kind, "restart_s": self.restart_s, "max_epochs": self.max_epochs,
+                "max_local_bsz": self.max_local_bsz,
+                "placements": repr(self._placements.to_numpy().tolist()),
+                "scalability": self._scalability.to_numpy(dtype=float),
+                "validation": {b: v for b, v in self._validation.items()}}
+
     def __repr__(self) -> str:
         return f"AppProfile({self.app!r}, {self.kind!r})"
 

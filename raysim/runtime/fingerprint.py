@@ -105,6 +105,9 @@ def _feed(h, value) -> None:
         _feed(h, {f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
     elif isinstance(value, (set, frozenset)):
         _feed(h, sorted(value, key=repr))
+    elif hasattr(value, "fingerprint_fields"):  # an input object that says what determines it
+        h.update(f"{type(value).__qualname__}:".encode())
+        _feed(h, value.fingerprint_fields())
     else:
         raise TypeError(f"cannot fingerprint a {type(value).__qualname__}")
 
