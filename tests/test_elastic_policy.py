@@ -17,6 +17,7 @@ from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
 from raysim.elastic.gavel import GavelAllocator
+from raysim.elastic.pollux import PolluxAllocator
 from raysim.elastic.sia import SiaAllocator
 from raysim.paths import CONF_DIR
 from raysim.run import run
@@ -183,3 +184,23 @@ def test_sia_gives_the_same_jobs_with_checkpoints_and_small_windows(inputs, tmp_
     run(config(inputs, "sia", "runtime.window_s=300", f"runtime.checkpoint_dir={tmp_path / 'ckpt'}"),
         tmp_path / "windows")
     assert (tmp_path / "plain" / "jobs.parquet").read_bytes() == (tmp_path / "windows" / "jobs.parquet").read_bytes()
+
+
+@pytest.mark.parametrize("policy, allocator", [("sia", SiaAllocator), ("pollux", PolluxAllocator)])
+def test_a_job_at_its_own_maximum_replicas_never_gets_more(inputs, tmp_path, monkeypatch, policy, allocator):
+    """The optional max_replicas column: job 2 (asks 4 GPUs) may use at most 1, job 4 at most 2."""
+    lines = (inputs / "workload.csv").read_text().splitlines()
+    limits = {2: "1", 4: "2"}
+    rows = [lines[0] + ",max_replicas"] + [f"{row},{limits.get(i, '')}" for i, row in enumerate(lines[1:])]
+    rows[3] = rows[3].replace(",4,128,", ",1,128,")  # a job's initial replicas are within its maximum
+    rows[5] = rows[5].replace(",4,64,", ",2,64,")
+    (tmp_path / "limited.csv").write_text("\n".join(rows) + "\n")
+    rounds = record(monkeypatch, allocator)
+    run(config(inputs, policy, f"trace.path={tmp_path / 'limited.csv'}"), tmp_path / "run")
+    most = Counter()
+    for _, _, placed in rounds:
+        for seq, (_, ids) in placed.items():
+            most[seq] = max(most[seq], len(ids))
+    assert most[2] == 1 and most[4] == 2
+    assert max(most.values()) > 2  # the others still grow beyond
+    assert read_jobs(tmp_path / "run").finished.all()

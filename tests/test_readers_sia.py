@@ -170,3 +170,13 @@ def test_sias_saturn_workload_1(shared_dir):
     assert t.column("submit_time").to_pylist()[-1] == 28098
     assert all(f"{m}-{i}" == n for i, (m, n) in enumerate(zip(t.column("model").to_pylist(),
                                                                t.column("job_name").to_pylist())))
+
+
+def test_an_optional_max_replicas_column_is_kept_and_checked(tmp_path):
+    text = "name,time,application,num_replicas,batch_size,max_replicas\na-0,0,cifar10,2,512,8\na-1,5,cifar10,1,128,\n"
+    t = load(write(tmp_path, text), layout=layout_from_config(SIA)).table
+    assert t.schema.field("max_replicas").type == pa.int32()
+    assert t.column("max_replicas").to_pylist() == [8, None]
+    bad = "name,time,application,num_replicas,batch_size,max_replicas\na-0,0,cifar10,4,512,2\n"
+    with pytest.raises(TraceError, match="row 1.*max_replicas.*below num_replicas"):
+        load(write(tmp_path, bad, "bad.csv"), layout=layout_from_config(SIA))

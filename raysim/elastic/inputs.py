@@ -42,6 +42,7 @@ class ElasticInputs:
     constants: dict           # app -> AppConstants
     elastic: np.ndarray       # per job: whether it may be resized (else rigid: its GPU count and batch size)
     speed: np.ndarray         # per job: factor on its training speed (elastic.match_durations; else 1)
+    limit: np.ndarray         # per job: the most GPUs it may use (0: no limit of its own; trace column max_replicas)
 
     def job(self, seq: int, kinds, *, tune_bsz: bool, pooled: bool = False) -> ElasticJob:
         app = self.apps[seq]
@@ -49,7 +50,8 @@ class ElasticInputs:
         return ElasticJob(seq, self.names[seq], {k: self.profiles[app, k] for k in kinds}, float(self.arrival[seq]),
                           target_replicas=int(self.replicas[seq]), target_batch=int(self.batch[seq]),
                           calibration=float(self.speed[seq]) / self.constants[app].slowdown,
-                          tune_bsz=tune_bsz and not rigid, pooled=pooled, rigid=rigid)
+                          tune_bsz=tune_bsz and not rigid, pooled=pooled, rigid=rigid,
+                          max_replicas=int(self.limit[seq]) or None)
 
     @property
     def rigid_sizes(self) -> tuple[int, ...]:
@@ -99,8 +101,11 @@ def elastic_options(cfg: DictConfig, trace, spec) -> dict:
         batch = np.array([min(max(p.init_batch_size, p.min_local_bsz * r), p.max_batch_size)
                           for p, r in zip(first, replicas)], dtype=np.int64)
     elastic = elastic_mask(names, float(e.share), int(cfg.seed))
+    limit = np.zeros(len(names), dtype=np.int64)
+    if "max_replicas" in table.column_names:
+        limit = table.column("max_replicas").fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     inputs = ElasticInputs(names, apps, replicas, batch, exact_arrivals(table), profiles, constants, elastic,
-                           np.ones(len(names)))
+                           np.ones(len(names)), limit)
     if e.get("match_durations"):
         inputs.speed = _matching_speeds(inputs, table, kinds, reference_kind(cfg, spec, kinds), spec.layout)
     return {"inputs": inputs}

@@ -33,15 +33,16 @@ class ElasticJob:
     __slots__ = ("seq", "name", "app", "apps", "submit", "target_replicas", "target_batch", "tune_bsz",
                  "calibration", "kind", "placement", "atomic_bsz", "accum_steps", "grad", "profiles", "perf",
                  "progress", "epoch", "rescale_left", "restarts", "completion", "attained", "gpu_s", "_batch_for",
-                 "pooled", "rigid")
+                 "pooled", "rigid", "max_replicas")
 
     def __init__(self, seq: int, name: str, apps: dict, submit: float, *, target_replicas: int,
                  target_batch: int, calibration: float, tune_bsz: bool, pooled: bool = False,
-                 rigid: bool = False):
+                 rigid: bool = False, max_replicas: int | None = None):
         self.seq, self.name, self.apps, self.submit = seq, name, apps, submit
         self.app = next(iter(apps.values())).app
         self.target_replicas, self.target_batch, self.tune_bsz = target_replicas, target_batch, tune_bsz
         self.rigid = rigid                    # runs on exactly target_replicas GPUs, at its own batch size
+        self.max_replicas = max_replicas      # the most GPUs it may get (None: what the policy allows)
         self.calibration = calibration        # 1 / the application's slowdown (Sia's calibration)
         self.kind: str | None = None          # GPU kind it runs on (None: no allocation)
         self.placement: tuple[int, ...] = ()  # GPUs per node it spans

@@ -90,8 +90,9 @@ class PolluxAllocator:
 
     def _max_replicas(self, job) -> int:
         app = job.apps[self.kinds.names[0]]
-        return min(max(2 * job.max_profiled_replicas(self.kinds.names[0]), 1), self.cap,
-                   app.max_batch_size // app.min_local_bsz)
+        limit = min(max(2 * job.max_profiled_replicas(self.kinds.names[0]), 1), self.cap,
+                    app.max_batch_size // app.min_local_bsz)
+        return min(limit, job.max_replicas or limit)
 
     def _restart_factor(self, job, now: float) -> float:
         age = now - job.submit

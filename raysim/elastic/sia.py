@@ -127,12 +127,13 @@ class SiaAllocator:
 
     def _max_replicas(self, job) -> int:
         """Twice the most GPUs the job has been profiled on, over all kinds (Sia shares the maximum
-        across kinds when it projects goodputs), at least 1, at most the cap and the batch limit;
-        a rigid job's own count."""
+        across kinds when it projects goodputs), at least 1, at most the cap, the batch limit and
+        the job's own maximum; a rigid job's own count."""
         if job.rigid:
             return job.target_replicas
-        return max(min(max(2 * job.max_profiled_replicas(name), 1), self.cap,
-                       job.apps[name].max_batch_size // job.apps[name].min_local_bsz) for name in self.kinds.names)
+        limit = max(min(max(2 * job.max_profiled_replicas(name), 1), self.cap,
+                        job.apps[name].max_batch_size // job.apps[name].min_local_bsz) for name in self.kinds.names)
+        return min(limit, job.max_replicas or limit)
 
     def _restart_factor(self, job, now: float) -> float:
         """Pollux's re-allocation factor: (age - restarts x penalty) / (age + penalty), 1 while the

@@ -212,6 +212,8 @@ def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
     for col in OPENB_COLUMNS:  # carried unchecked, like the text columns
         if col in df.columns:
             cols[col] = pa.array(df[col].to_numpy(dtype=object)[order], from_pandas=True)
+    if "max_replicas" in df.columns:  # elastic jobs' own limit, checked by their reader (raysim.trace.sia)
+        cols["max_replicas"] = pa.array(df["max_replicas"].to_numpy(dtype=object)[order], pa.int32(), from_pandas=True)
     table = pa.table({k: (v if isinstance(v, pa.Array) else pa.array(v)) for k, v in cols.items()})
     table = conform(table)
     return with_metadata(table, cluster=cluster, origin=trace_origin, source=name), report

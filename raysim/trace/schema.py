@@ -66,6 +66,7 @@ OPENB_COLUMNS = {
 #: when the source has them.
 ELASTIC_COLUMNS = {
     "job_name": pa.string(),  # the job's name in the source workload (e.g. cifar10-0)
+    "max_replicas": pa.int32(),  # the most GPUs an elastic job may use (null: no limit of its own)
 }
 
 JOB_SCHEMA = pa.schema([pa.field(n, t) for n, t in {**REQUIRED, **OPTIONAL}.items()])

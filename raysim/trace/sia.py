@@ -13,7 +13,8 @@ Errors name the file, the row (``row N (line N+1)``) and the column. Rules:
 - submit_time = time in whole seconds; a fractional time is rounded up (a job submitted at t is first
   seen at the first round boundary >= t, and rounds start at whole seconds, so this keeps the round
   it joins) and counted in the report as converted.
-- kept per job: ``job_name`` = name, ``model`` = application, ``batchsize`` = batch_size.
+- kept per job: ``job_name`` = name, ``model`` = application, ``batchsize`` = batch_size, and
+  ``max_replicas`` where the optional column of that name gives one (the most GPUs the job may use).
 - duration: elastic jobs have none (they end when their training progress, from the profiles, is
   done), but raysim's job schema requires a positive one. Every job gets a placeholder,
   :func:`placeholder_duration`: the longest duration the plausibility bounds accept
@@ -46,6 +47,8 @@ from raysim.trace.readers import Bounds
 
 #: The columns of a Sia workload, in the artifact's order.
 COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
+#: an optional column: the most GPUs the job may be given (elastic policies respect it)
+MAX_REPLICAS = "max_replicas"
 #: raysim column -> the Sia column it is read from (for error messages).
 SOURCE_COLUMNS = {"job_name": "name", "submit_time": "time", "model": "application",
                   "gpu_num": "num_replicas", "batchsize": "batch_size", "job_id": "(row number)"}
@@ -91,6 +94,12 @@ def read_sia(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFA
     checks.flag((text["application"] == "").to_numpy(), "empty application", "application", text["application"])
     replicas = _positive_integers(checks, text["num_replicas"], "num_replicas", "GPUs (replicas)")
     batch = _positive_integers(checks, text["batch_size"], "batch_size", "samples")
+    limit = None
+    if MAX_REPLICAS in df.columns:  # optional: the most GPUs the job may use (empty: no limit of its own)
+        given = df[MAX_REPLICAS].astype(str).str.strip()
+        limit = _positive_integers(checks, given.where(given != "", "1"), MAX_REPLICAS, "GPUs (replicas)")
+        limit = np.where((given == "").to_numpy(), 0, limit)
+        checks.flag((limit > 0) & (limit < replicas), "max_replicas is below num_replicas", MAX_REPLICAS, given)
     keep = checks.finish(report, on_error)
 
     idx = np.flatnonzero(keep)
@@ -109,6 +118,8 @@ def read_sia(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFA
         "batchsize": batch[idx], "job_name": job_name.to_numpy(dtype=object)[idx],
         "duration_source": [PLACEHOLDER] * len(idx),
     })
+    if limit is not None:
+        frame["max_replicas"] = [int(x) if x > 0 else None for x in limit[idx]]
     if vc_nodes is None:
         largest = int(frame["gpu_num"].max()) if len(frame) else 1
         vc_nodes = nodes_from_gpus({vc: largest}, gpus_per_node)
