@@ -10,12 +10,11 @@ to two decimals. The program picks at most one configuration per job within each
 keeping jobs that are still restoring a checkpoint where they are (rigid jobs, which keep their GPU
 count and batch size, choose only among configurations of that count), and
 
-    sum(X * G**p) + lambda_n * (jobs without a configuration),
+    sum(X * G**p) + lambda_n * (jobs without a configuration) + lambda_a * (jobs whose configuration changes),
 
-minimised for p < 0 (Sia's default, -0.5) and maximised for p > 0.
-
-``lambda_a`` (a penalty per change of allocation) is accepted, as in Sia's artifact, but its
-objective does not use it; neither do we. Solved with HiGHS (scipy.optimize.milp).
+minimised for p < 0 (Sia's default, -0.5) and maximised for p > 0 (then the lambdas should be
+negative, as Sia's notes say). Sia's artifact passes lambda_a = 0.01 but its objective never reads
+it, so its runs are lambda_a = 0 (conf/policy/sia.yaml). Solved with HiGHS (scipy.optimize.milp).
 """
 
 from __future__ import annotations
@@ -78,7 +77,14 @@ class SiaAllocator:
                     keep[i] = prev
         powered = np.round(np.power(gains, np.float32(self.p)), 2)
         powered[powered > self.clip] = self.clip
-        choice = self._solve(powered.astype(float), keep)
+        cost = powered.astype(float)
+        if self.lambda_a:
+            for i, job in enumerate(jobs):
+                prev = self.prev.get(job.seq)
+                if prev is not None:
+                    cost[i] += self.lambda_a
+                    cost[i, prev] -= self.lambda_a
+        choice = self._solve(cost, keep)
         self.prev = {job.seq: choice[i] for i, job in enumerate(jobs)}
         per_kind: dict[int, list] = {}
         for job in jobs:

@@ -49,7 +49,8 @@ class Elastic(Policy):
         self.active: list[ElasticJob] = []  # jobs in the rounds, in arrival order
         self.nodes: dict[int, tuple] = {}   # seq -> (kind, node ids per GPU) it holds
         self.allocator = None
-        self.kinds: Kinds | None = None
+        self.kinds: Kinds | None = None     # the VC's GPU kinds, read at the first round (nodes do not
+        self.configs = None                 # change: elastic policies refuse quota=borrow)
         self.node_ids: dict[str, list[int]] = {}
         self.next_round = NEVER             # tick of the next round (NEVER: none due)
         self.done: dict[int, tuple] = {}    # seq -> (restarts, GPU-seconds) of finished jobs
@@ -73,9 +74,6 @@ class Elastic(Policy):
         self.arrived.append(seq)
         if self.next_round == NEVER:
             self.next_round = self._tick(self._boundary(self.inputs.arrival[seq]))
-
-    def on_capacity(self, view, now: int) -> None:
-        self.kinds = None  # nodes changed: read the VC's kinds again at the next round
 
     def renumber(self, new: list[int]) -> None:
         self.index = {s: new[j] for s, j in self.index.items() if new[j] >= 0}
