@@ -128,10 +128,11 @@ def one_line_error(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def run_one(run: dict, timeout: int) -> dict:
-    folder = Path(run["run_dir"])
+def launch(overrides: list[str], folder: Path, timeout: int) -> tuple[int | None, str, str, float]:
+    """`python -m raysim <overrides>` with its results in `folder` (its output in run.log there):
+    (exit status or None after `timeout` s, stdout, stderr, seconds)."""
     folder.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "raysim", *run["overrides"], f"hydra.run.dir={folder}"]
+    cmd = [sys.executable, "-m", "raysim", *overrides, f"hydra.run.dir={folder}"]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(REPO), env.get("PYTHONPATH", "")] if p)
     start = time.perf_counter()
@@ -142,8 +143,15 @@ def run_one(run: dict, timeout: int) -> dict:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
         rc = None
-    row = {**run, "process_s": round(time.perf_counter() - start, 1), "overrides": " ".join(run["overrides"])}
-    (folder / "run.log").write_text(f"$ {' '.join(cmd)}\n{out}\n--- stderr ---\n{err}")
+    seconds = round(time.perf_counter() - start, 1)
+    (folder / "run.log").write_text(f"$ {' '.join(cmd)}\n{out}\n--- stderr ---\n{err}\n--- process_s {seconds}\n")
+    return rc, out, err, seconds
+
+
+def run_one(run: dict, timeout: int) -> dict:
+    folder = Path(run["run_dir"])
+    rc, out, err, seconds = launch(run["overrides"], folder, timeout)
+    row = {**run, "process_s": seconds, "overrides": " ".join(run["overrides"])}
     if rc is None:
         row["status"] = f"timeout after {timeout} s"
         return row

@@ -78,9 +78,10 @@ def reset_records() -> None:
     _RECORDS.clear()
 
 
-def resolve_config(cfg) -> list[dict]:
-    """Replace every ``data:`` string of `cfg` (an OmegaConf config, in place) by its local path;
-    returns what was resolved. `data.auto_fetch` (default false) fetches datasets not yet cached.
+def resolve_config(cfg, skip=()) -> list[dict]:
+    """Replace every ``data:`` string of `cfg` (an OmegaConf config, in place) by its local path,
+    except under the dotted prefixes `skip` (settings this run does not read); returns what was
+    resolved. `data.auto_fetch` (default false) fetches datasets not yet cached.
     Values that cannot be read (a missing mandatory value, a broken interpolation) are left for the
     run to report."""
     from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
@@ -97,6 +98,8 @@ def resolve_config(cfg) -> list[dict]:
         keys = node.keys() if isinstance(node, DictConfig) else range(len(node))
         for k in list(keys):
             key = f"{prefix}{k}" if isinstance(node, DictConfig) else f"{prefix.rstrip('.')}[{k}]"
+            if any(key == s or key.startswith(s + ".") for s in skip):
+                continue
             try:
                 child = node._get_node(k) if isinstance(node, DictConfig) else node._get_node(k)
                 if child is None:

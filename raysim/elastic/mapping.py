@@ -12,7 +12,8 @@ be resized, and how much work each one has.
 - **Work that matches the trace** (``elastic.match_durations``): each job's training runs faster or
   slower by one factor, so that on its own GPU count on the reference GPU kind, without restarts,
   it takes exactly its trace duration. Event-driven policies (Tiresias, Lucid) replay those
-  durations, so every policy runs the same jobs.
+  durations, so they run the same work (except jobs above the GPUs the profiles cover, which
+  elastic policies cap, and the restore time elastic policies charge at a job's first start).
 """
 
 from __future__ import annotations

@@ -90,8 +90,9 @@ class PolluxAllocator:
 
     def _max_replicas(self, job) -> int:
         app = job.apps[self.kinds.names[0]]
+        covered = min(job.apps[k].max_replicas for k in self.kinds.names)  # GPUs the profiles price anywhere
         limit = min(max(2 * job.max_profiled_replicas(self.kinds.names[0]), 1), self.cap,
-                    app.max_batch_size // app.min_local_bsz)
+                    app.max_batch_size // app.min_local_bsz, covered)
         return min(limit, job.max_replicas or limit)
 
     def _restart_factor(self, job, now: float) -> float:
@@ -155,9 +156,9 @@ class PolluxAllocator:
                        key=lambda i: -counts[i])
         for i in order:
             need, taken = counts[i], []
-            if need >= size:
+            if need >= size:  # whole virtual nodes for its whole-node part
                 for v in range(len(self.vnodes)):
-                    if len(taken) < need and all(free[v]):
+                    if need - len(taken) >= size and all(free[v]):
                         taken += [(v, g) for g in range(size)]
             else:  # the fullest virtual node it fits on
                 fits = [v for v in range(len(self.vnodes)) if sum(free[v]) >= need]

@@ -75,7 +75,8 @@ class SiaAllocator:
                 gains[i, prev] = kept
                 if job.rescale_left > 0:
                     keep[i] = prev
-        powered = np.round(np.power(gains, np.float32(self.p)), 2)
+        with np.errstate(divide="ignore"):  # a zero gain raised to p < 0: infinite, clipped below
+            powered = np.round(np.power(gains, np.float32(self.p)), 2)
         powered[powered > self.clip] = self.clip
         cost = powered.astype(float)
         if self.lambda_a:
@@ -108,6 +109,7 @@ class SiaAllocator:
         for k, name in enumerate(kinds.names):
             idx = cfg.of_kind(k)
             valid = idx[cfg.gpus[idx] == limit] if job.rigid else idx[cfg.gpus[idx] <= limit]
+            valid = valid[cfg.gpus[valid] <= job.apps[name].max_replicas]  # what the profiles price
             if k in known:
                 row[valid] = self._goodput(job, name, cfg.nodes[valid], cfg.gpus[valid])
             elif known and self.project:

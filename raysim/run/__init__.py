@@ -34,11 +34,22 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
     run_dir.mkdir(parents=True, exist_ok=True)
     from raysim.data import resolve_config
 
-    used = resolve_config(cfg)  # data:NAME -> the cached files, before anything reads them
+    used = resolve_config(cfg, skip=unread_inputs(cfg))  # data:NAME -> the cached files, before anything reads them
     result = _run_mode(cfg, run_dir)
     if used:
         record_datasets(run_dir, used)
     return result
+
+
+def unread_inputs(cfg: DictConfig) -> tuple[str, ...]:
+    """Settings of a cluster run that its policy does not read (their data: names are not fetched):
+    an experiment may name inputs for the policies one may pick, e.g. +experiment=venus_elastic
+    names the elastic policies' profiles, which policy=tiresias never reads."""
+    if cfg.get("mode", "cluster") != "cluster":
+        return ()
+    from raysim.run.unused import policy_unused
+
+    return tuple(policy_unused(cfg))
 
 
 def record_datasets(run_dir: Path, used: list[dict]) -> None:
