@@ -160,13 +160,6 @@ def speedup(model: GoodputModel, num_nodes, num_replicas, *, max_batch_size: flo
     return goodput
 
 
-def base_goodput(model: GoodputModel, *, max_batch_size: float | None,
-                 atomic_bsz_range: tuple[float | None, float | None] | None, accumulation: bool = True,
-                 tune_bsz: bool = True) -> float:
-    """Best goodput on one GPU: what speedups are relative to."""
-    return model.optimize(1, 1, max_batch_size, atomic_bsz_range, accumulation, tune_bsz)[0]
-
-
 # -- fitting the step model ----------------------------------------------------------------------
 _BLAS: dict[str, ThreadpoolController] = {}
 

@@ -194,28 +194,6 @@ class AppProfile:
             raise ValueError(f"{self}: no single-GPU placement is profiled")
         return self._one_gpu
 
-    def profile_points(self, max_nodes: int | None = None,
-                       max_replicas: int | None = None) -> dict[tuple[int, int, int], tuple[float, float]]:
-        """{(nodes, GPUs, per-GPU batch size): (step time, sync time)} of the placement rows, then
-        of the scalability rows at points not already there, limited to at most `max_nodes` nodes
-        and `max_replicas` GPUs (None: no limit). What a job knows before it has run (Sia's
-        Job.seed_profiles)."""
-        points: dict[tuple[int, int, int], tuple[float, float]] = {}
-        for table, overwrite in ((self._placements, True), (self._scalability, False)):
-            keep = np.ones(len(table), dtype=bool)
-            if max_nodes is not None:
-                keep &= table.num_nodes.to_numpy() <= max_nodes
-            if max_replicas is not None:
-                keep &= table.num_replicas.to_numpy() <= max_replicas
-            rows = table[keep]
-            for nodes, replicas, bsz, step, sync in zip(rows.num_nodes.tolist(), rows.num_replicas.tolist(),
-                                                        rows.local_bsz.tolist(), rows.step_time.tolist(),
-                                                        rows.sync_time.tolist()):
-                key = (int(nodes), int(replicas), int(bsz))
-                if overwrite or key not in points:
-                    points[key] = (step, sync)
-        return points
-
     # -- training curves -------------------------------------------------------------------------
     def _bracket(self, batch_size: float) -> tuple[int, int]:
         """The validated batch sizes just below and just above `batch_size` (equal when validated)."""
@@ -238,19 +216,10 @@ class AppProfile:
         """(grad_sqr, grad_var) during `epoch` (0-based) at `batch_size` (Sia's get_grad_stats)."""
         return self._between("grad_sqr", batch_size, epoch), self._between("grad_var", batch_size, epoch)
 
-    def iteration(self, batch_size: float, epoch: int) -> float:
-        """Steps taken by the end of `epoch` at `batch_size` (Sia's get_iteration)."""
-        return self._between("iteration", batch_size, epoch)
-
     def progress_at(self, epoch: int) -> float:
         """Progress (in samples, statistically scaled) at which `epoch` epochs are done: the least
         over the validated batch sizes (Sia's get_progress)."""
         return 0.0 if epoch == 0 else float(self._progress[epoch - 1])
-
-    def epoch_at(self, progress: float) -> int:
-        """The epoch a job at `progress` is in: the most epochs any validated batch size has
-        completed by then (Sia's get_epoch)."""
-        return max(int(np.searchsorted(v["progress"], progress, side="right")) for v in self._validation.values())
 
     def completion_epoch(self, batch_size: float) -> int:
         """Last epoch a job trains (0-based): with no target metric, the last of `max_epochs`
