@@ -17,12 +17,12 @@ hand-derived gradient (no autograd).
 
 from __future__ import annotations
 
-import contextlib
 from typing import NamedTuple
 
 import numpy as np
 import scipy.optimize
-from threadpoolctl import ThreadpoolController
+
+from raysim.blas import one_blas_thread
 
 #: Batch sizes :meth:`GoodputModel.optimize` tries between its smallest and largest (geometric).
 CANDIDATE_BATCH_SIZES = 50
@@ -161,18 +161,6 @@ def speedup(model: GoodputModel, num_nodes, num_replicas, *, max_batch_size: flo
 
 
 # -- fitting the step model ----------------------------------------------------------------------
-_BLAS: dict[str, ThreadpoolController] = {}
-
-
-@contextlib.contextmanager
-def _one_blas_thread():
-    """BLAS and LAPACK on one thread inside the block (threadpoolctl's controller, made once)."""
-    if "controller" not in _BLAS:
-        _BLAS["controller"] = ThreadpoolController()
-    with _BLAS["controller"].limit(limits=1, user_api="blas"):
-        yield
-
-
 class _Observations(NamedTuple):
     """Measured steps, prepared for the objective."""
 
@@ -264,7 +252,7 @@ def fit_perf_params(num_nodes, num_replicas, atomic_bsz, accum_step_time, optim_
         fixed += [3, 5]
     params[fixed] = upper[fixed] = lower[fixed]
     bounds = scipy.optimize.Bounds(lower, upper, keep_feasible=True)
-    with _one_blas_thread():  # L-BFGS-B's tiny matrices: threads cost 20-50x the fit itself
+    with one_blas_thread():  # L-BFGS-B's tiny matrices: threads cost 20-50x the fit itself
         result = scipy.optimize.minimize(_objective, params, args=(obs,), jac=True, bounds=bounds, tol=1e-5)
     fitted = result.x
     if not np.any(nodes > 1):

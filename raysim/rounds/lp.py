@@ -25,6 +25,8 @@ import numpy as np
 from scipy import sparse
 from scipy.linalg import lapack
 
+from raysim.blas import one_blas_thread
+
 #: Seconds spent building and solving LPs, and the number solved, since reset_solve_time().
 SOLVE_TIME = {"seconds": 0.0, "lps": 0}
 #: The LP methods: "ipm" (interior point, no crossover) or "simplex".
@@ -137,7 +139,7 @@ def ecos_feasible_point(a_ub, b_ub) -> np.ndarray:
     product, and at these sizes waking its threads costs ten times the work (more on a busy
     machine)."""
     clock = time.perf_counter()
-    with _one_blas_thread():
+    with one_blas_thread():
         v = _ecos_feasible_point(np.asarray(a_ub, dtype=float), np.asarray(b_ub, dtype=float))
     SOLVE_TIME["seconds"] += time.perf_counter() - clock
     SOLVE_TIME["lps"] += 1
@@ -283,19 +285,6 @@ def _cholesky(matrix):
 
 
 _POTRF, _POTRS = lapack.dpotrf, lapack.dpotrs
-_BLAS = {}
-
-
-@contextlib.contextmanager
-def _one_blas_thread():
-    """BLAS and LAPACK on one thread inside the block (threadpoolctl's controller, made once)."""
-    if "controller" not in _BLAS:
-        from threadpoolctl import ThreadpoolController
-        _BLAS["controller"] = ThreadpoolController()
-    with _BLAS["controller"].limit(limits=1, user_api="blas"):
-        yield
-
-
 def _solve(objective: np.ndarray, a_ub, b_ub, method: str = "ipm") -> np.ndarray:
     """Maximise objective @ v subject to a_ub @ v <= b_ub, v >= 0."""
     a = sparse.csc_matrix(a_ub)
