@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from raysim.elastic.goodput import GoodputModel, GradParams, PerfParams, fit_perf_params
+from raysim.errors import UserError
 
 #: the one profile slot of a job whose scheduler does not tell GPU kinds apart
 POOLED = "*"
@@ -143,8 +144,8 @@ class ElasticJob:
             gain = (var + sqr) / (var / scale + sqr)
             times = app.step_time(placement, self.atomic_bsz)
             if times is None:
-                raise ValueError(f"{app.app} on {app.kind}: the profile does not cover placement {placement} "
-                                 f"at {self.atomic_bsz} samples per GPU")
+                raise UserError(f"elastic.profiles: {app.app}/placements-{app.kind}.csv and scalability-{app.kind}.csv "
+                                f"do not cover placement {placement} at {self.atomic_bsz} samples per GPU")
             step, sync = times
             self._observe(len(placement), replicas, self.atomic_bsz, step, sync, sqr, var)
             goodput = gain / (step + (step - sync) * self.accum_steps) * self.calibration

@@ -179,7 +179,8 @@ class AppProfile:
         table = self._scalability
         covering = table[(table.num_nodes >= len(placement)) & (table.num_replicas >= sum(placement))]
         if covering.empty:
-            raise ValueError(f"{self}: no profile row covers placement {placement}")
+            raise UserError(f"elastic.profiles: no profile row covers placement {placement} "
+                            f"({self.app}/placements-{self.kind}.csv, scalability-{self.kind}.csv)")
         return int(covering.local_bsz.max())
 
     def max_local_bsz_at_replicas(self, replicas: int) -> int | None:
@@ -191,14 +192,15 @@ class AppProfile:
         """Samples per second of one GPU: the largest single-GPU batch size over the largest
         single-GPU step time (Sia's per-kind throughput, which projects goodput across kinds)."""
         if self._one_gpu is None:
-            raise ValueError(f"{self}: no single-GPU placement is profiled")
+            raise UserError(f"elastic.profiles: {self.app}/placements-{self.kind}.csv has no single-GPU row")
         return self._one_gpu
 
     # -- training curves -------------------------------------------------------------------------
     def _bracket(self, batch_size: float) -> tuple[int, int]:
         """The validated batch sizes just below and just above `batch_size` (equal when validated)."""
         if not self.init_batch_size <= batch_size <= self.max_batch_size:
-            raise ValueError(f"{self}: batch size {batch_size} outside the validated {self.batch_sizes}")
+            raise UserError(f"elastic.profiles: {self.app}: batch size {batch_size} outside its validation-<batch>.csv "
+                            f"files' {self.batch_sizes}")
         lower = max(b for b in self.batch_sizes if b <= batch_size)
         upper = min(b for b in self.batch_sizes if b >= batch_size)
         return lower, upper

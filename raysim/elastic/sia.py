@@ -36,14 +36,13 @@ class SiaAllocator:
     """The integer program of one VC's rounds; remembers each job's configuration between rounds."""
 
     def __init__(self, kinds: Kinds, configs: Configs, *, p: float, lambda_n: float, lambda_a: float,
-                 clip: float, restart_penalty_s: dict, max_replicas_cap: int, project: bool = True):
+                 clip: float, restart_penalty_s: dict, max_replicas_cap: int):
         if p == 0:
             raise ValueError("policy.p must not be 0")
         self.kinds, self.configs = kinds, configs
         self.p, self.lambda_n, self.lambda_a, self.clip = p, lambda_n, lambda_a, clip
         self.penalty = restart_penalty_s
         self.cap = max_replicas_cap
-        self.project = project
         self.prev: dict[int, int | None] = {}   # job seq -> configuration index last round
         self.rows: dict[int, tuple] = {}         # job seq -> (what its goodput row depends on, the row)
 
@@ -112,7 +111,7 @@ class SiaAllocator:
             valid = valid[cfg.gpus[valid] <= job.apps[name].max_replicas]  # what the profiles price
             if k in known:
                 row[valid] = self._goodput(job, name, cfg.nodes[valid], cfg.gpus[valid])
-            elif known and self.project:
+            elif known:  # projected from the first kind it has run on
                 dest = kinds.names[known[0]]
                 nodes = -(-cfg.gpus[valid] // kinds.per_node[known[0]])
                 row[valid] = self._goodput(job, dest, nodes, cfg.gpus[valid]) * np.float32(ratios(job.app, name, dest))

@@ -35,6 +35,9 @@ class Elastic(Policy):
     ticks_per_s = 1000
     tune_bsz = True
     pooled = False  # True: jobs keep one profile for all GPU kinds (heterogeneity-unaware)
+    #: constants (conf/policy/<name>.yaml) that must be above 0, and those that must not be 0
+    positive: tuple[str, ...] = ("round_s",)
+    nonzero: tuple[str, ...] = ()
 
     def __init__(self, params, *, inputs=None, round_s: float = 60.0, **constants):
         super().__init__(params)
@@ -60,9 +63,22 @@ class Elastic(Policy):
         """The run's elastic inputs (profiles, per-job application and batch size) and its clock."""
         from raysim.elastic.inputs import elastic_options
 
+        cls.check_constants(cfg.policy)
         options = elastic_options(cfg, trace, spec)
         params = replace(spec.params, ticks_per_s=cls.ticks_per_s)
         return replace(spec, params=params, policy_options={**spec.policy_options, **options}), None
+
+    @classmethod
+    def check_constants(cls, policy) -> None:
+        """A ConfigError naming the first constant out of its range (`positive`, `nonzero`)."""
+        from raysim.errors import ConfigError
+
+        for key in cls.positive:
+            if not policy[key] > 0:
+                raise ConfigError(f"policy.{key}", "must be above 0", policy[key])
+        for key in cls.nonzero:
+            if policy[key] == 0:
+                raise ConfigError(f"policy.{key}", "must not be 0", policy[key])
 
     def make_allocator(self, kinds: Kinds):
         raise NotImplementedError

@@ -11,5 +11,14 @@ class GavelElastic(Elastic):
     name = "gavel_elastic"
     tune_bsz = False  # jobs keep their own batch size and GPU count
 
+    @classmethod
+    def check_constants(cls, policy) -> None:
+        from raysim.errors import ConfigError
+        from raysim.rounds.lp import METHODS
+
+        super().check_constants(policy)
+        if policy.lp_method not in METHODS:
+            raise ConfigError("policy.lp_method", f"must be one of {', '.join(METHODS)}", policy.lp_method)
+
     def make_allocator(self, kinds):
         return GavelAllocator(kinds, round_s=self.round_s, **self.constants)

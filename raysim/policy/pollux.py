@@ -9,6 +9,8 @@ from raysim.policy.elastic import Elastic
 
 class Pollux(Elastic):
     name = "pollux"
+    positive = ("round_s", "max_replicas_cap", "max_nodes_per_job")
+    nonzero = ("p",)
     pooled = True  # one goodput model per job, whatever the GPU kind
 
     def make_allocator(self, kinds):

@@ -10,6 +10,8 @@ from raysim.policy.elastic import Elastic
 
 class Sia(Elastic):
     name = "sia"
+    positive = ("round_s", "clip", "max_replicas_cap")
+    nonzero = ("p",)
 
     def make_allocator(self, kinds):
         return SiaAllocator(kinds, self.configs, **self.constants)
