@@ -118,7 +118,8 @@ def reference_kind(cfg: DictConfig, spec, kinds) -> str:
 
 
 def _matching_speeds(inputs: ElasticInputs, table, kinds, kind: str, layout) -> np.ndarray:
-    """Per job: the factor that makes its rigid run on `kind` take its trace duration."""
+    """Per job: the factor that makes its rigid run on `kind` take its trace duration (`inputs` still
+    at speed 1)."""
     per_node = {p.gpu_type: p.gpus_per_node for pools in layout.values() for p in pools}[kind]
     duration = table.column("duration").to_numpy(zero_copy_only=False).astype(float)
     cache: dict[tuple, float | None] = {}
@@ -128,9 +129,7 @@ def _matching_speeds(inputs: ElasticInputs, table, kinds, kind: str, layout) -> 
         key = (inputs.apps[seq], r, int(inputs.batch[seq]))
         if key not in cache:
             placement = tuple([per_node] * (r // per_node) + ([r % per_node] if r % per_node else []))
-            saved, inputs.speed = inputs.speed, np.ones(len(duration))
             cache[key] = rigid_seconds(lambda: inputs.job(seq, (kind,), tune_bsz=False), placement, kind)
-            inputs.speed = saved
         seconds = cache[key]
         if seconds and duration[seq] > 0:
             speed[seq] = seconds / duration[seq]

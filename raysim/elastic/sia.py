@@ -59,9 +59,10 @@ class SiaAllocator:
         factors = np.ones(n)
         rows = {}
         for i, job in enumerate(jobs):
-            basis = (tuple(job.perf.values()), job.grad, self._max_replicas(job))
+            limit = self._max_replicas(job)
+            basis = (tuple(job.perf.values()), job.grad, limit)
             cached = self.rows.get(job.seq)
-            rows[job.seq] = cached if cached is not None and cached[0] == basis else (basis, self._row(job, ratios))
+            rows[job.seq] = cached if cached is not None and cached[0] == basis else (basis, self._row(job, ratios, limit))
             gains[i] = rows[job.seq][1]
             factors[i] = self._restart_factor(job, now)
         self.rows = rows
@@ -99,10 +100,9 @@ class SiaAllocator:
         return placed
 
     # -- one job's row -------------------------------------------------------------------------
-    def _row(self, job, ratios) -> np.ndarray:
+    def _row(self, job, ratios, limit: int) -> np.ndarray:
         cfg, kinds = self.configs, self.kinds
         row = np.zeros(len(cfg.gpus), dtype=np.float32) + ZERO_GAIN
-        limit = self._max_replicas(job)
         known = [k for k, name in enumerate(kinds.names) if job.model(name) is not None]
         unknown = set()
         for k, name in enumerate(kinds.names):
