@@ -41,9 +41,12 @@ class Configs:
 
 
 def configurations(kinds: Kinds, sizes=()) -> Configs:
-    """The configurations of `kinds`, plus GPU counts `sizes` (rigid jobs' own) that fit a kind."""
+    """The configurations of `kinds`, plus GPU counts `sizes` (rigid jobs' own) that fit a kind (none
+    on a kind without nodes)."""
     kind, nodes, gpus = [], [], []
     for k, (n, g) in enumerate(zip(kinds.nodes, kinds.per_node)):
+        if not n:
+            continue  # no node of this kind now (all down)
         n = min(n, kinds.max_nodes[k])
         counts = [c for c in (1 << i for i in range(8)) if c < g] + [g * m for m in range(1, n + 1)]
         counts = sorted(set(counts) | {c for c in sizes if 0 < c <= n * g})

@@ -32,6 +32,11 @@ class GavelAllocator:
         self.kind_time = np.zeros(n)
         self.workers: dict[int, tuple] = {}   # seq -> (kind index, worker ids) of the last round
 
+    def carry_over(self, old: "GavelAllocator") -> None:
+        """Continue the rounds of `old`, an allocator of the same VC (same kinds) before its nodes
+        changed: the time each job ran per kind (its priorities); its workers name other nodes now."""
+        self.job_time, self.kind_time = old.job_time, old.kind_time
+
     def allocate(self, jobs: list, now: float, ratios) -> dict:
         kinds = self.kinds
         n = len(kinds.names)

@@ -53,6 +53,10 @@ class PolluxAllocator:
         self.counts = np.array(sorted(set(counts)))
         self.prev: dict[int, tuple] = {}                      # seq -> virtual GPU slots it held
 
+    def carry_over(self, old: "PolluxAllocator") -> None:
+        """Continue the rounds of `old`, an allocator of the same VC before its nodes changed. Its
+        virtual GPU slots name other nodes now: jobs start this round with none remembered."""
+
     def allocate(self, jobs: list, now: float, ratios) -> dict:
         if not jobs:
             self.prev = {}

@@ -46,6 +46,14 @@ class SiaAllocator:
         self.prev: dict[int, int | None] = {}   # job seq -> configuration index last round
         self.rows: dict[int, tuple] = {}         # job seq -> (what its goodput row depends on, the row)
 
+    def carry_over(self, old: "SiaAllocator") -> None:
+        """Continue the rounds of `old`, an allocator of the same VC before its nodes changed: each
+        job's last configuration, where this one's kinds still offer it."""
+        index = {(self.kinds.names[k], int(g)): c for c, (k, g) in enumerate(zip(self.configs.kind, self.configs.gpus))}
+        before = old.configs
+        self.prev = {seq: None if c is None else index.get((old.kinds.names[int(before.kind[c])], int(before.gpus[c])))
+                     for seq, c in old.prev.items()}
+
     def allocate(self, jobs: list, now: float, ratios) -> dict:
         """{seq: (GPU kind, node index per GPU)} for the active `jobs` (in arrival order) at `now`,
         jobs without GPUs left out; `ratios(app, kind, dest)` is the one-GPU throughput ratio used to

@@ -24,7 +24,7 @@ VIEW = frozenset({
     # state (read only)
     "jobs", "pending", "running", "pending_gpus", "free_gpus", "total_gpus", "free_by_type",
     "arrived_now", "params", "remaining", "attained", "demand", "borrowed_idle", "num_nodes",
-    "max_node_gpus", "joinable", "gpu_quota", "name", "gpus_by_type",
+    "max_node_gpus", "joinable", "gpu_quota", "name", "gpus_by_type", "nodes_down",
     # actions
     "try_start", "start_on", "preempt", "share", "set_rate_factor", "borrow_node", "lend_node",
     "start_on_type", "end_lease", "finish", "drop", "nodes_by_type", "resize",
@@ -86,11 +86,12 @@ class Policy:
 
     def on_requeue(self, view, j: int, now: int) -> None:
         """Running job j was stopped at `now` by its VC, not by this policy (a node it ran on went
-        back to the VC that lent it) and waits again. By default it re-enters like an arrival."""
+        down, or back to the VC that lent it) and waits again. By default it re-enters like an arrival."""
         self.on_arrival(view, j)
 
     def on_capacity(self, view, now: int) -> None:
-        """Nodes joined the VC at `now` (borrowed, or back from a loan): waiting jobs may now fit."""
+        """The VC's nodes changed at `now`: nodes joined (borrowed, back from a loan, up again after
+        going down: waiting jobs may now fit) or went down."""
 
     def schedule(self, view, now: int) -> None:
         """Decide at time `now`: start (and, if preemptive, preempt) jobs."""

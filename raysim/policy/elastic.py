@@ -9,6 +9,10 @@ configuration. The policy places them on nodes itself (Sia's round-robin placeme
 nodes the engine books are the ones whose placement sets the job's speed: a job whose nodes change
 gives its GPUs back (``view.end_lease``), changes size (``view.resize``) and starts on the new ones
 (``view.start_on``); it pays a restart when its placement's shape or its GPU kind changes.
+
+When nodes go down or come back (raysim.sim.capacity) the next round sees the VC's nodes as they
+are then; a job whose node goes down mid-round trains until then, holds nothing for the rest of
+the round and pays a restart when it runs again.
 """
 
 from __future__ import annotations
@@ -50,11 +54,12 @@ class Elastic(Policy):
         self.index: dict[int, int] = {}     # seq -> the VC's job index
         self.arrived: list[int] = []        # seqs arrived, not yet seen by a round
         self.active: list[ElasticJob] = []  # jobs in the rounds, in arrival order
-        self.nodes: dict[int, tuple] = {}   # seq -> (kind, node ids per GPU) it holds
+        self.nodes: dict[int, tuple] = {}   # seq -> (kind, the VC's node of each GPU) it holds
         self.allocator = None
-        self.kinds: Kinds | None = None     # the VC's GPU kinds, read at the first round (nodes do not
-        self.configs = None                 # change: elastic policies refuse quota=borrow)
+        self.kinds: Kinds | None = None     # the VC's GPU kinds, read at the first round and again
+        self.configs = None                 # after its nodes change (on_capacity)
         self.node_ids: dict[str, list[int]] = {}
+        self.per_node: dict[str, int] = {}  # GPUs per node of each kind (as first read)
         self.next_round = NEVER             # tick of the next round (NEVER: none due)
         self.done: dict[int, tuple] = {}    # seq -> (restarts, GPU-seconds) of finished jobs
 
@@ -94,6 +99,25 @@ class Elastic(Policy):
     def renumber(self, new: list[int]) -> None:
         self.index = {s: new[j] for s, j in self.index.items() if new[j] >= 0}
 
+    def on_capacity(self, view, now: int) -> None:
+        self.kinds = None  # the next round reads the VC's nodes again
+        if self.next_round == NEVER and (self.active or self.arrived):
+            self.next_round = self._tick(self._boundary(now / self.tps))  # jobs waited for nodes
+
+    def on_requeue(self, view, j: int, now: int) -> None:
+        """Job j's node went down mid-round: it trains until now, then holds nothing (its next
+        allocation pays a restart); a job that reached its last epoch before then finishes."""
+        seq = view.jobs.seq[j]
+        job = next(job for job in self.active if job.seq == seq)
+        start = self.next_round / self.tps - self.round_s
+        job.advance(start, now / self.tps - start)
+        self.nodes.pop(seq, None)
+        if job.completion is not None:
+            self.active.remove(job)
+            self._finished(view, job, now)
+        else:
+            job.allocate(None, ())
+
     def job_results(self, seqs) -> dict:
         """Restarts and GPU-seconds of jobs `seqs` (0 for jobs that did not finish)."""
         got = [self.done.get(s, (0, 0)) for s in seqs]
@@ -115,12 +139,12 @@ class Elastic(Policy):
             seq = self.arrived.pop(0)
             self.active.append(inputs.job(seq, self.kinds.names, tune_bsz=self.tune_bsz, pooled=self.pooled))
         self._allocate(view, t, now)
-        if self.active:
+        if self.active and (not view.nodes_down or any(job.placement for job in self.active)):
             self.next_round = self._tick(now + self.round_s)
         elif self.arrived:
             self.next_round = self._tick(self._boundary(inputs.arrival[self.arrived[0]]))
         else:
-            self.next_round = NEVER
+            self.next_round = NEVER  # nothing to do, or nothing runs until nodes come back (on_capacity)
 
     # -- one round ----------------------------------------------------------------------------
     def _advance(self, view, t: int, since: float) -> None:
@@ -131,24 +155,34 @@ class Elastic(Policy):
             if job.completion is None:
                 still.append(job)
                 continue
-            j = self.index.pop(job.seq)
-            self.nodes.pop(job.seq, None)
-            view.finish(j, t, self._tick(job.completion))
-            self.done[job.seq] = (job.restarts or 0, int(round(job.attained)))
+            self._finished(view, job, t)
         self.active = still
+
+    def _finished(self, view, job: ElasticJob, t: int) -> None:
+        """Job `job` reached its last epoch: it ends at its completion second."""
+        j = self.index.pop(job.seq)
+        self.nodes.pop(job.seq, None)
+        view.finish(j, t, self._tick(job.completion))
+        self.done[job.seq] = (job.restarts or 0, int(round(job.attained)))
 
     def _read_kinds(self, view) -> None:
         by_type = view.nodes_by_type()
         names = tuple(sorted(by_type, key=str.lower))
         self.node_ids = {k: [node for node, _ in by_type[k]] for k in names}
+        for k in names:  # (a kind whose nodes are all down keeps its shape)
+            self.per_node[k] = max((g for _, g in by_type[k]), default=self.per_node.get(k, 0))
         covered = tuple(min(p.max_nodes for (_, kind), p in self.inputs.profiles.items() if kind == k) for k in names)
-        self.kinds = Kinds(names, tuple(len(by_type[k]) for k in names),
-                           tuple(max((g for _, g in by_type[k]), default=0) for k in names), covered)
+        self.kinds = Kinds(names, tuple(len(by_type[k]) for k in names), tuple(self.per_node[k] for k in names),
+                           covered)
         self.configs = configurations(self.kinds, self.inputs.rigid_sizes)
-        self.allocator = self.make_allocator(self.kinds)
+        old, self.allocator = self.allocator, self.make_allocator(self.kinds)
+        if old is not None:  # the nodes changed (on_capacity)
+            self.allocator.carry_over(old)
 
     def _allocate(self, view, t: int, now: float) -> None:
         placed = self.allocator.allocate(self.active, now, self.inputs.ratio) if self.active else {}
+        node_ids = self.node_ids
+        placed = {seq: (kind, tuple(node_ids[kind][i] for i in ids)) for seq, (kind, ids) in placed.items()}
         moved = [job for job in self.active if placed.get(job.seq) != self.nodes.get(job.seq)]
         for job in moved:  # leases that change end first: their nodes may go to others
             if self.nodes.pop(job.seq, None) is not None:
@@ -159,12 +193,11 @@ class Elastic(Policy):
             if new is None:
                 job.allocate(None, ())
                 continue
-            kind, ids = new
-            runs = node_runs(ids)
+            kind, nodes = new
+            runs = node_runs(nodes)
             job.allocate(kind, spread(tuple(count for _, count in runs), self.kinds.max_nodes[self.kinds.names.index(kind)]))
-            view.resize(j, len(ids))
-            nodes = self.node_ids[kind]
-            view.start_on(j, [(nodes[i], count) for i, count in runs], t)
+            view.resize(j, len(nodes))
+            view.start_on(j, runs, t)
             self.nodes[job.seq] = new
 
     def _boundary(self, arrival: float) -> float:

@@ -71,7 +71,9 @@ class RoundBased(Policy):
         self.tasks: list[MicroTask] = []     # the micro-tasks of the round in progress
         self.lease: dict[int, tuple] = {}    # seq -> (combo, type) of the GPUs it holds
         self.end_tick = NEVER
+        self.round_start = 0.0               # when the round in progress launched its micro-tasks (s)
         self.round_end = 0.0                 # the latest finish of the round in progress (s)
+        self.replan = False                  # nodes came or went while no round was in progress
         self.capacity = None                 # GPUs per type of the run's types (VC's nodes)
         self.idle = 0
         self.last_arrival = None
@@ -99,7 +101,19 @@ class RoundBased(Policy):
         self.waiting.append(seq)
 
     def on_capacity(self, view, now: int) -> None:
-        self.capacity = None  # nodes joined: count the GPUs again at the next round
+        self.capacity = None  # nodes came or went: count the GPUs again at the next round
+        self.replan = True
+        self.state.need_update = True  # and recompute the allocation (when reset_min_s allows)
+
+    def on_requeue(self, view, j: int, now: int) -> None:
+        """Job j's node went down mid-round: its micro-task is cut short there (the steps done by
+        then count at the round's end) and it waits for the next round."""
+        seq = view.jobs.seq[j]
+        self.lease.pop(seq, None)
+        at = now / self.tps
+        for i, task in enumerate(self.tasks):
+            if seq in task.combo and task.finish > at:
+                self.tasks[i] = self.state.interrupt(task, self.round_start, at)
 
     def renumber(self, new: list[int]) -> None:
         self.index = {s: new[j] for s, j in self.index.items() if new[j] >= 0}
@@ -108,6 +122,7 @@ class RoundBased(Policy):
         return self.end_tick if self.tasks else NEVER
 
     def schedule(self, view, t: int) -> None:
+        replan, self.replan = self.replan, False
         if self.tasks:
             if t < self.end_tick:
                 return  # mid-round: arrivals wait for the round's end
@@ -119,6 +134,8 @@ class RoundBased(Policy):
             self._complete(view, t, now)
         elif self.waiting:
             now = self.inputs.arrival[self.waiting[0]]  # nothing ran: time jumps to the next arrival
+        elif replan and self.state.active:
+            now = t / self.tps  # nodes came back while jobs waited for GPUs
         else:
             return
         if self.last_arrival is None:
@@ -132,6 +149,8 @@ class RoundBased(Policy):
                 continue
             if self.last_arrival > now:
                 break  # wait for the next arrival
+            if view.nodes_down:
+                break  # wait for nodes to come back (raysim.sim.capacity)
             # nothing runs and nothing is left to arrive: Gavel forces a recompute
             self.idle += 1
             if self.idle >= IDLE_ROUNDS:
@@ -184,6 +203,7 @@ class RoundBased(Policy):
                 view.share(self.index[seq], host, start, 1.0, 1.0, 0.0, 0.0)
                 self.lease[seq] = (combo, k)
         self.tasks = [state.launch(combo, k, now) for combo, k in chosen]
+        self.round_start = now
         state.rounds += 1
         if self.tasks:
             self.idle = 0

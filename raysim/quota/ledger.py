@@ -300,12 +300,12 @@ class QuotaLoans:
             for j in on:
                 if self.jobs.end_due[j] == t:  # its work is done: it finishes, it is not stopped
                     self._finish_at(j, t)
-            on = [j for j in on if j in self.running]
-            for j in on:
-                self.jobs.reclaims[j] += 1
-                self._stop(j, t, self._restart_cost(j))
-            for j in on:
-                self.policy.on_requeue(self, j, t)
+            reclaims = self.jobs.reclaims
+
+            def tally(j):
+                reclaims[j] += 1
+
+            self._interrupt([j for j in on if j in self.running], t, tally)
         back = 0
         for node in chosen:
             if vc.idle(node):
@@ -434,22 +434,6 @@ class QuotaLoans:
         """Items of a dict keyed by (lender tag, shape), by lender name, then pool."""
         partners = self.quota.partners
         return sorted(per_key.items(), key=lambda kv: (partners[kv[0][0]], kv[0][1]))
-
-    def _jobs_on(self, nodes) -> list[int]:
-        """Jobs holding GPUs (with `res`: any resource) on `nodes`, in the order they (re)started."""
-        vc, on = self.vc, set()
-        if vc.res is not None:  # shares and CPU-only jobs own no GPU: ask the placements
-            nodes = set(nodes)
-            on.update(j for j, placed in vc.placement.items() if any(node in nodes for node, _ in placed))
-        for node in nodes:
-            on.update(j for j in vc.owner[node] if j >= 0)
-            on.update(j for j in vc.second[node] if j >= 0)
-        return sorted(on, key=self.jobs.run_order.__getitem__)
-
-    def _restart_cost(self, j: int) -> int | None:
-        """Work job j redoes after a reclaim stops it: the policy's preemption overhead, or None
-        (it restarts from the beginning) under a policy that does not preempt."""
-        return self.policy.preempt_overhead(self.jobs.gpu[j]) if self.policy.preemptive else None
 
     def _report_pending_by_types(self) -> list[dict]:
         """Pending jobs and GPUs per set of GPU types they may use (None: any type)."""

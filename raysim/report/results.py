@@ -33,17 +33,20 @@ def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
 
 
 def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 << 18, ticks_per_s: int = 1,
-               gpu_types: tuple = ()) -> None:
+               gpu_types: tuple = (), causes: tuple | None = None) -> None:
     """`jobs_table(trace, records)` written to `path` `chunk_rows` trace rows at a time (one row group
     each), so the whole joined table never sits in memory. Records of a simulator whose clock
     counts `ticks_per_s` ticks per second become seconds (floats; see `_in_seconds`). With several
     `gpu_types` (the run's) the GPU-type group: `gpu_type`, the type of a job's latest placement,
-    and `run_s_<type>`, the seconds it held GPUs of each type."""
+    and `run_s_<type>`, the seconds it held GPUs of each type. With `causes` (a run with capacity
+    events, raysim.sim.capacity) the capacity group: `interruptions` and `interruptions_<cause>`."""
     r = _records_in_trace_order(trace.num_rows, records)
 
     def rows(t, rec):
         table = _jobs_rows(t, rec) if ticks_per_s == 1 else _in_seconds(t, rec, ticks_per_s)
-        return _with_types(table, rec, gpu_types, ticks_per_s) if "gpu_type" in rec else table
+        if "gpu_type" in rec:
+            table = _with_types(table, rec, gpu_types, ticks_per_s)
+        return table if causes is None else _with_interruptions(table, rec, causes)
 
     writer = None
     try:
@@ -74,7 +77,7 @@ def merge_profiling(records: pa.Table, stage: pa.Table | None) -> pa.Table:
         "num_nodes": np.zeros(k, np.int64), "shared": np.zeros(k, np.int64), "first_gpu": np.full(k, -1),
         **{name: col for name, col in loans.items() if name in records.column_names},
         **{name: np.full(k, -1 if name == "gpu_type" else 0, np.int64) for name in records.column_names
-           if name == "gpu_type" or name.startswith("held_")},
+           if name in ("gpu_type", "interruptions") or name.startswith(("held_", "intr_"))},
     }).cast(records.schema)
     merged = pa.concat_tables([records, in_profiler])
     wait = np.zeros(int(merged.column("seq").to_numpy().max()) + 1 if merged.num_rows else 0, np.int64)
@@ -119,6 +122,15 @@ def _with_types(table: pa.Table, r: dict[str, np.ndarray], gpu_types: tuple, tic
     for k, name in enumerate(gpu_types):
         held = r.get(f"held_{k}", np.zeros(len(kind), np.int64))
         table = table.append_column(f"run_s_{name}", pa.array(held / ticks if ticks != 1 else held))
+    return table
+
+
+def _with_interruptions(table: pa.Table, r: dict[str, np.ndarray], causes: tuple) -> pa.Table:
+    """`table` with the capacity group: `interruptions` (times a node going down stopped the job)
+    and `interruptions_<cause>` per cause of the run."""
+    table = table.append_column("interruptions", pa.array(r["interruptions"].astype(np.int32)))
+    for k, cause in enumerate(causes):
+        table = table.append_column(f"interruptions_{cause}", pa.array(r[f"intr_{k}"].astype(np.int32)))
     return table
 
 

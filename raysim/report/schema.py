@@ -34,7 +34,7 @@ COMMON = {
 }
 
 #: Optional groups: name -> (when a run has it, its columns -> what they hold). A name ending in
-#: "_<type>" stands for one column per GPU type of the run.
+#: "_<type>" stands for one column per GPU type of the run, "_<cause>" for one per interruption cause.
 GROUPS = {
     "gpu_types": ("the cluster has several GPU types", {
         "gpu_type": "the GPU type of its latest placement (null: never ran)",
@@ -59,6 +59,10 @@ GROUPS = {
     "elastic": ("elastic policies (policy=sia, pollux, gavel_elastic)", {
         "restarts": "times its allocation changed kind or shape after its first start (each costs a checkpoint-restore)",
         "gpu_seconds": "GPU-seconds it held (restores included)",
+    }),
+    "capacity": ("nodes go down, come back, join or leave (cluster.capacity)", {
+        "interruptions": "times a node going down stopped it",
+        "interruptions_<cause>": "those for that cause (one column per cause of the run)",
     }),
     "harvest": ("idle-node harvesting (mode=harvest): tasks are elastic", {
         "task": "the task's name",
@@ -110,8 +114,9 @@ def read_jobs(path) -> pa.Table:
 
 
 def _is(column: str, name: str) -> bool:
-    if column.endswith("_<type>"):
-        return name.startswith(column[: -len("<type>")])
+    for each in ("<type>", "<cause>"):
+        if column.endswith("_" + each):
+            return name.startswith(column[: -len(each)])
     return name == column
 
 

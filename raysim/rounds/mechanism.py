@@ -46,6 +46,8 @@ class MicroTask:
     combo: Combo
     gpu_type: int
     steps: tuple
+    #: its GPUs' node went down before it finished (raysim.sim.capacity): `steps` are those done by then
+    interrupted: bool = False
 
 
 class ComboTable:
@@ -133,6 +135,8 @@ class RoundState:
         scale = self.scale[live[0]]  # (a pair's jobs have one size)
         ok = elapsed > 0 and all(_splits(n, scale) for n, j in zip(task.steps, task.combo) if j in active)
         finished, dropped = [], []
+        if not ok and task.interrupted:
+            return [], []  # cut short by its node, not failed: nothing to credit, nothing counted
         if not ok:
             if len(task.combo) == 1:
                 j = task.combo[0]
@@ -229,7 +233,8 @@ class RoundState:
         may_reset = now - self.last_reset >= self.reset_min_s or self.last_reset == 0
         if self.need_update and may_reset:
             self._reset_time(now)
-            self.allocation = self.policy.allocate(self._allocation_input(now, gpus)) if self.active else {}
+            state = self._allocation_input(now, gpus) if self.active else None
+            self.allocation = self.policy.allocate(state) if state is not None and len(state.jobs) else {}
             self.table.set_allocation(self.allocation)
             self.allocations += 1
             self.need_update = False
@@ -250,7 +255,10 @@ class RoundState:
         self.last_reset = now
 
     def _allocation_input(self, now: float, gpus: np.ndarray) -> AllocationInput:
-        ids = sorted(self.active)
+        """The policy's input: the active jobs that can run on some GPU type present (all of them
+        unless nodes are down, raysim.sim.capacity: the others get no allocation until they can)."""
+        present = gpus > 0
+        ids = [j for j in sorted(self.active) if any(r > 0 and p for r, p in zip(self.row_rates[j], present))]
         thr = np.array([self.row_rates[j] for j in ids], dtype=float).reshape(len(ids), self.n_types)
         state = AllocationInput(
             jobs=np.array(ids, dtype=np.int64), throughputs=thr, reference=thr[:, self.reference],
@@ -260,12 +268,21 @@ class RoundState:
             steps_remaining=np.array([self.total[j] - self.done[j] for j in ids], dtype=float),
             gpus=gpus.astype(float))
         if self.policy.packing:
-            state.pairs = sorted(c for c in self.table.combos if len(c) == 2)
+            kept = set(ids)
+            state.pairs = sorted(c for c in self.table.combos if len(c) == 2 and kept.issuperset(c))
             state.pair_throughputs = np.array([self.pair_rates(a, b) for a, b in state.pairs]).reshape(
                 len(state.pairs), self.n_types, 2)
         return state
 
     # -- step 5: micro-tasks ----------------------------------------------------------------
+    def interrupt(self, task: MicroTask, start: float, at: float) -> MicroTask:
+        """Micro-task `task`, launched at `start`, cut short at `at` (its node went down): the steps
+        each job had done by then (whole steps at its throughput), finishing at `at`."""
+        rates = (self.row_rates[task.combo[0]][task.gpu_type],) if len(task.combo) == 1 else \
+            self.pair_rates(*task.combo)[task.gpu_type].tolist()
+        steps = tuple(min(n, int(rate * (at - start))) for n, rate in zip(task.steps, rates))
+        return MicroTask(at, task.combo, task.gpu_type, steps, interrupted=True)
+
     def launch(self, combo: Combo, k: int, now: float) -> MicroTask:
         finish = now
         steps = []

@@ -105,6 +105,22 @@ def check_cluster_config(cfg: DictConfig) -> None:
         for key in ("profiler.nodes", "profiler.time_limit", "profiler.factor"):
             integer(cfg, key, minimum=0)  # profiler.nodes=0: no profiling stage
         boolean(cfg, "policy.packing")  # false: the ablation "packing off"
+    check_capacity_config(cfg, quota, name)
+
+
+def check_capacity_config(cfg: DictConfig, quota: str, policy: str) -> None:
+    """What capacity events (cluster.capacity) cannot be combined with yet, refused in one line."""
+    path = value(cfg, "cluster.capacity")
+    if path is None:
+        return
+    if not isinstance(path, str) or not path.strip():
+        raise ConfigError("cluster.capacity", "must be null or a node log file (CSV or Parquet)", path)
+    if quota == "borrow":
+        raise ConfigError("cluster.capacity", "nodes lent between VCs (quota=borrow) cannot go down yet: run "
+                          "capacity events with quota=none or quota=global", path)
+    if policy == "lucid" and int(value(cfg, "profiler.nodes", 0)) > 0:
+        raise ConfigError("cluster.capacity", "Lucid's profiler moves nodes between VCs itself, which capacity "
+                          "events cannot follow yet: run policy=lucid with profiler.nodes=0", path)
 
 
 def refuse_placeholder_durations(cfg: DictConfig, trace) -> None:
@@ -317,6 +333,22 @@ def refuse_with_resources(cfg: DictConfig, trace: Trace) -> None:
                                     f"VCs cannot do yet {why}", "lucid")
 
 
+def capacity_plan(cfg: DictConfig, trace: Trace, layout: dict, homes: tuple):
+    """The node log of `cluster.capacity` as the run's capacity plan (None: the nodes never change)."""
+    path = value(cfg, "cluster.capacity")
+    if path is None:
+        return None
+    from raysim.sim.capacity import plan_from_node_log
+
+    vcs = trace.table.column("vc").to_pylist()
+    jobs = {next(iter(layout)): len(vcs)} if homes else dict(zip(*np.unique(np.asarray(vcs, dtype=object),
+                                                                             return_counts=True)))
+    plan = plan_from_node_log(Path(str(path)).expanduser(), layout, {str(k): int(v) for k, v in jobs.items()}, homes)
+    log.info("cluster.capacity %s: %d node event(s) over %d VC(s), causes %s", path, plan.num_events,
+             len(plan.vcs), ", ".join(plan.causes))
+    return plan
+
+
 def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     """The run's spec and the extra per-job input columns (GPU-type ids, and whatever the policy's
     `prepare` adds, e.g. Lucid's workload ids and share scores)."""
@@ -339,7 +371,8 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     requests, shapes = request_inputs(trace.table) if resources else ({}, None)
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
-                   quota=quota, pool_homes=homes, resources=resources, shapes=shapes)
+                   quota=quota, pool_homes=homes, resources=resources, shapes=shapes,
+                   capacity=capacity_plan(cfg, trace, layout, homes))
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}
     refuse_placeholder_durations(cfg, trace)
     spec, more = policy_class(spec.policy).prepare(cfg, trace, spec)

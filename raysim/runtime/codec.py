@@ -73,11 +73,13 @@ _NO_RESULTS = RESULT_SCHEMA.empty_table()
 
 def results_table(parts: list[dict[str, np.ndarray]]) -> pa.Table:
     """Finished-job records (numpy column dicts, see VCSimulator.results) as one Arrow table; in runs
-    with several GPU types also `gpu_type` and `held_<k>` (int64, see JobTable.type_results)."""
+    with several GPU types also `gpu_type` and `held_<k>` (int64, see JobTable.type_results), in runs
+    with capacity events `interruptions` and `intr_<k>` (JobTable.interruption_results)."""
     if not parts:
         return _NO_RESULTS
     schema = LOAN_RESULT_SCHEMA if "reclaims" in parts[0] else RESULT_SCHEMA
-    extra = [name for name in parts[0] if name == "gpu_type" or name.startswith("held_") or name in POLICY_COLUMNS]
+    extra = [name for name in parts[0] if name in ("gpu_type", "interruptions") or name.startswith(("held_", "intr_"))
+             or name in POLICY_COLUMNS]
     if extra:
         schema = pa.schema(list(schema) + [pa.field(name, pa.int64()) for name in extra])
     return pa.table({f.name: np.concatenate([p[f.name] for p in parts]) for f in schema}, schema=schema)

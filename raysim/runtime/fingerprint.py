@@ -49,6 +49,8 @@ def run_fingerprint(trace_table: pa.Table, spec, estimates=None, job_extra=None,
         # `sharing` group became `quota`: a borrow run's VC states name the ledger's old module.)
         parts["quota"] = {"settings": spec.quota, "pool_homes": spec.pool_homes,
                           "state": "groups, ledger loan counts"}
+    if spec.capacity is not None:  # (absent without capacity events: earlier checkpoints stay resumable)
+        parts["capacity"] = spec.capacity
     return {name: digest(value) for name, value in parts.items()}
 
 

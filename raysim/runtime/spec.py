@@ -10,6 +10,7 @@ from raysim.placement.types import check_type_order
 from raysim.policy import checked_constants, policy_class
 from raysim.quota.settings import QuotaSettings
 from raysim.sim import SimParams, VCSimulator
+from raysim.sim.capacity import CapacityPlan, VCCapacity
 from raysim.cluster.catalog import TypeCatalog
 from raysim.sim.network import NetworkModel
 
@@ -45,6 +46,8 @@ class RunSpec:
     #: the run's request shapes (raysim.placement.scored.placer.Shapes) with `resources`: for the
     #: scored placers and FGD's fragmentation in the time series
     shapes: object = None
+    #: nodes that go down, come back, join or leave (raysim.sim.capacity); None: the nodes never change
+    capacity: CapacityPlan | None = None
 
     def __post_init__(self):
         check_type_order(self.type_order)  # before any actor is built with it
@@ -73,4 +76,6 @@ class RunSpec:
             resources=self.resources,
             fragmentation=FragTracker(self.shapes.workload) if self.shapes is not None else None,
             layout=self.layout if self.resources and self.quota.borrow else None,
+            capacity=None if self.capacity is None else self.capacity.of(vc) or VCCapacity(),
+            causes=0 if self.capacity is None else len(self.capacity.causes),
         )

@@ -7,6 +7,10 @@ Nothing changes between event times, so deciding only then equals deciding every
 that needs a decision without an arrival or completion (periodic rescheduling, a change in its
 ordering) asks for it through ``next_wakeup``. Cost grows with events, not simulated seconds.
 
+Capacity events (raysim.sim.capacity: nodes that go down, come back, join or leave) apply at
+their time after that second's completions and before its arrivals; a node going down stops the
+jobs on it through the one path of jobs their VC stops (`_interrupt`, also quota reclaims).
+
 Time counts clock ticks: seconds, or finer ticks where the policy needs them (``SimParams.ticks_per_s``,
 round-based policies). What policies see and may do is the mixin raysim.sim.view.PolicyView; node
 loans between VCs are raysim.quota.ledger.QuotaLoans.
@@ -21,6 +25,7 @@ import numpy as np
 
 from raysim.cluster.catalog import TypeCatalog
 from raysim.quota.ledger import QuotaLedger, QuotaLoans
+from raysim.sim.capacity import VCCapacity
 from raysim.sim.jobs import UNSET, JobTable
 from raysim.sim.params import SimParams
 from raysim.sim.recorder import LOAN_COLUMNS, RESOURCE_COLUMNS, Recorder, per_type_columns
@@ -35,12 +40,14 @@ FORGET_AT = 4096
 
 class VCSimulator(QuotaLoans, PolicyView):
     """Simulates one VC under one policy and placer. Feed jobs with `add_jobs`, advance with `run`.
-    With `quota_loans` it also lends and borrows nodes at the coordinator's epochs (raysim.quota.ledger)."""
+    With `quota_loans` it also lends and borrows nodes at the coordinator's epochs (raysim.quota.ledger);
+    with `capacity` (raysim.sim.capacity.VCCapacity) its nodes go down and come back at given
+    times, jobs on them counted per cause, one of the run's `causes`."""
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
                  *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_loans: bool = False,
                  pool_homes: list[str] | None = None, resources: bool = False, fragmentation=None,
-                 layout: dict | None = None):
+                 layout: dict | None = None, capacity: VCCapacity | None = None, causes: int = 0):
         self.name = name
         self.params = params
         self.policy = policy
@@ -92,6 +99,14 @@ class VCSimulator(QuotaLoans, PolicyView):
         self._next_arrival = 0
         self._starts = 0  # counts starts: run_order of the next one
         self._wakeup = NEVER
+        #: capacity events: (tick, node, up, cause index) in the order they apply, and the next one's index
+        self.capacity = capacity
+        self._causes = causes
+        ticks = params.ticks_per_s
+        self._cap_events = [(t * ticks, node, up, cause) for t, node, up, cause in capacity.events] if capacity else []
+        self._cap_next = 0
+        for node in capacity.absent if capacity else ():
+            self.vc.take_down(node)  # it joins later
         self._snapshot(t0)
 
     def _index_types(self) -> None:
@@ -138,6 +153,9 @@ class VCSimulator(QuotaLoans, PolicyView):
             t = heap[0][0]
         if self._node_events and self._node_events[0][0] < t:
             t = self._node_events[0][0]
+        cap = self._cap_events
+        if self._cap_next < len(cap) and cap[self._cap_next][0] < t and self.finished < self.capacity.jobs:
+            t = cap[self._cap_next][0]  # (the VC's nodes matter while some of its jobs have not finished)
         return t
 
     def add_node_events(self, events) -> None:
@@ -168,6 +186,8 @@ class VCSimulator(QuotaLoans, PolicyView):
                 ending.sort(key=jobs.run_order.__getitem__)  # the reference's run-list order
             for j in ending:
                 self._complete(j, t)
+            if self._cap_next < len(self._cap_events) and self._cap_events[self._cap_next][0] == t:
+                self._apply_capacity(t)
             arrived = 0
             submit, n = jobs.submit, jobs.n
             while self._next_arrival < n and submit[self._next_arrival] == t:
@@ -201,6 +221,8 @@ class VCSimulator(QuotaLoans, PolicyView):
             home = self._node_home
             out["ran_on_vc"] = np.array([None if n < 0 else home[n] for n in out["first_node"].tolist()], dtype=object)
             out["reclaims"] = np.zeros(len(out["first_node"]), dtype=np.int64)
+        if self.capacity is not None:
+            out.update(self.jobs.interruption_results(range(self.jobs.n) if rows is None else rows, self._causes))
         if self.policy.result_columns:
             out.update(self.policy.job_results(out["seq"].tolist()))
         return out
@@ -294,6 +316,54 @@ class VCSimulator(QuotaLoans, PolicyView):
         """Running job j, due at t, completes now (before the events of t are processed)."""
         self.jobs.version[j] += 1  # its completion event is spent
         self._complete(j, t)
+
+    def _apply_capacity(self, t: int) -> None:
+        """The capacity events due at t: a node going down stops its jobs (each counted for the
+        event's cause) and leaves the scan order; a node coming up returns to its place. The policy
+        hears of the change once (`Policy.on_capacity`)."""
+        cap, vc, interrupted = self._cap_events, self.vc, self.jobs.interrupted
+        while self._cap_next < len(cap) and cap[self._cap_next][0] == t:
+            _, node, up, cause = cap[self._cap_next]
+            self._cap_next += 1
+            if up:
+                vc.bring_up(node)
+                continue
+
+            def tally(j, cause=cause):
+                counts = interrupted[j] = interrupted[j] or {}
+                counts[cause] = counts.get(cause, 0) + 1
+
+            self._interrupt(self._jobs_on([node]), t, tally)
+            vc.take_down(node)
+        self.policy.on_capacity(self, t)
+
+    def _interrupt(self, on: list[int], t: int, tally) -> None:
+        """Stop running jobs `on` (in this order) because their VC took nodes from under them, not
+        their policy: the one path of quota reclaims and capacity events. Each is counted
+        (`tally(j)`), frees its GPUs and waits again: under a policy that preempts it continues its
+        remaining work plus the policy's preemption overhead, under any other it restarts from the
+        beginning (`_restart_cost`). Then each returns to its policy (`Policy.on_requeue`)."""
+        for j in on:
+            tally(j)
+            self._stop(j, t, self._restart_cost(j))
+        for j in on:
+            self.policy.on_requeue(self, j, t)
+
+    def _jobs_on(self, nodes) -> list[int]:
+        """Jobs holding GPUs (with `res`: any resource) on `nodes`, in the order they (re)started."""
+        vc, on = self.vc, set()
+        if vc.res is not None:  # shares and CPU-only jobs own no GPU: ask the placements
+            nodes = set(nodes)
+            on.update(j for j, placed in vc.placement.items() if any(node in nodes for node, _ in placed))
+        for node in nodes:
+            on.update(j for j in vc.owner[node] if j >= 0)
+            on.update(j for j in vc.second[node] if j >= 0)
+        return sorted(on, key=self.jobs.run_order.__getitem__)
+
+    def _restart_cost(self, j: int) -> int | None:
+        """Work job j redoes after its VC stops it: the policy's preemption overhead, or None (it
+        restarts from the beginning) under a policy that does not preempt."""
+        return self.policy.preempt_overhead(self.jobs.gpu[j]) if self.policy.preemptive else None
 
     def _apply_node_events(self, t: int) -> None:
         """Node loans due at t take effect after that second's placements (as in the reference)."""

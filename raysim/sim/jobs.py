@@ -83,6 +83,9 @@ class JobTable:
         # job's own VC) and how often a lender's reclaim stopped the job
         self.ran_on: list[int] = []
         self.reclaims: list[int] = []
+        # capacity events (raysim.sim.capacity): per job None, or {cause index: times a node going
+        # down for that cause stopped it}
+        self.interrupted: list = []
         # state used by preemptive policies
         self.workload: list[int] = []
         self.share_score: list[int] = []
@@ -137,6 +140,7 @@ class JobTable:
         self.run_order += [-1] * k
         self.shared += [False] * k
         self.type_held += [None] * k
+        self.interrupted += [None] * k
         for name in ("start", "end", "first_node", "first_gpu", "end_due", "ckpt_time", "run_since", "ran_on",
                      "gpu_type", "placed_at"):
             getattr(self, name).extend([UNSET] * k)
@@ -160,6 +164,15 @@ class JobTable:
         held = [self.type_held[j] or {} for j in rows]
         for k in range(types):
             out[f"held_{k}"] = np.array([h.get(k, 0) for h in held], dtype=np.int64)
+        return out
+
+    def interruption_results(self, rows, causes: int) -> dict[str, np.ndarray]:
+        """Per job of `rows`: `interruptions` (times a node going down stopped it) and `intr_<k>`,
+        those of cause k, for each of the run's `causes` (raysim.sim.capacity.CapacityPlan.causes)."""
+        got = [self.interrupted[j] or {} for j in rows]
+        out = {"interruptions": np.array([sum(g.values()) for g in got], dtype=np.int64)}
+        for k in range(causes):
+            out[f"intr_{k}"] = np.array([g.get(k, 0) for g in got], dtype=np.int64)
         return out
 
     def results(self, rows=None) -> dict[str, np.ndarray]:

@@ -46,6 +46,9 @@ class VCState:
     away on loan (`lent`: out of `order`, their slots kept idle), held nodes being drained
     (`draining`: out of `order`, so no job is placed there, but still counted until they go back)
     and slots of held nodes that went back (`spare`, reused by the next held node of that shape).
+
+    Capacity events (raysim.sim.capacity) take own nodes out of service (`down`: out of `order`,
+    their slots kept idle, like a node away on loan) and bring them back to their place.
     """
 
     def __init__(self, pools, resources: bool = False):
@@ -85,6 +88,8 @@ class VCState:
         #: quota lending: held node -> its tag (lender, pool shape); own node lent out -> the borrower
         self.held: dict[int, object] = {}
         self.lent: dict[int, object] = {}
+        #: own nodes out of service (raysim.sim.capacity): idle, out of the scan order
+        self.down: set[int] = set()
         #: held nodes being drained for return, in the order they started draining
         self.draining: dict[int, None] = {}
         #: spare slots of held nodes given back, per shape (VCState._shape): heaps of nodes
@@ -159,6 +164,8 @@ class VCState:
         `alloc` may name its GPUs: (node, count, GPU ids)."""
         if self.draining and any(entry[0] in self.draining for entry in alloc):
             raise AssertionError(f"job {job} placed on a node being drained: {alloc}")
+        if self.down and any(entry[0] in self.down for entry in alloc):
+            raise AssertionError(f"job {job} placed on a node that is down: {alloc}")
         if self.res is not None:
             return self._allocate_resources(job, alloc, util_milli, gmem, request or (MILLI, 0, 0))
         placed = []
@@ -325,7 +332,7 @@ class VCState:
         spare slot; held nodes are present, drained ones held, and nodes away idle."""
         live = self.order + list(self.draining)
         assert len(set(live)) == len(live), "a node is listed twice"
-        away = list(self.lent) + [n for slots in self.spare.values() for n in slots]
+        away = list(self.lent) + list(self.down) + [n for slots in self.spare.values() for n in slots]
         assert len(set(away)) == len(away) and not set(away) & set(live), "a node away is also present"
         assert all(self.idle(n) and max(self.owner[n]) < 0 for n in away), "a node away is busy"
         assert set(self.draining) <= set(self.held) <= set(live), "a held node is lost"
@@ -388,6 +395,22 @@ class VCState:
         self._capacity(node, -self.size[node])
         self.lent[node] = borrower
         self._present(node, False)
+
+    def take_down(self, node: int) -> None:
+        """Idle own node `node` goes out of service; its slot stays, idle, until `bring_up`."""
+        if not self.idle(node):
+            raise AssertionError(f"node {node} is not idle")
+        self.order.remove(node)
+        self._capacity(node, -self.size[node])
+        self.down.add(node)
+        self._present(node, False)
+
+    def bring_up(self, node: int) -> None:
+        """Own node `node`, out of service, returns idle to its place in the scan order."""
+        self.down.remove(node)
+        self.order.insert(bisect.bisect_left(self.order, node), node)
+        self._capacity(node, self.size[node])
+        self._present(node, True)
 
     def take_back_own(self, node: int) -> None:
         """Own node `node` returns from loan, idle, to its original place in the scan order. (Own

@@ -48,6 +48,11 @@ class PolicyView:
         """Nodes the VC has now (loans included)."""
         return self.vc.num_nodes
 
+    @property
+    def nodes_down(self) -> int:
+        """Nodes of the VC out of service now (raysim.sim.capacity), which may come back."""
+        return len(self.vc.down)
+
     def gpu_quota(self):
         """(per job, indexable by job index, the GPUs it occupies; the VC's GPUs) in one unit:
         GPUs (`jobs.gpu`, `total_gpus`), or, where GPU shares are counted, GPU milli (a share of a
@@ -109,7 +114,6 @@ class PolicyView:
         """Start pending job j on a placement: (node, GPU count) pairs, all of one allowed GPU type
         (with CPU, memory and GPU shares counted, an entry may name its GPUs: (node, count, GPU ids))."""
         jobs, vc = self.jobs, self.vc
-        g = jobs.gpu[j]
         if not vc.single_type:
             t = vc.type_of[alloc[0][0]]
             c = jobs.constraint[j]
@@ -121,9 +125,7 @@ class PolicyView:
             vc.allocate(j, alloc, jobs.util_milli[j], jobs.gmem[j], (jobs.gpu_milli[j], jobs.cpu_milli[j], jobs.mem_mib[j]))
         if self.quota is not None:
             jobs.ran_on[j] = self._ran_on(alloc)
-        del self.pending[j]
-        self.pending_gpus -= g
-        self.pending_small -= g < self.small_below
+        self._dequeue(j)
         self.running[j] = None
         p = jobs.speed_profile[j]
         if p >= 0:
@@ -186,11 +188,23 @@ class PolicyView:
 
     def finish(self, j: int, now: int, end: int | None = None) -> None:
         """Running job j completes at `now`, its end time recorded as `end` (default now; a policy
-        that times jobs itself may say it finished earlier, e.g. mid-round)."""
-        self.jobs.version[j] += 1
+        that times jobs itself may say it finished earlier, e.g. mid-round). A job that waits again
+        may complete too: its work was done before a node going down stopped it (a round-based
+        job between its last step and its round's end)."""
+        jobs = self.jobs
+        if j in self.pending:
+            self._dequeue(j)
+            jobs.end[j] = now if end is None else end
+            jobs.end_due[j] = -1
+            jobs.remain[j] = 0
+            self.finished += 1
+            self.finished_log.append(j)
+            self.policy.on_complete(self, j)
+            return
+        jobs.version[j] += 1
         self._complete(j, now, end)
         if end is not None:
-            self.jobs.end[j] = end
+            jobs.end[j] = end
 
     def drop(self, j: int, now: int) -> None:
         """Job j (pending or running) leaves unfinished: its record says it never ended (a
@@ -201,10 +215,7 @@ class PolicyView:
             self._release(j, now)
             del self.running[j]
         else:
-            g = jobs.gpu[j]
-            del self.pending[j]
-            self.pending_gpus -= g
-            self.pending_small -= g < self.small_below
+            self._dequeue(j)
         jobs.end_due[j] = -1
         jobs.end[j] = DROPPED
         self.finished += 1
@@ -217,9 +228,7 @@ class PolicyView:
         `speed` and `host_speed` (their speeds as a pair, relative to running alone)."""
         jobs = self.jobs
         self.vc.share(j, host, jobs.util_milli[j], jobs.gmem[j], int(round(pair_util * 1000)), pair_gmem)
-        del self.pending[j]
-        self.pending_gpus -= jobs.gpu[j]
-        self.pending_small -= jobs.gpu[j] < self.small_below
+        self._dequeue(j)
         self.running[j] = None
         p = jobs.speed_profile[j]
         if p >= 0:
@@ -230,6 +239,13 @@ class PolicyView:
         jobs.ran_on[j] = jobs.ran_on[host]
         self._started(j, now, jobs.first_node[host], jobs.num_nodes[host])
         self.set_rate_factor(host, "share", host_speed, now)
+
+    def _dequeue(self, j: int) -> None:
+        """Waiting job j leaves the queue (it starts, finishes or is dropped)."""
+        g = self.jobs.gpu[j]
+        del self.pending[j]
+        self.pending_gpus -= g
+        self.pending_small -= g < self.small_below
 
     def borrow_node(self, pool=None) -> bool:
         """Add a node on loan to this VC (shaped like `pool`; default its first pool). Returns

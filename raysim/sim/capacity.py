@@ -1,0 +1,229 @@
+"""Capacity that changes: nodes that go down, come back up, join or leave, as events of the VC engine.
+
+A *capacity event* says that at a time (seconds on the trace clock) one node of a VC goes
+``down`` (out of service: its jobs are interrupted, nothing is placed on it), comes back ``up``
+(the same node, in its place in the scan order), ``join``\\ s (it was not part of the cluster
+before) or ``leave``\\ s (down for good), for a named ``cause``. Nodes keep their identity across
+down and up: a node is named by its VC and its index among that VC's nodes in layout order (its
+pools in order, 0-based), so per-node history and repairs make sense.
+
+Producers turn their input into a :class:`CapacityPlan`, which the run spec carries to every VC
+simulator (raysim.sim.engine.VCSimulator, ``capacity=``); this module holds the plan and its first
+producer, a node log read from a file (``cluster.capacity=<file>``, :func:`read_node_log`).
+
+A node log is a CSV or Parquet file with one row per event and the columns
+
+- ``time``: integer seconds on the trace clock (>= 0);
+- ``vc``: the VC whose node it is;
+- ``node``: the node's index within its VC (0-based, pools in layout order);
+- ``event``: ``down``, ``up``, ``join`` or ``leave``;
+- ``cause`` (optional; default ``node_down``): a name of letters, digits and ``_``, counted per job
+  in jobs.parquet (``interruptions_<cause>``).
+
+Rows may come in any order; events of one second apply in file order. Per node the events must make
+sense in time order: ``join`` only as its first event (the node is absent until then), ``down`` only
+while it is up, ``up`` only while it is down, ``leave`` while up or down, nothing after it. A bad row is one line naming
+the file, row and column.
+
+The engine applies a VC's events while some of its trace jobs have not finished: the run ends with
+its last job, not with the node log.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from raysim.trace.errors import TraceError
+
+#: What can happen to a node.
+EVENTS = ("down", "up", "join", "leave")
+#: The cause of a node log's events that name none.
+DEFAULT_CAUSE = "node_down"
+#: A node log's columns (cause optional).
+COLUMNS = ("time", "vc", "node", "event")
+_CAUSE = re.compile(r"[A-Za-z0-9_]+")
+
+
+@dataclass(frozen=True)
+class VCCapacity:
+    """One VC's capacity events: `events` are (time in seconds, node, up?, cause index) in the order
+    they apply (a node that leaves while down has no event of its own); `absent` the nodes not there at the start (they join later); `jobs` the VC's trace
+    jobs (its events apply while some are unfinished)."""
+
+    events: tuple = ()
+    absent: tuple = ()
+    jobs: int = 0
+
+
+@dataclass(frozen=True)
+class CapacityPlan:
+    """The run's capacity events per VC, and the causes they name (jobs.parquet has a column per cause)."""
+
+    causes: tuple = ()
+    vcs: dict = field(default_factory=dict)  # VC -> VCCapacity
+
+    def of(self, vc: str) -> VCCapacity | None:
+        """VC `vc`'s events (None: its nodes never change)."""
+        return self.vcs.get(vc)
+
+    @property
+    def num_events(self) -> int:
+        return sum(len(c.events) for c in self.vcs.values())
+
+
+def node_counts(layout: dict) -> dict[str, int]:
+    """Nodes per VC of a layout (VC -> pools)."""
+    return {vc: sum(p.nodes for p in pools) for vc, pools in layout.items()}
+
+
+def read_node_log(path, layout: dict) -> tuple[np.ndarray, list, np.ndarray, np.ndarray, list]:
+    """The rows of node log `path` checked against `layout` (VC -> pools): (times, VCs, node indices,
+    event codes (indices into EVENTS), causes), in the order the events apply (by time, then file
+    order). A bad row raises TraceError naming the file, row and column."""
+    path = Path(path)
+    source = str(path)
+    if not path.is_file():
+        raise TraceError(source, "no such file (cluster.capacity: a node log, CSV or Parquet)")
+    table = _read_table(path)
+    missing = [c for c in COLUMNS if c not in table.column_names]
+    if missing:
+        raise TraceError(source, f"missing column(s) {', '.join(missing)}: a node log has columns "
+                                 f"{', '.join(COLUMNS)} and optionally cause", column=missing[0])
+    n = table.num_rows
+    if not n:
+        raise TraceError(source, "no events: a node log has one row per event")
+    times = _integers(table.column("time"), source, "time", minimum=0)
+    vcs = [str(v) if v is not None else None for v in table.column("vc").to_pylist()]
+    nodes = _integers(table.column("node"), source, "node", minimum=0)
+    counts = node_counts(layout)
+    for i, (vc, node) in enumerate(zip(vcs, nodes.tolist())):
+        if vc not in counts:
+            raise TraceError(source, f"not a VC of the run's cluster ({', '.join(list(counts)[:5])}"
+                                     f"{', ...' if len(counts) > 5 else ''})", row=i + 1, column="vc", value=vc)
+        if node >= counts[vc]:
+            raise TraceError(source, f"VC {vc} has {counts[vc]} node(s), numbered from 0", row=i + 1,
+                             column="node", value=node)
+    kinds = np.empty(n, np.int64)
+    for i, event in enumerate(table.column("event").to_pylist()):
+        text = str(event).strip().lower() if event is not None else ""
+        if text not in EVENTS:
+            raise TraceError(source, f"must be one of {', '.join(EVENTS)}", row=i + 1, column="event", value=event)
+        kinds[i] = EVENTS.index(text)
+    causes = [DEFAULT_CAUSE] * n
+    if "cause" in table.column_names:
+        for i, cause in enumerate(table.column("cause").to_pylist()):
+            if cause is None or str(cause).strip() == "":
+                continue
+            if not _CAUSE.fullmatch(str(cause).strip()):
+                raise TraceError(source, "a cause is a name of letters, digits and _", row=i + 1, column="cause",
+                                 value=cause)
+            causes[i] = str(cause).strip()
+    order = np.argsort(times, kind="stable")
+    _check_sequences(source, order, vcs, nodes, kinds)
+    return times[order], [vcs[i] for i in order], nodes[order], kinds[order], [causes[i] for i in order]
+
+
+def plan_from_node_log(path, layout: dict, jobs_per_vc: dict, pool_homes: tuple = ()) -> CapacityPlan:
+    """The capacity plan of node log `path` for a run on `layout`; with `pool_homes` (quota=global)
+    the layout is one merged VC whose pools came from the VCs `pool_homes` names, and the log still
+    names nodes by their own VC. `jobs_per_vc`: trace jobs per VC of `layout`."""
+    own = _own_layout(layout, pool_homes) if pool_homes else layout
+    times, vcs, nodes, kinds, causes = read_node_log(path, own)
+    names = tuple(dict.fromkeys(causes))
+    offset = _node_offsets(layout, pool_homes) if pool_homes else None
+    events: dict[str, list] = {}
+    absent: dict[str, list] = {}
+    down: set = set()
+    for t, vc, node, kind, cause in zip(times.tolist(), vcs, nodes.tolist(), kinds.tolist(), causes):
+        where, index = (next(iter(layout)), offset[vc][node]) if offset else (vc, node)
+        event = EVENTS[kind]
+        if event == "join":
+            absent.setdefault(where, []).append(index)
+        if event == "leave" and (where, index) in down:
+            continue  # already out of service
+        if event in ("down", "leave"):
+            down.add((where, index))
+        else:
+            down.discard((where, index))
+        events.setdefault(where, []).append((int(t), int(index), EVENTS[kind] in ("up", "join"), names.index(cause)))
+    return CapacityPlan(names, {vc: VCCapacity(tuple(evs), tuple(absent.get(vc, ())), int(jobs_per_vc.get(vc, 0)))
+                                for vc, evs in events.items()})
+
+
+def _own_layout(layout: dict, homes: tuple) -> dict:
+    """The per-VC layout behind a merged one (raysim.quota.merged_layout)."""
+    (pools,) = layout.values()
+    own: dict[str, list] = {}
+    for home, pool in zip(homes, pools):
+        own.setdefault(home, []).append(pool)
+    return own
+
+
+def _node_offsets(layout: dict, homes: tuple) -> dict[str, list[int]]:
+    """Per VC, its nodes' indices in the merged VC (nodes are numbered pool by pool)."""
+    (pools,) = layout.values()
+    out: dict[str, list[int]] = {}
+    start = 0
+    for home, pool in zip(homes, pools):
+        out.setdefault(home, []).extend(range(start, start + pool.nodes))
+        start += pool.nodes
+    return out
+
+
+def _read_table(path: Path):
+    """The node log as an Arrow table (pyarrow is imported here: the engine only needs the plan)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    if path.suffix.lower() in (".parquet", ".pq"):
+        try:
+            return pq.read_table(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise TraceError(str(path), f"not a readable Parquet file ({exc})") from exc
+    try:
+        return pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(
+            column_types={"vc": pa.string(), "event": pa.string(), "cause": pa.string()}))
+    except pa.ArrowInvalid as exc:
+        raise TraceError(str(path), f"not a readable CSV file: {str(exc).splitlines()[0]}") from exc
+
+
+def _integers(column, source: str, name: str, *, minimum: int) -> np.ndarray:
+    """`column` as int64, every value a whole number >= `minimum` (else a TraceError naming the row)."""
+    values = column.to_pylist()
+    out = np.empty(len(values), np.int64)
+    for i, v in enumerate(values):
+        try:
+            number = float(v)
+            ok = number == int(number) and number >= minimum
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise TraceError(source, f"must be a whole number >= {minimum}", row=i + 1, column=name, value=v)
+        out[i] = int(number)
+    return out
+
+
+def _check_sequences(source: str, order: np.ndarray, vcs: list, nodes: np.ndarray, kinds: np.ndarray) -> None:
+    """Each node's events, in time order, must make sense (see the module doc)."""
+    state: dict[tuple, str] = {}  # (vc, node) -> "up", "down" or "gone"
+    for i in order.tolist():
+        key, event = (vcs[i], int(nodes[i])), EVENTS[kinds[i]]
+        now = state.get(key)
+        if event == "join":
+            ok, why = now is None, "join must be a node's first event (it is absent until then)"
+        elif now == "gone":
+            ok, why = False, f"node {key[1]} of VC {key[0]} left earlier: no event may follow"
+        elif event == "up":
+            ok, why = now == "down", f"node {key[1]} of VC {key[0]} is not down"
+        elif event == "down":
+            ok, why = now in (None, "up"), f"node {key[1]} of VC {key[0]} is already down"
+        else:  # leave: for good, from up or down
+            ok, why = True, ""
+        if not ok:
+            raise TraceError(source, why, row=i + 1, column="event", value=event)
+        state[key] = {"join": "up", "up": "up", "down": "down", "leave": "gone"}[event]
