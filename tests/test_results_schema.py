@@ -17,6 +17,7 @@ from raysim.run import run
 #: experiment -> (small-input overrides, the optional groups its jobs.parquet has)
 SHIPPED = {
     "venus": ([], []),
+    "venus_maintenance": (["policy=tiresias"], ["capacity"]),
     "hetero_demo": ([], ["gpu_types"]),
     "gavel_hetero_demo": (["policy=max_min_fairness"], ["gpu_types"]),
     "helios_synth": (["trace.synth.days=1"], []),
