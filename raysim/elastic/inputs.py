@@ -66,7 +66,8 @@ class ElasticInputs:
 def elastic_options(cfg: DictConfig, trace, spec) -> dict:
     """The elastic policy's run options: inputs and round length (checked, one line naming the key)."""
     from raysim.paths import original_cwd
-    from raysim.rounds.inputs import exact_arrivals, run_types
+    from raysim.rounds.inputs import run_types
+    from raysim.trace.schema import arrival_seconds
 
     e = cfg.elastic
     if not e.get("profiles"):
@@ -104,7 +105,7 @@ def elastic_options(cfg: DictConfig, trace, spec) -> dict:
     limit = np.zeros(len(names), dtype=np.int64)
     if "max_replicas" in table.column_names:
         limit = table.column("max_replicas").fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    inputs = ElasticInputs(names, apps, replicas, batch, exact_arrivals(table), profiles, constants, elastic,
+    inputs = ElasticInputs(names, apps, replicas, batch, arrival_seconds(table), profiles, constants, elastic,
                            np.ones(len(names)), limit)
     if e.get("match_durations"):
         inputs.speed = _matching_speeds(inputs, table, kinds, reference_kind(cfg, spec, kinds), spec.layout)

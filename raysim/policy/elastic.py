@@ -23,10 +23,11 @@ import numpy as np
 
 from raysim.elastic.configs import Kinds, configurations, node_runs, spread
 from raysim.elastic.job import ElasticJob
-from raysim.policy.base import NEVER, Policy
+from raysim.policy.base import NEVER
+from raysim.policy.selftimed import Plan, SelfTimed, Start
 
 
-class Elastic(Policy):
+class Elastic(SelfTimed):
     """Kernel side of an elastic policy; subclasses build their allocator (`allocator`).
 
     Options (from the run, see :meth:`prepare`): ``inputs`` (raysim.elastic.inputs.ElasticInputs)
@@ -35,7 +36,6 @@ class Elastic(Policy):
     name = "elastic"
     elastic = True
     result_columns = ("restarts", "gpu_seconds")
-    times_jobs = True
     ticks_per_s = 1000
     tune_bsz = True
     pooled = False  # True: jobs keep one profile for all GPU kinds (heterogeneity-unaware)
@@ -50,8 +50,6 @@ class Elastic(Policy):
         self.inputs = inputs
         self.round_s = float(round_s)
         self.constants = constants
-        self.tps = params.ticks_per_s
-        self.index: dict[int, int] = {}     # seq -> the VC's job index
         self.arrived: list[int] = []        # seqs arrived, not yet seen by a round
         self.active: list[ElasticJob] = []  # jobs in the rounds, in arrival order
         self.nodes: dict[int, tuple] = {}   # seq -> (kind, the VC's node of each GPU) it holds
@@ -60,7 +58,6 @@ class Elastic(Policy):
         self.configs = None                 # after its nodes change (on_capacity)
         self.node_ids: dict[str, list[int]] = {}
         self.per_node: dict[str, int] = {}  # GPUs per node of each kind (as first read)
-        self.next_round = NEVER             # tick of the next round (NEVER: none due)
         self.done: dict[int, tuple] = {}    # seq -> (restarts, GPU-seconds) of finished jobs
 
     @classmethod
@@ -90,26 +87,23 @@ class Elastic(Policy):
 
     # -- the engine's hooks ----------------------------------------------------------------
     def on_arrival(self, view, j: int) -> None:
+        super().on_arrival(view, j)
         seq = view.jobs.seq[j]
-        self.index[seq] = j
         self.arrived.append(seq)
-        if self.next_round == NEVER:
-            self.next_round = self._tick(self._boundary(self.inputs.arrival[seq]))
-
-    def renumber(self, new: list[int]) -> None:
-        self.index = {s: new[j] for s, j in self.index.items() if new[j] >= 0}
+        if self.wake == NEVER:  # the first round at or after its arrival
+            self.wake = self._tick(self._boundary(self.inputs.arrival[seq]))
 
     def on_capacity(self, view, now: int) -> None:
         self.kinds = None  # the next round reads the VC's nodes again
-        if self.next_round == NEVER and (self.active or self.arrived):
-            self.next_round = self._tick(self._boundary(now / self.tps))  # jobs waited for nodes
+        if self.wake == NEVER and (self.active or self.arrived):
+            self.wake = self._tick(self._boundary(now / self.tps))  # jobs waited for nodes
 
     def on_requeue(self, view, j: int, now: int) -> None:
         """Job j's node went down mid-round: it trains until now, then holds nothing (its next
         allocation pays a restart); a job that reached its last epoch before then finishes."""
         seq = view.jobs.seq[j]
         job = next(job for job in self.active if job.seq == seq)
-        start = self.next_round / self.tps - self.round_s
+        start = self.wake / self.tps - self.round_s  # (the round in progress ends at the next one)
         job.advance(start, now / self.tps - start)
         self.nodes.pop(seq, None)
         if job.completion is not None:
@@ -124,13 +118,10 @@ class Elastic(Policy):
         return {"restarts": np.array([g[0] for g in got], dtype=np.int64),
                 "gpu_seconds": np.array([g[1] for g in got], dtype=np.int64)}
 
-    def next_wakeup(self, view, now: int) -> float:
-        return self.next_round
-
     def schedule(self, view, t: int) -> None:
-        if t < self.next_round:
+        if t < self.wake:
             return
-        now = self.next_round / self.tps
+        now = self.wake / self.tps
         self._advance(view, t, now - self.round_s)
         if self.kinds is None:
             self._read_kinds(view)
@@ -140,11 +131,11 @@ class Elastic(Policy):
             self.active.append(inputs.job(seq, self.kinds.names, tune_bsz=self.tune_bsz, pooled=self.pooled))
         self._allocate(view, t, now)
         if self.active and (not view.nodes_down or any(job.placement for job in self.active)):
-            self.next_round = self._tick(now + self.round_s)
+            self.wake = self._tick(now + self.round_s)
         elif self.arrived:
-            self.next_round = self._tick(self._boundary(inputs.arrival[self.arrived[0]]))
+            self.wake = self._tick(self._boundary(inputs.arrival[self.arrived[0]]))
         else:
-            self.next_round = NEVER  # nothing to do, or nothing runs until nodes come back (on_capacity)
+            self.wake = NEVER  # nothing to do, or nothing runs until nodes come back (on_capacity)
 
     # -- one round ----------------------------------------------------------------------------
     def _advance(self, view, t: int, since: float) -> None:
@@ -184,27 +175,20 @@ class Elastic(Policy):
         node_ids = self.node_ids
         placed = {seq: (kind, tuple(node_ids[kind][i] for i in ids)) for seq, (kind, ids) in placed.items()}
         moved = [job for job in self.active if placed.get(job.seq) != self.nodes.get(job.seq)]
-        for job in moved:  # leases that change end first: their nodes may go to others
-            if self.nodes.pop(job.seq, None) is not None:
-                view.end_lease(self.index[job.seq], t)
+        plan = Plan([job.seq for job in moved if self.nodes.pop(job.seq, None) is not None])  # (their nodes may go to others)
         for job in moved:
             new = placed.get(job.seq)
-            j = self.index[job.seq]
             if new is None:
                 job.allocate(None, ())
                 continue
             kind, nodes = new
             runs = node_runs(nodes)
             job.allocate(kind, spread(tuple(count for _, count in runs), self.kinds.max_nodes[self.kinds.names.index(kind)]))
-            view.resize(j, len(nodes))
-            view.start_on(j, runs, t)
+            plan.starts.append(Start(job.seq, runs, len(nodes)))
             self.nodes[job.seq] = new
+        self.apply(view, plan, t, t)
 
     def _boundary(self, arrival: float) -> float:
         """The first round at or after `arrival` (rounds at multiples of round_s, the first at round_s)."""
         k = max(1, -(-arrival // self.round_s))
         return k * self.round_s
-
-    def _tick(self, seconds: float) -> int:
-        return int(round(seconds * self.tps))
-

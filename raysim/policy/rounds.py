@@ -23,7 +23,8 @@ from dataclasses import replace
 import numpy as np
 
 from raysim.errors import UserError
-from raysim.policy.base import NEVER, Policy
+from raysim.policy.base import NEVER
+from raysim.policy.selftimed import Plan, SelfTimed, Share, Start
 from raysim.rounds.mechanism import MicroTask, RoundState
 from raysim.rounds.policies import round_policy
 
@@ -37,7 +38,7 @@ class NoProgress(UserError):
     the policy and its inputs, not raysim, must change)."""
 
 
-class RoundBased(Policy):
+class RoundBased(SelfTimed):
     """Kernel side of a round-based policy; subclasses name one of :mod:`raysim.rounds.policies`.
 
     Options (from the run, see :meth:`prepare`): ``inputs`` (raysim.rounds.inputs.RoundInputs),
@@ -46,7 +47,6 @@ class RoundBased(Policy):
     (conf/policy/<name>.yaml)."""
 
     name = "round"
-    times_jobs = True
     ticks_per_s = 1_000_000
 
     def __init__(self, params, *, inputs=None, round_s: float = 360.0, reset_min_s: float = 1920.0,
@@ -65,8 +65,6 @@ class RoundBased(Policy):
                                 weight=inputs.weight, arrival=inputs.arrival, round_s=round_s,
                                 reset_min_s=reset_min_s, order=order, reference=reference, seed=params.seed,
                                 pair_rates=inputs.pair_rates if self.allocator.packing else None)
-        self.tps = params.ticks_per_s
-        self.index: dict[int, int] = {}      # seq -> the VC's job index
         self.waiting: deque[int] = deque()   # arrived (seq, arrival order), not yet joined the rounds
         self.tasks: list[MicroTask] = []     # the micro-tasks of the round in progress
         self.lease: dict[int, tuple] = {}    # seq -> (combo, type) of the GPUs it holds
@@ -96,9 +94,8 @@ class RoundBased(Policy):
 
     # -- the engine's hooks ----------------------------------------------------------------
     def on_arrival(self, view, j: int) -> None:
-        seq = view.jobs.seq[j]
-        self.index[seq] = j
-        self.waiting.append(seq)
+        super().on_arrival(view, j)
+        self.waiting.append(view.jobs.seq[j])
 
     def on_capacity(self, view, now: int) -> None:
         self.capacity = None  # nodes came or went: count the GPUs again at the next round
@@ -114,12 +111,6 @@ class RoundBased(Policy):
         for i, task in enumerate(self.tasks):
             if seq in task.combo and task.finish > at:
                 self.tasks[i] = self.state.interrupt(task, self.round_start, at)
-
-    def renumber(self, new: list[int]) -> None:
-        self.index = {s: new[j] for s, j in self.index.items() if new[j] >= 0}
-
-    def next_wakeup(self, view, now: int) -> float:
-        return self.end_tick if self.tasks else NEVER
 
     def schedule(self, view, t: int) -> None:
         replan, self.replan = self.replan, False
@@ -187,31 +178,30 @@ class RoundBased(Policy):
         for combo, k in chosen:
             for seq in combo:
                 keep[seq] = (combo, k)
+        plan = Plan()
         for seq, held in list(self.lease.items()):  # leases not extended end with the round
             if keep.get(seq) != held:
-                view.end_lease(self.index[seq], t)
+                plan.ends.append(seq)
                 del self.lease[seq]
-        start = self._tick(now)
         names = self.inputs.types
         for combo, k in sorted(chosen, key=lambda c: -state.scale[c[0][0]]):  # the largest jobs first (Gavel)
             if self.lease.get(combo[0]) == (combo, k):
                 continue
-            host = self.index[combo[0]]
-            view.start_on_type(host, names[k], start)
+            plan.starts.append(Start(combo[0], names[k]))
             self.lease[combo[0]] = (combo, k)
             for seq in combo[1:]:  # a packed pair: its second job shares the first one's GPUs
-                view.share(self.index[seq], host, start, 1.0, 1.0, 0.0, 0.0)
+                plan.starts.append(Start(seq, Share(combo[0])))
                 self.lease[seq] = (combo, k)
+        self.apply(view, plan, t, self._tick(now))
         self.tasks = [state.launch(combo, k, now) for combo, k in chosen]
         self.round_start = now
         state.rounds += 1
+        self.wake = NEVER
         if self.tasks:
             self.idle = 0
             self.round_end = max(task.finish for task in self.tasks)
-            self.end_tick = max(self._tick(self.round_end), t + 1)
+            self.end_tick = self.wake = max(self._tick(self.round_end), t + 1)
 
-    def _tick(self, seconds: float) -> int:
-        return int(round(seconds * self.tps))
 
 
 def round_based(name: str) -> type:

@@ -11,7 +11,6 @@ import pyarrow.parquet as pq
 
 from raysim.report.timeseries import META_KEY
 from raysim.report.timeseries_write import timeseries_table
-from raysim.sim.jobs import POLICY_COLUMNS
 from raysim.trace.schema import REQUEST_COLUMNS
 
 #: A Gavel trace's columns that jobs.parquet keeps (its `rounds` group, raysim.report.schema).
@@ -33,20 +32,25 @@ def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
 
 
 def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 << 18, ticks_per_s: int = 1,
-               gpu_types: tuple = (), causes: tuple | None = None) -> None:
+               gpu_types: tuple = (), causes: tuple | None = None, policy_columns: tuple = ()) -> None:
     """`jobs_table(trace, records)` written to `path` `chunk_rows` trace rows at a time (one row group
     each), so the whole joined table never sits in memory. Records of a simulator whose clock
     counts `ticks_per_s` ticks per second become seconds (floats; see `_in_seconds`). With several
     `gpu_types` (the run's) the GPU-type group: `gpu_type`, the type of a job's latest placement,
     and `run_s_<type>`, the seconds it held GPUs of each type. With `causes` (a run with capacity
-    events, raysim.sim.capacity) the capacity group: `interruptions` and `interruptions_<cause>`."""
+    events, raysim.sim.capacity) the capacity group: `interruptions` and `interruptions_<cause>`. The
+    policy's own integer columns (`policy_columns`, Policy.result_columns) follow."""
     r = _records_in_trace_order(trace.num_rows, records)
 
     def rows(t, rec):
         table = _jobs_rows(t, rec) if ticks_per_s == 1 else _in_seconds(t, rec, ticks_per_s)
         if "gpu_type" in rec:
             table = _with_types(table, rec, gpu_types, ticks_per_s)
-        return table if causes is None else _with_interruptions(table, rec, causes)
+        if causes is not None:
+            table = _with_interruptions(table, rec, causes)
+        for name in policy_columns:
+            table = table.append_column(name, pa.array(rec[name].astype(np.int64)))
+        return table
 
     writer = None
     try:
@@ -192,5 +196,4 @@ def _jobs_rows(trace: pa.Table, r: dict[str, np.ndarray]) -> pa.Table:
         **loans,
         **requests,
         **{name: trace.column(name) for name in ROUNDS_COLUMNS if "total_steps" in trace.column_names},
-        **{name: pa.array(r[name].astype(np.int64)) for name in POLICY_COLUMNS if name in r},
     })

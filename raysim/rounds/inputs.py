@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from raysim.cluster.throughput import ThroughputTable
 from raysim.trace.errors import TraceError
-from raysim.trace.schema import DICT_STR, JOB_SCHEMA, with_metadata
+from raysim.trace.schema import DICT_STR, JOB_SCHEMA, arrival_seconds, with_metadata
 
 #: Columns a Gavel trace adds to the raysim schema: its steps, priority weights and exact arrivals.
 GAVEL_COLUMNS = {"job_type": DICT_STR, "total_steps": pa.float64(), "priority_weight": pa.float64(),
@@ -159,22 +159,16 @@ def round_inputs(trace: pa.Table, layout: dict, table: ThroughputTable | None, *
     else:
         steps = _steps_from_durations(trace, matrix[row_of], types, reference, source)
         weight = np.ones(len(values))
-    return RoundInputs(types, matrix, tuple(sorted(ids, key=ids.get)), row_of, steps, weight, exact_arrivals(trace),
+    return RoundInputs(types, matrix, tuple(sorted(ids, key=ids.get)), row_of, steps, weight, arrival_seconds(trace),
                        _last_arrivals(trace), table if packing else None)
 
 
 def _last_arrivals(trace: pa.Table) -> dict[str, float]:
     """VC -> the last arrival time of its jobs."""
     last: dict[str, float] = {}
-    for v, a in zip(trace.column("vc").to_pylist(), exact_arrivals(trace).tolist()):
+    for v, a in zip(trace.column("vc").to_pylist(), arrival_seconds(trace).tolist()):
         last[v] = a if a > last.get(v, -math.inf) else last[v]
     return last
-
-
-def exact_arrivals(trace: pa.Table) -> np.ndarray:
-    """Arrival times in seconds: a Gavel trace's exact ones (``arrival_s``), else the submit times."""
-    column = "arrival_s" if "arrival_s" in trace.column_names else "submit_time"
-    return trace.column(column).to_numpy(zero_copy_only=False).astype(float)
 
 
 def _steps_from_durations(trace: pa.Table, rates: np.ndarray, types, reference: str, source: str) -> np.ndarray:

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from raysim.policy import policy_class
 from raysim.quota import GLOBAL_VC
 from raysim.quota.cohorts import cohort_groups, decided_by_coordinator
 from raysim.quota.exchange import EpochExchange
@@ -23,6 +24,7 @@ from raysim.runtime.fingerprint import run_fingerprint
 from raysim.runtime.sink import ResultSink, read_records
 from raysim.runtime.spec import RunSpec
 from raysim.trace.load import Trace
+from raysim.trace.schema import arrival_seconds
 
 log = logging.getLogger("raysim")
 
@@ -116,7 +118,8 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     files = sink.close(end)
     write_jobs(trace.table, merge_profiling(read_records(files["records"]), stage), out_dir / "jobs.parquet",
                ticks_per_s=ticks, gpu_types=spec.catalog.gpu_types,
-               causes=None if spec.capacity is None else spec.capacity.causes)
+               causes=None if spec.capacity is None else spec.capacity.causes,
+               policy_columns=policy_class(spec.policy).result_columns)
     merge_series(files["series"], out_dir / "timeseries.parquet", ticks_per_s=ticks)
     counts = {"events": coordinator.events, "windows": coordinator.windows_run, "recoveries": coordinator.recoveries}
     if exchange is not None:
@@ -130,10 +133,8 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
 
 def in_ticks(batch: pa.Table, trace: pa.Table, ticks: int) -> pa.Table:
     """A job batch on a clock of `ticks` per second: submit times from the exact arrivals where the
-    trace has them (``arrival_s``, Gavel's traces), durations scaled."""
-    from raysim.rounds.inputs import exact_arrivals
-
-    submit = np.rint(exact_arrivals(trace) * ticks).astype(np.int64)
+    trace has them (raysim.trace.schema.arrival_seconds), durations scaled."""
+    submit = np.rint(arrival_seconds(trace) * ticks).astype(np.int64)
     batch = batch.set_column(batch.schema.get_field_index("submit_time"), "submit_time", pa.array(submit))
     duration = batch.column("duration").to_numpy() * ticks
     return batch.set_column(batch.schema.get_field_index("duration"), "duration", pa.array(duration))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from raysim.sim.jobs import INPUT_COLUMNS, OPTIONAL_INPUTS, POLICY_COLUMNS, REQUEST_INPUTS, RESULT_COLUMNS
+from raysim.sim.jobs import INPUT_COLUMNS, OPTIONAL_INPUTS, REQUEST_INPUTS, RESULT_COLUMNS
 from raysim.sim.recorder import rows_to_columns
 
 #: Schema metadata key of a samples table: the interval of the grid its change rows lie on.
@@ -72,14 +72,14 @@ _NO_RESULTS = RESULT_SCHEMA.empty_table()
 
 
 def results_table(parts: list[dict[str, np.ndarray]]) -> pa.Table:
-    """Finished-job records (numpy column dicts, see VCSimulator.results) as one Arrow table; in runs
-    with several GPU types also `gpu_type` and `held_<k>` (int64, see JobTable.type_results), in runs
-    with capacity events `interruptions` and `intr_<k>` (JobTable.interruption_results)."""
+    """Finished-job records (numpy column dicts, see VCSimulator.results) as one Arrow table; the
+    columns beyond the base and loan schemas are int64: in runs with several GPU types `gpu_type` and
+    `held_<k>` (JobTable.type_results), with capacity events `interruptions` and `intr_<k>`
+    (JobTable.interruption_results), and the policy's own (Policy.result_columns)."""
     if not parts:
         return _NO_RESULTS
     schema = LOAN_RESULT_SCHEMA if "reclaims" in parts[0] else RESULT_SCHEMA
-    extra = [name for name in parts[0] if name in ("gpu_type", "interruptions") or name.startswith(("held_", "intr_"))
-             or name in POLICY_COLUMNS]
+    extra = [name for name in parts[0] if name not in schema.names]
     if extra:
         schema = pa.schema(list(schema) + [pa.field(name, pa.int64()) for name in extra])
     return pa.table({f.name: np.concatenate([p[f.name] for p in parts]) for f in schema}, schema=schema)

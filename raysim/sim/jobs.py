@@ -37,8 +37,6 @@ REQUEST_INPUTS = {"gpu_milli": 1000, "cpu_milli": 0, "mem_mib": 0, "shape": -1}
 #: Input columns a batch may leave out, with their default value.
 OPTIONAL_INPUTS = {"workload": -1, "share_score": 0, "constraint": -1, "speed_profile": -1, **REQUEST_INPUTS}
 
-#: Integer per-job results some policies report (Policy.result_columns): elastic ones' restarts and GPU time.
-POLICY_COLUMNS = ("restarts", "gpu_seconds")
 RESULT_COLUMNS = ("start_time", "end_time", "queue", "preemptions", "first_node", "num_nodes", "shared", "first_gpu")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pyarrow as pa
 
 DICT_STR = pa.dictionary(pa.int32(), pa.string())
@@ -72,6 +73,13 @@ ELASTIC_COLUMNS = {
 JOB_SCHEMA = pa.schema([pa.field(n, t) for n, t in {**REQUIRED, **OPTIONAL}.items()])
 
 META_KEY = b"raysim"
+
+
+def arrival_seconds(table: pa.Table) -> np.ndarray:
+    """Arrival times in seconds: a trace's exact ones where it has them (``arrival_s``, Gavel's
+    traces: submit_time holds whole seconds), else the submit times."""
+    column = "arrival_s" if "arrival_s" in table.column_names else "submit_time"
+    return table.column(column).to_numpy(zero_copy_only=False).astype(float)
 
 
 def with_metadata(table: pa.Table, *, cluster: str, origin: str, source: str, **extra) -> pa.Table:
