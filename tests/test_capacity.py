@@ -15,6 +15,7 @@ import pickle
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
@@ -244,6 +245,8 @@ def test_venus_under_tiresias_with_a_node_log(tmp_path):
     hit = jobs[jobs.interruptions > 0]
     assert len(hit) and set(hit.vc) == {"vcEwI", "vcWoR"}
     assert (jobs.interruptions == jobs.interruptions_maintenance + jobs.interruptions_gpu).all()
+    summary = pd.read_csv(out / "summary.csv").set_index("vc")
+    assert summary.interruptions["all"] == jobs.interruptions.sum() and summary.interruptions["vcHvQ"] == 0
     series = pq.read_table(out / "timeseries.parquet").to_pandas()
     ewi = series[series.vc == "vcEwI"].set_index("time").total_gpu_num  # 9 nodes: 72 GPUs
 

@@ -22,11 +22,14 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
 
     With quotas between VCs, also per VC: `reclaims` (of its jobs), `ran_elsewhere` (its jobs whose
     latest run was on another VC's nodes; needs the jobs' `ran_on_vc` and `reclaims`) and, from a
-    run with quota=borrow, `borrowed_gpu_h` and `lent_gpu_h` (raysim.report.loans).
+    run with quota=borrow, `borrowed_gpu_h` and `lent_gpu_h` (raysim.report.loans). With capacity
+    events (jobs with `interruptions`): `interruptions` (times a node going down stopped its jobs).
     """
     loans = "reclaims" in jobs.column_names and "ran_on_vc" in jobs.column_names
+    interrupted = "interruptions" in jobs.column_names
     df = jobs.select(["vc", "submit_time", "end_time", "queue", "jct", "preemptions"]
-                     + (["ran_on_vc", "reclaims"] if loans else [])).to_pandas()
+                     + (["ran_on_vc", "reclaims"] if loans else [])
+                     + (["interruptions"] if interrupted else [])).to_pandas()
     df["vc"] = df["vc"].astype(str)
     rows, spans = [], {}
     groups = [(vc, g) for vc, g in df.groupby("vc", sort=False)] + [("all", df)]
@@ -43,6 +46,8 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
         if loans:
             row["reclaims"] = int(g["reclaims"].sum())
             row["ran_elsewhere"] = int((g["ran_on_vc"].notna() & (g["ran_on_vc"] != g["vc"])).sum())
+        if interrupted:
+            row["interruptions"] = int(g["interruptions"].sum())
         start = g["submit_time"].min()
         row["makespan"] = done["end_time"].max() - start if len(done) else np.nan
         if len(done):

@@ -15,7 +15,7 @@ from raysim.report.timeseries import cluster_series
 from raysim.report.summary import markdown_table
 
 METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queue", "p99.9_jct",
-           "makespan", "gpu_utilization", "reclaims", "ran_elsewhere", "borrowed_gpu_h"]
+           "makespan", "gpu_utilization", "reclaims", "ran_elsewhere", "borrowed_gpu_h", "interruptions"]
 
 
 def run_labels(run_dirs: list[Path]) -> list[str]:

@@ -59,6 +59,8 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     columns = ["vc", "submit_time", "end_time", "queue", "jct", "preemptions", "finished"]
     if spec.quota.mode != "none":
         columns += ["ran_on_vc", "reclaims"]
+    if spec.capacity is not None:
+        columns.append("interruptions")
     jobs = pq.read_table(run_dir / "jobs.parquet", columns=columns)
     summary = summarize(jobs, run_dir / "timeseries.parquet", interval=int(cfg.sim.sample_interval))
     unfinished = jobs.num_rows - int(pa.compute.sum(jobs.column("finished")).as_py() or 0)
