@@ -67,15 +67,15 @@ def two_vcs(j2=(10, 2000, 8)):
 
 
 def lend_two(sims, t=300):
-    sims["A"].lend(t, 0, 2, "B")
-    sims["B"].borrow(t, A_POOL, 2, "A")
+    sims["A"].loans.lend(t, 0, 2, "B")
+    sims["B"].loans.borrow(t, A_POOL, 2, "A")
     check_conservation(sims)
 
 
 def test_the_report_shows_idle_nodes_and_demand():
     sims = two_vcs()
     to(sims, 300)
-    a, b = sims["A"].quota_report(300), sims["B"].quota_report(300)
+    a, b = sims["A"].loans.quota_report(300), sims["B"].loans.quota_report(300)
     assert a == {"vc": "A", "time": 300,
                  "pools": [{"pool": 0, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": 2, "idle": 2}], "lent": [],
                  "loans": {}, "held": [], "returned": [], "pending_jobs": 0, "pending_gpus": 0, "pending_by_types": [],
@@ -85,14 +85,14 @@ def test_the_report_shows_idle_nodes_and_demand():
     assert (b["pending_jobs"], b["pending_gpus"]) == (2, 16)
     assert b["pending_by_types"] == [{"gpu_types": None, "jobs": 2, "gpus": 16}]
     lend_two(sims)
-    a, b = sims["A"].quota_report(300), sims["B"].quota_report(300)
+    a, b = sims["A"].loans.quota_report(300), sims["B"].loans.quota_report(300)
     assert a["pools"][0]["idle"] == 0
     assert a["lent"] == [{"pool": 0, "gpu_type": "gpu", "gpus_per_node": 8, "vc": "B", "nodes": 2}]
     assert b["held"] == [{"lender": "A", "pool": 0, "gpu_type": "gpu", "gpus_per_node": 8,
                           "nodes": 2, "idle": 2, "draining": 0}]
     assert a["loans"] == {("A", "B", 0): -2} and b["loans"] == {("A", "B", 0): 2}
     to(sims, 600)
-    a, b = sims["A"].quota_report(600), sims["B"].quota_report(600)
+    a, b = sims["A"].loans.quota_report(600), sims["B"].loans.quota_report(600)
     assert b["held"][0]["idle"] == 0 and b["pending_jobs"] == 0
     assert a["lent_gpu_s"] == b["borrowed_gpu_s"] == 16 * 300
 
@@ -116,10 +116,10 @@ def test_a_preempting_reclaim_charges_the_overhead_and_returns_the_node_at_once(
     to(sims, 300)
     lend_two(sims)
     to(sims, 600)
-    assert a.quota_report(600)["pending_gpus"] == 8
+    assert a.loans.quota_report(600)["pending_gpus"] == 8
     # both held nodes are busy: the last borrowed (j2's) goes; j2 stops, A takes the node back
-    assert b.reclaim(600, "A", A_POOL, 1, "preempt") == 1
-    a.take_back(600, 0, 1, "B")
+    assert b.loans.reclaim(600, "A", A_POOL, 1, "preempt") == 1
+    a.loans.take_back(600, 0, 1, "B")
     check_conservation(sims)
     assert job(b, 2)[4] == 1 and b.jobs.remain[2] == 2000 - 300 + 40  # Tiresias' overhead_s
     to(sims, 10_000)
@@ -136,8 +136,8 @@ def test_a_job_that_ends_at_the_reclaim_finishes_rather_than_stops():
     lend_two(sims)
     to(sims, 600)
     b = sims["B"]
-    assert b.reclaim(600, "A", A_POOL, 1, "preempt") == 1
-    sims["A"].take_back(600, 0, 1, "B")
+    assert b.loans.reclaim(600, "A", A_POOL, 1, "preempt") == 1
+    sims["A"].loans.take_back(600, 0, 1, "B")
     check_conservation(sims)
     assert job(b, 2) == (300, 600, 290, 0, 0, "A") and b.finished_log == [2]
     to(sims, 10_000)
@@ -152,21 +152,21 @@ def test_a_draining_reclaim_returns_the_node_when_its_job_ends():
     to(sims, 300)
     lend_two(sims)
     to(sims, 600)
-    assert b.reclaim(600, "A", A_POOL, 1, "drain") == 0  # j2's node: 4 GPUs in use, the fewest
+    assert b.loans.reclaim(600, "A", A_POOL, 1, "drain") == 0  # j2's node: 4 GPUs in use, the fewest
     check_conservation(sims)
-    assert b.quota_report(600)["held"] == [{"lender": "A", "pool": 0, "gpu_type": "gpu", "gpus_per_node": 8,
+    assert b.loans.quota_report(600)["held"] == [{"lender": "A", "pool": 0, "gpu_type": "gpu", "gpus_per_node": 8,
                                              "nodes": 1, "idle": 0, "draining": 1}]
     assert b.vc.num_nodes == 3 and b.free_gpus == 4
     to(sims, 900)  # j2 ended at 800: its node went back then
     assert job(b, 2) == (300, 800, 290, 0, 0, "A")
     assert b.vc.num_nodes == 2 and not b.vc.draining
-    report = b.quota_report(900)
+    report = b.loans.quota_report(900)
     assert report["returned"] == [{"lender": "A", "pool": 0, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": 1}]
     assert report["borrowed_gpu_s"] == 16 * (800 - 300) + 8 * (900 - 800)
-    assert a.quota_report(900)["lent_gpu_s"] == 16 * (900 - 300)  # lent until taken back
-    assert b.quota_report(900)["returned"] == []  # a report lists a return once
+    assert a.loans.quota_report(900)["lent_gpu_s"] == 16 * (900 - 300)  # lent until taken back
+    assert b.loans.quota_report(900)["returned"] == []  # a report lists a return once
     check_conservation(sims, {("A", "B", 0): 1})  # reported, not yet taken back
-    a.take_back(900, 0, 1, "B")
+    a.loans.take_back(900, 0, 1, "B")
     check_conservation(sims)
     to(sims, 10_000)
     assert job(a, 0) == (900, 1000, 500, 0, 0, "A")
@@ -180,22 +180,22 @@ def test_a_multi_node_job_on_a_reclaimed_node_stops_as_a_whole_and_restarts_with
     sims = {"A": a, "B": b}
     add(b, [(0, 1000, 16)])
     to(sims, 300)
-    a.lend(300, 0, 1, "B")
-    b.borrow(300, A_POOL, 1, "A")
+    a.loans.lend(300, 0, 1, "B")
+    b.loans.borrow(300, A_POOL, 1, "A")
     to(sims, 600)
     assert job(b, 0)[:2] == (300, -1) and b.jobs.num_nodes[0] == 2
     assert job(b, 0)[-1] == "A"  # one of its nodes is A's
-    assert b.reclaim(600, "A", A_POOL, 1, "preempt") == 1
-    a.take_back(600, 0, 1, "B")
+    assert b.loans.reclaim(600, "A", A_POOL, 1, "preempt") == 1
+    a.loans.take_back(600, 0, 1, "B")
     check_conservation(sims)
     assert b.free_gpus == b.total_gpus == 8  # its GPUs on B's own node are free too
     assert b.jobs.remain[0] == 1000 and job(b, 0)[3:5] == (0, 1)
     to(sims, 900)
-    a.lend(900, 0, 1, "B")
-    b.borrow(900, A_POOL, 1, "A")
+    a.loans.lend(900, 0, 1, "B")
+    b.loans.borrow(900, A_POOL, 1, "A")
     to(sims, 10_000)
     assert job(b, 0) == (300, 1900, 300 + 300, 0, 1, "A")
-    assert a.quota_report(10_000)["lent_gpu_s"] == 8 * (300 + 9100)
+    assert a.loans.quota_report(10_000)["lent_gpu_s"] == 8 * (300 + 9100)
 
 
 def test_held_nodes_are_refused_beyond_what_was_lent_and_errors_are_clear():
@@ -203,22 +203,20 @@ def test_held_nodes_are_refused_beyond_what_was_lent_and_errors_are_clear():
     a, b = sims["A"], sims["B"]
     to(sims, 300)
     with pytest.raises(ValueError, match="cannot lend 3 nodes of pool 0 at t=300: 2 are idle"):
-        a.lend(300, 0, 3, "B")
+        a.loans.lend(300, 0, 3, "B")
     lend_two(sims)
     with pytest.raises(ValueError, match="cannot reclaim 3 nodes"):
-        b.reclaim(300, "A", A_POOL, 3, "preempt")
+        b.loans.reclaim(300, "A", A_POOL, 3, "preempt")
     with pytest.raises(ValueError, match="mode must be one of preempt, drain"):
-        b.reclaim(300, "A", A_POOL, 1, "kill")
+        b.loans.reclaim(300, "A", A_POOL, 1, "kill")
     with pytest.raises(ValueError, match="cannot take back 1 nodes of pool 0 from C at t=300: 0 are lent to it"):
-        a.take_back(300, 0, 1, "C")
+        a.loans.take_back(300, 0, 1, "C")
     to(sims, 301)
     with pytest.raises(ValueError, match="needs every event before t processed"):
-        b.borrow(300, A_POOL, 1, "A")
+        b.loans.borrow(300, A_POOL, 1, "A")
     with pytest.raises(ValueError, match="do not mix"):
         b.add_node_events([(400, 1)])
-    plain = make_vc("C", 1, quota_loans=False)
-    with pytest.raises(RuntimeError, match="takes no part in quota lending"):
-        plain.quota_report(0)
+    assert make_vc("C", 1, quota_loans=False).loans is None  # (a VC without quota lending has no loans to report)
 
 
 def settle(sims, t, reports, rng=None):
@@ -227,14 +225,14 @@ def settle(sims, t, reports, rng=None):
     them, preempting), and the lenders take back those returned at once."""
     for name, report in reports.items():
         for row in report["returned"]:
-            sims[row["lender"]].take_back(t, row["pool"], row["nodes"], name)
+            sims[row["lender"]].loans.take_back(t, row["pool"], row["nodes"], name)
     for name, report in reports.items():
         for row in report["held"]:
             k = row["nodes"] if rng is None else int(rng.integers(0, row["nodes"] + 1))
             mode = "preempt" if rng is None else str(rng.choice(["preempt", "drain"]))
-            back = sims[name].reclaim(t, row["lender"], PoolShape(0, "gpu", 8), k, mode) if k else 0
+            back = sims[name].loans.reclaim(t, row["lender"], PoolShape(0, "gpu", 8), k, mode) if k else 0
             if back:
-                sims[row["lender"]].take_back(t, 0, back, name)
+                sims[row["lender"]].loans.take_back(t, 0, back, name)
     check_conservation(sims)
 
 
@@ -247,18 +245,18 @@ def test_counts_are_conserved_through_random_loans():
         add(sim, random_jobs(rng, 60, 20_000, max_gpu=8, long_tail=True))
     for t in range(300, 40_000, 300):
         to(sims, t)
-        settle(sims, t, {name: sim.quota_report(t) for name, sim in sims.items()}, rng)
+        settle(sims, t, {name: sim.loans.quota_report(t) for name, sim in sims.items()}, rng)
         for name, sim in sims.items():
-            idle = sim.quota_report(t)["pools"][0]["idle"]
+            idle = sim.loans.quota_report(t)["pools"][0]["idle"]
             other = str(rng.choice([n for n in sims if n != name]))
             k = int(rng.integers(0, idle + 1))
             if k and sims[other].pending:
-                sim.lend(t, 0, k, other)
-                sims[other].borrow(t, PoolShape(0, "gpu", 8), k, name)
+                sim.loans.lend(t, 0, k, other)
+                sims[other].loans.borrow(t, PoolShape(0, "gpu", 8), k, name)
         check_conservation(sims)
     t = 40_200
     to(sims, t)
-    settle(sims, t, {name: sim.quota_report(t) for name, sim in sims.items()})  # every loan ends
+    settle(sims, t, {name: sim.loans.quota_report(t) for name, sim in sims.items()})  # every loan ends
     reclaims = 0
     for sim in sims.values():
         sim.run()
@@ -275,18 +273,18 @@ def test_pickling_a_vc_mid_loan_continues_identically():
     to(sims, 300)
     lend_two(sims)
     to(sims, 600)
-    sims["B"].reclaim(600, "A", A_POOL, 1, "drain")
+    sims["B"].loans.reclaim(600, "A", A_POOL, 1, "drain")
     to(sims, 700)  # mid-loan: one held node open, one draining, A's nodes away
     copy = pickle.loads(pickle.dumps(sims, protocol=pickle.HIGHEST_PROTOCOL))
 
     def finish(s):
         to(s, 900)
-        reports = {n: sim.quota_report(900) for n, sim in s.items()}
-        s["A"].take_back(900, 0, 1, "B")
-        s["B"].reclaim(900, "A", A_POOL, 1, "preempt")
-        s["A"].take_back(900, 0, 1, "B")
+        reports = {n: sim.loans.quota_report(900) for n, sim in s.items()}
+        s["A"].loans.take_back(900, 0, 1, "B")
+        s["B"].loans.reclaim(900, "A", A_POOL, 1, "preempt")
+        s["A"].loans.take_back(900, 0, 1, "B")
         to(s, 100_000)
-        final = {n: sim.quota_report(100_000) for n, sim in s.items()}
+        final = {n: sim.loans.quota_report(100_000) for n, sim in s.items()}
         return reports, {n: results(sim) for n, sim in s.items()}, final
 
     assert finish(sims) == finish(copy)
@@ -343,19 +341,19 @@ def test_gpu_sharing_never_joins_a_draining_node_and_partners_stop_together(mode
     sims = {"A": a, "B": b}
     add(b, [(0, 5000, 8, 5000.0), (10, 1000, 4, 100.0), (320, 1000, 4, 100.0)])
     to(sims, 300)
-    a.lend(300, 0, 1, "B")
-    b.borrow(300, A_POOL, 1, "A")
+    a.loans.lend(300, 0, 1, "B")
+    b.loans.borrow(300, A_POOL, 1, "A")
     to(sims, 310)
     assert job(b, 1)[0] == 300 and job(b, 1)[-1] == "A"
     if mode == "drain":
-        b.reclaim(310, "A", A_POOL, 1, "drain")
+        b.loans.reclaim(310, "A", A_POOL, 1, "drain")
         to(sims, 10_000)
         assert not results(b)["shared"][1] and job(b, 2)[0] == 5000  # waited for B's own node
         return
     to(sims, 600)
     assert results(b)["shared"][1:] == [1, 1]
-    assert b.reclaim(600, "A", A_POOL, 1, "preempt") == 1
-    a.take_back(600, 0, 1, "B")
+    assert b.loans.reclaim(600, "A", A_POOL, 1, "preempt") == 1
+    a.loans.take_back(600, 0, 1, "B")
     check_conservation(sims)
     assert not b.policy.partner and not any(b.policy.solo.get(4, []))
     assert [b.jobs.remain[j] for j in (1, 2)] == [1000, 1000]

@@ -251,8 +251,8 @@ def test_a_lent_node_brings_its_cpu_and_memory_and_takes_shares_and_cpu_only_pod
     step_to(sims, 100)
     b = sims["B"]
     assert len(b.pending) == 3  # the V100 node has 7 CPUs left: none of the three fits
-    sims["A"].lend(100, 0, 1, "B")
-    b.borrow(100, PoolShape(0, "T4", 2), 1, "A")
+    sims["A"].loans.lend(100, 0, 1, "B")
+    b.loans.borrow(100, PoolShape(0, "T4", 2), 1, "A")
     conserved(sims)
     held = next(iter(b.vc.held))
     res = b.vc.res
@@ -266,8 +266,8 @@ def test_a_lent_node_brings_its_cpu_and_memory_and_takes_shares_and_cpu_only_pod
     assert res.cpu_left[held] == 3000 and res.n_pods[held] == 3 and not b.vc.idle(held)
     # the lender reclaims its node: the three pods on it stop (they restart), the node goes back at once
     step_to(sims, 200)
-    back = b.reclaim(200, "A", PoolShape(0, "T4", 2), 1, "preempt")
-    sims["A"].take_back(200, 0, 1, "B")
+    back = b.loans.reclaim(200, "A", PoolShape(0, "T4", 2), 1, "preempt")
+    sims["A"].loans.take_back(200, 0, 1, "B")
     assert back == 1 and sims["A"].vc.res.present[1] and not res.present[held]
     conserved(sims)
     step_to(sims, 5000)
@@ -290,8 +290,8 @@ def test_a_node_running_only_a_cpu_pod_is_not_idle_and_is_not_lent():
     busy = [n for n in range(2) if a.vc.res.n_pods[n]]
     assert busy and all(a.vc.free[n] == a.vc.size[n] for n in busy)  # all their GPUs are free ...
     assert not any(a.vc.idle(n) for n in busy)  # ... but they are not idle
-    report = a.quota_report(50)
+    report = a.loans.quota_report(50)
     assert report["idle_own"] == 2 - len(busy) and report["pools"][0]["idle"] == 2 - len(busy)
     if len(busy) == 2:
         with pytest.raises(ValueError, match="are idle"):
-            a.lend(50, 0, 1, "B")
+            a.loans.lend(50, 0, 1, "B")

@@ -148,7 +148,7 @@ class CohortEpochs:
         every event before t processed); the caller carries them out at t."""
         reports, index, changed = self._reports, self._index, self._dirty
         for vc in changed:
-            reports[vc] = r = sims[vc].report_at(t)
+            reports[vc] = r = sims[vc].loans.report_at(t)
             index.update(vc, r)
         ops = epoch_operations(reports, self.settings, self._book, index, changed)
         # VCs with operations change; returns are taken back now, so their VCs report again

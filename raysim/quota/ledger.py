@@ -1,6 +1,7 @@
 """Quotas between VCs, the VC side: reports, lending, borrowing, reclaiming and taking back nodes.
 
-A VC that takes part in quota lending (`VCSimulator(..., quota_loans=True)`) holds two kinds of
+A VC that takes part in quota lending (`VCSimulator(..., quota_loans=True)`, whose `loans` are a
+QuotaLoans: its ledger and the operations below) holds two kinds of
 nodes: its *own* nodes (its layout pools) and *held* nodes, on loan from another VC and tagged with
 that lender and the lender's pool (`PoolShape`). The coordinator decides loans at epochs t between
 windows: at an epoch every VC has processed every event before t and none at t. Each operation
@@ -76,25 +77,25 @@ class PoolShape(NamedTuple):
 
 
 class QuotaReport(dict):
-    """A VC's quota report at an epoch (VCSimulator.report_at): a dict whose costlier fields, `LAZY`,
+    """A VC's quota report at an epoch (QuotaLoans.report_at): a dict whose costlier fields, `LAZY`,
     are computed when first read. The lending policy reads most of them only for the few VCs a loan
     concerns; `complete()` fills them all in."""
 
     LAZY = ("pools", "lent", "held", "loans", "pending_by_types", "held_idle", "idle_own")
-    __slots__ = ("_sim",)
+    __slots__ = ("_loans",)
 
-    def __init__(self, sim, fields: dict):
+    def __init__(self, loans, fields: dict):
         super().__init__(fields)
-        self._sim = sim
+        self._loans = loans
 
     def __missing__(self, key):
         if key not in self.LAZY:
             raise KeyError(key)
-        value = self[key] = getattr(self._sim, f"_report_{key}")()
+        value = self[key] = getattr(self._loans, f"_report_{key}")()
         return value
 
     def complete(self) -> dict:
-        """Every field, as a plain dict (no reference to the simulator)."""
+        """Every field, as a plain dict (no reference to the VC)."""
         for key in self.LAZY:
             self[key]  # noqa: B018 - computes it
         return dict(self)
@@ -143,7 +144,13 @@ class QuotaLedger:
 
 
 class QuotaLoans:
-    """The loan operations of raysim.sim.engine.VCSimulator (see the module docstring)."""
+    """One VC's side of quota lending (see the module docstring): its ledger and the operations the
+    coordinator's epochs carry out on its simulator's nodes (`sim`, raysim.sim.engine.VCSimulator,
+    whose `loans` this is)."""
+
+    def __init__(self, sim, ledger: QuotaLedger):
+        self.sim = sim
+        self.ledger = ledger
 
     # ------------------------------------------------------------------ the coordinator's calls
     def quota_report(self, t: int) -> dict:
@@ -156,11 +163,9 @@ class QuotaLoans:
         """The VC's report at epoch t with only its cheap fields computed; the others
         (`QuotaReport.LAZY`) are computed when first read, from the state as it is then: read them
         before the VC changes (the lending policy does, at the epoch)."""
-        ledger, vc = self.quota, self.vc
-        if ledger is None:
-            raise RuntimeError(f"{self.name} takes no part in quota lending (quota_loans=False)")
-        if t <= self.now:  # (cheaper than _epoch's check: reports are many, operations few)
-            raise ValueError(f"{self.name}: a report at t={t} after the simulation reached {self.now}")
+        ledger, vc = self.ledger, self.sim.vc
+        if t <= self.sim.now:  # (cheaper than _epoch's check: reports are many, operations few)
+            raise ValueError(f"{self.sim.name}: a report at t={t} after the simulation reached {self.sim.now}")
         ledger.account(t)
         returned = []
         if ledger.returned:
@@ -169,8 +174,8 @@ class QuotaLoans:
             ledger.loan_state += 1
         draining = sum(vc.size[n] for n in vc.draining) if vc.draining else 0
         return QuotaReport(self, {
-            "vc": self.name, "time": t, "returned": returned,
-            "pending_jobs": len(self.pending), "pending_gpus": self.pending_gpus,
+            "vc": self.sim.name, "time": t, "returned": returned,
+            "pending_jobs": len(self.sim.pending), "pending_gpus": self.sim.pending_gpus,
             "free_gpus": vc.free_gpus - (sum(vc.free[n] for n in vc.draining) if vc.draining else 0),
             "held_gpus": ledger.held_gpus, "lent_gpus": ledger.lent_gpus, "draining_gpus": draining,
             "loan_state": ledger.loan_state,
@@ -179,7 +184,7 @@ class QuotaLoans:
 
     def _report_pools(self) -> list[dict]:
         """Per own pool: its shape, nodes and idle nodes (present and idle)."""
-        vc = self.vc
+        vc = self.sim.vc
         # one pool holds all the VC's idle own nodes, which its counts give without a scan
         idle = [self._report_idle_own()] if len(vc.pools) == 1 else self._idle_by_scan()
         return [{"pool": p, "gpu_type": pool.gpu_type, "gpus_per_node": pool.gpus_per_node, "nodes": pool.nodes,
@@ -187,7 +192,7 @@ class QuotaLoans:
 
     def _idle_by_scan(self) -> list[int]:
         """Per own pool, its idle nodes present (not lent out), counted node by node."""
-        ledger, vc = self.quota, self.vc
+        ledger, vc = self.ledger, self.sim.vc
         away = [0] * len(vc.pools)  # per pool, nodes out on loan (idle in their slots)
         if vc.lent:
             starts = ledger.pool_starts
@@ -201,33 +206,33 @@ class QuotaLoans:
 
     def _report_held_idle(self) -> int:
         """Idle held nodes open to placement."""
-        vc = self.vc
+        vc = self.sim.vc
         draining = vc.draining
         return sum(1 for n in vc.held if vc.idle(n) and n not in draining) if vc.held else 0
 
     def _report_idle_own(self) -> int:
         """Idle own nodes (present: not lent out); from the VC's count of nodes without a job."""
-        vc = self.vc
+        vc = self.sim.vc
         idle_held = sum(1 for n in vc.held if vc.idle(n)) if vc.held else 0
         return vc.num_nodes - vc.nodes_one_job - vc.nodes_multi_job - idle_held
 
     def _report_lent(self) -> list[dict]:
         """Own nodes out on loan per pool (with its shape) and borrower (pools in order, then
         borrowers by name)."""
-        name, pools = self.name, self.vc.pools
+        name, pools = self.sim.name, self.sim.vc.pools
         return sorted(({"pool": p, "gpu_type": pools[p].gpu_type, "gpus_per_node": pools[p].gpus_per_node,
                         "vc": borrower, "nodes": -k}
-                       for (lender, borrower, p), k in self.quota.loans.items() if lender == name),
+                       for (lender, borrower, p), k in self.ledger.loans.items() if lender == name),
                       key=lambda row: (row["pool"], row["vc"]))
 
     def _report_loans(self) -> dict:
         """Every loan the VC is part of, as its books have it (QuotaLedger.loans)."""
-        return dict(self.quota.loans)
+        return dict(self.ledger.loans)
 
     def _report_held(self) -> list[dict]:
         """The held nodes per lender and pool: open to placement, idle among those, being drained."""
-        vc = self.vc
-        held = {key: {"nodes": k, "idle": 0, "draining": 0} for key, k in self.quota.held_nodes.items()}
+        vc = self.sim.vc
+        held = {key: {"nodes": k, "idle": 0, "draining": 0} for key, k in self.ledger.held_nodes.items()}
         draining = vc.draining
         for node in draining:
             row = held[vc.held[node]]
@@ -236,18 +241,18 @@ class QuotaLoans:
         for node, key in vc.held.items():  # (few: held nodes only)
             if vc.idle(node) and node not in draining:
                 held[key]["idle"] += 1
-        partners = self.quota.partners
+        partners = self.ledger.partners
         return [{"lender": partners[code], "pool": shape.pool, "gpu_type": shape.gpu_type,
                  "gpus_per_node": shape.gpus_per_node, **row} for (code, shape), row in self._by_lender(held)]
 
     def lend(self, t: int, pool: int, count: int, to_vc: str) -> None:
         """Lend `count` idle own nodes of pool `pool` (the last ones in scan order) to `to_vc`."""
-        ledger, vc = self._epoch(t), self.vc
+        ledger, vc = self._epoch(t), self.sim.vc
         lent = vc.lent
         idle = list(itertools.islice((n for n in reversed(ledger.pool_nodes[pool])
                                       if vc.idle(n) and n not in lent), count))
         if count > len(idle):
-            raise ValueError(f"{self.name}: cannot lend {count} nodes of pool {pool} at t={t}: "
+            raise ValueError(f"{self.sim.name}: cannot lend {count} nodes of pool {pool} at t={t}: "
                              f"{len(idle)} are idle")
         ledger.account(t)
         ledger.loan_state += 1
@@ -255,34 +260,34 @@ class QuotaLoans:
         for node in idle:
             vc.lend_own(node, borrower)
             ledger.lent_gpus += vc.size[node]
-        _count(ledger.loans, (self.name, to_vc, pool), -count)
+        _count(ledger.loans, (self.sim.name, to_vc, pool), -count)
         self._decide_at(t)
 
     def borrow(self, t: int, shape: PoolShape, count: int, from_vc: str) -> None:
         """Take `count` nodes of `from_vc`'s pool `shape` on loan; they join at the end of the node order."""
-        ledger, vc = self._epoch(t), self.vc
+        ledger, vc = self._epoch(t), self.sim.vc
         ledger.account(t)
         ledger.loan_state += 1
         key = (ledger.code(from_vc), PoolShape(*shape))
         types = len(vc.types)
         cpu = mem = None
         if vc.res is not None:  # the node brings its CPU and memory (the lender's pool's)
-            pool = self.layout[from_vc][key[1].pool]
+            pool = self.sim.layout[from_vc][key[1].pool]
             cpu, mem = pool.cpu_milli, pool.memory_mib
         for _ in range(count):
             node = vc.add_held(key[1].gpu_type, key[1].gpus_per_node, key, cpu, mem)
             ledger.held_gpus += vc.size[node]
         _count(ledger.held_nodes, key, count)
-        _count(ledger.loans, (from_vc, self.name, key[1].pool), count)
+        _count(ledger.loans, (from_vc, self.sim.name, key[1].pool), count)
         if len(vc.types) != types:
-            self._index_types()
-        self.policy.on_capacity(self, t)
+            self.sim._index_types()
+        self.sim.policy.on_capacity(self, t)
         self._decide_at(t)
 
     def reclaim(self, t: int, from_vc: str, shape: PoolShape, count: int, mode: str) -> int:
         """Give back `count` nodes held from `from_vc`'s pool `shape` (see the module docstring for
         which ones and what happens to their jobs). Returns the number given back at once."""
-        ledger, vc = self._epoch(t), self.vc
+        ledger, vc = self._epoch(t), self.sim.vc
         if mode not in MODES:
             raise ValueError(f"reclaim mode must be one of {', '.join(MODES)}, not {mode!r}")
         key = (ledger.code(from_vc), PoolShape(*shape))
@@ -290,22 +295,22 @@ class QuotaLoans:
         held, draining = vc.held, vc.draining
         open_nodes = [n for n in reversed(held) if held[n] == key and n not in draining]
         if count > len(open_nodes):
-            raise ValueError(f"{self.name}: cannot reclaim {count} nodes of {from_vc}'s pool {key[1].pool} "
+            raise ValueError(f"{self.sim.name}: cannot reclaim {count} nodes of {from_vc}'s pool {key[1].pool} "
                              f"at t={t}: {len(open_nodes)} are held and not being drained")
         chosen = sorted(open_nodes, key=lambda n: (not vc.idle(n), vc.size[n] - vc.free[n]))[:count]
         ledger.account(t)
         ledger.loan_state += 1
-        on = self._jobs_on(chosen)
+        on = self.sim._jobs_on(chosen)
         if mode == "preempt":
             for j in on:
-                if self.jobs.end_due[j] == t:  # its work is done: it finishes, it is not stopped
-                    self._finish_at(j, t)
-            reclaims = self.jobs.reclaims
+                if self.sim.jobs.end_due[j] == t:  # its work is done: it finishes, it is not stopped
+                    self.sim._finish_at(j, t)
+            reclaims = self.sim.jobs.reclaims
 
             def tally(j):
                 reclaims[j] += 1
 
-            self._interrupt([j for j in on if j in self.running], t, tally)
+            self.sim._interrupt([j for j in on if j in self.sim.running], t, tally)
         back = 0
         for node in chosen:
             if vc.idle(node):
@@ -319,26 +324,26 @@ class QuotaLoans:
     def take_back(self, t: int, pool: int, count: int, from_vc: str) -> None:
         """`count` own nodes of pool `pool` that `from_vc` gave back (the lowest-indexed of those lent
         to it) return, idle, to their place in the scan order."""
-        ledger, vc = self._epoch(t), self.vc
+        ledger, vc = self._epoch(t), self.sim.vc
         borrower = ledger.code(from_vc)
         nodes = ledger.pool_nodes[pool]
         away = sorted(n for n, to in vc.lent.items() if to == borrower and n in nodes)
         if count > len(away):
-            raise ValueError(f"{self.name}: cannot take back {count} nodes of pool {pool} from {from_vc} "
+            raise ValueError(f"{self.sim.name}: cannot take back {count} nodes of pool {pool} from {from_vc} "
                              f"at t={t}: {len(away)} are lent to it")
         ledger.account(t)
         ledger.loan_state += 1
         for node in away[:count]:
             vc.take_back_own(node)
             ledger.lent_gpus -= vc.size[node]
-        _count(ledger.loans, (self.name, from_vc, pool), count)
-        self.policy.on_capacity(self, t)
+        _count(ledger.loans, (self.sim.name, from_vc, pool), count)
+        self.sim.policy.on_capacity(self, t)
         self._decide_at(t)
 
     def check_loans(self) -> None:
         """Assert the node state's invariants (VCState.check) and that the ledger agrees with it:
         every own node is present or lent, and the held and lent GPU counts are right."""
-        vc, ledger = self.vc, self.quota
+        vc, ledger = self.sim.vc, self.ledger
         vc.check()
         present = set(vc.order)
         for p, nodes in enumerate(ledger.pool_nodes):
@@ -348,10 +353,10 @@ class QuotaLoans:
         loans, held = {}, {}
         starts, partners = ledger.pool_starts, ledger.partners
         for node, code in vc.lent.items():
-            _count(loans, (self.name, partners[code], bisect.bisect_right(starts, node) - 1), -1)
+            _count(loans, (self.sim.name, partners[code], bisect.bisect_right(starts, node) - 1), -1)
         for code, shape in vc.held.values():
             _count(held, (code, shape), 1)
-            _count(loans, (partners[code], self.name, shape.pool), 1)
+            _count(loans, (partners[code], self.sim.name, shape.pool), 1)
         assert ledger.loans == loans, "loan counts are off"
         assert self._report_idle_own() == sum(self._idle_by_scan()), "idle own nodes are off"
         assert ledger.held_nodes == held, "held node counts are off"
@@ -364,7 +369,7 @@ class QuotaLoans:
                 lender, shape, count, mode, expected = args
                 back = self.reclaim(t, lender, shape, count, mode)
                 if back != expected:
-                    raise AssertionError(f"{self.name}: reclaim of {count} node(s) of {lender}'s pool {shape.pool} "
+                    raise AssertionError(f"{self.sim.name}: reclaim of {count} node(s) of {lender}'s pool {shape.pool} "
                                          f"at t={t} gave back {back} at once, the lending policy expected {expected}")
             elif kind == "take_back":
                 self.take_back(t, *args)
@@ -376,17 +381,17 @@ class QuotaLoans:
                 raise ValueError(f"unknown quota operation {kind!r}")
 
     # ------------------------------------------------------------------ engine hooks
-    def _ran_on(self, alloc) -> int:
+    def ran_on(self, alloc) -> int:
         """Tag of the VC whose nodes a placement uses: the first held node's lender, or -1 (own)."""
-        held = self.vc.held
+        held = self.sim.vc.held
         for entry in alloc:
             if entry[0] in held:
                 return held[entry[0]][0]
         return -1
 
-    def _return_drained(self, t: int) -> None:
+    def return_drained(self, t: int) -> None:
         """Drained nodes that became idle go back at t (the next report lists them)."""
-        vc, ledger = self.vc, self.quota
+        vc, ledger = self.sim.vc, self.ledger
         for node in [n for n in vc.draining if vc.idle(n)]:
             key = vc.held[node]
             ledger.account(t)
@@ -394,10 +399,10 @@ class QuotaLoans:
             self._give_back(node)
             ledger.returned[key] = ledger.returned.get(key, 0) + 1
 
-    def _loan_results(self, rows) -> dict[str, np.ndarray]:
+    def results(self, rows) -> dict[str, np.ndarray]:
         """`ran_on_vc` (None before a job's first start) and `reclaims` of the jobs `rows`."""
-        jobs, partners = self.jobs, self.quota.partners
-        ran = [None if jobs.start[j] < 0 else self.name if jobs.ran_on[j] < 0 else partners[jobs.ran_on[j]]
+        jobs, partners = self.sim.jobs, self.ledger.partners
+        ran = [None if jobs.start[j] < 0 else self.sim.name if jobs.ran_on[j] < 0 else partners[jobs.ran_on[j]]
                for j in rows]
         return {"ran_on_vc": np.array(ran, dtype=object),
                 "reclaims": np.array([jobs.reclaims[j] for j in rows], dtype=np.int64)}
@@ -405,43 +410,41 @@ class QuotaLoans:
     # ------------------------------------------------------------------ internals
     def _epoch(self, t: int) -> QuotaLedger:
         """The ledger, after checking that t is an epoch for this VC (events before t done, none at t)."""
-        if self.quota is None:
-            raise RuntimeError(f"{self.name} takes no part in quota lending (quota_loans=False)")
-        if t <= self.now or self.next_event_time() < t:
-            raise ValueError(f"{self.name}: a loan operation at t={t} needs every event before t "
-                             f"processed and none at t (processed up to {self.now})")
-        return self.quota
+        if t <= self.sim.now or self.sim.next_event_time() < t:
+            raise ValueError(f"{self.sim.name}: a loan operation at t={t} needs every event before t "
+                             f"processed and none at t (processed up to {self.sim.now})")
+        return self.ledger
 
     def _decide_at(self, t: int) -> None:
         """Make t an event: the policy decides, and the state is sampled, after this operation."""
-        self._wakeup = min(self._wakeup, t)
+        self.sim._wakeup = min(self.sim._wakeup, t)
 
     def _give_back(self, node: int) -> None:
         """Idle held node `node` leaves the VC."""
-        ledger = self.quota
-        ledger.held_gpus -= self.vc.size[node]
-        code, shape = key = self.vc.held[node]
+        ledger = self.ledger
+        ledger.held_gpus -= self.sim.vc.size[node]
+        code, shape = key = self.sim.vc.held[node]
         _count(ledger.held_nodes, key, -1)
-        _count(ledger.loans, (ledger.partners[code], self.name, shape.pool), -1)
-        self.vc.give_back(node)
+        _count(ledger.loans, (ledger.partners[code], self.sim.name, shape.pool), -1)
+        self.sim.vc.give_back(node)
 
     def _loan_key(self, key) -> dict:
         code, shape = key
-        return {"lender": self.quota.partners[code], "pool": shape.pool, "gpu_type": shape.gpu_type,
+        return {"lender": self.ledger.partners[code], "pool": shape.pool, "gpu_type": shape.gpu_type,
                 "gpus_per_node": shape.gpus_per_node}
 
     def _by_lender(self, per_key: dict) -> list:
         """Items of a dict keyed by (lender tag, shape), by lender name, then pool."""
-        partners = self.quota.partners
+        partners = self.ledger.partners
         return sorted(per_key.items(), key=lambda kv: (partners[kv[0][0]], kv[0][1]))
 
     def _report_pending_by_types(self) -> list[dict]:
         """Pending jobs and GPUs per set of GPU types they may use (None: any type)."""
-        jobs, constraints = self.jobs, self._catalog.constraints
+        jobs, constraints = self.sim.jobs, self.sim._catalog.constraints
         if not constraints:  # no job of the run is constrained
-            return [{"gpu_types": None, "jobs": len(self.pending), "gpus": self.pending_gpus}] if self.pending else []
+            return [{"gpu_types": None, "jobs": len(self.sim.pending), "gpus": self.sim.pending_gpus}] if self.sim.pending else []
         groups: dict = {}
-        for j in self.pending:
+        for j in self.sim.pending:
             c = jobs.constraint[j]
             row = groups.setdefault(c, [0, 0])
             row[0] += 1
@@ -465,15 +468,15 @@ def check_conservation(sims: dict, in_transit: dict | None = None) -> None:
     coordinator's) or not yet reported (the borrower's `returned`). `sims`: VC name -> simulator."""
     lent: dict = {}
     for name, sim in sims.items():
-        vc, ledger = sim.vc, sim.quota
-        sim.check_loans()
+        vc, ledger = sim.vc, sim.loans.ledger
+        sim.loans.check_loans()
         for p, nodes in enumerate(ledger.pool_nodes):
             for node in nodes:
                 if node in vc.lent:
                     key = (name, ledger.partners[vc.lent[node]], p)
                     lent[key] = lent.get(key, 0) - 1
     for name, sim in sims.items():
-        vc, ledger = sim.vc, sim.quota
+        vc, ledger = sim.vc, sim.loans.ledger
         owed = [(key, 1) for key in vc.held.values()] + list(ledger.returned.items())
         for (code, shape), n in owed:
             key = (ledger.partners[code], name, shape.pool)

@@ -81,7 +81,7 @@ class VCGroup:
         ops = orders.get("ops") or {}
         for vc in self.vcs:
             if vc in ops:
-                self.sims[vc].apply_loan_operations(orders["t"], ops[vc])
+                self.sims[vc].loans.apply_loan_operations(orders["t"], ops[vc])
                 visited.add(vc)
         for vc in visited:  # new arrivals, node events or operations
             self._next[vc] = self.sims[vc].next_event_time()
@@ -90,7 +90,7 @@ class VCGroup:
         self._advance(visited.union(vc for vc, t in self._next.items() if t < t_end), t_end, visited)
         status, reports = self._statuses(visited), None
         if orders.get("report"):
-            reports = reports_batch([self.sims[vc].quota_report(t_end) for vc in self.reporting
+            reports = reports_batch([self.sims[vc].loans.quota_report(t_end) for vc in self.reporting
                                      if vc in self._unreported])
             self._unreported.clear()
         if not orders.get("ship"):
@@ -133,7 +133,7 @@ class VCGroup:
             epochs.changed(self._advance([vc for vc in mine if nxt[vc] < e], e, visited))
             for vc, ops in epochs.decide(self.sims, e).items():
                 sim = self.sims[vc]
-                sim.apply_loan_operations(e, ops)
+                sim.loans.apply_loan_operations(e, ops)
                 nxt[vc] = sim.next_event_time()
                 visited.add(vc)
         first = min(map(nxt.__getitem__, mine))

@@ -12,8 +12,9 @@ their time after that second's completions and before its arrivals; a node going
 jobs on it through the one path of jobs their VC stops (`_interrupt`, also quota reclaims).
 
 Time counts clock ticks: seconds, or finer ticks where the policy needs them (``SimParams.ticks_per_s``,
-round-based policies). What policies see and may do is the mixin raysim.sim.view.PolicyView; node
-loans between VCs are raysim.quota.ledger.QuotaLoans.
+round-based policies). What policies see and may do is the mixin raysim.sim.view.PolicyView (the
+policy-facing half of this class); node loans between VCs are a component, `loans`
+(raysim.quota.ledger.QuotaLoans: its ledger and operations, which act on this simulator's nodes).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ NEVER = math.inf
 FORGET_AT = 4096
 
 
-class VCSimulator(QuotaLoans, PolicyView):
+class VCSimulator(PolicyView):
     """Simulates one VC under one policy and placer. Feed jobs with `add_jobs`, advance with `run`.
     With `quota_loans` it also lends and borrows nodes at the coordinator's epochs (raysim.quota.ledger);
     with `capacity` (raysim.sim.capacity.VCCapacity) its nodes go down and come back at given
@@ -75,8 +76,8 @@ class VCSimulator(QuotaLoans, PolicyView):
         #: remaining work counts down at a rate (needed for preemption and for network slowdowns)
         self.countdown = policy.countdown or network is not None or any(
             s != 1.0 for row in self._catalog.speed_rows(types) for s in row)
-        #: loan bookkeeping with quota lending (raysim.quota.ledger), else None
-        self.quota = QuotaLedger(self._own_pool_nodes(pools), since=t0) if quota_loans else None
+        #: quota lending (raysim.quota.ledger: the ledger and the loan operations), else None
+        self.loans = QuotaLoans(self, QuotaLedger(self._own_pool_nodes(pools), since=t0)) if quota_loans else None
         #: one cluster-wide queue (quota=global): per node, the VC whose pool it came from
         self._node_home = None if pool_homes is None else [
             home for home, nodes in zip(pool_homes, self._own_pool_nodes(pools)) for _ in nodes]
@@ -160,7 +161,7 @@ class VCSimulator(QuotaLoans, PolicyView):
 
     def add_node_events(self, events) -> None:
         """Timed node loans: (time, +1) the VC gains a node, (time, -1) it lends an idle one."""
-        if self.quota is not None:
+        if self.loans is not None:
             raise ValueError(f"{self.name}: the profiler's node loans and quota lending do not mix")
         for t, delta in events:
             if t <= self.now:
@@ -215,8 +216,8 @@ class VCSimulator(QuotaLoans, PolicyView):
         if self.type_time:
             out.update(self.jobs.type_results(range(self.jobs.n) if rows is None else rows,
                                               len(self._catalog.gpu_types)))
-        if self.quota is not None:
-            out.update(self._loan_results(range(self.jobs.n) if rows is None else rows))
+        if self.loans is not None:
+            out.update(self.loans.results(range(self.jobs.n) if rows is None else rows))
         elif self._node_home is not None:
             home = self._node_home
             out["ran_on_vc"] = np.array([None if n < 0 else home[n] for n in out["first_node"].tolist()], dtype=object)
@@ -297,7 +298,7 @@ class VCSimulator(QuotaLoans, PolicyView):
         if self.network is not None:
             self._reprice(self.network.remove(j), t)
         if self.vc.draining:
-            self._return_drained(t)
+            self.loans.return_drained(t)
 
     def _release(self, j: int, until: int) -> None:
         """Running job j gives back its GPUs; where the run has several GPU types, the time it ran on
@@ -395,8 +396,8 @@ class VCSimulator(QuotaLoans, PolicyView):
             tt, tf = vc.type_total, vc.type_free
             row += tuple(tt[i] if i >= 0 else 0 for i in self._series_types)
             row += tuple(tf[i] if i >= 0 else 0 for i in self._series_types)
-        if self.quota is not None:
-            row += (self.quota.held_gpus, self.quota.lent_gpus)
+        if self.loans is not None:
+            row += (self.loans.ledger.held_gpus, self.loans.ledger.lent_gpus)
         if vc.res is not None:
             row += (vc.used_milli, self.fragmentation.amount(vc.res) if self.fragmentation is not None else 0)
         self.recorder.snapshot(t, row)

@@ -123,8 +123,8 @@ class PolicyView:
             vc.allocate(j, alloc, jobs.util_milli[j], jobs.gmem[j])
         else:
             vc.allocate(j, alloc, jobs.util_milli[j], jobs.gmem[j], (jobs.gpu_milli[j], jobs.cpu_milli[j], jobs.mem_mib[j]))
-        if self.quota is not None:
-            jobs.ran_on[j] = self._ran_on(alloc)
+        if self.loans is not None:
+            jobs.ran_on[j] = self.loans.ran_on(alloc)
         self._dequeue(j)
         self.running[j] = None
         p = jobs.speed_profile[j]
@@ -184,7 +184,7 @@ class PolicyView:
         del self.running[j]
         self._enqueue(j)
         if self.vc.draining:
-            self._return_drained(now)
+            self.loans.return_drained(now)
 
     def finish(self, j: int, now: int, end: int | None = None) -> None:
         """Running job j completes at `now`, its end time recorded as `end` (default now; a policy
@@ -369,7 +369,7 @@ class PolicyView:
         if self.network is not None:
             self._reprice(self.network.remove(j), now)
         if self.vc.draining:
-            self._return_drained(now)
+            self.loans.return_drained(now)
 
     def remaining(self, j: int, now: int) -> int:
         """Seconds of work job j still has at time `now` (after that second's progress)."""
