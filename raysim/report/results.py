@@ -192,5 +192,6 @@ def _jobs_rows(trace: pa.Table, r: dict[str, np.ndarray]) -> pa.Table:
         **loans,
         **requests,
         **{name: trace.column(name) for name in ROUNDS_COLUMNS if "total_steps" in trace.column_names},
-        **{name: pa.array(r[name].astype(np.int64)) for name in POLICY_COLUMNS if name in r},
+        **({"task": trace.column("task")} if "task" in trace.column_names else {}),
+        **{name: pa.array(r[name].astype(kind)) for name, kind in POLICY_COLUMNS.items() if name in r},
     })

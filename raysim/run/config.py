@@ -67,6 +67,13 @@ def check_cluster_config(cfg: DictConfig) -> None:
         raise ConfigError("quota", "policy=lucid moves nodes between VCs itself (its profiler's loans): "
                           "run it with quota=none", quota)
     name = choice(cfg, "policy.name", sorted(POLICIES), what="policy")
+    harvest = name == "bftrainer"
+    if harvest:
+        from raysim.harvest.inputs import check_harvest_config
+
+        check_harvest_config(cfg)
+    elif value(cfg, "harvest") is not None:
+        raise ConfigError("harvest", f"used by policy=bftrainer only (+experiment=harvest_summit), not {name}")
     if policy_class(name).times_jobs:
         check_round_config(cfg, quota, source)
     try:
@@ -80,7 +87,7 @@ def check_cluster_config(cfg: DictConfig) -> None:
     t = cfg.trace
     from raysim.rounds.settings import is_gavel_input
 
-    if not t.get("synth") and not is_gavel_input(cfg):
+    if not harvest and not t.get("synth") and not is_gavel_input(cfg):
         if not t.path:
             raise ConfigError("trace.path", "not set: give a trace file or folder, or use +experiment=venus")
         choice(cfg, "trace.format", ("auto", "gavel", *sorted(READERS)))
@@ -115,6 +122,9 @@ def check_capacity_config(cfg: DictConfig, quota: str, policy: str) -> None:
         return
     if not isinstance(path, str) or not path.strip():
         raise ConfigError("cluster.capacity", "must be null or a node log file (CSV or Parquet)", path)
+    if policy == "bftrainer":
+        raise ConfigError("cluster.capacity", "policy=bftrainer's nodes come and go as its node log says "
+                          "(harvest.node_log)", path)
     if quota == "borrow":
         raise ConfigError("cluster.capacity", "nodes lent between VCs (quota=borrow) cannot go down yet: run "
                           "capacity events with quota=none or quota=global", path)
@@ -244,6 +254,10 @@ def load_from_config(cfg: DictConfig) -> Trace:
     t = cfg.trace
     from raysim.rounds.settings import gavel_trace, is_gavel_input
 
+    if cfg.policy.name == "bftrainer":
+        from raysim.harvest.inputs import harvest_trace
+
+        return harvest_trace(cfg)
     if is_gavel_input(cfg):
         layout = configured_layout(cfg)
         if layout is None:

@@ -81,7 +81,8 @@ def results_table(parts: list[dict[str, np.ndarray]]) -> pa.Table:
     extra = [name for name in parts[0] if name in ("gpu_type", "interruptions") or name.startswith(("held_", "intr_"))
              or name in POLICY_COLUMNS]
     if extra:
-        schema = pa.schema(list(schema) + [pa.field(name, pa.int64()) for name in extra])
+        schema = pa.schema(list(schema) + [pa.field(name, pa.from_numpy_dtype(np.dtype(POLICY_COLUMNS.get(name, "int64"))))
+                                           for name in extra])
     return pa.table({f.name: np.concatenate([p[f.name] for p in parts]) for f in schema}, schema=schema)
 
 

@@ -37,8 +37,10 @@ REQUEST_INPUTS = {"gpu_milli": 1000, "cpu_milli": 0, "mem_mib": 0, "shape": -1}
 #: Input columns a batch may leave out, with their default value.
 OPTIONAL_INPUTS = {"workload": -1, "share_score": 0, "constraint": -1, "speed_profile": -1, **REQUEST_INPUTS}
 
-#: Integer per-job results some policies report (Policy.result_columns): elastic ones' restarts and GPU time.
-POLICY_COLUMNS = ("restarts", "gpu_seconds")
+#: Per-job results some policies report (Policy.result_columns) -> their numpy type: elastic ones'
+#: restarts and GPU time, the harvesting policy's samples, costs, rescales and node limit.
+POLICY_COLUMNS = {"restarts": "int64", "gpu_seconds": "int64", "samples": "float64", "precost": "float64",
+                  "rescost": "float64", "overshoot": "float64", "rescales": "int64", "max_nodes": "int64"}
 RESULT_COLUMNS = ("start_time", "end_time", "queue", "preemptions", "first_node", "num_nodes", "shared", "first_gpu")
 
 
