@@ -34,7 +34,7 @@ def choices(p: Problem, j: int) -> tuple[np.ndarray, np.ndarray]:
     n[0] = 0
     if not zero:
         n = n[1:]
-    rate_c = p.current_obj[j]
+    rate_c = p.obj[j, c]  # (current_obj's entry for job j)
     cost = np.where(n > c, p.tcup[j] * rate_c, np.where(n < c, p.tcdw[j] * rate_c, 0.0))
     return n, p.tfwd * p.obj[j, n] - cost
 

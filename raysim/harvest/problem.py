@@ -10,7 +10,6 @@ Jmin). The solvers are in `raysim.harvest.allocators` and `raysim.harvest.milp`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
@@ -29,7 +28,7 @@ class Problem:
     tfwd: float
     cap: int | None = None  # max |N_j - C_j| per decision; None for no cap
 
-    @cached_property
+    @property
     def current_obj(self) -> np.ndarray:
         """Objective rate of each job at its current count (0 when below Jmin)."""
         return self.obj[np.arange(len(self.current)), self.current]
