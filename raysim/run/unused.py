@@ -169,11 +169,13 @@ def policy_unused(cfg: DictConfig) -> dict[str, str]:
                         "profiler.scaling"):
                 out[key] = "profiler.nodes=0: no profiling stage, jobs go straight to their VCs"
     elastic = getattr(cls, "elastic", False)
-    if not cls.times_jobs or elastic:
+    harvest = name == "bftrainer"
+    if not cls.times_jobs or elastic or harvest:
         for key in ROUND_ONLY:
             out[f"rounds.{key}"] = (f"a setting of Gavel's round mechanism (docs/gavel.md); {name} is "
-                                    + ("elastic (its rounds: policy.round_s)" if elastic else "event-driven"))
-    if name != "bftrainer":
+                                    + ("elastic (its rounds: policy.round_s)" if elastic else
+                                       "timed by its node log (harvest.*)" if harvest else "event-driven"))
+    if not harvest:
         out["harvest"] = f"used by policy=bftrainer only (+experiment=harvest_summit, docs/harvest.md), not {name}"
     else:
         out["trace"] = "policy=bftrainer's jobs are the tasks of harvest.tasks (docs/harvest.md)"
