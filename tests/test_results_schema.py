@@ -21,6 +21,7 @@ SHIPPED = {
     "gavel_hetero_demo": (["policy=max_min_fairness"], ["gpu_types"]),
     "helios_synth": (["trace.synth.days=1"], []),
     "saturn_synth": (["trace.synth.days=2"], []),
+    "venus_maintenance": (["policy=tiresias"], ["capacity"]),
 }
 ON_DATA = {
     "venus_real": (["policy=srtf"], []),

@@ -72,6 +72,8 @@ def check_cluster_config(cfg: DictConfig) -> None:
         from raysim.harvest.inputs import check_harvest_config
 
         check_harvest_config(cfg)
+        if quota != "none":
+            raise ConfigError("quota", "policy=bftrainer harvests one machine, one VC: run it with quota=none", quota)
     elif value(cfg, "harvest") is not None:
         raise ConfigError("harvest", f"used by policy=bftrainer only (+experiment=harvest_summit), not {name}")
     if policy_class(name).times_jobs:
