@@ -147,18 +147,20 @@ def refuse_placeholder_durations(cfg: DictConfig, trace) -> None:
 
 
 def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
-    """What round-based policies cannot be combined with, refused in one line naming the key."""
+    """What policies that time their jobs themselves (round-based ones, and harvesting, which its
+    node log times) cannot be combined with, refused in one line naming the key."""
     name = cfg.policy.name
+    kind = "timed by its node log (harvesting)" if name == "bftrainer" else "round-based"
     if quota == "borrow":
         raise ConfigError("quota", f"{name} is round-based: its rounds run per VC (quota=none) or cluster-wide "
                           "(quota=global); lending nodes between VCs' rounds is not supported", quota)
     if estimator != "none":
-        raise ConfigError("estimator.source", f"{name} is round-based and reads no duration estimates", estimator)
+        raise ConfigError("estimator.source", f"{name} is {kind} and reads no duration estimates", estimator)
     if value(cfg, "sim.network") in ("on", True):
-        raise ConfigError("sim.network", f"{name} is round-based: its jobs progress at the throughput table's "
-                          "rates; NIC contention is not modelled for them", "on")
+        raise ConfigError("sim.network", f"{name} is {kind}: its jobs progress at their own rates (throughput "
+                          "table, scalability curves); NIC contention is not modelled for them", "on")
     if value(cfg, "sim.compat") != "clean":
-        raise ConfigError("sim.compat", f"{name} is round-based: Lucid's compatibility switches do not apply",
+        raise ConfigError("sim.compat", f"{name} is {kind}: Lucid's compatibility switches do not apply",
                           value(cfg, "sim.compat"))
 
 
