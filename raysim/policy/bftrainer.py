@@ -32,7 +32,6 @@ the tasks still active unfinished, as the reference's replay does.
 from __future__ import annotations
 
 import math
-import time as _time
 
 import numpy as np
 
@@ -87,8 +86,6 @@ class BFTrainer(Policy):
         self.pool = int(self.idle.sum())
         self.last = 0                        # tick of the last decision
         self.changed = -1                    # tick of the latest capacity change
-        self.alloc_seconds = 0.0
-        self.decisions = 0
 
     @classmethod
     def prepare(cls, cfg, trace, spec):
@@ -208,10 +205,7 @@ class BFTrainer(Policy):
         tasks, cur = self.tasks, self.count[act]
         problem = Problem(self.pool, cur.copy(), tasks.jmin[act], tasks.jmax[act], tasks.obj_tab[act],
                           tasks.tcup[act], tasks.tcdw[act], self.tfwd, compat_cap(self.pool) if self.cap else None)
-        tic = _time.perf_counter()
         new = np.asarray(self.allocate(problem), np.int64)
-        self.alloc_seconds += _time.perf_counter() - tic
-        self.decisions += 1
         if new.sum() > self.pool or np.any(new < 0):
             raise RuntimeError(f"allocator {self.allocator_name!r} returned {new.tolist()} for a pool of {self.pool}")
         old_rate = tasks.rate_tab[act, cur]
