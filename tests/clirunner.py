@@ -79,7 +79,6 @@ def _serve() -> None:
     from hydra.core.plugins import Plugins
 
     import raysim.cli
-    import raysim.harvest.run  # noqa: F401
     import raysim.report.plots  # noqa: F401
     import raysim.run.cluster  # noqa: F401
     import raysim.trace.cli  # noqa: F401

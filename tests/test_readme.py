@@ -195,8 +195,7 @@ if os.path.basename(sys.argv[0]) == "python":
     args = args[2:]
 extra = os.environ.get("README_EXTRA", "").split()
 if (not args or args[0] in {tools!r} or any(a.startswith(("runtime=", "--help", "-h")) for a in args)
-        or any(a in args for a in ("+experiment=fgd_openb", "+experiment=harvest_summit",
-                                   "+experiment=harvest_summit_full"))):  # (modes without a runtime)
+        or "+experiment=fgd_openb" in args):  # (a mode without a runtime)
     extra = []
 os.execv(REAL, [REAL, "-m", "raysim", *args, *extra])
 """

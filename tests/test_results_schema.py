@@ -22,6 +22,7 @@ SHIPPED = {
     "gavel_hetero_demo": (["policy=max_min_fairness"], ["gpu_types"]),
     "helios_synth": (["trace.synth.days=1"], []),
     "saturn_synth": (["trace.synth.days=2"], []),
+    "venus_maintenance": (["policy=tiresias"], ["capacity"]),
 }
 ON_DATA = {
     "venus_real": (["policy=srtf"], []),
@@ -30,8 +31,8 @@ ON_DATA = {
     "gavel_continuous": (["policy=fifo_perf", "rounds.generate.jobs=40"], ["gpu_types", "rounds"]),
     "venus_gavel": (["policy=max_min_fairness_perf"], []),
     "openb": (["+trace.reader_options.vcs=2"], ["gpu_types", "requests"]),
-    "harvest_summit": (["harvest.max_jobs=3"], ["harvest"]),
-    "harvest_summit_full": (["harvest.max_jobs=3", "harvest.nodes=64"], ["harvest"]),
+    "harvest_summit": (["harvest.max_jobs=3"], ["capacity", "harvest"]),
+    "harvest_summit_full": (["harvest.max_jobs=3", "harvest.nodes=64"], ["capacity", "harvest"]),
     "sia_saturn": (["trace.path=${oc.env:SIA_TRACE}"], ["gpu_types", "elastic"]),
     "venus_elastic": (["policy=sia", "policy.round_s=900", "trace.path=null", "trace.synth={preset:venus,days:1,seed:0}"],
                       ["elastic"]),
@@ -41,7 +42,7 @@ NO_JOBS = {"fgd_openb": "allo.csv"}
 
 
 #: experiments of modes without a runtime (they refuse runtime=)
-NO_RUNTIME = {"harvest_summit", "harvest_summit_full", "fgd_openb"}
+NO_RUNTIME = {"fgd_openb"}
 
 
 def run_experiment(name: str, overrides, out):

@@ -16,7 +16,7 @@ from test_cli import raysim
 MODES = {
     "cluster-event": ["+experiment=venus", "policy=tiresias"],
     "cluster-round": ["+experiment=venus", "policy=max_min_fairness"],
-    "harvest": ["+experiment=harvest_summit"],
+    "cluster-harvest": ["+experiment=harvest_summit"],
     "fgd": ["+experiment=fgd_openb"],
 }
 
@@ -27,10 +27,10 @@ TRACE_REPLAY = ["policy=srtf", "placer=fgd", "quota=borrow", "runtime=local", "c
                 "profiler.take_from=[vcA]", "forecast.source=file", "profiles.interference=learned",
                 "rounds.round_s=100", "rounds.window=[1,5]", "policy.name=sjf", "placer.type_order=fastest"]
 UNUSED = {
-    "harvest": TRACE_REPLAY + ["seed=3", "+fgd.policy=fgd"],
+    "cluster-harvest": ["+fgd.policy=fgd"],
     "fgd": TRACE_REPLAY + ["+harvest.nodes=4"],
-    "cluster-event": ["+harvest.nodes=4", "+fgd.policy=fgd"],
-    "cluster-round": ["+harvest.nodes=4", "+fgd.policy=fgd"],
+    "cluster-event": ["+fgd.policy=fgd"],
+    "cluster-round": ["+fgd.policy=fgd"],
 }
 #: Settings only some cluster runs use (refused when given on the command line).
 BY_RUN = {
@@ -40,9 +40,13 @@ BY_RUN = {
                       "network.duty=0.5", "network.nic_gbps=10",
                       *(f"rounds.{key}={value}" for key, value in (
                           ("round_s", 100), ("reset_min_s", 0), ("type_order", "[gpu]"), ("lp_method", "simplex"),
-                          ("window", "[1,5]"), ("job_type_column", "model"), ("job_type_map", "{a: b}")))],
+                          ("window", "[1,5]"), ("job_type_column", "model"), ("job_type_map", "{a: b}"))),
+                      "+harvest.nodes=4"],
     "cluster-round": ["profiler.nodes=3", "forecast.source=file", "profiles.colocation=c.csv",
-                      "network.duty=0.5", "estimator.path=e.csv"],
+                      "network.duty=0.5", "estimator.path=e.csv", "+harvest.nodes=4"],
+    "cluster-harvest": ["trace.path=jobs.csv", "trace.format=helios", "cluster=gavel_24", "cluster.capacity=log.csv",
+                        "placer=fgd", "estimator.source=oracle", "profiler.nodes=3", "rounds.round_s=100",
+                        "elastic.profiles=p"],
 }
 #: Settings round-based policies refuse wherever they are set (raysim.run.config.check_round_config).
 ROUND_REFUSES = ["quota=borrow", "estimator.source=oracle", "sim.network=on", "sim.compat=lucid"]
@@ -111,16 +115,21 @@ def test_a_mode_refuses_every_group_it_does_not_use(mode, override):
     assert ("does not use it" in str(err) or "only" in str(err) or "deterministic" in str(err)), str(err)
 
 
-@pytest.mark.parametrize("mode", ["harvest", "fgd"])
-@pytest.mark.parametrize("override", ["runtime=ray", "placer=consolidate", "policy=fifo", "seed=0"])
-def test_a_mode_refuses_a_group_named_at_its_default(mode, override):
+@pytest.mark.parametrize("override", ["runtime=ray", "placer=consolidate", "policy=fifo"])
+def test_a_mode_refuses_a_group_named_at_its_default(override):
     """`runtime=ray` is the root default, yet the FGD experiment has no runtime: naming it is refused."""
     from raysim.run.unused import refuse_unused
 
-    if mode == "fgd" and override == "seed=0":
-        return  # the FGD experiment draws its arrival order from the seed
-    cfg = compose([*MODES[mode], override])
-    assert refused(refuse_unused, cfg, [*MODES[mode], override]).key == key_of(override)
+    cfg = compose([*MODES["fgd"], override])
+    assert refused(refuse_unused, cfg, [*MODES["fgd"], override]).key == key_of(override)
+
+
+def test_harvesting_under_another_policy_is_refused():
+    """The harvest section is policy=bftrainer's input: with any other policy it is one line."""
+    from raysim.run import check_settings
+
+    err = refused(check_settings, compose([*MODES["cluster-harvest"], "policy=fifo"]))
+    assert err.key == "harvest" and "policy=bftrainer only" in str(err)
 
 
 @pytest.mark.parametrize("mode,override", walk(BY_RUN))
@@ -194,10 +203,9 @@ def test_the_fgd_experiment_with_a_policy_quotas_and_a_runtime_is_one_line(tmp_p
     assert "Traceback" not in out.stdout + out.stderr and not (tmp_path / "data").exists()
 
 
-def test_an_experiment_file_setting_another_modes_group_is_refused(tmp_path):
-    """Not on the command line: a cluster experiment switched to mode=harvest still sets trace.path."""
-    out = raysim("+experiment=venus", "mode=harvest", "+harvest.nodes=4", f"hydra.run.dir={tmp_path / 'run'}",
-                 cwd=tmp_path)
+def test_the_former_harvest_mode_says_what_to_run_instead(tmp_path):
+    """mode=harvest is gone: harvesting is a cluster run under policy=bftrainer."""
+    out = raysim("+experiment=harvest_summit", "mode=harvest", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("raysim: error: trace.path: a harvesting replay"), out.stderr
+    assert len(lines) == 1 and lines[0].startswith("raysim: error: mode: harvesting is a cluster run now"), out.stderr

@@ -18,6 +18,7 @@ from __future__ import annotations
 from functools import partial
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from raysim.harvest.milp import node_milp
 from raysim.harvest.problem import Problem
@@ -25,12 +26,15 @@ from raysim.harvest.problem import Problem
 
 def choices(p: Problem, j: int) -> tuple[np.ndarray, np.ndarray]:
     """Feasible node counts of job `j` (ascending) and each one's objective contribution."""
-    c = int(p.current[j])
-    hi = min(int(p.jmax[j]), p.pool)
-    n = np.concatenate([[0], np.arange(int(p.jmin[j]), hi + 1)]).astype(np.int64)
+    c, lo, hi = int(p.current[j]), int(p.jmin[j]), min(int(p.jmax[j]), p.pool)
+    zero = True
     if p.cap is not None:
-        n = n[np.abs(n - c) <= p.cap]
-    rate_c = p.current_obj[j]
+        zero, lo, hi = c <= p.cap, max(lo, c - p.cap), min(hi, c + p.cap)
+    n = np.arange(lo - 1, hi + 1) if hi >= lo else np.zeros(1, np.int64)
+    n[0] = 0
+    if not zero:
+        n = n[1:]
+    rate_c = p.obj[j, c]  # (current_obj's entry for job j)
     cost = np.where(n > c, p.tcup[j] * rate_c, np.where(n < c, p.tcdw[j] * rate_c, 0.0))
     return n, p.tfwd * p.obj[j, n] - cost
 
@@ -41,16 +45,22 @@ def exact(p: Problem) -> np.ndarray:
     if any(len(n) == 0 for n, _ in rows):
         return p.current.copy()
     size = min(p.pool, sum(int(n[-1]) for n, _ in rows)) + 1
-    m = np.arange(size)
-    best = np.full(size, -np.inf)
+    # best[u]: the best value of the jobs so far on u nodes, kept after `widest` cells of -inf, so
+    # that the row of a choice of n nodes (best[u - n] for every u, -inf below n) is a window of it
+    widest = max(int(n[-1]) for n, _ in rows)
+    padded = np.full(widest + size, -np.inf)
+    best = padded[widest:]
     best[0] = 0.0
+    windows = sliding_window_view(padded, size)
     picks = []
     for n, val in rows:
-        src = m[None, :] - n[:, None]
-        cand = np.where(src >= 0, best[np.maximum(src, 0)] + val[:, None], -np.inf)
-        pick = cand.argmax(axis=0)  # first maximum: the fewest nodes for this job
-        best = cand[pick, m]
-        picks.append(pick)
+        if n[-1] - n[0] == len(n) - 1:  # consecutive counts: one slice
+            rows_n = windows[widest - n[-1]:widest - n[0] + 1][::-1]
+        else:  # 0, then Jmin.. (a slice each)
+            rows_n = np.concatenate([windows[widest:widest + 1], windows[widest - n[-1]:widest - n[1] + 1][::-1]])
+        cand = rows_n + val[:, None]
+        picks.append(cand.argmax(axis=0))  # first maximum: the fewest nodes for this job
+        best[:] = cand.max(axis=0)
     if not np.isfinite(best.max()):
         return p.current.copy()
     used = int(best.argmax())

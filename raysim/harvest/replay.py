@@ -152,7 +152,3 @@ def slice_events(log: NodeLog, nodes: int | None = None, *, start_row: int = 100
     ptr = np.concatenate([[0, 0], starts[1:], [len(t)]]).astype(np.int64) if len(t) else np.zeros(2, np.int64)
     return NodeEvents(t0, times, ptr, nd.astype(np.int32), val, state, log.names[:n])
 
-
-def to_datetime64(t0_ns: int, seconds: np.ndarray) -> np.ndarray:
-    """Absolute times (datetime64[ns]) of `seconds` after `t0_ns`."""
-    return (np.int64(t0_ns) + np.round(np.asarray(seconds, float) * NS).astype(np.int64)).astype("datetime64[ns]")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from raysim.policy.bftrainer import BFTrainer
 from raysim.policy.fifo import FIFO
 from raysim.policy.fifo_backfill import FIFOBackfill
 from raysim.policy.lucid import Lucid
@@ -21,7 +22,8 @@ from raysim.policy.srtf import SRTF
 from raysim.policy.tiresias import Tiresias
 from raysim.rounds.policies import POLICIES as ROUND_POLICIES
 
-POLICIES = {cls.name: cls for cls in (FIFO, FIFOBackfill, SJF, SRTF, QSSF, Tiresias, Lucid, Sia, Pollux, GavelElastic)}
+POLICIES = {cls.name: cls for cls in (FIFO, FIFOBackfill, SJF, SRTF, QSSF, Tiresias, Lucid, Sia, Pollux, GavelElastic,
+                                    BFTrainer)}
 #: Gavel's round-based family (raysim.rounds.policies), each a RoundBased kernel policy.
 POLICIES.update({name: round_based(name) for name in ROUND_POLICIES})
 

@@ -24,7 +24,7 @@ VIEW = frozenset({
     # state (read only)
     "jobs", "pending", "running", "pending_gpus", "free_gpus", "total_gpus", "free_by_type",
     "arrived_now", "params", "remaining", "attained", "demand", "borrowed_idle", "num_nodes",
-    "max_node_gpus", "joinable", "gpu_quota", "name", "gpus_by_type", "nodes_down",
+    "max_node_gpus", "joinable", "gpu_quota", "name", "gpus_by_type", "nodes_down", "capacity_changes",
     # actions
     "try_start", "start_on", "preempt", "share", "set_rate_factor", "borrow_node", "lend_node",
     "start_on_type", "end_lease", "finish", "drop", "nodes_by_type", "resize",
@@ -108,11 +108,11 @@ class Policy:
         """Job j is now called new[j] (-1: finished and forgotten); the order of jobs is unchanged.
         Policies that keep job indices override this."""
 
-    #: integer result columns the policy reports per job (jobs.parquet), see `job_results`
+    #: result columns the policy reports per job (jobs.parquet, of the numpy types `job_results` gives them)
     result_columns: tuple[str, ...] = ()
 
     def job_results(self, seqs) -> dict:
-        """`result_columns` for jobs `seqs` (trace rows): name -> int64 array. None by default."""
+        """`result_columns` for jobs `seqs` (trace rows): name -> numpy array. None by default."""
         return {}
 
 

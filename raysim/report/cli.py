@@ -9,7 +9,7 @@ from raysim.report.sweep import report_sweep
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="raysim report", description=__doc__.splitlines()[0])
-    ap.add_argument("folder", help="a Hydra multirun folder (trace replays, FGD inflation or harvest runs)")
+    ap.add_argument("folder", help="a Hydra multirun folder (trace replays, harvesting included, or FGD inflation runs)")
     ap.add_argument("--no-plots", action="store_true", help="tables only")
     args = ap.parse_args(argv)
     try:

@@ -39,7 +39,7 @@ def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 
     `gpu_types` (the run's) the GPU-type group: `gpu_type`, the type of a job's latest placement,
     and `run_s_<type>`, the seconds it held GPUs of each type. With `causes` (a run with capacity
     events, raysim.sim.capacity) the capacity group: `interruptions` and `interruptions_<cause>`. The
-    policy's own integer columns (`policy_columns`, Policy.result_columns) follow."""
+    policy's own columns (`policy_columns`, Policy.result_columns) follow, of the types it gave them."""
     r = _records_in_trace_order(trace.num_rows, records)
 
     def rows(t, rec):
@@ -49,7 +49,7 @@ def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 
         if causes is not None:
             table = _with_interruptions(table, rec, causes)
         for name in policy_columns:
-            table = table.append_column(name, pa.array(rec[name].astype(np.int64)))
+            table = table.append_column(name, pa.array(rec[name]))
         return table
 
     writer = None
@@ -196,4 +196,5 @@ def _jobs_rows(trace: pa.Table, r: dict[str, np.ndarray]) -> pa.Table:
         **loans,
         **requests,
         **{name: trace.column(name) for name in ROUNDS_COLUMNS if "total_steps" in trace.column_names},
+        **({"task": trace.column("task")} if "task" in trace.column_names else {}),
     })

@@ -64,12 +64,13 @@ GROUPS = {
         "interruptions": "times a node going down stopped it",
         "interruptions_<cause>": "those for that cause (one column per cause of the run)",
     }),
-    "harvest": ("idle-node harvesting (mode=harvest): tasks are elastic", {
+    "harvest": ("idle-node harvesting (policy=bftrainer, +experiment=harvest_summit): tasks are elastic", {
         "task": "the task's name",
         "samples": "samples it processed",
-        "max_nodes": "the most nodes it may use (Pmax)",
-        "precost": "samples lost to preemptions",
+        "max_nodes": "the most nodes it may use (Jmax)",
+        "precost": "samples lost to preemptions (nodes going busy under it)",
         "rescost": "samples lost to rescaling",
+        "overshoot": "progress past its samples (Pmax) before its completion was noticed",
         "rescales": "times its node count changed",
     }),
 }

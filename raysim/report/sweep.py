@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -15,7 +14,9 @@ from raysim.report.timeseries import cluster_series
 from raysim.report.summary import markdown_table
 
 METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queue", "p99.9_jct",
-           "makespan", "gpu_utilization", "reclaims", "ran_elsewhere", "borrowed_gpu_h", "interruptions"]
+           "makespan", "gpu_utilization", "reclaims", "ran_elsewhere", "borrowed_gpu_h", "interruptions",
+           # harvesting runs (raysim.harvest.metrics)
+           "makespan_h", "efficiency", "harvested_fraction", "precost", "rescost"]
 
 
 def run_labels(run_dirs: list[Path]) -> list[str]:
@@ -126,47 +127,37 @@ def quota_change(table: pd.DataFrame, metric: str) -> pd.DataFrame | None:
 
 def report_sweep(sweep_dir: str | Path, plots: bool = True) -> pd.DataFrame:
     """sweep_summary.csv/.md and plots for any multirun, by what its runs wrote: trace replays
-    (summary.csv: every policy, event-driven or round-based) get `summarize_sweep`; FGD inflation
-    runs (fgd_summary.csv) and harvest runs (summary.json) one row per run, with the FGD curves
-    (raysim.sharing.run.summarize_fgd_sweep) or a bar chart per metric. Returns the table."""
+    (summary.csv: every policy, event-driven, round-based or harvesting) get `summarize_sweep`;
+    FGD inflation runs (fgd_summary.csv) one row per run, with the FGD curves
+    (raysim.sharing.run.summarize_fgd_sweep) and a bar chart per metric. Returns the table."""
     sweep_dir = Path(sweep_dir)
     if any(sweep_dir.glob("*/summary.csv")):
         return summarize_sweep(sweep_dir, plots=plots)
-    for name, metrics in (("fgd_summary.csv", FGD_METRICS), ("summary.json", HARVEST_METRICS)):
-        runs = sorted(p.parent for p in sweep_dir.glob(f"*/{name}"))
-        if runs:
-            break
-    else:
-        raise FileNotFoundError(f"{sweep_dir}: no run folder with a summary.csv, fgd_summary.csv or summary.json "
+    name = "fgd_summary.csv"
+    runs = sorted(p.parent for p in sweep_dir.glob(f"*/{name}"))
+    if not runs:
+        raise FileNotFoundError(f"{sweep_dir}: no run folder with a summary.csv or fgd_summary.csv "
                                 "(is this a multirun folder?)")
-    rows = []
-    for run, label in zip(runs, run_labels(runs)):
-        row = pd.read_csv(run / name).iloc[0].to_dict() if name.endswith(".csv") else \
-            json.loads((run / name).read_text())
-        rows.append({"run": label, **row})
+    rows = [{"run": label, **pd.read_csv(run / name).iloc[0].to_dict()} for run, label in zip(runs, run_labels(runs))]
     table = pd.DataFrame(rows)
     table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
-    shown = table[["run"] + [m for m in metrics if m in table.columns]]
-    kind = "FGD inflation" if name == "fgd_summary.csv" else "harvest"
+    shown = table[["run"] + [m for m in FGD_METRICS if m in table.columns]]
+    kind = "FGD inflation"
     (sweep_dir / "sweep_summary.md").write_text(f"# Sweep summary ({kind} runs)\n\n" + markdown_table(shown) + "\n")
     if plots:
-        if name == "fgd_summary.csv":
-            from raysim.sharing.run import summarize_fgd_sweep
+        from raysim.sharing.run import summarize_fgd_sweep
 
-            summarize_fgd_sweep(sweep_dir)
+        summarize_fgd_sweep(sweep_dir)
         _bar_plots(shown, sweep_dir / "plots" / "sweep_metrics.png", kind)
     return table
 
 
-#: What the sweep summaries of the FGD and harvest modes show, in order.
+#: What the sweep summaries of the FGD inflation experiment show, in order.
 FGD_METRICS = ["workload", "sc_policy", "seed", "arrivals", "failed", "allo_100", "allo_130", "frag_ratio_100",
                "frag_ratio_130", "wall_s"]
-HARVEST_METRICS = ["jobs_total", "jobs_finished", "makespan_h", "efficiency", "harvested_fraction",
-                   "busy_node_hours", "idle_node_hours", "preemptions", "rescales"]
 #: Units of the metrics drawn by `_bar_plots`.
 UNITS = {"allo_100": "% of GPUs", "allo_130": "% of GPUs", "frag_ratio_100": "%", "frag_ratio_130": "%",
-         "makespan_h": "hours", "efficiency": "net / gross samples", "harvested_fraction": "busy / idle node-hours",
-         "busy_node_hours": "node-hours", "idle_node_hours": "node-hours", "wall_s": "seconds"}
+         "wall_s": "seconds"}
 
 
 def _bar_plots(table: pd.DataFrame, path: Path, kind: str) -> None:

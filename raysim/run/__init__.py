@@ -3,9 +3,8 @@
 `run(cfg, run_dir)` (below) turns a composed Hydra config into a run and owns its folder:
 - `cluster.run_cluster`: a trace replay. It loads the trace and the cluster (`config`: trace,
   layout, GPU-type inputs, estimates, the RunSpec, and the policy's own `prepare` step, e.g.
-  `lucid_inputs`), simulates every VC (`simulate`: VC groups, coordinator, result files) and
+  `lucid_inputs`; harvesting, policy=bftrainer: the node log and task set, raysim.harvest.inputs), simulates every VC (`simulate`: VC groups, coordinator, result files) and
   writes the summary, plots and reports (`outputs`).
-- `raysim.harvest.run.run_harvest`: an idle-node harvesting replay.
 - `raysim.sharing.run.run_fgd`: the FGD placement ("inflation") experiment under GPU sharing.
 
 Before any of them reads an input, `check_settings` checks the whole config: every setting the run
@@ -24,6 +23,12 @@ from omegaconf import DictConfig
 
 from raysim.errors import ConfigError
 from raysim.quota.settings import refuse_old_name
+
+#: Former modes that are cluster runs now -> what to do instead.
+MOVED = {"rounds": "round-based policies run in cluster mode now: drop mode=rounds (+experiment=gavel_trace, "
+                   "docs/gavel.md)",
+         "harvest": "harvesting is a cluster run now (policy=bftrainer): drop mode=harvest "
+                    "(+experiment=harvest_summit, docs/harvest.md)"}
 
 
 def run(cfg: DictConfig, run_dir: Path) -> dict:
@@ -68,11 +73,10 @@ def check_settings(cfg: DictConfig) -> None:
     from raysim.run.unused import refuse_unused, refuse_unused_by_run
 
     mode = cfg.get("mode")
-    if mode == "rounds":
-        raise ConfigError("mode", "round-based policies run in cluster mode now: drop mode=rounds "
-                          "(+experiment=gavel_trace, docs/gavel.md)", "rounds")
-    if mode not in ("cluster", "harvest", "fgd"):
-        raise ConfigError("mode", "must be one of cluster, harvest, fgd", mode)
+    if mode in MOVED:
+        raise ConfigError("mode", MOVED[mode], mode)
+    if mode not in ("cluster", "fgd"):
+        raise ConfigError("mode", "must be one of cluster, fgd", mode)
     if mode == "fgd":
         from raysim.sharing.run import refuse_moved
 
@@ -83,10 +87,6 @@ def check_settings(cfg: DictConfig) -> None:
 
         refuse_unused_by_run(cfg)
         check_cluster_config(cfg)
-    elif mode == "harvest":
-        from raysim.harvest.run import check_harvest_config
-
-        check_harvest_config(cfg)
     else:
         from raysim.sharing.run import check_fgd_config
 
@@ -94,10 +94,6 @@ def check_settings(cfg: DictConfig) -> None:
 
 
 def _run_mode(cfg: DictConfig, run_dir: Path) -> dict:
-    if cfg.mode == "harvest":
-        from raysim.harvest.run import run_harvest
-
-        return run_harvest(cfg, run_dir)
     if cfg.mode == "cluster":
         from raysim.run.cluster import run_cluster
 
@@ -106,7 +102,6 @@ def _run_mode(cfg: DictConfig, run_dir: Path) -> dict:
         from raysim.sharing.run import run_fgd
 
         return run_fgd(cfg, run_dir)
-    if cfg.mode == "rounds":
-        raise ConfigError("mode", "round-based policies run in cluster mode now: drop mode=rounds "
-                          "(+experiment=gavel_trace, docs/gavel.md)", "rounds")
-    raise ConfigError("mode", "must be one of cluster, harvest, fgd", cfg.mode)
+    if cfg.mode in MOVED:
+        raise ConfigError("mode", MOVED[cfg.mode], cfg.mode)
+    raise ConfigError("mode", "must be one of cluster, fgd", cfg.mode)

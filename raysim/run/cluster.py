@@ -64,10 +64,16 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     jobs = pq.read_table(run_dir / "jobs.parquet", columns=columns)
     summary = summarize(jobs, run_dir / "timeseries.parquet", interval=int(cfg.sim.sample_interval))
     unfinished = jobs.num_rows - int(pa.compute.sum(jobs.column("finished")).as_py() or 0)
+    harvest = spec.policy == "bftrainer"
     if unfinished:
         log.warning("%d job(s) did not finish%s (jobs.parquet: finished = false)", unfinished,
+                    ": the node log ended first" if harvest else
                     ": Gavel's round mechanism dropped them after 5 failed micro-tasks (fewer steps left than GPUs)"
                     if policy_class(spec.policy).times_jobs else "")
+    if harvest:
+        from raysim.harvest.metrics import with_harvest_figures
+
+        summary = with_harvest_figures(summary, Path(run_dir), int(cfg.sim.sample_interval))
     if policy_class(spec.policy).times_jobs and cfg.rounds.get("window") is not None:
         summary = with_window_jct(summary, run_dir / "jobs.parquet", cfg.rounds.window)
     title = f"{Path(trace.source).parent.name or trace.source}: {spec.policy} / {spec.placer}" + (

@@ -67,6 +67,15 @@ def check_cluster_config(cfg: DictConfig) -> None:
         raise ConfigError("quota", "policy=lucid moves nodes between VCs itself (its profiler's loans): "
                           "run it with quota=none", quota)
     name = choice(cfg, "policy.name", sorted(POLICIES), what="policy")
+    harvest = name == "bftrainer"
+    if harvest:
+        from raysim.harvest.inputs import check_harvest_config
+
+        check_harvest_config(cfg)
+        if quota != "none":
+            raise ConfigError("quota", "policy=bftrainer harvests one machine, one VC: run it with quota=none", quota)
+    elif value(cfg, "harvest") is not None:
+        raise ConfigError("harvest", f"used by policy=bftrainer only (+experiment=harvest_summit), not {name}")
     if policy_class(name).times_jobs:
         check_round_config(cfg, quota, source)
     try:
@@ -80,7 +89,7 @@ def check_cluster_config(cfg: DictConfig) -> None:
     t = cfg.trace
     from raysim.rounds.settings import is_gavel_input
 
-    if not t.get("synth") and not is_gavel_input(cfg):
+    if not harvest and not t.get("synth") and not is_gavel_input(cfg):
         if not t.path:
             raise ConfigError("trace.path", "not set: give a trace file or folder, or use +experiment=venus")
         choice(cfg, "trace.format", ("auto", "gavel", *sorted(READERS)))
@@ -115,6 +124,9 @@ def check_capacity_config(cfg: DictConfig, quota: str, policy: str) -> None:
         return
     if not isinstance(path, str) or not path.strip():
         raise ConfigError("cluster.capacity", "must be null or a node log file (CSV or Parquet)", path)
+    if policy == "bftrainer":
+        raise ConfigError("cluster.capacity", "policy=bftrainer's nodes come and go as its node log says "
+                          "(harvest.node_log)", path)
     if quota == "borrow":
         raise ConfigError("cluster.capacity", "nodes lent between VCs (quota=borrow) cannot go down yet: run "
                           "capacity events with quota=none or quota=global", path)
@@ -135,18 +147,20 @@ def refuse_placeholder_durations(cfg: DictConfig, trace) -> None:
 
 
 def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
-    """What round-based policies cannot be combined with, refused in one line naming the key."""
+    """What policies that time their jobs themselves (round-based ones, and harvesting, which its
+    node log times) cannot be combined with, refused in one line naming the key."""
     name = cfg.policy.name
+    kind = "timed by its node log (harvesting)" if name == "bftrainer" else "round-based"
     if quota == "borrow":
         raise ConfigError("quota", f"{name} is round-based: its rounds run per VC (quota=none) or cluster-wide "
                           "(quota=global); lending nodes between VCs' rounds is not supported", quota)
     if estimator != "none":
-        raise ConfigError("estimator.source", f"{name} is round-based and reads no duration estimates", estimator)
+        raise ConfigError("estimator.source", f"{name} is {kind} and reads no duration estimates", estimator)
     if value(cfg, "sim.network") in ("on", True):
-        raise ConfigError("sim.network", f"{name} is round-based: its jobs progress at the throughput table's "
-                          "rates; NIC contention is not modelled for them", "on")
+        raise ConfigError("sim.network", f"{name} is {kind}: its jobs progress at their own rates (throughput "
+                          "table, scalability curves); NIC contention is not modelled for them", "on")
     if value(cfg, "sim.compat") != "clean":
-        raise ConfigError("sim.compat", f"{name} is round-based: Lucid's compatibility switches do not apply",
+        raise ConfigError("sim.compat", f"{name} is {kind}: Lucid's compatibility switches do not apply",
                           value(cfg, "sim.compat"))
 
 
@@ -244,6 +258,10 @@ def load_from_config(cfg: DictConfig) -> Trace:
     t = cfg.trace
     from raysim.rounds.settings import gavel_trace, is_gavel_input
 
+    if cfg.policy.name == "bftrainer":
+        from raysim.harvest.inputs import harvest_trace
+
+        return harvest_trace(cfg)
     if is_gavel_input(cfg):
         layout = configured_layout(cfg)
         if layout is None:

@@ -3,7 +3,7 @@
 
 Two tables say what a run uses:
 
-- `MODES`: the top-level config keys and groups each mode reads (`mode: cluster`, `harvest`, `fgd`).
+- `MODES`: the top-level config keys and groups each mode reads (`mode: cluster`, `fgd`).
   Any other key that differs from the root defaults (conf/config.yaml and its default groups) is
   refused, wherever it was set (command line or experiment file), and so is a command-line override
   naming one, even to its default value (`runtime=ray` in the FGD experiment).
@@ -28,17 +28,13 @@ from raysim.errors import ConfigError
 SHARED = ("mode", "data", "hydra")
 #: The config keys and groups each mode reads; the others must keep their root defaults.
 CLUSTER_KEYS = ("seed", "trace", "sim", "network", "estimator", "ray", "profiler", "forecast", "profiles",
-                "rounds", "elastic", "cluster", "policy", "placer", "runtime", "quota")
-MODES = {"cluster": CLUSTER_KEYS, "harvest": ("harvest",), "fgd": ("fgd", "seed")}
+                "rounds", "elastic", "harvest", "cluster", "policy", "placer", "runtime", "quota")
+MODES = {"cluster": CLUSTER_KEYS, "fgd": ("fgd", "seed")}
 #: Why a mode refuses what it does not use (per key where it helps; "*": any other key).
 WHY = {
     "fgd": {"*": "the FGD inflation experiment (+experiment=fgd_openb) does not use it: it places pods without "
                  "a clock; +experiment=openb replays them in time under policies, placers, quotas and runtimes"},
-    "harvest": {"*": "a harvesting replay (mode=harvest, +experiment=harvest_summit) does not use it: it gives "
-                     "whole idle nodes to elastic tasks as harvest.* says",
-                "seed": "a harvesting replay (mode=harvest) is deterministic: it draws no random numbers"},
-    "cluster": {"harvest": "used by harvesting replays only (mode=harvest, +experiment=harvest_summit)",
-                "fgd": "used by the FGD inflation experiment only (mode=fgd, +experiment=fgd_openb)",
+    "cluster": {"fgd": "used by the FGD inflation experiment only (mode=fgd, +experiment=fgd_openb)",
                 "*": "not a setting of trace replays (mode=cluster)"},
 }
 #: Config groups chosen by name (`policy=tiresias`): a different choice is refused as the group.
@@ -173,10 +169,18 @@ def policy_unused(cfg: DictConfig) -> dict[str, str]:
                         "profiler.scaling"):
                 out[key] = "profiler.nodes=0: no profiling stage, jobs go straight to their VCs"
     elastic = getattr(cls, "elastic", False)
-    if not cls.times_jobs or elastic:
+    harvest = name == "bftrainer"
+    if not cls.times_jobs or elastic or harvest:
         for key in ROUND_ONLY:
             out[f"rounds.{key}"] = (f"a setting of Gavel's round mechanism (docs/gavel.md); {name} is "
-                                    + ("elastic (its rounds: policy.round_s)" if elastic else "event-driven"))
+                                    + ("elastic (its rounds: policy.round_s)" if elastic else
+                                       "timed by its node log (harvest.*)" if harvest else "event-driven"))
+    if not harvest:
+        out["harvest"] = f"used by policy=bftrainer only (+experiment=harvest_summit, docs/harvest.md), not {name}"
+    else:
+        out["trace"] = "policy=bftrainer's jobs are the tasks of harvest.tasks (docs/harvest.md)"
+        out["cluster"] = "policy=bftrainer harvests the nodes of harvest.node_log (harvest.nodes; docs/harvest.md)"
+        out["placer"] = "policy=bftrainer places tasks on nodes itself"
     if not elastic:
         out["elastic"] = f"used by elastic policies only (policy=sia, pollux, gavel_elastic; docs/elastic.md), not {name}"
     if not cls.needs_estimate:

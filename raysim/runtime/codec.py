@@ -73,15 +73,16 @@ _NO_RESULTS = RESULT_SCHEMA.empty_table()
 
 def results_table(parts: list[dict[str, np.ndarray]]) -> pa.Table:
     """Finished-job records (numpy column dicts, see VCSimulator.results) as one Arrow table; the
-    columns beyond the base and loan schemas are int64: in runs with several GPU types `gpu_type` and
-    `held_<k>` (JobTable.type_results), with capacity events `interruptions` and `intr_<k>`
-    (JobTable.interruption_results), and the policy's own (Policy.result_columns)."""
+    columns beyond the base and loan schemas keep their numpy types: in runs with several GPU types
+    `gpu_type` and `held_<k>` (JobTable.type_results), with capacity events `interruptions` and
+    `intr_<k>` (JobTable.interruption_results), and the policy's own (Policy.result_columns)."""
     if not parts:
         return _NO_RESULTS
     schema = LOAN_RESULT_SCHEMA if "reclaims" in parts[0] else RESULT_SCHEMA
     extra = [name for name in parts[0] if name not in schema.names]
     if extra:
-        schema = pa.schema(list(schema) + [pa.field(name, pa.int64()) for name in extra])
+        schema = pa.schema(list(schema) + [pa.field(name, pa.from_numpy_dtype(np.asarray(parts[0][name]).dtype))
+                                           for name in extra])
     return pa.table({f.name: np.concatenate([p[f.name] for p in parts]) for f in schema}, schema=schema)
 
 

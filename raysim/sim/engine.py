@@ -106,6 +106,8 @@ class VCSimulator(PolicyView):
         ticks = params.ticks_per_s
         self._cap_events = [(t * ticks, node, up, cause) for t, node, up, cause in capacity.events] if capacity else []
         self._cap_next = 0
+        #: (node, up?) of the capacity events applied at the latest capacity tick, in apply order
+        self.capacity_changes: list[tuple[int, bool]] = []
         for node in capacity.absent if capacity else ():
             self.vc.take_down(node)  # it joins later
         self._snapshot(t0)
@@ -321,11 +323,14 @@ class VCSimulator(PolicyView):
     def _apply_capacity(self, t: int) -> None:
         """The capacity events due at t: a node going down stops its jobs (each counted for the
         event's cause) and leaves the scan order; a node coming up returns to its place. The policy
-        hears of the change once (`Policy.on_capacity`)."""
+        hears of the change once (`Policy.on_capacity`), and may read what changed
+        (`capacity_changes`)."""
         cap, vc, interrupted = self._cap_events, self.vc, self.jobs.interrupted
+        changes = self.capacity_changes = []
         while self._cap_next < len(cap) and cap[self._cap_next][0] == t:
             _, node, up, cause = cap[self._cap_next]
             self._cap_next += 1
+            changes.append((node, up))
             if up:
                 vc.bring_up(node)
                 continue

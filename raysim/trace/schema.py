@@ -70,6 +70,11 @@ ELASTIC_COLUMNS = {
     "max_replicas": pa.int32(),  # the most GPUs an elastic job may use (null: no limit of its own)
 }
 
+#: Optional column of harvesting runs' task sets (raysim/harvest/inputs.py), kept when present.
+HARVEST_COLUMNS = {
+    "task": pa.string(),  # the task's name in its task set
+}
+
 JOB_SCHEMA = pa.schema([pa.field(n, t) for n, t in {**REQUIRED, **OPTIONAL}.items()])
 
 META_KEY = b"raysim"
@@ -96,9 +101,9 @@ def metadata(table: pa.Table) -> dict:
 
 def conform(table: pa.Table) -> pa.Table:
     """Cast a table with the required columns to JOB_SCHEMA, adding absent optional columns as
-    nulls; the GPU_TYPE_COLUMNS, OPENB_COLUMNS and ELASTIC_COLUMNS the table has follow."""
+    nulls; the GPU_TYPE_COLUMNS, OPENB_COLUMNS, ELASTIC_COLUMNS and HARVEST_COLUMNS the table has follow."""
     cols = []
-    kept = {**GPU_TYPE_COLUMNS, **OPENB_COLUMNS, **ELASTIC_COLUMNS}
+    kept = {**GPU_TYPE_COLUMNS, **OPENB_COLUMNS, **ELASTIC_COLUMNS, **HARVEST_COLUMNS}
     fields = list(JOB_SCHEMA) + [pa.field(n, t) for n, t in kept.items() if n in table.column_names]
     for field in fields:
         if field.name in table.column_names:
