@@ -23,9 +23,9 @@ order (the reference replayer's semantics):
 
 Counts map to nodes deterministically: a shrinking task releases its earliest-joined nodes first,
 and growing tasks, in admission order, take free nodes in the same order (join time, then node
-index). A task whose nodes changed ends its lease (``view.end_lease``), changes size
-(``view.resize``) and starts on its new nodes (``view.start_on``); a finished task ends with
-``view.finish``. Decisions after the node log's last event are not taken: the run ends there, with
+index). Each decision is a plan booked by the self-timed base (raysim.policy.selftimed): a task
+whose nodes changed ends its lease, changes size and starts on its new nodes; a finished task ends
+with ``view.finish``. Decisions after the node log's last event are not taken: the run ends there, with
 the tasks still active unfinished, as the reference's replay does.
 """
 
@@ -37,17 +37,17 @@ import numpy as np
 
 from raysim.harvest.allocators import get_allocator
 from raysim.harvest.problem import Problem, compat_cap
-from raysim.policy.base import NEVER, Policy
+from raysim.policy.base import NEVER
+from raysim.policy.selftimed import Plan, SelfTimed, Start
 
 #: Relative tolerance on Pmax for completion (absorbs rounding of precise completion times).
 DONE_RTOL = 1e-9
 
 
-class BFTrainer(Policy):
+class BFTrainer(SelfTimed):
     """Harvesting policy; its inputs come from the run (`prepare`, raysim.harvest.inputs)."""
 
     name = "bftrainer"
-    times_jobs = True
     #: whole seconds (the node log's and the task sets' clock); precise runs count milliseconds
     ticks_per_s = 1
     result_columns = ("samples", "precost", "rescost", "overshoot", "rescales", "max_nodes")
@@ -60,11 +60,11 @@ class BFTrainer(Policy):
             raise TypeError(f"policy {self.name!r} needs the run's harvest inputs (+experiment=harvest_summit)")
         self.tasks = tasks
         self.rows = rows                    # trace row (seq) -> task row
+        self.seqs = np.full(len(tasks), -1, np.int64)  # task row -> trace row (once it arrived)
         self.tfwd, self.max_jobs, self.precise = float(tfwd), int(max_jobs), bool(precise)
         self.cap = bool(compat_cap)
         self.allocator_name = allocator
         self.allocate = get_allocator(allocator, milp_time_limit=float(milp_time_limit))
-        self.tps = params.ticks_per_s
         self.end = int(round(end_s * self.tps))  # tick of the node log's last event
         k, n = len(tasks), len(initial_idle)
         self.accs = np.zeros(k)
@@ -77,7 +77,6 @@ class BFTrainer(Policy):
         self.rescales = np.zeros(k, np.int64)
         self.submitted = np.zeros(k, bool)
         self.admitted = np.zeros(k, bool)
-        self.index = np.full(k, -1, np.int64)  # task row -> the VC's job index
         self.active: list[int] = []          # task rows in admission order
         self.hit: set[int] = set()           # tasks a node going down stopped at this tick
         self.idle = np.asarray(initial_idle, bool).copy()
@@ -96,13 +95,11 @@ class BFTrainer(Policy):
 
     # -- the engine's hooks --------------------------------------------------------------------
     def on_arrival(self, view, j: int) -> None:
-        task = self.rows[view.jobs.seq[j]]
-        self.index[task] = j
+        super().on_arrival(view, j)
+        seq = view.jobs.seq[j]
+        task = self.rows[seq]
+        self.seqs[task] = seq
         self.submitted[task] = True
-
-    def renumber(self, new: list[int]) -> None:
-        live = self.index >= 0
-        self.index[live] = np.asarray(new, np.int64)[self.index[live]]
 
     def on_requeue(self, view, j: int, now: int) -> None:
         """A node of task j went busy: the engine stopped it; it pays once and keeps its other nodes."""
@@ -185,8 +182,7 @@ class BFTrainer(Policy):
         self.count[done] = 0
         self.rate[done] = 0.0
         for task in done.tolist():
-            view.finish(int(self.index[task]), t)
-            self.index[task] = -1
+            view.finish(self.index.pop(int(self.seqs[task])), t)
         gone = set(done.tolist())
         self.active = [task for task in self.active if task not in gone]
         self.hit -= gone
@@ -227,17 +223,13 @@ class BFTrainer(Policy):
     def _book(self, view, t: int, moved: set[int]) -> None:
         """The engine's books follow the tasks whose nodes changed (and those it stopped): leases
         that change end first (their nodes may go to others), then each starts on its nodes."""
-        moved = sorted(moved)
-        for task in moved:
-            j = int(self.index[task])
-            if j in view.running:
-                view.end_lease(j, t)
-        for task in moved:
-            nodes = np.flatnonzero(self.owner == task)
+        seqs = [int(self.seqs[task]) for task in sorted(moved)]
+        plan = Plan([seq for seq in seqs if self.index[seq] in view.running])
+        for seq in seqs:
+            nodes = np.flatnonzero(self.owner == self.rows[seq])
             if len(nodes):
-                j = int(self.index[task])
-                view.resize(j, len(nodes))
-                view.start_on(j, [(node, 1) for node in nodes.tolist()], t)
+                plan.starts.append(Start(seq, [(node, 1) for node in nodes.tolist()], len(nodes)))
+        self.apply(view, plan, t, t)
 
     def job_results(self, seqs) -> dict:
         """Per task: samples processed, samples lost to preemptions and to rescaling, progress

@@ -1,5 +1,5 @@
-"""What policies that time their jobs themselves share: round-based (Gavel's) and elastic (Sia,
-Pollux, Gavel's baseline) ones.
+"""What policies that time their jobs themselves share: round-based (Gavel's), elastic (Sia,
+Pollux, Gavel's baseline) and harvesting (BFTrainer's) ones.
 
 Such a policy keeps its own state of its jobs, named by trace row (``seq``); at each decision it
 computes a :class:`Plan` (leases that end, then jobs that start: on given nodes, on a GPU type the
