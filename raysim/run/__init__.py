@@ -3,8 +3,9 @@
 `run(cfg, run_dir)` (below) turns a composed Hydra config into a run and owns its folder:
 - `cluster.run_cluster`: a trace replay. It loads the trace and the cluster (`config`: trace,
   layout, GPU-type inputs, estimates, the RunSpec, and the policy's own `prepare` step, e.g.
-  `lucid_inputs`; harvesting, policy=bftrainer: the node log and task set, raysim.harvest.inputs), simulates every VC (`simulate`: VC groups, coordinator, result files) and
-  writes the summary, plots and reports (`outputs`).
+  `lucid_inputs`, or for harvesting, policy=bftrainer, the node log and task set,
+  raysim.harvest.inputs), simulates every VC (`simulate`: VC groups, coordinator, result files)
+  and writes the summary, plots and reports (`outputs`).
 - `raysim.sharing.run.run_fgd`: the FGD placement ("inflation") experiment under GPU sharing.
 
 Before any of them reads an input, `check_settings` checks the whole config: every setting the run
