@@ -440,11 +440,12 @@ class QuotaLoans:
 
     def _report_pending_by_types(self) -> list[dict]:
         """Pending jobs and GPUs per set of GPU types they may use (None: any type)."""
-        jobs, constraints = self.sim.jobs, self.sim._catalog.constraints
+        sim = self.sim
+        jobs, constraints = sim.jobs, sim._catalog.constraints
         if not constraints:  # no job of the run is constrained
-            return [{"gpu_types": None, "jobs": len(self.sim.pending), "gpus": self.sim.pending_gpus}] if self.sim.pending else []
+            return [{"gpu_types": None, "jobs": len(sim.pending), "gpus": sim.pending_gpus}] if sim.pending else []
         groups: dict = {}
-        for j in self.sim.pending:
+        for j in sim.pending:
             c = jobs.constraint[j]
             row = groups.setdefault(c, [0, 0])
             row[0] += 1

@@ -51,8 +51,9 @@ _CAUSE = re.compile(r"[A-Za-z0-9_]+")
 @dataclass(frozen=True)
 class VCCapacity:
     """One VC's capacity events: `events` are (time in seconds, node, up?, cause index) in the order
-    they apply (a node that leaves while down has no event of its own); `absent` the nodes not there at the start (they join later); `jobs` the VC's trace
-    jobs (its events apply while some are unfinished)."""
+    they apply (a node that leaves while down has no event of its own); `absent` the nodes not there
+    at the start (they join later); `jobs` the VC's trace jobs (its events apply while some are
+    unfinished)."""
 
     events: tuple = ()
     absent: tuple = ()
