@@ -617,7 +617,7 @@ def test_mode_must_be_known(tmp_path):
     from raysim.errors import ConfigError
     from raysim.run import run
 
-    with pytest.raises(ConfigError, match="mode: must be one of cluster, harvest, fgd"):
+    with pytest.raises(ConfigError, match="mode: must be one of cluster, fgd"):
         run(OmegaConf.create({"mode": "bogus"}), tmp_path)
 
 

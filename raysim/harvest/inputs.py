@@ -69,7 +69,7 @@ def parse_nodes(value) -> int | None:
 def check_harvest_config(cfg: DictConfig) -> None:
     """The `harvest` values a run uses, checked before any data is read (ConfigError: one line)."""
     from raysim.harvest.allocators import ALLOCATORS
-    from raysim.run.config import boolean, choice, integer, number
+    from raysim.run.values import boolean, choice, integer, number
 
     if cfg.get("harvest") is None:
         raise ConfigError("policy", "policy=bftrainer harvests idle nodes as the `harvest:` section says; run "

@@ -94,7 +94,7 @@ def run_fgd(cfg: DictConfig, run_dir: Path) -> dict:
 def check_fgd_config(cfg: DictConfig) -> None:
     """Every `fgd.*` value and the seed checked before anything is read: one line naming the key."""
     from raysim.placement.scored import POLICIES as SCORED_POLICIES
-    from raysim.run.config import choice, integer, number
+    from raysim.run.values import choice, integer, number
 
     f = cfg.fgd
     integer(cfg, "seed", minimum=0)
