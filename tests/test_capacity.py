@@ -209,6 +209,7 @@ def test_a_parquet_node_log_reads_the_same(tmp_path):
     ("time,vc,node,event\n", "no events"),
     ("time,vc,node,event\n-1,a,0,down\n", "row 1 (line 2), column 'time'"),
     ("time,vc,node,event\n1.5,a,0,down\n", "row 1 (line 2), column 'time'"),
+    ("time,vc,node,event\n1e30,a,0,down\n", "row 1 (line 2), column 'time': must be a whole number from 0"),
     ("time,vc,node,event\n1,a,0,down\n2,z,0,down\n", "row 2 (line 3), column 'vc'"),
     ("time,vc,node,event\n1,a,2,down\n", "row 1 (line 2), column 'node': VC a has 2 node(s)"),
     ("time,vc,node,event\n1,a,0,crash\n", "row 1 (line 2), column 'event'"),

@@ -193,18 +193,25 @@ def _read_table(path: Path):
         raise TraceError(str(path), f"not a readable CSV file: {str(exc).splitlines()[0]}") from exc
 
 
+#: The largest time or node number a node log may hold (about 31,700 years in seconds: a time still
+#: fits the engine's int64 clock at a million ticks per second).
+LARGEST = 10**12
+
+
 def _integers(column, source: str, name: str, *, minimum: int) -> np.ndarray:
-    """`column` as int64, every value a whole number >= `minimum` (else a TraceError naming the row)."""
+    """`column` as int64, every value a whole number from `minimum` to LARGEST (else a TraceError
+    naming the row)."""
     values = column.to_pylist()
     out = np.empty(len(values), np.int64)
     for i, v in enumerate(values):
         try:
             number = float(v)
-            ok = number == int(number) and number >= minimum
+            ok = minimum <= number <= LARGEST and number == int(number)
         except (TypeError, ValueError, OverflowError):
             ok = False
         if not ok:
-            raise TraceError(source, f"must be a whole number >= {minimum}", row=i + 1, column=name, value=v)
+            raise TraceError(source, f"must be a whole number from {minimum} to {LARGEST:.0e}", row=i + 1,
+                             column=name, value=v)
         out[i] = int(number)
     return out
 
