@@ -4,6 +4,7 @@ GPU-type inputs, duration estimates and the run spec."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -125,9 +126,6 @@ def check_capacity_config(cfg: DictConfig, quota: str, policy: str) -> None:
     if policy == "bftrainer":
         raise ConfigError("cluster.capacity", "policy=bftrainer's nodes come and go as its node log says "
                           "(harvest.node_log)", path)
-    if quota == "borrow":
-        raise ConfigError("cluster.capacity", "nodes lent between VCs (quota=borrow) cannot go down yet: run "
-                          "capacity events with quota=none or quota=global", path)
     if policy == "lucid" and int(value(cfg, "profiler.nodes", 0)) > 0:
         raise ConfigError("cluster.capacity", "Lucid's profiler moves nodes between VCs itself, which capacity "
                           "events cannot follow yet: run policy=lucid with profiler.nodes=0", path)
@@ -319,6 +317,8 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes,
                    capacity=capacity_plan(cfg, trace, layout, homes))
+    if spec.capacity is not None and quota.borrow:  # a node on loan keeps its identity
+        spec = replace(spec, quota=replace(quota, named_nodes=True))
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}
     refuse_placeholder_durations(cfg, trace)
     spec, more = policy_class(spec.policy).prepare(cfg, trace, spec)
