@@ -264,6 +264,13 @@ def test_venus_under_tiresias_with_a_node_log(tmp_path):
         return ewi[ewi.index <= t].iloc[-1]
 
     assert [at(t) for t in (86_340, 86_400, 90_000, 100_020, 200_040)] == [72, 64, 56, 64, 72]
+    down = series[series.vc == "vcEwI"].set_index("time").down_gpu_num
+    assert [down[down.index <= t].iloc[-1] for t in (86_340, 86_400, 90_000, 100_020, 200_040)] == [0, 8, 16, 8, 0]
+    # GPU-hours down: 8 GPUs x the 60-s samples in [86,400, 100,000) and [90,000, 200,000); vcWoR 8 x [300,000, 350,000)
+    assert summary.down_gpu_h["vcEwI"] == pytest.approx(8 * (227 + 1834) / 60)
+    assert summary.down_gpu_h["vcWoR"] == pytest.approx(8 * 834 / 60) and summary.down_gpu_h["vcHvQ"] == 0
+    assert summary.down_gpu_h["all"] == pytest.approx(8 * (227 + 1834 + 834) / 60)
+    assert (out / "plots" / "capacity.png").stat().st_size > 10_000
 
 
 @pytest.mark.parametrize("policy", ["max_min_fairness_perf", "gavel_fifo"])
