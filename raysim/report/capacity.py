@@ -19,10 +19,7 @@ def has_capacity(series) -> bool:
 def down_plot(series_path, out: Path, interval: int, *, top: int = 8, points: int = 2000) -> Path:
     """GPUs out of service over time, stacked for the `top` VCs with the most down GPU-hours and the
     others (PNG); `interval`: the series' sampling interval in seconds."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from raysim.report.plots import plt, save_figure  # (pyplot with the Agg backend)
 
     hours = column_hours(series_path, CAPACITY_COLUMNS, interval)
     names = [vc for vc in sorted(hours, key=lambda vc: -hours[vc][0]) if hours[vc][0] > 0][:top]
@@ -51,8 +48,4 @@ def down_plot(series_path, out: Path, interval: int, *, top: int = 8, points: in
     ax.set_ylabel("GPUs out of service")
     ax.set_title("GPUs on nodes that are down, stacked per VC")
     ax.grid(alpha=0.3)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)

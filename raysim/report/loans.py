@@ -26,10 +26,7 @@ def loan_gpu_hours(series, interval: int) -> dict[str, tuple[float, float]]:
 def loans_plot(series_path, out: Path, interval: int, *, top: int = 8, points: int = 2000) -> Path:
     """Cumulative borrowed (solid) and lent (dashed) GPU-hours over time of the `top` VCs that
     borrowed or lent most (PNG); `interval` as for loan_gpu_hours."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from raysim.report.plots import plt, save_figure  # (pyplot with the Agg backend)
 
     hours = loan_gpu_hours(series_path, interval)
     names = sorted(hours, key=lambda vc: -(hours[vc][0] + hours[vc][1]))[:top]
@@ -54,8 +51,4 @@ def loans_plot(series_path, out: Path, interval: int, *, top: int = 8, points: i
     if names:
         ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)

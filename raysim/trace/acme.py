@@ -28,10 +28,10 @@ import pandas as pd
 import pyarrow as pa
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
-from raysim.trace.csvfile import RAGGED, read_csv_text
+from raysim.trace.csvfile import read_csv_text
 from raysim.trace.errors import SkipReport
 from raysim.trace.layout import trace_layout, with_layout
-from raysim.trace.mapping import RowChecks, Source, validate_mapped
+from raysim.trace.mapping import Source, csv_row_checks, validate_mapped
 from raysim.trace.readers import Bounds
 
 #: The columns both clusters' files have.
@@ -52,13 +52,8 @@ def read_acme(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEF
     vc = cluster_name(path)
     df, ragged = read_csv_text(path)
     source = Source(name, columns={"workload_type": "type", "job_name": "job_id"})
-    for col in COLUMNS:
-        if col not in df.columns:
-            raise source.error(f"missing column; an AcmeTrace job table has {', '.join(COLUMNS)}", column=col)
-    report = SkipReport(file=name)
-    rows = np.arange(1, len(df) + 1)
-    checks = RowChecks(source, rows)
-    checks.flag(pd.notna(ragged), RAGGED, None, ragged)
+    report, rows, checks = csv_row_checks(source, df, ragged, COLUMNS,
+                                          f"an AcmeTrace job table has {', '.join(COLUMNS)}")
     state = df["state"].str.strip()
     checks.flag(~state.isin(STATES).to_numpy(), f"unknown state (expected one of {', '.join(STATES)})", "state",
                 df["state"])
