@@ -21,7 +21,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from simutil import batch, pools, random_jobs
 from test_elastic_policy import config, inputs  # noqa: F401  (a fixture)
-from test_quota import TWO_VCS, borrow, hand_trace, spec_of
+from test_quota import TWO_VCS, assert_resumes_identically, borrow, hand_trace, spec_of
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
@@ -264,6 +264,13 @@ def test_venus_under_tiresias_with_a_node_log(tmp_path):
         return ewi[ewi.index <= t].iloc[-1]
 
     assert [at(t) for t in (86_340, 86_400, 90_000, 100_020, 200_040)] == [72, 64, 56, 64, 72]
+    down = series[series.vc == "vcEwI"].set_index("time").down_gpu_num
+    assert [down[down.index <= t].iloc[-1] for t in (86_340, 86_400, 90_000, 100_020, 200_040)] == [0, 8, 16, 8, 0]
+    # GPU-hours down: 8 GPUs x the 60-s samples in [86,400, 100,000) and [90,000, 200,000); vcWoR 8 x [300,000, 350,000)
+    assert summary.down_gpu_h["vcEwI"] == pytest.approx(8 * (227 + 1834) / 60)
+    assert summary.down_gpu_h["vcWoR"] == pytest.approx(8 * 834 / 60) and summary.down_gpu_h["vcHvQ"] == 0
+    assert summary.down_gpu_h["all"] == pytest.approx(8 * (227 + 1834 + 834) / 60)
+    assert (out / "plots" / "capacity.png").stat().st_size > 10_000
 
 
 @pytest.mark.parametrize("policy", ["max_min_fairness_perf", "gavel_fifo"])
@@ -362,9 +369,6 @@ def test_venus_with_quota_loans_and_a_node_log(tmp_path, policy="tiresias"):
 
 def test_a_run_with_a_node_log_and_loans_resumes_from_its_checkpoint_with_identical_results(tmp_path):
     from test_invariants import synthetic_trace
-    from test_ray_runtime import StopAfter
-
-    from raysim.run.simulate import vc_groups
 
     trace, est = synthetic_trace(seed=9)  # VCs a (2 nodes), b (4) and c (1), 600 jobs over 40,000 s
     plan = CapacityPlan(("gpu",), {
@@ -372,15 +376,9 @@ def test_a_run_with_a_node_log_and_loans_resumes_from_its_checkpoint_with_identi
         "b": VCCapacity(((5_000, 3, DOWN, 0), (30_000, 3, UP, 0)), (), 10**6), "c": VCCapacity((), (), 10**6)})
     spec = spec_of(trace, "tiresias", quota=borrow(vcs={"b": {"reclaim": "drain"}}))
     spec = replace(spec, capacity=plan, quota=replace(spec.quota, named_nodes=True))
-    whole, whole_ts = simulate(trace, spec, est, window_s=300)
+    whole, _ = simulate(trace, spec, est, window_s=300)
     assert whole.column("interruptions").to_numpy().sum() > 0 and whole.column("reclaims").to_numpy().sum() > 0
-    ckpt = tmp_path / "ckpt"
-    with pytest.raises(Exception):
-        simulate_to(tmp_path / "a", trace, spec, est, window_s=300, checkpoint_dir=ckpt, checkpoint_every=7,
-                    executor=StopAfter(spec, vc_groups(spec.vcs, 1), windows=40))
-    simulate_to(tmp_path / "b", trace, spec, est, window_s=300, checkpoint_dir=ckpt, resume=True)
-    assert pq.read_table(tmp_path / "b" / "jobs.parquet").equals(whole)
-    assert pq.read_table(tmp_path / "b" / "timeseries.parquet").equals(whole_ts)
+    assert_resumes_identically(trace, spec, est, tmp_path)
 
 
 @pytest.mark.parametrize("policy", ["sia", "pollux", "gavel_elastic"])

@@ -374,12 +374,17 @@ def test_the_global_queue_runs_every_job_on_any_vcs_nodes():
 
 
 def test_a_borrow_run_resumes_from_its_checkpoint_with_identical_results(tmp_path):
+    trace, est = synthetic_trace(seed=9)
+    assert_resumes_identically(trace, spec_of(trace, "tiresias", quota=borrow()), est, tmp_path)
+
+
+def assert_resumes_identically(trace, spec, est, tmp_path):
+    """A run killed after 40 windows of 300 s (checkpoints every 7) and resumed writes the files
+    of an uninterrupted run."""
     from test_ray_runtime import StopAfter
 
     from raysim.run.simulate import simulate_to, vc_groups
 
-    trace, est = synthetic_trace(seed=9)
-    spec = spec_of(trace, "tiresias", quota=borrow())
     whole, whole_ts = simulate(trace, spec, est, window_s=300)
     ckpt = tmp_path / "ckpt"
     with pytest.raises(Exception):

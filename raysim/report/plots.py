@@ -71,7 +71,7 @@ def _per_type(series, columns, path, what):
     ax.set_title(f"{what}: GPU utilisation per GPU type (cluster)", fontsize=9)
     ax.grid(alpha=0.3)
     _legend(ax, title="GPU type")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def jct_cdf(jcts: dict, path: Path, title: str = "") -> Path:
@@ -91,7 +91,7 @@ def jct_cdf(jcts: dict, path: Path, title: str = "") -> Path:
     ax.grid(alpha=0.3)
     if len(jcts) > 1:
         _legend(ax)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _queue_per_vc(runs, path, what):
@@ -118,7 +118,7 @@ def _queue_per_vc(runs, path, what):
     ax.grid(alpha=0.3, axis="x")
     if len(runs) > 1:
         _legend(ax)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _over_time(runs, column, ylabel, title, path):
@@ -135,7 +135,7 @@ def _over_time(runs, column, ylabel, title, path):
     ax.grid(alpha=0.3)
     if len(runs) > 1:
         _legend(ax)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _legend(ax, **kwargs):
@@ -143,7 +143,9 @@ def _legend(ax, **kwargs):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False, **kwargs)
 
 
-def _save(fig, path):
+def save_figure(fig, path):
+    """Write `fig` to `path` (its folder made if need be) and close it."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)

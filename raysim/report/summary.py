@@ -8,7 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from raysim.report.loans import has_loans, loan_gpu_hours
-from raysim.report.timeseries import change_runs, grid_count, series_layout
+from raysim.report.timeseries import change_runs, column_hours, column_names, grid_count, series_layout
+from raysim.sim.recorder import CAPACITY_COLUMNS
 
 QUANTILES = {"p50": 50, "p95": 95, "p99": 99, "p99.9": 99.9}
 
@@ -23,7 +24,9 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
     With quotas between VCs, also per VC: `reclaims` (of its jobs), `ran_elsewhere` (its jobs whose
     latest run was on another VC's nodes; needs the jobs' `ran_on_vc` and `reclaims`) and, from a
     run with quota=borrow, `borrowed_gpu_h` and `lent_gpu_h` (raysim.report.loans). With capacity
-    events (jobs with `interruptions`): `interruptions` (times a node going down stopped its jobs).
+    events (jobs with `interruptions`): `interruptions` (times a node going down stopped its jobs)
+    and, from the time series' `down_gpu_num`, `down_gpu_h` (GPU-hours of the VC's nodes out of
+    service).
     """
     loans = "reclaims" in jobs.column_names and "ran_on_vc" in jobs.column_names
     interrupted = "interruptions" in jobs.column_names
@@ -53,7 +56,7 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
         if len(done):
             spans[vc] = (start, done["end_time"].max())
         rows.append(row)
-    names = series.column_names if isinstance(series, pa.Table) else pq.ParquetFile(series).schema_arrow.names
+    names = column_names(series)
     for column in [c for c in names if c.startswith("gpu_utilization")]:
         util = mean_utilisation(series, spans, column)
         for row in rows:
@@ -64,6 +67,11 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
             pairs = list(hours.values()) if row["vc"] == "all" else [hours.get(row["vc"], (0.0, 0.0))]
             row["borrowed_gpu_h"] = sum(b for b, _ in pairs)
             row["lent_gpu_h"] = sum(lent for _, lent in pairs)
+    if CAPACITY_COLUMNS[0] in names:
+        down = column_hours(series, CAPACITY_COLUMNS, interval)
+        for row in rows:
+            row["down_gpu_h"] = float(sum(v[0] for v in down.values()) if row["vc"] == "all"
+                                      else down.get(row["vc"], [0.0])[0])
     return pd.DataFrame(rows)
 
 

@@ -126,6 +126,38 @@ def change_runs(source, columns):
         yield name, t, np.full_like(t, layout.last + layout.interval), vals
 
 
+def column_hours(series, columns, interval: int) -> dict[str, np.ndarray]:
+    """VC -> per column of `columns`, its integral over the run in (column unit) x hours: each grid
+    sample stands for one sampling `interval` (seconds; a change-points file knows its own),
+    whichever layout the file (path or table) has. The cluster's "all" rows are left out."""
+    layout = series_layout(series)
+    interval = layout.interval or interval
+    columns = list(columns)
+    totals: dict[str, np.ndarray] = {}
+    if layout.changes:
+        for name, time, until, values in change_runs(series, columns):
+            weight = ((until - time) // layout.interval).astype(np.float64)
+            totals[name] = totals.get(name, np.zeros(len(columns))) + [
+                np.dot(values[c].astype(np.float64), weight) for c in columns]
+    else:
+        batches = series.select(["vc", *columns]).to_batches() if isinstance(series, pa.Table) else \
+            pq.ParquetFile(series).iter_batches(batch_size=1 << 18, columns=["vc", *columns])
+        for batch in batches:
+            vc = batch.column(0)
+            vc = vc if pa.types.is_dictionary(vc.type) else vc.dictionary_encode()
+            codes = vc.indices.to_numpy(zero_copy_only=False)
+            cols = [batch.column(c).to_numpy().astype(np.float64) for c in columns]
+            for code, name in enumerate(vc.dictionary.to_pylist()):
+                pick = codes == code
+                totals[name] = totals.get(name, np.zeros(len(columns))) + [col[pick].sum() for col in cols]
+    return {vc: v * (interval / 3600.0) for vc, v in totals.items() if vc != "all"}
+
+
+def column_names(series) -> list[str]:
+    """The columns of a timeseries.parquet (path) or of a table read from one."""
+    return series.column_names if isinstance(series, pa.Table) else pq.ParquetFile(series).schema_arrow.names
+
+
 def grid_count(time: np.ndarray, until: np.ndarray, start: int, end: int, interval: int) -> np.ndarray:
     """For rows at grid times `time` holding until `until`: how many of their grid times lie in [start, end]."""
     lo, hi = np.maximum(time, start), np.minimum(until - 1, end)

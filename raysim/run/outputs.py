@@ -11,7 +11,9 @@ from raysim.report.summary import to_markdown
 
 def write_plots(jobs, run_dir: Path, summary, label: str, interval: int = 60, title: str = "") -> None:
     """JCT CDF, queueing per VC, utilisation (per GPU type too) and pending jobs over time; with
-    quota=borrow also the borrowed and lent GPU-hours per VC (time series sampled every `interval` s)."""
+    quota=borrow also the borrowed and lent GPU-hours per VC, with capacity events the GPUs out of
+    service over time (time series sampled every `interval` s)."""
+    from raysim.report.capacity import down_plot, has_capacity
     from raysim.report.loans import has_loans, loans_plot
     from raysim.report.plots import run_plots
 
@@ -20,6 +22,8 @@ def write_plots(jobs, run_dir: Path, summary, label: str, interval: int = 60, ti
               title=title)
     if has_loans(series):
         loans_plot(series, run_dir / "plots" / "loans.png", interval)
+    if has_capacity(series):
+        down_plot(series, run_dir / "plots" / "capacity.png", interval)
 
 
 def write_outputs(run_dir: Path, summary, trace, spec, title: str) -> None:

@@ -31,7 +31,7 @@ from raysim.quota.ledger import QuotaLedger, QuotaLoans
 from raysim.sim.capacity import DOWN, UP, CapacityPlan
 from raysim.sim.jobs import UNSET, JobTable
 from raysim.sim.params import SimParams
-from raysim.sim.recorder import LOAN_COLUMNS, RESOURCE_COLUMNS, Recorder, per_type_columns
+from raysim.sim.recorder import CAPACITY_COLUMNS, LOAN_COLUMNS, RESOURCE_COLUMNS, Recorder, per_type_columns
 from raysim.sim.demand import Demand
 from raysim.sim.vc import VCState
 from raysim.sim.view import PolicyView
@@ -72,7 +72,8 @@ class VCSimulator(PolicyView):
         self.fragmentation = fragmentation if self.vc.res is not None else None
         self.recorder = Recorder(params.sample_interval * params.ticks_per_s, t0, per_type_columns(self._catalog.gpu_types)
                                  + (LOAN_COLUMNS if quota_loans else ())
-                                 + (RESOURCE_COLUMNS if self.vc.res is not None else ()))
+                                 + (RESOURCE_COLUMNS if self.vc.res is not None else ())
+                                 + (CAPACITY_COLUMNS if capacity is not None else ()))
         #: optional NetworkModel: multi-node jobs slow down when their NICs are oversubscribed
         self.network = network
         # with quota lending a job may also run on the GPU types of other VCs
@@ -118,8 +119,11 @@ class VCSimulator(PolicyView):
                 self.follow(node, own.stream(node), t0)
         #: (node, up?) of the capacity events applied at the latest capacity tick, in apply order
         self.capacity_changes: list[tuple[int, bool]] = []
-        for node in own.absent if own is not None else ():
+        #: own nodes that have not joined yet, and their GPUs (not counted as down)
+        self._unjoined = set(own.absent) if own is not None else set()
+        for node in self._unjoined:
             self.vc.take_down(node)  # it joins later
+        self._unjoined_gpus = self.vc.down_gpus
         self._snapshot(t0)
 
     def _index_types(self) -> None:
@@ -378,6 +382,9 @@ class VCSimulator(PolicyView):
             if kind == UP:
                 changes.append((node, True))
                 vc.bring_up(node)
+                if node in self._unjoined:
+                    self._unjoined.remove(node)
+                    self._unjoined_gpus -= vc.size[node]
                 continue
 
             def tally(j, cause=cause):
@@ -452,4 +459,6 @@ class VCSimulator(PolicyView):
             row += (self.loans.ledger.held_gpus, self.loans.ledger.lent_gpus)
         if vc.res is not None:
             row += (vc.used_milli, self.fragmentation.amount(vc.res) if self.fragmentation is not None else 0)
+        if self.capacity_plan is not None:
+            row += (vc.down_gpus - self._unjoined_gpus,)
         self.recorder.snapshot(t, row)

@@ -91,6 +91,8 @@ class VCState:
         #: nodes out of service (raysim.sim.capacity): idle and out of the scan order; an own node
         #: lent out may be down too (it follows its events where it is)
         self.down: set[int] = set()
+        #: GPUs of own nodes in `down` (held ones are their lender's)
+        self.down_gpus = 0
         #: held nodes being drained for return, in the order they started draining
         self.draining: dict[int, None] = {}
         #: spare slots of held nodes given back, per shape (VCState._shape): heaps of nodes
@@ -407,6 +409,8 @@ class VCState:
         if node in self.down:
             raise AssertionError(f"node {node} is already down")
         self.down.add(node)
+        if node not in self.held:
+            self.down_gpus += self.size[node]
         if node not in self.lent:
             self.order.remove(node)
             self._capacity(node, -self.size[node])
@@ -416,6 +420,8 @@ class VCState:
         """Node `node`, out of service, returns idle: an own node to its place in the scan order, a
         held one to the order's end; an own node lent out only changes state."""
         self.down.remove(node)
+        if node not in self.held:
+            self.down_gpus -= self.size[node]
         if node not in self.lent:
             self._insert(node)
             self._capacity(node, self.size[node])

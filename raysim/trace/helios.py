@@ -26,7 +26,7 @@ from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.trace.csvfile import RAGGED, read_csv_text
 from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.layout import nodes_from_gpus, with_layout
-from raysim.trace.mapping import RowChecks, Source, validate_mapped
+from raysim.trace.mapping import Source, csv_row_checks, validate_mapped
 from raysim.trace.readers import Bounds
 from raysim.trace.schema import REQUIRED
 
@@ -47,13 +47,7 @@ def read_helios(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = D
                                     gpus_per_node=gpus_per_node)
     df, ragged = read_csv_text(path)
     source = Source(name)
-    for col in REQUIRED:
-        if col not in df.columns:
-            raise source.error(f"missing column; the file has {list(df.columns)}", column=col)
-    report = SkipReport(file=name)
-    rows = np.arange(1, len(df) + 1)
-    checks = RowChecks(source, rows)
-    checks.flag(pd.notna(ragged), RAGGED, None, ragged)
+    report, rows, checks = csv_row_checks(source, df, ragged, REQUIRED, f"the file has {list(df.columns)}")
     whole = checks.finish(report, on_error)
     gpu = pd.to_numeric(df["gpu_num"].str.strip(), errors="coerce").to_numpy()
     duration = pd.to_numeric(df["duration"].str.strip(), errors="coerce").to_numpy()

@@ -33,6 +33,7 @@ from raysim.trace.layout import recorded_pools
 from raysim.trace.pai import TASK_FILE, read_pai
 from raysim.trace.philly import read_philly
 from raysim.trace.readers import Bounds, read_csv_trace, read_parquet_trace
+from raysim.trace.acme import read_acme
 from raysim.trace.sia import is_sia_workload, read_sia
 from raysim.trace.schema import META_KEY, metadata
 
@@ -41,15 +42,16 @@ FOLDER_FILES = ("cluster_full_log.csv", "cluster_log.csv", "jobs.parquet", "clus
                 "pai_job_table.csv", f"{POD_PREFIX}{DEFAULT_WORKLOAD}.csv")
 READERS = {"lucid": read_csv_trace, "helios": read_helios, "philly": read_philly, "pai": read_pai,
            "alibaba2023": read_alibaba2023, "csv": read_csv_trace, "parquet": read_parquet_trace,
-           "sia": read_sia}
+           "sia": read_sia, "acme": read_acme}
 #: trace.format=auto: format by file name, then by name prefix (for .csv files), then by the header
 #: of a .csv file (Sia's workload columns: sia), else parquet by suffix, else csv.
-AUTO_FORMATS = {"cluster_log.csv": "helios", "cluster_job_log": "philly", "pai_job_table.csv": "pai"}
+AUTO_FORMATS = {"cluster_log.csv": "helios", "cluster_job_log": "philly", "pai_job_table.csv": "pai",
+                "trace_seren.csv": "acme", "trace_kalos.csv": "acme"}
 AUTO_PREFIXES = {POD_PREFIX: "alibaba2023"}
 #: Formats whose reader derives the VC layout itself when there is no vc_config.csv (it records the
 #: layout in the table's metadata as "vc_nodes", and typed node pools as "pools"), and the files
 #: beside the trace each reader reads.
-OWN_LAYOUT = ("helios", "philly", "pai", "alibaba2023", "sia")
+OWN_LAYOUT = ("helios", "philly", "pai", "alibaba2023", "sia", "acme")
 SIDE_FILES = {"helios": (GPU_NUMBER_FILE,), "pai": (TASK_FILE,)}
 CACHE_VERSION = "4"
 #: The typed node pools `raysim trace convert` writes beside a converted trace (cluster.layout).

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from raysim.trace.csvfile import RAGGED
 from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.readers import validate_frame
 
@@ -94,6 +95,20 @@ def validate_mapped(frame: pd.DataFrame, source: Source, report: SkipReport, **o
     for reason, examples in checked.examples.items():
         report.examples.setdefault(reason, []).extend(source.relocate(e) for e in examples)
     return table, report
+
+
+def csv_row_checks(source: Source, df: pd.DataFrame, ragged, required, what: str
+                   ) -> tuple[SkipReport, np.ndarray, "RowChecks"]:
+    """The start of a CSV reader's checks: every column of `required` present (else an error naming
+    the first missing one and saying `what` the file has), then (report, source rows, RowChecks)
+    with the rows of the wrong length (`ragged`, from read_csv_text) flagged."""
+    for col in required:
+        if col not in df.columns:
+            raise source.error(f"missing column; {what}", column=col)
+    rows = np.arange(1, len(df) + 1)
+    checks = RowChecks(source, rows)
+    checks.flag(pd.notna(ragged), RAGGED, None, ragged)
+    return SkipReport(file=source.file), rows, checks
 
 
 class RowChecks:

@@ -28,7 +28,7 @@ from raysim.trace.schema import (GPU_TYPE_COLUMNS, OPENB_COLUMNS, OPTIONAL, REQU
 INT_COLUMNS = ("job_id", "gpu_num", "cpu_num", "duration")
 #: Optional text columns: workload names, the GPU type and constraint of heterogeneous traces, and
 #: the job names of elastic workloads (Sia's).
-TEXT_COLUMNS = ("model", "dataset", "job_type", "gpu_type", "gpu_constraint", "job_name")
+TEXT_COLUMNS = ("model", "dataset", "job_type", "gpu_type", "gpu_constraint", "job_name", "workload_type")
 OPTIONAL_NUMERIC = ("batchsize", "amp", "speed", "gpu_util", "gmem_util", "gmem")
 YEAR_S = 365.25 * 86400
 EPOCH = pd.Timestamp(0, tz="UTC").as_unit("s")  # seconds: datetimes of any year subtract it

@@ -75,6 +75,11 @@ HARVEST_COLUMNS = {
     "task": pa.string(),  # the task's name in its task set
 }
 
+#: Optional column of LLM-development traces (AcmeTrace, raysim/trace/acme.py), kept when present.
+LLM_COLUMNS = {
+    "workload_type": DICT_STR,  # the job's stage: Pretrain, SFT, Evaluation, Debug, MLLM, Other
+}
+
 JOB_SCHEMA = pa.schema([pa.field(n, t) for n, t in {**REQUIRED, **OPTIONAL}.items()])
 
 META_KEY = b"raysim"
@@ -101,9 +106,10 @@ def metadata(table: pa.Table) -> dict:
 
 def conform(table: pa.Table) -> pa.Table:
     """Cast a table with the required columns to JOB_SCHEMA, adding absent optional columns as
-    nulls; the GPU_TYPE_COLUMNS, OPENB_COLUMNS, ELASTIC_COLUMNS and HARVEST_COLUMNS the table has follow."""
+    nulls; the GPU_TYPE_COLUMNS, OPENB_COLUMNS, ELASTIC_COLUMNS, HARVEST_COLUMNS and LLM_COLUMNS the
+    table has follow."""
     cols = []
-    kept = {**GPU_TYPE_COLUMNS, **OPENB_COLUMNS, **ELASTIC_COLUMNS, **HARVEST_COLUMNS}
+    kept = {**GPU_TYPE_COLUMNS, **OPENB_COLUMNS, **ELASTIC_COLUMNS, **HARVEST_COLUMNS, **LLM_COLUMNS}
     fields = list(JOB_SCHEMA) + [pa.field(n, t) for n, t in kept.items() if n in table.column_names]
     for field in fields:
         if field.name in table.column_names:
