@@ -64,6 +64,10 @@ GROUPS = {
         "interruptions": "times a node going down stopped it",
         "interruptions_<cause>": "those for that cause (one column per cause of the run)",
     }),
+    "checkpoint": ("checkpoint-restart (checkpoint.interval_s)", {
+        "lost_gpu_s": "work lost to stops since the last completed checkpoint x its GPUs (GPU x job seconds)",
+        "overhead_gpu_s": "restores after stops and checkpoint writes x its GPUs (GPU x job seconds)",
+    }),
     "harvest": ("idle-node harvesting (policy=bftrainer, +experiment=harvest_summit): tasks are elastic", {
         "task": "the task's name",
         "samples": "samples it processed",

@@ -25,6 +25,7 @@ from raysim.run.values import boolean, choice, integer, number, value
 from raysim.trace.schema import REQUEST_COLUMNS
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
+from raysim.sim.checkpoint import Checkpointing
 from raysim.trace.load import READERS, Trace, load_trace
 
 log = logging.getLogger("raysim")
@@ -113,6 +114,35 @@ def check_cluster_config(cfg: DictConfig) -> None:
             integer(cfg, key, minimum=0)  # profiler.nodes=0: no profiling stage
         boolean(cfg, "policy.packing")  # false: the ablation "packing off"
     check_capacity_config(cfg, quota, name)
+    checkpoint_settings(cfg)
+
+
+def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
+    """The checkpoint-restart settings (`checkpoint.*`), None without `checkpoint.interval_s`; a bad
+    value, or a policy or mode they cannot apply to, is one line naming the key."""
+    if value(cfg, "checkpoint.interval_s") is None:
+        for key in ("checkpoint.write_s", "checkpoint.restart_s"):
+            if value(cfg, key) is not None:
+                raise ConfigError(key, "needs checkpoint.interval_s (the work between checkpoints)", value(cfg, key))
+        return None
+    interval = integer(cfg, "checkpoint.interval_s", minimum=1, hint="(seconds of work) or null")
+    write, restart = (0 if value(cfg, k) is None else integer(cfg, k, minimum=0, hint="(seconds) or null")
+                      for k in ("checkpoint.write_s", "checkpoint.restart_s"))
+    name = value(cfg, "policy.name")
+    if getattr(policy_class(name), "elastic", False):
+        raise ConfigError("checkpoint.interval_s", f"{name} is elastic: its jobs pay their applications' own "
+                          "checkpoint-restore (elastic.apps.*.restart_s); run checkpoints with other policies",
+                          interval)
+    if policy_class(name).times_jobs:
+        raise ConfigError("checkpoint.interval_s", f"{name} times its jobs itself (rounds, harvesting): the "
+                          "checkpoint model applies to event-driven policies", interval)
+    if name == "lucid" and int(value(cfg, "profiler.nodes", 0)) > 0:
+        raise ConfigError("checkpoint.interval_s", "Lucid's profiler runs jobs outside their VCs, where no "
+                          "checkpoint is modelled: run policy=lucid with profiler.nodes=0", interval)
+    if value(cfg, "sim.compat") != "clean":
+        raise ConfigError("checkpoint.interval_s", "checkpoints are modelled under sim.compat=clean only "
+                          "(Lucid's compatibility counts down a second late)", interval)
+    return Checkpointing(interval, write, restart)
 
 
 def check_capacity_config(cfg: DictConfig, quota: str, policy: str) -> None:
@@ -318,7 +348,7 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes,
-                   capacity=capacity_plan(cfg, trace, layout, homes))
+                   capacity=capacity_plan(cfg, trace, layout, homes), checkpoint=checkpoint_settings(cfg))
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}
     refuse_placeholder_durations(cfg, trace)
     spec, more = policy_class(spec.policy).prepare(cfg, trace, spec)

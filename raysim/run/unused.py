@@ -28,7 +28,7 @@ from raysim.errors import ConfigError
 SHARED = ("mode", "data", "hydra")
 #: The config keys and groups each mode reads; the others must keep their root defaults.
 CLUSTER_KEYS = ("seed", "trace", "sim", "network", "estimator", "ray", "profiler", "forecast", "profiles",
-                "rounds", "elastic", "harvest", "cluster", "policy", "placer", "runtime", "quota")
+                "rounds", "elastic", "harvest", "cluster", "policy", "placer", "runtime", "quota", "checkpoint")
 MODES = {"cluster": CLUSTER_KEYS, "fgd": ("fgd", "seed")}
 #: Why a mode refuses what it does not use (per key where it helps; "*": any other key).
 WHY = {
