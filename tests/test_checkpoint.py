@@ -6,6 +6,8 @@ checkpoint settings nothing changes."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from simutil import batch, pools
 
@@ -152,3 +154,12 @@ def test_bad_checkpoint_settings_are_one_line_naming_the_key(overrides, key):
         check_cluster_config(compose(*overrides))
     message = user_error_message(err.value)
     assert key in message and "\n" not in message
+
+
+def test_dalys_time_tends_to_the_span_when_failures_are_rare_and_grows_with_them():
+    from raysim.sim.checkpoint import daly_time
+
+    assert daly_time(100, CP, 1e12) == pytest.approx(CP.span(0, 100, False))
+    assert daly_time(100, CP, 1000) > daly_time(100, CP, 10_000) > 115
+    # one segment, no restore: M (e^(L/M) - 1)
+    assert daly_time(30, Checkpointing(30), 60) == pytest.approx(60 * (math.e ** 0.5 - 1))

@@ -20,6 +20,7 @@ from raysim.policy import POLICIES, checked_constants, policy_class
 from raysim.quota import merged_layout
 from raysim.quota.settings import MODES as QUOTA_MODES
 from raysim.quota.settings import quota_settings
+from raysim.run.failures import check_failures_config, failures_name
 from raysim.run.requests import counts_resources, request_inputs
 from raysim.run.values import boolean, choice, integer, number, value
 from raysim.trace.schema import REQUEST_COLUMNS
@@ -115,6 +116,9 @@ def check_cluster_config(cfg: DictConfig) -> None:
         boolean(cfg, "policy.packing")  # false: the ablation "packing off"
     check_capacity_config(cfg, quota, name)
     checkpoint_settings(cfg)
+    check_failures_config(cfg)
+    if failures_name(cfg) != "none":
+        refuse_moving_nodes(cfg, "failures", quota, name, failures_name(cfg))
 
 
 def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
@@ -152,15 +156,20 @@ def check_capacity_config(cfg: DictConfig, quota: str, policy: str) -> None:
         return
     if not isinstance(path, str) or not path.strip():
         raise ConfigError("cluster.capacity", "must be null or a node log file (CSV or Parquet)", path)
+    refuse_moving_nodes(cfg, "cluster.capacity", quota, policy, path)
+
+
+def refuse_moving_nodes(cfg: DictConfig, key: str, quota: str, policy: str, shown) -> None:
+    """Capacity events (`key`: cluster.capacity or failures) where nodes move in ways they cannot
+    follow yet, refused in one line."""
     if policy == "bftrainer":
-        raise ConfigError("cluster.capacity", "policy=bftrainer's nodes come and go as its node log says "
-                          "(harvest.node_log)", path)
+        raise ConfigError(key, "policy=bftrainer's nodes come and go as its node log says (harvest.node_log)", shown)
     if quota == "borrow":
-        raise ConfigError("cluster.capacity", "nodes lent between VCs (quota=borrow) cannot go down yet: run "
-                          "capacity events with quota=none or quota=global", path)
+        raise ConfigError(key, "nodes lent between VCs (quota=borrow) cannot go down yet: run capacity events "
+                          "with quota=none or quota=global", shown)
     if policy == "lucid" and int(value(cfg, "profiler.nodes", 0)) > 0:
-        raise ConfigError("cluster.capacity", "Lucid's profiler moves nodes between VCs itself, which capacity "
-                          "events cannot follow yet: run policy=lucid with profiler.nodes=0", path)
+        raise ConfigError(key, "Lucid's profiler moves nodes between VCs itself, which capacity events cannot "
+                          "follow yet: run policy=lucid with profiler.nodes=0", shown)
 
 
 def refuse_placeholder_durations(cfg: DictConfig, trace) -> None:
@@ -329,6 +338,9 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     """The run's spec and the extra per-job input columns (GPU-type ids, and whatever the policy's
     `prepare` adds, e.g. Lucid's workload ids and share scores)."""
     check_cluster_config(cfg)
+    if failures_name(cfg) != "none":
+        raise ConfigError("failures", "failure models are checked but not yet applied by the engine (issue 34)",
+                          failures_name(cfg))
     params = SimParams.for_mode(cfg.sim.compat, sample_interval=int(cfg.sim.sample_interval), seed=int(cfg.seed))
     network = dict(cfg.network) if cfg.sim.network in ("on", True) else None
     layout = cluster_layout(cfg, trace)

@@ -74,3 +74,19 @@ def completed(cp: Checkpointing, jobs, j: int) -> None:
     """Book job j's completion: its last run's restore and writes are overhead (x its GPUs)."""
     kept, work = jobs.ck_kept[j], jobs.duration[j]
     jobs.overhead_gpu_s[j] += (cp.span(kept, work, jobs.ck_restart[j]) - (work - kept)) * jobs.gpu[j]
+
+
+def daly_time(work, cp: Checkpointing, mtbf) -> float:
+    """Daly's expected time (FGCS 2006) of a job of `work` under exponential failures of mean `mtbf`,
+    checkpointing as `cp` says: each segment of length L (interval_s + write_s; the last, the rest
+    of the work, without a write) takes mtbf e^(R/mtbf) (e^(L/mtbf) - 1) on average, R the restore,
+    failures during writes and restores included. The check of this module's model against failures."""
+    if work <= 0:
+        return 0.0
+    writes = cp.writes(0, work)
+    last = work - writes * cp.interval_s
+
+    def segment(length):
+        return mtbf * math.exp(cp.restart_s / mtbf) * math.expm1(length / mtbf)
+
+    return writes * segment(cp.interval_s + cp.write_s) + segment(last)

@@ -1,0 +1,106 @@
+"""Node failures as capacity producers (`failures=exponential | weibull | llama3 | trace`, docs/failures.md).
+
+A failure model gives each node a stream of capacity events (raysim.sim.capacity's NodeStream): the
+node lives for a time drawn from its time-to-failure distribution (exponential or Weibull, of mean
+`mtbf_s` for that node: a per-GPU rate scales with its GPUs), then fails for a *category* drawn by
+the categories' shares. A ``down`` category (faulty GPU, HBM, host, network) takes the node out of
+service until it is repaired (`repair_s`, fixed or exponential; 0: back at once); a ``restart``
+category (software, NCCL timeout) only restarts the jobs on it, the node stays up. A fresh lifetime
+starts when the node is up again (at once after a restart): nothing fails while a node is down.
+
+Streams are lazy (the next failure is drawn when the engine asks for it: cost grows with failures,
+not with simulated time), deterministic and picklable, and seeded per node by (run seed, VC name,
+node index), so a node's failures never depend on actor packing, windows or runtime. Failure times
+are drawn in real seconds and applied at the whole second they fall in.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Capacity event kinds of a node's stream (raysim.sim.capacity): RESTART restarts the node's jobs.
+DOWN, UP, RESTART = 0, 1, 2
+#: What a failure category does to its node.
+KINDS = ("down", "restart")
+#: Time-to-failure distributions.
+DISTRIBUTIONS = ("exponential", "weibull")
+#: Repair time distributions (`repair_s` is the mean of an exponential one).
+REPAIRS = ("fixed", "exponential")
+
+
+@dataclass(frozen=True)
+class Category:
+    """A failure category: its name (a cause counted per job), its share of failures, whether the node
+    goes ``down`` until repaired or only its jobs ``restart``, and its own mean repair time (None:
+    the model's)."""
+
+    name: str
+    share: float
+    kind: str = "down"
+    repair_s: float | None = None
+
+
+@dataclass(frozen=True)
+class FailureModel:
+    """Per-node failures: time to failure (`distribution`, of mean `node_mtbf_s` per node, or
+    `gpu_mtbf_s` per GPU: a node of g GPUs then fails g times as often; Weibull `shape`), repairs
+    (`repair_s`, `repair`: fixed or exponential) and `categories`."""
+
+    categories: tuple
+    node_mtbf_s: float | None = None
+    gpu_mtbf_s: float | None = None
+    distribution: str = "exponential"
+    shape: float = 1.0
+    repair_s: float = 0.0
+    repair: str = "fixed"
+
+    def mtbf_s(self, gpus: int) -> float:
+        """Mean time to failure of a node of `gpus` GPUs."""
+        return self.node_mtbf_s if self.node_mtbf_s is not None else self.gpu_mtbf_s / gpus
+
+    def stream(self, seed: int, vc: str, node: int, gpus: int, *, causes: tuple, rank: int) -> NodeFailures:
+        """Node `node` (of `gpus` GPUs) of VC `vc`'s failures, its events naming causes by their index
+        in `causes` and ordered among same-second events of other nodes by `rank`."""
+        return NodeFailures(self, np.random.default_rng([seed, stable_hash(vc), node]), self.mtbf_s(gpus),
+                            tuple(causes.index(c.name) for c in self.categories), rank)
+
+
+def stable_hash(text: str) -> int:
+    """A hash of `text` that is the same in every process (Python's hash() is salted)."""
+    return zlib.crc32(text.encode())
+
+
+class NodeFailures:
+    """One node's failure events (a NodeStream): `next()` gives (time s, rank, kind, cause index), one
+    event at a time, drawing the next failure only when the last one has been handed out."""
+
+    def __init__(self, model: FailureModel, rng: np.random.Generator, mtbf_s: float, causes: tuple, rank: int):
+        self.model, self.rng, self.rank, self.causes = model, rng, rank, causes
+        self.scale = mtbf_s if model.distribution == "exponential" else mtbf_s / math.gamma(1 + 1 / model.shape)
+        self.shares = np.cumsum([c.share for c in model.categories]) / sum(c.share for c in model.categories)
+        self.up_at = 0.0  # when the node's current lifetime began (real seconds)
+        self.repair_due = None  # (time, cause) of the UP that follows the DOWN handed out last
+
+    def next(self) -> tuple[int, int, int, int] | None:
+        if self.repair_due is not None:
+            t, cause = self.repair_due
+            self.repair_due = None
+            return int(t), self.rank, UP, cause
+        model, rng = self.model, self.rng
+        life = rng.exponential(self.scale) if model.distribution == "exponential" else self.scale * rng.weibull(
+            model.shape)
+        t = self.up_at + life
+        k = min(int(np.searchsorted(self.shares, rng.random(), side="right")), len(self.shares) - 1)
+        category, cause = model.categories[k], self.causes[k]
+        if category.kind == "restart":
+            self.up_at = t
+            return int(t), self.rank, RESTART, cause
+        mean = model.repair_s if category.repair_s is None else category.repair_s
+        repair = rng.exponential(mean) if model.repair == "exponential" and mean > 0 else mean
+        self.up_at = t + repair
+        self.repair_due = (self.up_at, cause)
+        return int(t), self.rank, DOWN, cause
