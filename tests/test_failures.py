@@ -186,3 +186,34 @@ def test_a_bad_failure_trace_is_one_line_naming_the_file_row_and_column(tmp_path
     with pytest.raises(TraceError) as err:
         read_failure_trace(path, layout(), KINDS, ("failure", "software"))
     assert str(path) in str(err.value) and where in str(err.value) and "\n" not in str(err.value)
+
+
+# ------------------------------------------------------------------------------ merged with a node log
+def merged(failures, log, absent=False):
+    from raysim.sim.failure_trace import ListStream
+    from raysim.sim.failures import Merged
+
+    stream = Merged(ListStream(failures), ListStream(log), absent)
+    return [e for e in iter(stream.next, None)]
+
+
+def test_a_failure_while_the_log_has_the_node_down_does_not_happen():
+    log = [(100, 0, DOWN, 0), (500, 0, UP, 0)]
+    fails = [(200, 5, DOWN, 1), (300, 5, UP, 1), (400, 5, RESTART, 2), (600, 5, RESTART, 2)]
+    assert merged(fails, log) == log[:1] + log[1:] + [(600, 5, RESTART, 2)]
+
+
+def test_the_node_comes_back_when_neither_source_holds_it_down():
+    log = [(200, 0, DOWN, 0), (300, 0, UP, 0)]
+    fails = [(100, 5, DOWN, 1), (400, 5, UP, 1), (500, 5, DOWN, 1), (500, 5, UP, 1)]
+    # down by a failure at 100, the maintenance inside its repair changes nothing, up at the repair's end
+    assert merged(fails, log) == [(100, 5, DOWN, 1), (400, 5, UP, 1), (500, 5, DOWN, 1), (500, 5, UP, 1)]
+    log = [(200, 0, DOWN, 0), (600, 0, UP, 0)]  # maintenance outlasts the repair: up when it ends
+    assert merged(fails[:2], log) == [(100, 5, DOWN, 1), (600, 0, UP, 0)]
+
+
+def test_after_a_node_leaves_no_failure_follows_and_an_absent_node_fails_only_once_it_joined():
+    fails = [(50, 5, RESTART, 2), (150, 5, RESTART, 2), (250, 5, RESTART, 2)]
+    assert merged(fails, [(100, 0, DOWN, 0)]) == [(50, 5, RESTART, 2), (100, 0, DOWN, 0)]
+    assert merged(fails, [(100, 0, UP, 0)], absent=True) == [(100, 0, UP, 0), (150, 5, RESTART, 2),
+                                                             (250, 5, RESTART, 2)]

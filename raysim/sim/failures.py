@@ -104,3 +104,63 @@ class NodeFailures:
         self.up_at = t + repair
         self.repair_due = (self.up_at, cause)
         return int(t), self.rank, DOWN, cause
+
+
+class Merged:
+    """A node's failures (a NodeStream) merged with its node log's events (another, or None), in time
+    order, the log's first among same-second events: the node is down while either says so. A
+    failure that falls while the log has the node down (maintenance) does not happen, nor does the
+    repair that would have followed it; the log's ``up`` brings the node back only once no failure
+    repair is under way, and a failure's repair only once the log has it up."""
+
+    def __init__(self, failures, log, absent: bool):
+        self.failures, self.log = failures, log
+        self.heads = [log.next() if log is not None else None, failures.next()]
+        self.down = [absent, False]  # per source (0: log, 1: failures): whether it has the node down
+
+    def next(self) -> tuple[int, int, int, int] | None:
+        while True:
+            live = [i for i in (0, 1) if self.heads[i] is not None]
+            if not live or self.down[0] and self.heads[0] is None:
+                return None  # (the log has the node down for good: no failure can follow)
+            i = min(live, key=lambda k: (self.heads[k][0], k))
+            event = self.heads[i]
+            self.heads[i] = (self.log if i == 0 else self.failures).next()
+            kind, other = event[2], self.down[1 - i]
+            if i == 1 and self.down[0]:  # a failure while the log has the node down does not happen
+                if kind == UP:
+                    self.down[1] = False  # (its repair is over, unseen)
+                continue
+            if kind == RESTART:
+                return event
+            was_down = self.down[0] or self.down[1]
+            self.down[i] = kind == DOWN
+            if (kind == DOWN) != was_down and not (kind == UP and other):
+                return event
+
+
+@dataclass(frozen=True)
+class FailingVC:
+    """One VC's capacity under a failure model (the engine's per-VC capacity: `stream(node)`,
+    `absent`, `jobs`): each node's failures, merged with the VC's node log (`log`, a
+    raysim.sim.capacity.VCCapacity, or None). `homes`: per node, the (VC, node index) its failures are
+    seeded by (its own VC's, where quota=global merged the VCs into one)."""
+
+    model: FailureModel
+    seed: int
+    homes: tuple
+    gpus: tuple
+    causes: tuple
+    log: object = None
+    jobs: int = 0
+
+    @property
+    def absent(self) -> tuple:
+        return self.log.absent if self.log is not None else ()
+
+    def stream(self, node: int):
+        vc, own = self.homes[node]
+        failures = self.model.stream(self.seed, vc, own, self.gpus[node], causes=self.causes, rank=node)
+        if self.log is None:
+            return failures
+        return Merged(failures, self.log.stream(node), node in self.log.absent)
