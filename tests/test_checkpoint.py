@@ -90,6 +90,18 @@ def test_a_two_node_job_loses_both_nodes_work():
     assert r["lost_gpu_s"] == [1 * 16] and r["overhead_gpu_s"] == [(5 + 10 + 10) * 16]
 
 
+def test_a_job_at_half_speed_writes_and_loses_in_its_own_seconds():
+    sim = vc([(62, 0, False, 0), (70, 0, True, 0)])
+    sim.add_jobs(batch([(0, 100, 8)]))
+    sim.run(until=11)
+    sim.set_rate_factor(0, "share", 0.5, 10)  # (as a GPU-sharing partner would)
+    sim.run()
+    r = {k: v.tolist() for k, v in sim.results().items()}
+    # by 62: 10 + 52 x 0.5 = 36 job seconds: the first write done at 35, 1 s of work lost; at full speed again
+    assert r["end_time"] == [70 + 10 + 70 + 2 * 5]
+    assert r["lost_gpu_s"] == [1 * 8] and r["overhead_gpu_s"] == [(5 + 10 + 10) * 8]
+
+
 def test_policy_preemptions_cost_the_work_since_the_last_checkpoint():
     cp = Checkpointing(interval_s=30, write_s=0, restart_s=10)
     r = run_jobs(vc([], policy="srtf", jobs=2, checkpoint=cp), [(0, 1000, 8), (50, 100, 8)])

@@ -20,7 +20,7 @@ from raysim.policy import POLICIES, checked_constants, policy_class
 from raysim.quota import merged_layout
 from raysim.quota.settings import MODES as QUOTA_MODES
 from raysim.quota.settings import quota_settings
-from raysim.run.failures import check_failures_config, failures_name
+from raysim.run.failures import check_failures_config, failure_plan, failures_name
 from raysim.run.requests import counts_resources, request_inputs
 from raysim.run.values import boolean, choice, integer, number, value
 from raysim.trace.schema import REQUEST_COLUMNS
@@ -319,19 +319,23 @@ def refuse_with_resources(cfg: DictConfig, trace: Trace) -> None:
 
 
 def capacity_plan(cfg: DictConfig, trace: Trace, layout: dict, homes: tuple):
-    """The node log of `cluster.capacity` as the run's capacity plan (None: the nodes never change)."""
+    """The run's capacity plan: the node log of `cluster.capacity` and the failures of `failures`,
+    merged per node (None: the nodes never change)."""
     path = value(cfg, "cluster.capacity")
-    if path is None:
+    if path is None and failures_name(cfg) == "none":
         return None
     from raysim.sim.capacity import plan_from_node_log
 
     vcs = trace.table.column("vc").to_pylist()
     jobs = {next(iter(layout)): len(vcs)} if homes else dict(zip(*np.unique(np.asarray(vcs, dtype=object),
                                                                              return_counts=True)))
-    plan = plan_from_node_log(Path(str(path)).expanduser(), layout, {str(k): int(v) for k, v in jobs.items()}, homes)
-    log.info("cluster.capacity %s: %d node event(s) over %d VC(s), causes %s", path, plan.num_events,
-             len(plan.vcs), ", ".join(plan.causes))
-    return plan
+    jobs = {str(k): int(v) for k, v in jobs.items()}
+    plan = None
+    if path is not None:
+        plan = plan_from_node_log(Path(str(path)).expanduser(), layout, jobs, homes)
+        log.info("cluster.capacity %s: %d node event(s) over %d VC(s), causes %s", path, plan.num_events,
+                 len(plan.vcs), ", ".join(plan.causes))
+    return failure_plan(cfg, layout, homes, jobs, plan)
 
 
 def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:

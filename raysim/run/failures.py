@@ -4,6 +4,7 @@ raysim.sim.failure_trace): every key used or refused, a bad value one line namin
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
@@ -101,3 +102,30 @@ def causes_of(cfg: DictConfig) -> tuple:
     if name == "trace":
         return tuple(failure_kinds(cfg))
     return tuple(OmegaConf.to_container(c)["name"] for c in cfg.failures.categories)
+
+
+def failure_plan(cfg: DictConfig, layout: dict, homes: tuple, jobs: dict, log_plan):
+    """The run's capacity plan with failures (None under failures=none: `log_plan`, the node log's
+    plan or None, stands): per VC, each node's failures merged with its node log events; the causes
+    are the node log's, then the failure categories. `jobs`: trace jobs per VC of `layout`."""
+    name = failures_name(cfg)
+    if name == "none":
+        return log_plan
+    from raysim.sim.capacity import CapacityPlan
+
+    logs = dict(log_plan.vcs) if log_plan is not None else {}
+    causes = tuple(dict.fromkeys((log_plan.causes if log_plan is not None else ()) + causes_of(cfg)))
+    if name == "trace":
+        from raysim.sim.failure_trace import read_failure_trace, traced_vcs
+
+        kinds = failure_kinds(cfg)
+        from raysim.sim.capacity import _own_layout
+
+        own = _own_layout(layout, homes) if homes else layout
+        by_node = read_failure_trace(Path(str(value(cfg, "failures.path"))).expanduser(), own, kinds, causes)
+        return CapacityPlan(causes, traced_vcs(by_node, layout, homes, causes, logs, jobs))
+    from raysim.sim.failures import failing_vcs
+
+    return CapacityPlan(causes, failing_vcs(failure_model(cfg), int(value(cfg, "seed")), layout, homes, causes,
+                                            logs, jobs))
+

@@ -15,12 +15,13 @@ is down (before its repair ends). A bad row is one line naming the file, row and
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from raysim.sim.capacity import LARGEST, _integers, _read_table, node_counts
-from raysim.sim.failures import DOWN, RESTART, UP
+from raysim.sim.failures import DOWN, RESTART, UP, node_homes, with_log
 from raysim.trace.errors import TraceError
 
 #: A failure trace's columns.
@@ -89,3 +90,35 @@ def read_failure_trace(path, layout: dict, kinds: dict, causes: tuple) -> dict[t
         up_at[key] = t + int(repairs[i])
         events += [(t, i, DOWN, cause), (up_at[key], i, UP, cause)]
     return out
+
+
+def traced_vcs(by_node: dict, layout: dict, homes: tuple, causes: tuple, logs: dict, jobs: dict) -> dict:
+    """Per VC of `layout`, its capacity under the failure trace `by_node` ((VC, node) -> events, as
+    read_failure_trace gives, nodes named by their own VC, merged ones where `homes` says so), with
+    its node log's (`logs`: VC -> raysim.sim.capacity.VCCapacity) merged in; `jobs`: trace jobs per VC."""
+    out = {}
+    for vc, pools in layout.items():
+        own = node_homes(vc, pools, homes)
+        out[vc] = TracedVC({n: tuple(by_node[home]) for n, home in enumerate(own) if home in by_node}, causes,
+                           logs.get(vc), int(jobs.get(vc, 0)))
+    return out
+
+
+@dataclass(frozen=True)
+class TracedVC:
+    """One VC's capacity under a failure trace (the engine's per-VC capacity: `stream(node)`,
+    `absent`, `jobs`): each node's replayed failures (`by_node`: node -> events), merged with the
+    VC's node log (`log`, or None)."""
+
+    by_node: dict
+    causes: tuple
+    log: object = None
+    jobs: int = 0
+
+    @property
+    def absent(self) -> tuple:
+        return self.log.absent if self.log is not None else ()
+
+    def stream(self, node: int):
+        mine = self.by_node.get(node)
+        return with_log(ListStream(list(mine)) if mine else None, self.log, node)

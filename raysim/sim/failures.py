@@ -160,7 +160,36 @@ class FailingVC:
 
     def stream(self, node: int):
         vc, own = self.homes[node]
-        failures = self.model.stream(self.seed, vc, own, self.gpus[node], causes=self.causes, rank=node)
-        if self.log is None:
-            return failures
-        return Merged(failures, self.log.stream(node), node in self.log.absent)
+        return with_log(self.model.stream(self.seed, vc, own, self.gpus[node], causes=self.causes, rank=node),
+                        self.log, node)
+
+
+def with_log(failures, log, node: int):
+    """Node `node`'s stream: its `failures` (a stream or None) merged with its events in node log
+    `log` (a raysim.sim.capacity.VCCapacity, or None)."""
+    events = log.stream(node) if log is not None else None
+    if events is None or failures is None:
+        return failures if events is None else events
+    return Merged(failures, events, node in log.absent)
+
+
+def node_homes(vc: str, pools, homes: tuple) -> list[tuple[str, int]]:
+    """Per node of VC `vc` (of `pools`), the (VC, node index) that names it in its own VC: itself, or
+    where quota=global merged the VCs into one (`homes`: per pool, the VC it came from), its place
+    among its own VC's nodes."""
+    out, seen = [], {}
+    for k, pool in enumerate(pools):
+        home = homes[k] if homes else vc
+        start = seen.get(home, 0)
+        out += [(home, start + i) for i in range(pool.nodes)]
+        seen[home] = start + pool.nodes
+    return out
+
+
+def failing_vcs(model: FailureModel, seed: int, layout: dict, homes: tuple, causes: tuple, logs: dict,
+                jobs: dict) -> dict:
+    """Per VC of `layout` (VC -> pools), its capacity under `model` with its node log (`logs`: VC ->
+    VCCapacity) merged in; `jobs`: trace jobs per VC."""
+    return {vc: FailingVC(model, seed, tuple(node_homes(vc, pools, homes)),
+                          tuple(p.gpus_per_node for p in pools for _ in range(p.nodes)), causes, logs.get(vc),
+                          int(jobs.get(vc, 0))) for vc, pools in layout.items()}
