@@ -21,6 +21,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from simutil import batch, pools, random_jobs
 from test_elastic_policy import config, inputs  # noqa: F401  (a fixture)
+from test_quota import TWO_VCS, borrow, hand_trace, spec_of
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
@@ -34,7 +35,8 @@ from raysim.run import run
 from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
 from raysim.run.simulate import simulate, simulate_to
 from raysim.sim import SimParams, VCSimulator
-from raysim.sim.capacity import DEFAULT_CAUSE, VCCapacity, plan_from_node_log, read_node_log
+from raysim.sim.capacity import (DEFAULT_CAUSE, DOWN, RESTART, UP, CapacityPlan, VCCapacity, plan_from_node_log,
+                                 read_node_log)
 from raysim.trace.errors import TraceError
 
 MAINT, FAIL = 0, 1  # cause indices of the hand-built cases
@@ -49,7 +51,7 @@ def vc(events, *, nodes=2, policy="fifo", absent=(), jobs=1, **constants):
         constants.update(pairs={}, switch=PackingSwitch())
     return VCSimulator("vc", pools(nodes), make_policy(policy, params=params, **constants),
                        make_placer("consolidate", params=params), params,
-                       capacity=VCCapacity(tuple(events), tuple(absent), jobs), causes=2)
+                       capacity=CapacityPlan(("maint", "fail"), {"vc": VCCapacity(tuple(events), tuple(absent), jobs)}))
 
 
 def run_jobs(sim, jobs):
@@ -88,6 +90,13 @@ def test_under_a_preemptive_policy_an_interrupted_job_continues_with_the_overhea
     # back at Tiresias' next decision (every 60 s): its 70 s of work left plus the overhead
     assert r["end_time"] == [60 + 70 + 7] and r["queue"] == [30]
     assert r["intr_0"] == [1] and r["preemptions"] == [0]
+
+
+def test_a_restart_event_stops_the_jobs_on_a_node_that_stays_up():
+    sim = vc([(30, 0, RESTART, FAIL)], nodes=1)
+    r = run_jobs(sim, [(0, 100, 8)])
+    assert (r["start_time"], r["end_time"], r["intr_1"]) == ([0], [130], [1])  # again at 30, from the beginning
+    assert totals(sim, 0, 30, 60) == [8, 8, 8]
 
 
 def test_a_job_on_other_nodes_is_untouched_and_a_multi_node_job_stops_whole():
@@ -287,16 +296,69 @@ def test_the_vcs_of_a_run_and_their_node_numbers_come_from_the_layout(tmp_path):
         spec_from_config(cfg, load_from_config(cfg))
 
 
-@pytest.mark.parametrize("overrides,why", [
-    (["quota=borrow"], "quota=borrow"),
-    (["policy=lucid", "estimator.source=oracle"], "profiler.nodes=0"),
-])
-def test_what_capacity_events_do_not_mix_with_yet_is_refused_in_one_line(tmp_path, overrides, why):
+def test_what_capacity_events_do_not_mix_with_yet_is_refused_in_one_line(tmp_path):
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        cfg = compose(config_name="config", overrides=["+experiment=venus", *overrides,
+        cfg = compose(config_name="config", overrides=["+experiment=venus", "policy=lucid", "estimator.source=oracle",
                                                        f"cluster.capacity={tmp_path / 'log.csv'}"])
-    with pytest.raises(ConfigError, match=why):
+    with pytest.raises(ConfigError, match="profiler.nodes=0"):
         check_cluster_config(cfg)
+
+
+# ------------------------------------------------------------------------- nodes on loan (quota=borrow)
+def loan_run(events, **settings):
+    """tests/test_quota.py's two VCs (A: 2 idle nodes until its 16-GPU job at t=1000; B: 1 node and
+    two queued 8-GPU jobs, which borrow A's nodes at t=300) with A's capacity events (cause "fail")."""
+    trace = hand_trace(TWO_VCS, {"A": 2, "B": 1})
+    spec = spec_of(trace, quota=borrow(**settings))
+    plan = CapacityPlan(("fail",), {"A": VCCapacity(tuple(events), (), 1), "B": VCCapacity((), (), 3)})
+    spec = replace(spec, capacity=plan, quota=replace(spec.quota, named_nodes=True))
+    jobs, series = simulate(trace, spec, None)
+    for window_s, per_actor in ((100, 1), (300, 2), (900, 1)):  # the same in any window and packing
+        again = simulate(trace, spec, None, window_s=window_s, vcs_per_actor=per_actor)
+        assert again[0].equals(jobs) and again[1].equals(series), (window_s, per_actor)
+    cols = ("start_time", "end_time", "interruptions", "reclaims", "ran_on_vc")
+    return [tuple(jobs.column(c)[i].as_py() for c in cols) for i in range(jobs.num_rows)]
+
+
+def test_a_lent_node_that_goes_down_stops_the_borrowers_job_once():
+    # A lends its nodes 1 and 0 (last first) at t=300; node 1 fails at 500 under B's first queued
+    # job, which FIFO restarts from scratch when the node is back at 700 (A counts nothing: the
+    # node's jobs are B's); A reclaims both nodes at 1200 as without the failure
+    b0, b1, b2, a = loan_run([(500, 1, DOWN, 0), (700, 1, UP, 0)])
+    assert b0 == (0, 5000, 0, 0, "B") and a == (1200, 1800, 0, 0, "A")
+    assert b1 == (300, 5100, 1, 1, "A") and b2 == (300, 5100, 0, 1, "A")
+
+
+def test_a_lent_node_given_back_while_down_returns_down_and_its_lender_waits_for_it():
+    # node 1 fails at 1100 under B's job; at 1200 A reclaims both nodes, the down one too, and its
+    # 16-GPU job starts when node 1 is up again at 1500 (not at 1200)
+    b0, b1, b2, a = loan_run([(1100, 1, DOWN, 0), (1500, 1, UP, 0)])
+    assert a == (1500, 2100, 0, 0, "A")
+    assert (b1[2], b1[3]) == (1, 0) and (b2[2], b2[3]) == (0, 1)  # one count per stop: failure or reclaim
+
+
+def test_a_lent_node_that_goes_down_is_drained_back_at_once():
+    b0, b1, b2, a = loan_run([(1100, 1, DOWN, 0), (1300, 1, UP, 0)], reclaim="drain")
+    # B's other job keeps A's node 0 until it ends at 3300 (drain); the down node went back at 1200
+    assert b2[:4] == (300, 3300, 0, 0) and b1[2] == 1
+    assert a[0] == 3600  # (the drained node returns at 3300 and is taken back at the next epoch)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "tiresias"])
+def test_venus_with_quota_loans_and_a_node_log(tmp_path, policy):
+    log = venus_log(tmp_path)
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["+experiment=venus", f"policy={policy}", "quota=borrow",
+                                                       "runtime=local", f"cluster.capacity={log}"])
+    trace = load_from_config(cfg)
+    spec, extra = spec_from_config(cfg, trace)
+    assert spec.quota.named_nodes
+    jobs, series = simulate(trace, spec, None, job_extra=extra)
+    df = jobs.to_pandas()
+    assert df.finished.all() and (df.start_time >= df.submit_time).all() and df.interruptions.sum() > 0
+    assert df.reclaims.sum() > 0 and (df.ran_on_vc != df.vc).any()
+    again = simulate(trace, spec, None, job_extra=extra, window_s=3_600, vcs_per_actor=4)
+    assert again[0].equals(jobs) and again[1].equals(series)
 
 
 @pytest.mark.parametrize("policy", ["sia", "pollux", "gavel_elastic"])

@@ -14,7 +14,7 @@ from simutil import batch, pools
 from raysim.placement import make_placer
 from raysim.policy import make_policy
 from raysim.sim import SimParams, VCSimulator
-from raysim.sim.capacity import VCCapacity
+from raysim.sim.capacity import DOWN, UP, CapacityPlan, VCCapacity
 from raysim.sim.checkpoint import Checkpointing
 
 CP = Checkpointing(interval_s=30, write_s=5, restart_s=10)
@@ -46,11 +46,12 @@ def test_fractional_elapsed_times_of_jobs_at_a_rate():
 
 # ---------------------------------------------------------------------------------------- the engine
 def vc(events, *, nodes=1, policy="fifo", jobs=1, checkpoint=CP):
-    """A VC of `nodes` 8-GPU nodes whose capacity events are (time, node, up, cause)."""
+    """A VC of `nodes` 8-GPU nodes whose capacity events are (time, node, DOWN or UP, cause)."""
     params = SimParams.for_mode("clean")
     return VCSimulator("vc", pools(nodes), make_policy(policy, params=params),
                        make_placer("consolidate", params=params), params,
-                       capacity=VCCapacity(tuple(events), (), jobs), causes=1, checkpoint=checkpoint)
+                       capacity=CapacityPlan(("failure",), {"vc": VCCapacity(tuple(events), (), jobs)}),
+                       checkpoint=checkpoint)
 
 
 def run_jobs(sim, jobs):
@@ -65,33 +66,33 @@ def test_an_uninterrupted_job_writes_its_checkpoints_and_none_at_the_end():
 
 
 def test_a_failure_during_a_checkpoint_write_loses_the_segment():
-    r = run_jobs(vc([(33, 0, False, 0), (40, 0, True, 0)]), [(0, 100, 8)])
+    r = run_jobs(vc([(33, 0, DOWN, 0), (40, 0, UP, 0)]), [(0, 100, 8)])
     # at 33 it was writing its first checkpoint: nothing kept; from 40 a restore and the whole run again
     assert r["end_time"] == [40 + 10 + 115]
     assert r["lost_gpu_s"] == [30 * 8] and r["overhead_gpu_s"] == [(3 + 10 + 15) * 8]
 
 
 def test_a_failure_after_a_write_keeps_the_checkpoint():
-    r = run_jobs(vc([(36, 0, False, 0), (40, 0, True, 0)]), [(0, 100, 8)])
+    r = run_jobs(vc([(36, 0, DOWN, 0), (40, 0, UP, 0)]), [(0, 100, 8)])
     assert r["end_time"] == [40 + 10 + 70 + 2 * 5]
     assert r["lost_gpu_s"] == [1 * 8] and r["overhead_gpu_s"] == [(5 + 10 + 10) * 8]
 
 
 def test_a_failure_during_a_restart_restarts_the_restart():
-    events = [(33, 0, False, 0), (40, 0, True, 0), (45, 0, False, 0), (50, 0, True, 0)]
+    events = [(33, 0, DOWN, 0), (40, 0, UP, 0), (45, 0, DOWN, 0), (50, 0, UP, 0)]
     r = run_jobs(vc(events), [(0, 100, 8)])
     assert r["end_time"] == [50 + 10 + 115] and r["interruptions"] == [2]
     assert r["lost_gpu_s"] == [30 * 8] and r["overhead_gpu_s"] == [(3 + 5 + 10 + 15) * 8]
 
 
 def test_a_two_node_job_loses_both_nodes_work():
-    r = run_jobs(vc([(36, 1, False, 0), (40, 1, True, 0)], nodes=2), [(0, 100, 16)])
+    r = run_jobs(vc([(36, 1, DOWN, 0), (40, 1, UP, 0)], nodes=2), [(0, 100, 16)])
     assert r["num_nodes"] == [2] and r["end_time"] == [40 + 10 + 70 + 2 * 5]
     assert r["lost_gpu_s"] == [1 * 16] and r["overhead_gpu_s"] == [(5 + 10 + 10) * 16]
 
 
 def test_a_job_at_half_speed_writes_and_loses_in_its_own_seconds():
-    sim = vc([(62, 0, False, 0), (70, 0, True, 0)])
+    sim = vc([(62, 0, DOWN, 0), (70, 0, UP, 0)])
     sim.add_jobs(batch([(0, 100, 8)]))
     sim.run(until=11)
     sim.set_rate_factor(0, "share", 0.5, 10)  # (as a GPU-sharing partner would)
@@ -112,7 +113,7 @@ def test_policy_preemptions_cost_the_work_since_the_last_checkpoint():
 
 
 def test_without_checkpoints_results_have_no_checkpoint_columns():
-    r = run_jobs(vc([(36, 0, False, 0), (40, 0, True, 0)], checkpoint=None), [(0, 100, 8)])
+    r = run_jobs(vc([(36, 0, DOWN, 0), (40, 0, UP, 0)], checkpoint=None), [(0, 100, 8)])
     assert r["end_time"] == [140] and "lost_gpu_s" not in r
 
 

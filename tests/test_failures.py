@@ -9,7 +9,8 @@ import pickle
 import numpy as np
 import pytest
 
-from raysim.sim.failures import DOWN, RESTART, UP, Category, FailureModel
+from raysim.sim.capacity import DOWN, RESTART, UP
+from raysim.sim.failures import Category, FailureModel
 
 HW, SW = Category("gpu", 0.7, "down"), Category("software", 0.3, "restart")
 CAUSES = ("maintenance", "gpu", "software")
@@ -130,7 +131,6 @@ def test_the_presets_pass_the_checks(preset):
     (["failures=exponential", "failures.categories=[]"], "failures.categories"),
     (["failures=trace"], "failures.path"),
     (["failures=trace", "failures.path=f.csv", "+failures.kinds.a=sideways"], "failures.kinds.a"),
-    (["failures=exponential", "quota=borrow"], "failures"),
     (["failures=exponential", "policy=lucid"], "failures"),
 ])
 def test_bad_failure_settings_are_one_line_naming_the_key(overrides, key):
@@ -190,10 +190,10 @@ def test_a_bad_failure_trace_is_one_line_naming_the_file_row_and_column(tmp_path
 
 # ------------------------------------------------------------------------------ merged with a node log
 def merged(failures, log, absent=False):
-    from raysim.sim.failure_trace import ListStream
+    from raysim.sim.capacity import LogStream
     from raysim.sim.failures import Merged
 
-    stream = Merged(ListStream(failures), ListStream(log), absent)
+    stream = Merged(LogStream(tuple(failures)), LogStream(tuple(log)), absent)
     return [e for e in iter(stream.next, None)]
 
 
@@ -217,3 +217,88 @@ def test_after_a_node_leaves_no_failure_follows_and_an_absent_node_fails_only_on
     assert merged(fails, [(100, 0, DOWN, 0)]) == [(50, 5, RESTART, 2), (100, 0, DOWN, 0)]
     assert merged(fails, [(100, 0, UP, 0)], absent=True) == [(100, 0, UP, 0), (150, 5, RESTART, 2),
                                                              (250, 5, RESTART, 2)]
+
+
+# ------------------------------------------------------------------------------------------ the engine
+def failing_vc(categories, *, nodes=2, mtbf_s=1000.0, repair_s=0.0, jobs=1, seed=0):
+    from simutil import pools
+
+    from raysim.placement import make_placer
+    from raysim.policy import make_policy
+    from raysim.sim import SimParams, VCSimulator
+    from raysim.sim.capacity import CapacityPlan
+    from raysim.sim.failures import failing_vcs
+
+    params = SimParams.for_mode("clean")
+    model = FailureModel(tuple(categories), node_mtbf_s=mtbf_s, repair_s=repair_s)
+    causes = tuple(c.name for c in categories)
+    plan = CapacityPlan(causes, failing_vcs(model, seed, {"vc": pools(nodes)}, (), causes, {}, {"vc": jobs}))
+    return VCSimulator("vc", pools(nodes), make_policy("fifo", params=params), make_placer("consolidate", params=params),
+                       params, capacity=plan)
+
+
+def test_a_software_failure_restarts_the_job_and_leaves_the_node_up():
+    from simutil import batch
+
+    sim = failing_vc([SW], nodes=1, mtbf_s=300)
+    sim.add_jobs(batch([(0, 1000, 8)]))
+    sim.run(until=2000)
+    r = sim.results()
+    assert r["intr_0"][0] == r["interruptions"][0] > 0  # (its one cause: software)
+    assert sim.nodes_down == 0 and sim.vc.total_gpus == 8  # the node never went down
+
+
+def test_a_repaired_node_takes_new_work():
+    from simutil import batch, pools
+
+    from raysim.placement import make_placer
+    from raysim.policy import make_policy
+    from raysim.sim import SimParams, VCSimulator
+    from raysim.sim.capacity import CapacityPlan
+    from raysim.sim.failure_trace import TracedVC
+
+    params = SimParams.for_mode("clean")
+    failures = {0: ((5, 0, DOWN, 0), (300, 0, UP, 0))}  # node 0 fails at 5, repaired at 300
+    sim = VCSimulator("vc", pools(1), make_policy("fifo", params=params), make_placer("consolidate", params=params),
+                      params, capacity=CapacityPlan(("gpu",), {"vc": TracedVC(failures, ("gpu",), None, 2)}))
+    sim.add_jobs(batch([(0, 100, 8), (10, 50, 8)]))
+    sim.run()
+    r = {k: v.tolist() for k, v in sim.results().items()}
+    assert r["interruptions"] == [1, 0] and r["end_time"] == [300 + 100, 400 + 50]  # both on the repaired node
+
+
+def test_a_vc_with_failures_pickled_midway_continues_identically():
+    from simutil import batch, random_jobs
+
+    jobs = random_jobs(np.random.default_rng(3), 200, 20_000)
+
+    def fresh():
+        sim = failing_vc([HW, SW], nodes=4, mtbf_s=3000, repair_s=200, jobs=len(jobs))
+        sim.add_jobs(batch(jobs))
+        return sim
+
+    whole = fresh()
+    whole.run()
+    half = fresh()
+    half.run(until=10_000)
+    half = pickle.loads(pickle.dumps(half))
+    half.run()
+    assert {k: v.tolist() for k, v in half.results().items()} == {k: v.tolist() for k, v in whole.results().items()}
+    assert sum(whole.results()["interruptions"]) > 0
+
+
+def test_venus_with_failures_and_checkpoints_is_the_same_in_any_window(tmp_path):
+    from raysim.run.config import load_from_config, spec_from_config
+    from raysim.run.simulate import simulate
+
+    cfg = compose("policy=srtf", "failures=llama3", "failures.gpu_mtbf_h=2000", "failures.repair_h=1",
+                  "checkpoint.interval_s=1800", "checkpoint.write_s=30", "checkpoint.restart_s=60")
+    trace = load_from_config(cfg)
+    spec, extra = spec_from_config(cfg, trace)
+    jobs, _ = simulate(trace, spec, None, job_extra=extra)
+    df = jobs.to_pandas()
+    assert jobs.column("finished").to_numpy().all() and df.interruptions.sum() > 0
+    assert df.interruptions_faulty_gpu.sum() > 0 and df.interruptions_software_bug.sum() > 0
+    assert df.lost_gpu_s.sum() > 0 and (df.start_time >= df.submit_time).all()
+    small, _ = simulate(trace, spec, None, job_extra=extra, window_s=3600)
+    assert small.equals(jobs)

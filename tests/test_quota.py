@@ -141,8 +141,9 @@ def report(vc, *, pools=((8, 2, 2, {}),), held=(), returned=(), pending=(0, 0), 
     loans.update({(row["lender"], vc, row["pool"]): row["nodes"] + row["draining"] for row in held_rows})
     jobs, gpus = pending
     return {"vc": vc, "time": 0, "pools": pool_rows, "lent": lent_rows, "loans": loans, "held": held_rows,
-            "returned": [{"lender": lender, "pool": p, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": n}
-                         for lender, p, n in returned],
+            "returned": [{"lender": lender, "pool": p, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": n,
+                          "origins": None} for lender, p, n in returned],
+            "idle_ids": None, "held_nodes": None,
             "pending_jobs": jobs, "pending_gpus": gpus,
             "pending_by_types": by_types if by_types is not None else ([{"gpu_types": None, "jobs": jobs, "gpus": gpus}]
                                                                        if jobs else []),

@@ -80,7 +80,7 @@ def test_the_report_shows_idle_nodes_and_demand():
                  "pools": [{"pool": 0, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": 2, "idle": 2}], "lent": [],
                  "loans": {}, "held": [], "returned": [], "pending_jobs": 0, "pending_gpus": 0, "pending_by_types": [],
                  "free_gpus": 16, "held_gpus": 0, "lent_gpus": 0, "draining_gpus": 0, "held_idle": 0, "idle_own": 2,
-                 "loan_state": 0, "borrowed_gpu_s": 0, "lent_gpu_s": 0}
+                 "loan_state": 0, "borrowed_gpu_s": 0, "lent_gpu_s": 0, "idle_ids": None, "held_nodes": None}
     assert b["pools"] == [{"pool": 0, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": 1, "idle": 0}]
     assert (b["pending_jobs"], b["pending_gpus"]) == (2, 16)
     assert b["pending_by_types"] == [{"gpu_types": None, "jobs": 2, "gpus": 16}]
@@ -161,7 +161,8 @@ def test_a_draining_reclaim_returns_the_node_when_its_job_ends():
     assert job(b, 2) == (300, 800, 290, 0, 0, "A")
     assert b.vc.num_nodes == 2 and not b.vc.draining
     report = b.loans.quota_report(900)
-    assert report["returned"] == [{"lender": "A", "pool": 0, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": 1}]
+    assert report["returned"] == [{"lender": "A", "pool": 0, "gpu_type": "gpu", "gpus_per_node": 8, "nodes": 1,
+                                  "origins": None}]
     assert report["borrowed_gpu_s"] == 16 * (800 - 300) + 8 * (900 - 800)
     assert a.loans.quota_report(900)["lent_gpu_s"] == 16 * (900 - 300)  # lent until taken back
     assert b.loans.quota_report(900)["returned"] == []  # a report lists a return once

@@ -47,6 +47,12 @@ own node from its lend until its take-back (a drained node is thus counted as le
 from its return until the next epoch's take-back). Between epochs, per lender, borrower and pool:
 nodes lent = nodes held + nodes returned and not yet taken back (`check_conservation`).
 
+With named loans (the run's nodes change: raysim.sim.capacity) the operations carry the lender's
+nodes they move (raysim.quota.lending names them): a held node remembers which of its lender's
+nodes it is (`QuotaLedger.origins`) and follows that node's capacity events while held (down, its
+jobs are interrupted here and counted once; given back down, it returns down), and `take_back`
+takes back the very nodes given back (drained ones are reported with their `origins`).
+
 Quota lending and the Lucid profiler's node loans (`VCSimulator.add_node_events`) do not mix.
 
 On a VC that counts CPU, memory and GPU shares (`VCState.res`), a node is idle when no job at all
@@ -81,7 +87,7 @@ class QuotaReport(dict):
     are computed when first read. The lending policy reads most of them only for the few VCs a loan
     concerns; `complete()` fills them all in."""
 
-    LAZY = ("pools", "lent", "held", "loans", "pending_by_types", "held_idle", "idle_own")
+    LAZY = ("pools", "lent", "held", "loans", "pending_by_types", "held_idle", "idle_own", "idle_ids", "held_nodes")
     __slots__ = ("_loans",)
 
     def __init__(self, loans, fields: dict):
@@ -124,6 +130,10 @@ class QuotaLedger:
     loan_state: int = 0
     borrowed_gpu_s: int = 0
     lent_gpu_s: int = 0
+    #: with named loans: held node -> the lender's own node it is
+    origins: dict = field(default_factory=dict)
+    #: with named loans: (lender index, shape) -> the lender's nodes among `returned`, in return order
+    returned_origins: dict = field(default_factory=dict)
 
     @property
     def pool_starts(self) -> list[int]:
@@ -151,6 +161,8 @@ class QuotaLoans:
     def __init__(self, sim, ledger: QuotaLedger):
         self.sim = sim
         self.ledger = ledger
+        #: loans name their nodes (the run's nodes change: a node on loan follows its own events)
+        self.named = sim.capacity_plan is not None
 
     # ------------------------------------------------------------------ the coordinator's calls
     def quota_report(self, t: int) -> dict:
@@ -169,8 +181,10 @@ class QuotaLoans:
         ledger.account(t)
         returned = []
         if ledger.returned:
-            returned = [{**self._loan_key(key), "nodes": k} for key, k in self._by_lender(ledger.returned)]
-            ledger.returned = {}
+            origins = ledger.returned_origins
+            returned = [{**self._loan_key(key), "nodes": k, "origins": origins[key] if self.named else None}
+                        for key, k in self._by_lender(ledger.returned)]
+            ledger.returned, ledger.returned_origins = {}, {}
             ledger.loan_state += 1
         draining = sum(vc.size[n] for n in vc.draining) if vc.draining else 0
         return QuotaReport(self, {
@@ -193,11 +207,12 @@ class QuotaLoans:
     def _idle_by_scan(self) -> list[int]:
         """Per own pool, its idle nodes present (not lent out), counted node by node."""
         ledger, vc = self.ledger, self.sim.vc
-        away = [0] * len(vc.pools)  # per pool, nodes out on loan (idle in their slots)
-        if vc.lent:
+        away = [0] * len(vc.pools)  # per pool, nodes out on loan or down (idle in their slots)
+        if vc.lent or vc.down:
             starts = ledger.pool_starts
-            for node in vc.lent:
-                away[bisect.bisect_right(starts, node) - 1] += 1
+            for node in set(vc.lent) | vc.down:
+                if node < ledger.pool_nodes[-1].stop:  # (own nodes only)
+                    away[bisect.bisect_right(starts, node) - 1] += 1
         if vc.res is not None:  # (a node running CPU-only jobs has all its GPUs free but is not idle)
             return [sum(map(vc.idle, nodes)) - away[p] for p, nodes in enumerate(ledger.pool_nodes)]
         free, size = vc.free, vc.size
@@ -213,8 +228,30 @@ class QuotaLoans:
     def _report_idle_own(self) -> int:
         """Idle own nodes (present: not lent out); from the VC's count of nodes without a job."""
         vc = self.sim.vc
-        idle_held = sum(1 for n in vc.held if vc.idle(n)) if vc.held else 0
+        idle_held = sum(1 for n in vc.held if vc.idle(n) and n not in vc.down) if vc.held else 0
         return vc.num_nodes - vc.nodes_one_job - vc.nodes_multi_job - idle_held
+
+    def _report_idle_ids(self) -> list[list[int]] | None:
+        """With named loans: per own pool, its idle nodes present (not lent out, not down), in index
+        order (the lending policy names the nodes it lends from these); else None."""
+        if not self.named:
+            return None
+        vc = self.sim.vc
+        lent, down = vc.lent, vc.down
+        return [[n for n in nodes if vc.idle(n) and n not in lent and n not in down]
+                for nodes in self.ledger.pool_nodes]
+
+    def _report_held_nodes(self) -> list[dict] | None:
+        """With named loans: the held nodes not being drained, borrowed last first: lender, pool, the
+        lender's node it is, idle or not, and GPUs in use (the lending policy names the nodes a
+        reclaim gives back from these, as `reclaim` would choose them); else None."""
+        if not self.named:
+            return None
+        vc, ledger = self.sim.vc, self.ledger
+        partners = ledger.partners
+        return [{"lender": partners[vc.held[n][0]], "pool": vc.held[n][1].pool, "node": ledger.origins[n],
+                 "idle": vc.idle(n), "used": vc.size[n] - vc.free[n]}
+                for n in reversed(vc.held) if n not in vc.draining]
 
     def _report_lent(self) -> list[dict]:
         """Own nodes out on loan per pool (with its shape) and borrower (pools in order, then
@@ -245,12 +282,14 @@ class QuotaLoans:
         return [{"lender": partners[code], "pool": shape.pool, "gpu_type": shape.gpu_type,
                  "gpus_per_node": shape.gpus_per_node, **row} for (code, shape), row in self._by_lender(held)]
 
-    def lend(self, t: int, pool: int, count: int, to_vc: str) -> None:
-        """Lend `count` idle own nodes of pool `pool` (the last ones in scan order) to `to_vc`."""
+    def lend(self, t: int, pool: int, count: int, to_vc: str, nodes: tuple | None = None) -> None:
+        """Lend `count` idle own nodes of pool `pool` to `to_vc`: the last ones in scan order, or with
+        named loans the ones the lending policy names (`nodes`)."""
         ledger, vc = self._epoch(t), self.sim.vc
-        lent = vc.lent
-        idle = list(itertools.islice((n for n in reversed(ledger.pool_nodes[pool])
-                                      if vc.idle(n) and n not in lent), count))
+        lent, down = vc.lent, vc.down
+        candidates = reversed(ledger.pool_nodes[pool]) if nodes is None else nodes
+        idle = list(itertools.islice((n for n in candidates if vc.idle(n) and n not in lent and n not in down
+                                      and n in ledger.pool_nodes[pool]), count))
         if count > len(idle):
             raise ValueError(f"{self.sim.name}: cannot lend {count} nodes of pool {pool} at t={t}: "
                              f"{len(idle)} are idle")
@@ -263,8 +302,9 @@ class QuotaLoans:
         _count(ledger.loans, (self.sim.name, to_vc, pool), -count)
         self._decide_at(t)
 
-    def borrow(self, t: int, shape: PoolShape, count: int, from_vc: str) -> None:
-        """Take `count` nodes of `from_vc`'s pool `shape` on loan; they join at the end of the node order."""
+    def borrow(self, t: int, shape: PoolShape, count: int, from_vc: str, nodes: tuple | None = None) -> None:
+        """Take `count` nodes of `from_vc`'s pool `shape` on loan; they join at the end of the node
+        order. With named loans they are `from_vc`'s nodes `nodes`, and follow its capacity events."""
         ledger, vc = self._epoch(t), self.sim.vc
         ledger.account(t)
         ledger.loan_state += 1
@@ -274,19 +314,26 @@ class QuotaLoans:
         if vc.res is not None:  # the node brings its CPU and memory (the lender's pool's)
             pool = self.sim.layout[from_vc][key[1].pool]
             cpu, mem = pool.cpu_milli, pool.memory_mib
-        for _ in range(count):
+        streams = self.sim.capacity_plan.of(from_vc) if self.named else None
+        for i in range(count):
             node = vc.add_held(key[1].gpu_type, key[1].gpus_per_node, key, cpu, mem)
             ledger.held_gpus += vc.size[node]
+            if self.named:
+                ledger.origins[node] = nodes[i]
+                self.sim.follow(node, streams.stream(nodes[i]) if streams is not None else None, t)
         _count(ledger.held_nodes, key, count)
         _count(ledger.loans, (from_vc, self.sim.name, key[1].pool), count)
         if len(vc.types) != types:
             self.sim._index_types()
-        self.sim.policy.on_capacity(self, t)
+        self.sim.policy.on_capacity(self.sim, t)
         self._decide_at(t)
 
-    def reclaim(self, t: int, from_vc: str, shape: PoolShape, count: int, mode: str) -> int:
+    def reclaim(self, t: int, from_vc: str, shape: PoolShape, count: int, mode: str, nodes: tuple | None = None,
+                at_once: int = 0) -> int:
         """Give back `count` nodes held from `from_vc`'s pool `shape` (see the module docstring for
-        which ones and what happens to their jobs). Returns the number given back at once."""
+        which ones and what happens to their jobs). With named loans they are `from_vc`'s nodes
+        `nodes`, of which the first `at_once` were idle at the epoch and go back at once, and the
+        others (with mode "drain") are drained. Returns the number given back at once."""
         ledger, vc = self._epoch(t), self.sim.vc
         if mode not in MODES:
             raise ValueError(f"reclaim mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -297,7 +344,12 @@ class QuotaLoans:
         if count > len(open_nodes):
             raise ValueError(f"{self.sim.name}: cannot reclaim {count} nodes of {from_vc}'s pool {key[1].pool} "
                              f"at t={t}: {len(open_nodes)} are held and not being drained")
-        chosen = sorted(open_nodes, key=lambda n: (not vc.idle(n), vc.size[n] - vc.free[n]))[:count]
+        if nodes is None:
+            chosen = sorted(open_nodes, key=lambda n: (not vc.idle(n), vc.size[n] - vc.free[n]))[:count]
+        else:
+            which = {ledger.origins[n]: n for n in open_nodes}
+            chosen = [which[origin] for origin in nodes]
+            busy = set(chosen[at_once:])
         ledger.account(t)
         ledger.loan_state += 1
         on = self.sim._jobs_on(chosen)
@@ -313,21 +365,31 @@ class QuotaLoans:
             self.sim._interrupt([j for j in on if j in self.sim.running], t, tally)
         back = 0
         for node in chosen:
-            if vc.idle(node):
+            if node not in vc.held:
+                continue  # (a drained node that went back as its jobs stopped: the next report lists it)
+            if vc.idle(node) and (nodes is None or mode == "preempt" or node not in busy):
                 self._give_back(node)
                 back += 1
             else:
                 vc.drain(node)
+        if nodes is not None and vc.draining:
+            self.return_drained(t)  # (a named node idle by now, whose return the policy expects later)
         self._decide_at(t)
         return back
 
-    def take_back(self, t: int, pool: int, count: int, from_vc: str) -> None:
+    def take_back(self, t: int, pool: int, count: int, from_vc: str, nodes: tuple | None = None) -> None:
         """`count` own nodes of pool `pool` that `from_vc` gave back (the lowest-indexed of those lent
-        to it) return, idle, to their place in the scan order."""
+        to it; with named loans, `nodes`) return, idle, to their place in the scan order (a node that
+        is down, once it comes up)."""
         ledger, vc = self._epoch(t), self.sim.vc
         borrower = ledger.code(from_vc)
-        nodes = ledger.pool_nodes[pool]
-        away = sorted(n for n, to in vc.lent.items() if to == borrower and n in nodes)
+        mine = ledger.pool_nodes[pool]
+        away = sorted(n for n, to in vc.lent.items() if to == borrower and n in mine)
+        if nodes is not None:
+            if not set(nodes) <= set(away):
+                raise ValueError(f"{self.sim.name}: cannot take back nodes {sorted(set(nodes) - set(away))} of pool "
+                                 f"{pool} from {from_vc} at t={t}: they are not lent to it")
+            away = list(nodes)
         if count > len(away):
             raise ValueError(f"{self.sim.name}: cannot take back {count} nodes of pool {pool} from {from_vc} "
                              f"at t={t}: {len(away)} are lent to it")
@@ -337,7 +399,7 @@ class QuotaLoans:
             vc.take_back_own(node)
             ledger.lent_gpus -= vc.size[node]
         _count(ledger.loans, (self.sim.name, from_vc, pool), count)
-        self.sim.policy.on_capacity(self, t)
+        self.sim.policy.on_capacity(self.sim, t)
         self._decide_at(t)
 
     def check_loans(self) -> None:
@@ -347,7 +409,7 @@ class QuotaLoans:
         vc.check()
         present = set(vc.order)
         for p, nodes in enumerate(ledger.pool_nodes):
-            assert all(n in present or n in vc.lent for n in nodes), f"an own node of pool {p} is lost"
+            assert all(n in present or n in vc.lent or n in vc.down for n in nodes), f"an own node of pool {p} is lost"
         assert ledger.held_gpus == sum(vc.size[n] for n in vc.held), "held GPU count is off"
         assert ledger.lent_gpus == sum(vc.size[n] for n in vc.lent), "lent GPU count is off"
         loans, held = {}, {}
@@ -366,8 +428,8 @@ class QuotaLoans:
         what they are); a reclaim must give back at once what the lending policy expects."""
         for kind, *args in ops:
             if kind == "reclaim":
-                lender, shape, count, mode, expected = args
-                back = self.reclaim(t, lender, shape, count, mode)
+                lender, shape, count, mode, expected, *nodes = args
+                back = self.reclaim(t, lender, shape, count, mode, *nodes, at_once=expected)
                 if back != expected:
                     raise AssertionError(f"{self.sim.name}: reclaim of {count} node(s) of {lender}'s pool {shape.pool} "
                                          f"at t={t} gave back {back} at once, the lending policy expected {expected}")
@@ -396,6 +458,8 @@ class QuotaLoans:
             key = vc.held[node]
             ledger.account(t)
             ledger.loan_state += 1
+            if self.named:
+                ledger.returned_origins.setdefault(key, []).append(ledger.origins[node])
             self._give_back(node)
             ledger.returned[key] = ledger.returned.get(key, 0) + 1
 
@@ -426,6 +490,9 @@ class QuotaLoans:
         code, shape = key = self.sim.vc.held[node]
         _count(ledger.held_nodes, key, -1)
         _count(ledger.loans, (ledger.partners[code], self.sim.name, shape.pool), -1)
+        if self.named:
+            del ledger.origins[node]
+            self.sim.unfollow(node)
         self.sim.vc.give_back(node)
 
     def _loan_key(self, key) -> dict:

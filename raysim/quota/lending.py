@@ -21,6 +21,12 @@ At an epoch, in this order:
    its type) and within `borrow_limit`; the node is the first such in lender then pool order.
 
 A borrowed node serves the borrower until the lender reclaims it or the borrower returns it.
+
+With named loans (`QuotaSettings.named_nodes`: the run's nodes change, raysim.sim.capacity) every
+operation also names the lender's nodes it moves, as the VCs would choose them (lent: the lender's
+last idle ones in index order; given back: the borrower's idle ones first, then those with the
+fewest GPUs in use, borrowed last first; taken back: those given back), so that a node on loan
+follows its own capacity events at the borrower and returns as itself.
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ def decide(reports: dict[str, dict], settings: QuotaSettings, index: "ReportInde
            ) -> dict[str, list[tuple]]:
     """Per VC (those with something to do), its operations at the epoch, in the order it applies
     them: ("reclaim", lender, shape, count, mode, nodes returned at once), ("take_back", pool, count, borrower),
-    ("lend", pool, count, borrower), ("borrow", shape, count, lender). `reports`: VC -> its
+    ("lend", pool, count, borrower), ("borrow", shape, count, lender), each with the nodes it moves
+    as one more argument under named loans (a reclaim: those going back at once first). `reports`: VC -> its
     latest quota report, in layout order; `index`: the reports' ReportIndex, when the caller keeps
     one up to date (else it is built here)."""
     index = index or ReportIndex.of(reports, settings)
@@ -44,7 +51,7 @@ def decide(reports: dict[str, dict], settings: QuotaSettings, index: "ReportInde
     for vc in index.ordered(index.transit):  # 1. take back
         r = reports[vc]
         for row in r["returned"]:
-            epoch.take_back(row["lender"], row["pool"], row["nodes"], vc, row["gpus_per_node"])
+            epoch.take_back(row["lender"], row["pool"], row["nodes"], vc, row["gpus_per_node"], row.get("origins"))
             epoch.closed[row["lender"], vc, row["pool"]] += row["nodes"]
         if r["draining_gpus"]:
             for row in r["held"]:
@@ -145,6 +152,9 @@ class _Epoch:
         #: (lender, borrower, pool) -> nodes the borrower gives back at this epoch
         self.given: dict = defaultdict(int)
         self._held_rows: dict[str, dict] = {}  # borrower -> (lender, pool) -> its report's held row
+        #: named loans: (borrower, lender, pool) -> the lender's nodes the borrower gives back at this epoch
+        self.named = settings.named_nodes
+        self.given_nodes: dict = defaultdict(set)
 
     def held_rows(self, borrower: str) -> dict:
         """(lender, pool) -> the borrower's held row in its report (counts before this epoch's operations)."""
@@ -165,8 +175,9 @@ class _Epoch:
         return {vc: [(kind, *args) for kind in self.ORDER if kind in per for args in per[kind]]
                 for vc, per in self.ops.items()}  # (every VC in `ops` has an operation)
 
-    def take_back(self, lender: str, pool: int, count: int, borrower: str, gpus_per_node: int) -> None:
-        self.ops[lender]["take_back"].append((pool, count, borrower))
+    def take_back(self, lender: str, pool: int, count: int, borrower: str, gpus_per_node: int,
+                  nodes=None) -> None:
+        self.ops[lender]["take_back"].append((pool, count, borrower) + ((tuple(nodes),) if self.named else ()))
         self.coming[lender] += count * gpus_per_node
         self.back[lender] += count * gpus_per_node
 
@@ -176,12 +187,24 @@ class _Epoch:
         node); those that return at once (all with preempt, the idle ones with drain) the lender
         takes back at once."""
         now = count if mode == "preempt" else min(count, self.idle_left(borrower, lender, pool))
-        self.ops[borrower]["reclaim"].append((lender, PoolShape(pool, gpu_type, gpus), count, mode, now))
+        named = self._given(borrower, lender, pool, count) if self.named else None
+        self.ops[borrower]["reclaim"].append((lender, PoolShape(pool, gpu_type, gpus), count, mode, now)
+                                             + ((named,) if self.named else ()))
         if now:
-            self.take_back(lender, pool, now, borrower, gpus)
+            self.take_back(lender, pool, now, borrower, gpus, named and named[:now])
         self.coming[lender] += (count - now) * gpus
         self.given[lender, borrower, pool] += count
         self.held[borrower] -= now * gpus
+
+    def _given(self, borrower: str, lender: str, pool: int, count: int) -> tuple:
+        """The lender's nodes the borrower gives back, as its reclaim chooses them: idle first, then
+        by GPUs in use, borrowed last first, among those not given back at this epoch."""
+        taken = self.given_nodes[borrower, lender, pool]
+        rows = [row for row in self.reports[borrower]["held_nodes"]
+                if row["lender"] == lender and row["pool"] == pool and row["node"] not in taken]
+        chosen = tuple(row["node"] for row in sorted(rows, key=lambda row: (not row["idle"], row["used"]))[:count])
+        taken.update(chosen)
+        return chosen
 
     def reclaim(self, lender: str, short: int) -> None:
         """Reclaim `lender`'s lent nodes until `short` GPUs are covered (see the module docstring)."""
@@ -243,10 +266,17 @@ class _Epoch:
             want[vc] -= gpus
             if want[vc] > 0:
                 heapq.heappush(queue, (self.held[vc], self.rank[vc], vc))
+        idle = {}  # named loans: (lender, pool) -> its idle nodes not lent yet, in index order
         for (lender, pool, vc), count in loans.items():
             row = reports[lender]["pools"][pool]
-            self.ops[lender]["lend"].append((pool, count, vc))
-            self.ops[vc]["borrow"].append((PoolShape(pool, row["gpu_type"], row["gpus_per_node"]), count, lender))
+            named = ()
+            if self.named:
+                left = idle.setdefault((lender, pool), list(reports[lender]["idle_ids"][pool]))
+                named = (tuple(reversed(left[-count:])),)
+                del left[-count:]
+            self.ops[lender]["lend"].append((pool, count, vc) + named)
+            self.ops[vc]["borrow"].append((PoolShape(pool, row["gpu_type"], row["gpus_per_node"]), count, lender)
+                                          + named)
 
     def _node_for(self, vc: str, supply: "_Supply", granted: int) -> list | None:
         """The first supply item with a node borrower `vc` may take (within the lender's lending

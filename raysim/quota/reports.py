@@ -2,7 +2,8 @@
 
 One row per VC (raysim.quota.ledger.QuotaLoans.quota_report has the fields); the rows of one
 window's reports travel as one record batch and become plain dicts again for the lending policy
-(`loans`, a dict keyed by (lender, borrower, pool), travels as a list of rows).
+(`loans`, a dict keyed by (lender, borrower, pool), travels as a list of rows). The fields of named
+loans (`idle_ids`, `held_nodes`, a returned row's `origins`) are null without them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ REPORT_SCHEMA = pa.schema([
     ("held", pa.list_(pa.struct([("lender", pa.string()), ("pool", _INT), ("gpu_type", pa.string()),
                                  ("gpus_per_node", _INT), ("nodes", _INT), ("idle", _INT), ("draining", _INT)]))),
     ("returned", pa.list_(pa.struct([("lender", pa.string()), ("pool", _INT), ("gpu_type", pa.string()),
-                                     ("gpus_per_node", _INT), ("nodes", _INT)]))),
+                                     ("gpus_per_node", _INT), ("nodes", _INT), ("origins", pa.list_(_INT))]))),
+    ("idle_ids", pa.list_(pa.list_(_INT))),
+    ("held_nodes", pa.list_(pa.struct([("lender", pa.string()), ("pool", _INT), ("node", _INT), ("idle", pa.bool_()),
+                                       ("used", _INT)]))),
     ("pending_jobs", _INT), ("pending_gpus", _INT),
     ("pending_by_types", pa.list_(pa.struct([("gpu_types", pa.list_(pa.string())), ("jobs", _INT), ("gpus", _INT)]))),
     ("free_gpus", _INT), ("held_gpus", _INT), ("lent_gpus", _INT), ("draining_gpus", _INT), ("held_idle", _INT),

@@ -40,6 +40,9 @@ class QuotaSettings:
     mode: str = "none"
     period_s: int = 300
     quotas: dict = field(default_factory=dict)  # VC -> VCQuota
+    #: loans name the nodes they move, so that a node keeps its identity on loan (set when the run's
+    #: nodes change: raysim.sim.capacity)
+    named_nodes: bool = False
 
     @property
     def borrow(self) -> bool:

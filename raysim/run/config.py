@@ -4,6 +4,7 @@ GPU-type inputs, duration estimates and the run spec."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -118,7 +119,7 @@ def check_cluster_config(cfg: DictConfig) -> None:
     checkpoint_settings(cfg)
     check_failures_config(cfg)
     if failures_name(cfg) != "none":
-        refuse_moving_nodes(cfg, "failures", quota, name, failures_name(cfg))
+        refuse_moving_nodes(cfg, "failures", name, failures_name(cfg))
 
 
 def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
@@ -156,17 +157,14 @@ def check_capacity_config(cfg: DictConfig, quota: str, policy: str) -> None:
         return
     if not isinstance(path, str) or not path.strip():
         raise ConfigError("cluster.capacity", "must be null or a node log file (CSV or Parquet)", path)
-    refuse_moving_nodes(cfg, "cluster.capacity", quota, policy, path)
+    refuse_moving_nodes(cfg, "cluster.capacity", policy, path)
 
 
-def refuse_moving_nodes(cfg: DictConfig, key: str, quota: str, policy: str, shown) -> None:
+def refuse_moving_nodes(cfg: DictConfig, key: str, policy: str, shown) -> None:
     """Capacity events (`key`: cluster.capacity or failures) where nodes move in ways they cannot
     follow yet, refused in one line."""
     if policy == "bftrainer":
         raise ConfigError(key, "policy=bftrainer's nodes come and go as its node log says (harvest.node_log)", shown)
-    if quota == "borrow":
-        raise ConfigError(key, "nodes lent between VCs (quota=borrow) cannot go down yet: run capacity events "
-                          "with quota=none or quota=global", shown)
     if policy == "lucid" and int(value(cfg, "profiler.nodes", 0)) > 0:
         raise ConfigError(key, "Lucid's profiler moves nodes between VCs itself, which capacity events cannot "
                           "follow yet: run policy=lucid with profiler.nodes=0", shown)
@@ -342,9 +340,6 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     """The run's spec and the extra per-job input columns (GPU-type ids, and whatever the policy's
     `prepare` adds, e.g. Lucid's workload ids and share scores)."""
     check_cluster_config(cfg)
-    if failures_name(cfg) != "none":
-        raise ConfigError("failures", "failure models are checked but not yet applied by the engine (issue 34)",
-                          failures_name(cfg))
     params = SimParams.for_mode(cfg.sim.compat, sample_interval=int(cfg.sim.sample_interval), seed=int(cfg.seed))
     network = dict(cfg.network) if cfg.sim.network in ("on", True) else None
     layout = cluster_layout(cfg, trace)
@@ -365,6 +360,8 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes,
                    capacity=capacity_plan(cfg, trace, layout, homes), checkpoint=checkpoint_settings(cfg))
+    if spec.capacity is not None and quota.borrow:  # a node on loan keeps its identity
+        spec = replace(spec, quota=replace(quota, named_nodes=True))
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}
     refuse_placeholder_durations(cfg, trace)
     spec, more = policy_class(spec.policy).prepare(cfg, trace, spec)

@@ -10,7 +10,7 @@ from raysim.placement.types import check_type_order
 from raysim.policy import checked_constants, policy_class
 from raysim.quota.settings import QuotaSettings
 from raysim.sim import SimParams, VCSimulator
-from raysim.sim.capacity import CapacityPlan, VCCapacity
+from raysim.sim.capacity import CapacityPlan
 from raysim.sim.checkpoint import Checkpointing
 from raysim.cluster.catalog import TypeCatalog
 from raysim.sim.network import NetworkModel
@@ -79,7 +79,6 @@ class RunSpec:
             resources=self.resources,
             fragmentation=FragTracker(self.shapes.workload) if self.shapes is not None else None,
             layout=self.layout if self.resources and self.quota.borrow else None,
-            capacity=None if self.capacity is None else self.capacity.of(vc) or VCCapacity(),
-            causes=0 if self.capacity is None else len(self.capacity.causes),
+            capacity=self.capacity,
             checkpoint=self.checkpoint,
         )

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -48,21 +49,69 @@ COLUMNS = ("time", "vc", "node", "event")
 _CAUSE = re.compile(r"[A-Za-z0-9_]+")
 
 
+#: Kinds of capacity event: the node goes out of service (its jobs are interrupted), comes back, or
+#: stays up while the jobs on it restart (a software fault). A node log's ``join`` is an ``UP`` of a
+#: node absent at the start, ``leave`` a ``DOWN`` with nothing after it.
+DOWN, UP, RESTART = 0, 1, 2
+
+
+class LogStream:
+    """One node's events from a fixed list of (time, rank, kind, cause), in order: the
+    :class:`NodeStream` of a node log."""
+
+    __slots__ = ("_events", "_next")
+
+    def __init__(self, events: tuple):
+        self._events = events
+        self._next = 0
+
+    def next(self) -> tuple | None:
+        """(time in seconds, rank, kind, cause index) of the node's next event; None when none is left."""
+        if self._next < len(self._events):
+            self._next += 1
+            return self._events[self._next - 1]
+        return None
+
+    def __getstate__(self):
+        return self._events, self._next
+
+    def __setstate__(self, state):
+        self._events, self._next = state
+
+
 @dataclass(frozen=True)
 class VCCapacity:
-    """One VC's capacity events: `events` are (time in seconds, node, up?, cause index) in the order
-    they apply (a node that leaves while down has no event of its own); `absent` the nodes not there
-    at the start (they join later); `jobs` the VC's trace jobs (its events apply while some are
-    unfinished)."""
+    """One VC's capacity events: `events` are (time in seconds, node, kind, cause index) in the order
+    they apply (kind DOWN, UP or RESTART; a node that leaves while down has no event of its own);
+    `absent` the nodes not there at the start (they join later); `jobs` the VC's trace jobs (its
+    events apply while some are unfinished).
+
+    A *node stream* (``stream(node)``, an object whose ``next()`` gives (time, rank, kind, cause)
+    tuples, times never decreasing, None at the end; picklable) is what the engine reads: one per
+    node, merged by (time, rank), so a producer may generate a node's events lazily."""
 
     events: tuple = ()
     absent: tuple = ()
     jobs: int = 0
 
+    def stream(self, node: int) -> LogStream | None:
+        """Node `node`'s events (None: it has none); its rank is the event's place in `events`."""
+        mine = self._by_node.get(node)
+        return LogStream(mine) if mine else None
+
+    @cached_property
+    def _by_node(self) -> dict[int, tuple]:
+        out: dict[int, list] = {}
+        for rank, (t, node, kind, cause) in enumerate(self.events):
+            out.setdefault(node, []).append((t, rank, int(kind), cause))
+        return {node: tuple(evs) for node, evs in out.items()}
+
 
 @dataclass(frozen=True)
 class CapacityPlan:
-    """The run's capacity events per VC, and the causes they name (jobs.parquet has a column per cause)."""
+    """The run's capacity events per VC, and the causes they name (jobs.parquet has a column per
+    cause). Every VC simulator gets the whole plan: a node on loan to another VC follows its own
+    VC's events there (raysim.quota.ledger)."""
 
     causes: tuple = ()
     vcs: dict = field(default_factory=dict)  # VC -> VCCapacity
@@ -150,9 +199,11 @@ def plan_from_node_log(path, layout: dict, jobs_per_vc: dict, pool_homes: tuple 
             down.add((where, index))
         else:
             down.discard((where, index))
-        events.setdefault(where, []).append((int(t), int(index), EVENTS[kind] in ("up", "join"), names.index(cause)))
-    return CapacityPlan(names, {vc: VCCapacity(tuple(evs), tuple(absent.get(vc, ())), int(jobs_per_vc.get(vc, 0)))
-                                for vc, evs in events.items()})
+        events.setdefault(where, []).append((int(t), int(index), UP if event in ("up", "join") else DOWN,
+                                             names.index(cause)))
+    vcs = {**dict.fromkeys(layout), **dict.fromkeys(events)}  # (every VC: one may hold another's node)
+    return CapacityPlan(names, {vc: VCCapacity(tuple(events.get(vc, ())), tuple(absent.get(vc, ())),
+                                               int(jobs_per_vc.get(vc, 0))) for vc in vcs})
 
 
 def _own_layout(layout: dict, homes: tuple) -> dict:

@@ -9,7 +9,9 @@ ordering) asks for it through ``next_wakeup``. Cost grows with events, not simul
 
 Capacity events (raysim.sim.capacity: nodes that go down, come back, join or leave) apply at
 their time after that second's completions and before its arrivals; a node going down stops the
-jobs on it through the one path of jobs their VC stops (`_interrupt`, also quota reclaims).
+jobs on it through the one path of jobs their VC stops (`_interrupt`, also quota reclaims). Each
+node follows one stream of events (`follow`), merged in a heap; a node on loan follows its
+lender's node's stream.
 
 Time counts clock ticks: seconds, or finer ticks where the policy needs them (``SimParams.ticks_per_s``,
 round-based policies). What policies see and may do is the mixin raysim.sim.view.PolicyView (the
@@ -26,7 +28,7 @@ import numpy as np
 
 from raysim.cluster.catalog import TypeCatalog
 from raysim.quota.ledger import QuotaLedger, QuotaLoans
-from raysim.sim.capacity import VCCapacity
+from raysim.sim.capacity import DOWN, UP, CapacityPlan
 from raysim.sim.checkpoint import Checkpointing, completed
 from raysim.sim.jobs import UNSET, JobTable
 from raysim.sim.params import SimParams
@@ -43,18 +45,20 @@ FORGET_AT = 4096
 class VCSimulator(PolicyView):
     """Simulates one VC under one policy and placer. Feed jobs with `add_jobs`, advance with `run`.
     With `quota_loans` it also lends and borrows nodes at the coordinator's epochs (raysim.quota.ledger);
-    with `capacity` (raysim.sim.capacity.VCCapacity) its nodes go down and come back at given
-    times, jobs on them counted per cause, one of the run's `causes`; with `checkpoint`
+    with `capacity` (the run's raysim.sim.capacity.CapacityPlan) its nodes go down and come back
+    at given times, jobs on them counted per cause; with `checkpoint`
     (raysim.sim.checkpoint.Checkpointing) every stop costs a job its work since its last checkpoint
     and a restore, and its runs include checkpoint writes."""
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
                  *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_loans: bool = False,
                  pool_homes: list[str] | None = None, resources: bool = False, fragmentation=None,
-                 layout: dict | None = None, capacity: VCCapacity | None = None, causes: int = 0,
+                 layout: dict | None = None, capacity: CapacityPlan | None = None,
                  checkpoint: Checkpointing | None = None):
         self.name = name
         self.params = params
+        #: the run's capacity plan (raysim.sim.capacity; None: nodes never change)
+        self.capacity_plan = capacity
         self.policy = policy
         self.placer = placer
         #: with `resources` (or pools that limit CPU and memory) jobs may ask for GPU shares, CPU and memory
@@ -106,15 +110,21 @@ class VCSimulator(PolicyView):
         self._next_arrival = 0
         self._starts = 0  # counts starts: run_order of the next one
         self._wakeup = NEVER
-        #: capacity events: (tick, node, up, cause index) in the order they apply, and the next one's index
-        self.capacity = capacity
-        self._causes = causes
-        ticks = params.ticks_per_s
-        self._cap_events = [(t * ticks, node, up, cause) for t, node, up, cause in capacity.events] if capacity else []
-        self._cap_next = 0
+        #: this VC's part of the run's capacity plan
+        own = capacity.of(name) if capacity is not None else None
+        self._causes = len(capacity.causes) if capacity is not None else 0
+        #: the VC's trace jobs: its capacity events apply while some of them are unfinished
+        self._cap_jobs = own.jobs if own is not None else 0
+        #: one pending event per node that has a stream: (tick, rank, node, serial, kind, cause, stream)
+        self._cap_heap: list[tuple] = []
+        self._streams: dict[int, object] = {}  # node -> the stream it follows
+        self._serial = 0  # tells a stale heap entry (its node stopped following that stream) from a live one
+        if own is not None:
+            for node in range(self.vc.num_nodes):
+                self.follow(node, own.stream(node), t0)
         #: (node, up?) of the capacity events applied at the latest capacity tick, in apply order
         self.capacity_changes: list[tuple[int, bool]] = []
-        for node in capacity.absent if capacity else ():
+        for node in own.absent if own is not None else ():
             self.vc.take_down(node)  # it joins later
         self._snapshot(t0)
 
@@ -166,10 +176,36 @@ class VCSimulator(PolicyView):
             t = heap[0][0]
         if self._node_events and self._node_events[0][0] < t:
             t = self._node_events[0][0]
-        cap = self._cap_events
-        if self._cap_next < len(cap) and cap[self._cap_next][0] < t and self.finished < self.capacity.jobs:
-            t = cap[self._cap_next][0]  # (the VC's nodes matter while some of its jobs have not finished)
+        cap = self._cap_heap
+        if cap and cap[0][0] < t and self.finished < self._cap_jobs:
+            while cap and self._streams.get(cap[0][2]) is not cap[0][6]:
+                heapq.heappop(cap)  # (its node was given back or lent on)
+            if cap and cap[0][0] < t:
+                t = cap[0][0]  # (the VC's nodes matter while some of its jobs have not finished)
         return t
+
+    def follow(self, node: int, stream, since: int) -> None:
+        """Node `node` follows capacity `stream` (None: none) from time `since` on (seconds; its
+        earlier events are skipped), replacing any stream it followed."""
+        if stream is None:
+            self._streams.pop(node, None)
+            return
+        self._streams[node] = stream
+        ticks, since = self.params.ticks_per_s, since * self.params.ticks_per_s
+        event = stream.next()
+        while event is not None and event[0] * ticks < since:
+            event = stream.next()
+        self._push(node, stream, event)
+
+    def unfollow(self, node: int) -> None:
+        """Node `node` leaves this VC's capacity events (it went back to its lender)."""
+        self._streams.pop(node, None)
+
+    def _push(self, node: int, stream, event) -> None:
+        if event is not None:
+            t, rank, kind, cause = event
+            self._serial += 1
+            heapq.heappush(self._cap_heap, (t * self.params.ticks_per_s, rank, node, self._serial, kind, cause, stream))
 
     def add_node_events(self, events) -> None:
         """Timed node loans: (time, +1) the VC gains a node, (time, -1) it lends an idle one."""
@@ -199,7 +235,7 @@ class VCSimulator(PolicyView):
                 ending.sort(key=jobs.run_order.__getitem__)  # the reference's run-list order
             for j in ending:
                 self._complete(j, t)
-            if self._cap_next < len(self._cap_events) and self._cap_events[self._cap_next][0] == t:
+            if self._cap_heap and self._cap_heap[0][0] == t:
                 self._apply_capacity(t)
             arrived = 0
             submit, n = jobs.submit, jobs.n
@@ -234,7 +270,7 @@ class VCSimulator(PolicyView):
             home = self._node_home
             out["ran_on_vc"] = np.array([None if n < 0 else home[n] for n in out["first_node"].tolist()], dtype=object)
             out["reclaims"] = np.zeros(len(out["first_node"]), dtype=np.int64)
-        if self.capacity is not None:
+        if self.capacity_plan is not None:
             out.update(self.jobs.interruption_results(range(self.jobs.n) if rows is None else rows, self._causes))
         if self.checkpoint is not None:
             out.update(self.jobs.checkpoint_results(range(self.jobs.n) if rows is None else rows))
@@ -336,16 +372,19 @@ class VCSimulator(PolicyView):
 
     def _apply_capacity(self, t: int) -> None:
         """The capacity events due at t: a node going down stops its jobs (each counted for the
-        event's cause) and leaves the scan order; a node coming up returns to its place. The policy
-        hears of the change once (`Policy.on_capacity`), and may read what changed
-        (`capacity_changes`)."""
-        cap, vc, interrupted = self._cap_events, self.vc, self.jobs.interrupted
+        event's cause) and leaves the scan order; a node coming up returns to its place; a restart
+        stops its jobs and leaves the node up. A node away (lent to another VC) changes state only:
+        its jobs are the borrower's, who follows the same events. The policy hears of the change once
+        (`Policy.on_capacity`), and may read what changed (`capacity_changes`)."""
+        heap, streams, vc, interrupted = self._cap_heap, self._streams, self.vc, self.jobs.interrupted
         changes = self.capacity_changes = []
-        while self._cap_next < len(cap) and cap[self._cap_next][0] == t:
-            _, node, up, cause = cap[self._cap_next]
-            self._cap_next += 1
-            changes.append((node, up))
-            if up:
+        while heap and heap[0][0] == t:
+            _, _, node, _, kind, cause, stream = heapq.heappop(heap)
+            if streams.get(node) is not stream:
+                continue  # stale: the node left this VC
+            self._push(node, stream, stream.next())
+            if kind == UP:
+                changes.append((node, True))
                 vc.bring_up(node)
                 continue
 
@@ -354,7 +393,9 @@ class VCSimulator(PolicyView):
                 counts[cause] = counts.get(cause, 0) + 1
 
             self._interrupt(self._jobs_on([node]), t, tally)
-            vc.take_down(node)
+            if kind == DOWN and node in streams:  # (a drained held node whose jobs stopped went back)
+                changes.append((node, False))
+                vc.take_down(node)
         self.policy.on_capacity(self, t)
 
     def _interrupt(self, on: list[int], t: int, tally) -> None:

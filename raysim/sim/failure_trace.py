@@ -20,25 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from raysim.sim.capacity import LARGEST, _integers, _read_table, node_counts
-from raysim.sim.failures import DOWN, RESTART, UP, node_homes, with_log
+from raysim.sim.capacity import DOWN, LARGEST, RESTART, UP, LogStream, _integers, _read_table, node_counts
+from raysim.sim.failures import node_homes, with_log
 from raysim.trace.errors import TraceError
 
 #: A failure trace's columns.
 COLUMNS = ("time", "vc", "node", "category", "repair_s")
-
-
-class ListStream:
-    """A node's events from a list (a NodeStream): (time s, rank, kind, cause index), in order."""
-
-    def __init__(self, events: list):
-        self.events, self.at = events, 0
-
-    def next(self):
-        if self.at == len(self.events):
-            return None
-        self.at += 1
-        return self.events[self.at - 1]
 
 
 def read_failure_trace(path, layout: dict, kinds: dict, causes: tuple) -> dict[tuple[str, int], list]:
@@ -121,4 +108,4 @@ class TracedVC:
 
     def stream(self, node: int):
         mine = self.by_node.get(node)
-        return with_log(ListStream(list(mine)) if mine else None, self.log, node)
+        return with_log(LogStream(mine) if mine else None, self.log, node)

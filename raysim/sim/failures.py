@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Capacity event kinds of a node's stream (raysim.sim.capacity): RESTART restarts the node's jobs.
-DOWN, UP, RESTART = 0, 1, 2
+from raysim.sim.capacity import DOWN, RESTART, UP
+
 #: What a failure category does to its node.
 KINDS = ("down", "restart")
 #: Time-to-failure distributions.

@@ -88,7 +88,8 @@ class VCState:
         #: quota lending: held node -> its tag (lender, pool shape); own node lent out -> the borrower
         self.held: dict[int, object] = {}
         self.lent: dict[int, object] = {}
-        #: own nodes out of service (raysim.sim.capacity): idle, out of the scan order
+        #: nodes out of service (raysim.sim.capacity): idle and out of the scan order; an own node
+        #: lent out may be down too (it follows its events where it is)
         self.down: set[int] = set()
         #: held nodes being drained for return, in the order they started draining
         self.draining: dict[int, None] = {}
@@ -332,10 +333,12 @@ class VCState:
         spare slot; held nodes are present, drained ones held, and nodes away idle."""
         live = self.order + list(self.draining)
         assert len(set(live)) == len(live), "a node is listed twice"
-        away = list(self.lent) + list(self.down) + [n for slots in self.spare.values() for n in slots]
-        assert len(set(away)) == len(away) and not set(away) & set(live), "a node away is also present"
+        spare = [n for slots in self.spare.values() for n in slots]
+        away = set(self.lent) | self.down | set(spare)
+        assert len(set(spare)) == len(spare) and not set(spare) & (set(self.lent) | self.down), "a spare slot is in use"
+        assert not away & set(live), "a node away is also present"
         assert all(self.idle(n) and max(self.owner[n]) < 0 for n in away), "a node away is busy"
-        assert set(self.draining) <= set(self.held) <= set(live), "a held node is lost"
+        assert set(self.draining) <= set(self.held) <= set(live) | self.down, "a held node is lost"
         free = [sum(1 for o in self.owner[n] if o == -1) for n in live]
         assert all(f == self.free[n] for f, n in zip(free, live)), "per-node free count is off"
         assert sum(self.free[n] for n in live) == self.free_gpus, "free GPU count is off"
@@ -397,29 +400,44 @@ class VCState:
         self._present(node, False)
 
     def take_down(self, node: int) -> None:
-        """Idle own node `node` goes out of service; its slot stays, idle, until `bring_up`."""
+        """Idle node `node` goes out of service; its slot stays, idle, until `bring_up`. An own node
+        lent out only changes state (it is away already)."""
         if not self.idle(node):
             raise AssertionError(f"node {node} is not idle")
-        self.order.remove(node)
-        self._capacity(node, -self.size[node])
+        if node in self.down:
+            raise AssertionError(f"node {node} is already down")
         self.down.add(node)
-        self._present(node, False)
+        if node not in self.lent:
+            self.order.remove(node)
+            self._capacity(node, -self.size[node])
+            self._present(node, False)
 
     def bring_up(self, node: int) -> None:
-        """Own node `node`, out of service, returns idle to its place in the scan order."""
+        """Node `node`, out of service, returns idle: an own node to its place in the scan order, a
+        held one to the order's end; an own node lent out only changes state."""
         self.down.remove(node)
-        self.order.insert(bisect.bisect_left(self.order, node), node)
-        self._capacity(node, self.size[node])
-        self._present(node, True)
+        if node not in self.lent:
+            self._insert(node)
+            self._capacity(node, self.size[node])
+            self._present(node, True)
 
     def take_back_own(self, node: int) -> None:
-        """Own node `node` returns from loan, idle, to its original place in the scan order. (Own
-        nodes come first, in index order, and every other node has a larger index, so bisection
-        finds that place although the order's tail need not be sorted.)"""
+        """Own node `node` returns from loan, idle, to its original place in the scan order (if it
+        is down, when it comes up)."""
         del self.lent[node]
-        self.order.insert(bisect.bisect_left(self.order, node), node)
-        self._capacity(node, self.size[node])
-        self._present(node, True)
+        if node not in self.down:
+            self._insert(node)
+            self._capacity(node, self.size[node])
+            self._present(node, True)
+
+    def _insert(self, node: int) -> None:
+        """Put node `node` back in the scan order: an own node in its place (own nodes come first, in
+        index order, and every other node has a larger index, so bisection finds that place although
+        the order's tail need not be sorted), a held node at the end."""
+        if node in self.held:
+            self.order.append(node)
+        else:
+            self.order.insert(bisect.bisect_left(self.order, node), node)
 
     def add_held(self, gpu_type: str, per: int, tag, cpu_milli: int | None = None,
                  memory_mib: int | None = None) -> int:
@@ -450,14 +468,17 @@ class VCState:
         self._present(node, False)
 
     def give_back(self, node: int) -> None:
-        """Idle held node `node` (maybe being drained) leaves; its slot becomes spare."""
-        if node in self.draining:
-            del self.draining[node]
-        else:
-            self.order.remove(node)
+        """Idle held node `node` (maybe being drained, or down) leaves; its slot becomes spare."""
         del self.held[node]
-        self._capacity(node, -self.size[node])
-        self._present(node, False)
+        if node in self.down:
+            self.down.remove(node)  # (out of the order and the totals already)
+        else:
+            if node in self.draining:
+                del self.draining[node]
+            else:
+                self.order.remove(node)
+            self._capacity(node, -self.size[node])
+            self._present(node, False)
         res = self.res
         cpu, mem = (None, None) if res is None else (int(res.nodes.cpu_milli[node]), int(res.nodes.memory_mib[node]))
         shape = self._shape(self.type_of[node], self.size[node], cpu, mem)
