@@ -66,6 +66,11 @@ def point(trace: Path, interval, write, restart, mtbf_s, nodes_per_job=1):
     return daly_time(WORK, cp, mtbf_s), simulated_mean(trace, cp, mtbf_s * nodes_per_job)
 
 
+def test_one_point_in_the_fast_suite(tmp_path):
+    formula, simulated = point(write_trace(tmp_path, 500, 1), 3600, 120, 300, 3600)
+    assert abs(simulated / formula - 1) < 0.03
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("nodes_per_job,jobs", [(1, 2000), (4, 500)])
 def test_mean_jct_is_dalys_at_every_point(tmp_path, nodes_per_job, jobs):
