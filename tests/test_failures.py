@@ -233,8 +233,8 @@ def failing_vc(categories, *, nodes=2, mtbf_s=1000.0, repair_s=0.0, jobs=1, seed
     model = FailureModel(tuple(categories), node_mtbf_s=mtbf_s, repair_s=repair_s)
     causes = tuple(c.name for c in categories)
     plan = CapacityPlan(causes, failing_vcs(model, seed, {"vc": pools(nodes)}, (), causes, {}, {"vc": jobs}))
-    return VCSimulator("vc", pools(nodes), make_policy("fifo", params=params), make_placer("consolidate", params=params),
-                       params, capacity=plan)
+    return VCSimulator("vc", pools(nodes), make_policy("fifo", params=params),
+                       make_placer("consolidate", params=params), params, capacity=plan)
 
 
 def test_a_software_failure_restarts_the_job_and_leaves_the_node_up():
@@ -302,3 +302,22 @@ def test_venus_with_failures_and_checkpoints_is_the_same_in_any_window(tmp_path)
     assert df.lost_gpu_s.sum() > 0 and (df.start_time >= df.submit_time).all()
     small, _ = simulate(trace, spec, None, job_extra=extra, window_s=3600)
     assert small.equals(jobs)
+
+
+def test_venus_with_a_failure_trace_and_a_node_log_under_one_cluster_wide_queue(tmp_path):
+    from raysim.run.config import load_from_config, spec_from_config
+    from raysim.run.simulate import simulate
+
+    log = tmp_path / "log.csv"
+    log.write_text("time,vc,node,event,cause\n86400,vcEwI,0,down,maintenance\n100000,vcEwI,0,up,maintenance\n")
+    path = trace_file(tmp_path, "90000,vcEwI,0,failure,3600\n90000,vcEwI,1,failure,7200\n"
+                                "120000,vcEwI,2,software,\n200000,vcWoR,3,failure,0\n")
+    cfg = compose("policy=tiresias", "quota=global", f"cluster.capacity={log}", "failures=trace",
+                  f"failures.path={path}", "checkpoint.interval_s=600")
+    trace = load_from_config(cfg)
+    spec, extra = spec_from_config(cfg, trace)
+    assert spec.capacity.causes == ("maintenance", "failure", "software")
+    jobs, series = simulate(trace, spec, None, job_extra=extra)
+    df = jobs.to_pandas()
+    assert jobs.column("finished").to_numpy().all() and df.interruptions_maintenance.sum() > 0
+    assert df.interruptions_failure.sum() > 0 and df.lost_gpu_s.sum() > 0
