@@ -11,6 +11,7 @@ import pytest
 
 from raysim.sim.capacity import DOWN, RESTART, UP
 from raysim.sim.failures import Category, FailureModel
+from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 HW, SW = Category("gpu", 0.7, "down"), Category("software", 0.3, "restart")
 CAUSES = ("maintenance", "gpu", "software")
@@ -321,3 +322,42 @@ def test_venus_with_a_failure_trace_and_a_node_log_under_one_cluster_wide_queue(
     df = jobs.to_pandas()
     assert jobs.column("finished").to_numpy().all() and df.interruptions_maintenance.sum() > 0
     assert df.interruptions_failure.sum() > 0 and df.lost_gpu_s.sum() > 0
+
+
+def venus_failures_spec():
+    from raysim.run.config import load_from_config, spec_from_config
+
+    cfg = compose("policy=srtf", "failures=llama3", "failures.gpu_mtbf_h=2000", "checkpoint.interval_s=1800",
+                  "checkpoint.write_s=30", "checkpoint.restart_s=60")
+    trace = load_from_config(cfg)
+    return (trace, *spec_from_config(cfg, trace))
+
+
+def test_a_run_with_failures_and_checkpoints_resumes_from_its_checkpoint_identically(tmp_path):
+    import pyarrow.parquet as pq
+    from test_ray_runtime import StopAfter
+
+    from raysim.run.simulate import simulate, simulate_to, vc_groups
+
+    trace, spec, extra = venus_failures_spec()
+    whole, whole_ts = simulate(trace, spec, None, job_extra=extra, window_s=86_400)
+    ckpt = tmp_path / "ckpt"
+    with pytest.raises(Exception):
+        simulate_to(tmp_path / "a", trace, spec, None, window_s=86_400, checkpoint_dir=ckpt, checkpoint_every=2,
+                    job_extra=extra, executor=StopAfter(spec, vc_groups(spec.vcs, 1), windows=5))
+    simulate_to(tmp_path / "b", trace, spec, None, window_s=86_400, checkpoint_dir=ckpt, resume=True,
+                job_extra=extra)
+    assert pq.read_table(tmp_path / "b" / "jobs.parquet").equals(whole)
+    assert pq.read_table(tmp_path / "b" / "timeseries.parquet").equals(whole_ts)
+
+
+@pytest.mark.slow
+def test_a_run_with_failures_and_checkpoints_is_the_same_on_ray(tmp_path, ray_local):  # noqa: F811
+    from raysim.run.simulate import simulate_to
+
+    trace, spec, extra = venus_failures_spec()
+    simulate_to(tmp_path / "local", trace, spec, None, runtime="local", job_extra=extra)
+    simulate_to(tmp_path / "ray", trace, spec, None, runtime="ray", vcs_per_actor=4, window_s=86_400,
+                job_extra=extra)
+    for name in ("jobs.parquet", "timeseries.parquet"):
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()

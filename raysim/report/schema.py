@@ -60,8 +60,8 @@ GROUPS = {
         "restarts": "times its allocation changed kind or shape after its first start (each costs a checkpoint-restore)",
         "gpu_seconds": "GPU-seconds it held (restores included)",
     }),
-    "capacity": ("nodes go down, come back, join or leave (cluster.capacity)", {
-        "interruptions": "times a node going down stopped it",
+    "capacity": ("nodes go down, come back, join or leave (cluster.capacity), or fail (failures)", {
+        "interruptions": "times a node going down, or a failure, stopped it",
         "interruptions_<cause>": "those for that cause (one column per cause of the run)",
     }),
     "checkpoint": ("checkpoint-restart (checkpoint.interval_s)", {
