@@ -344,8 +344,7 @@ def test_a_lent_node_that_goes_down_is_drained_back_at_once():
     assert a[0] == 3600  # (the drained node returns at 3300 and is taken back at the next epoch)
 
 
-@pytest.mark.parametrize("policy", ["fifo", "tiresias"])
-def test_venus_with_quota_loans_and_a_node_log(tmp_path, policy):
+def test_venus_with_quota_loans_and_a_node_log(tmp_path, policy="tiresias"):
     log = venus_log(tmp_path)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=["+experiment=venus", f"policy={policy}", "quota=borrow",
@@ -359,6 +358,29 @@ def test_venus_with_quota_loans_and_a_node_log(tmp_path, policy):
     assert df.reclaims.sum() > 0 and (df.ran_on_vc != df.vc).any()
     again = simulate(trace, spec, None, job_extra=extra, window_s=3_600, vcs_per_actor=4)
     assert again[0].equals(jobs) and again[1].equals(series)
+
+
+def test_a_run_with_a_node_log_and_loans_resumes_from_its_checkpoint_with_identical_results(tmp_path):
+    from test_invariants import synthetic_trace
+    from test_ray_runtime import StopAfter
+
+    from raysim.run.simulate import vc_groups
+
+    trace, est = synthetic_trace(seed=9)  # VCs a (2 nodes), b (4) and c (1), 600 jobs over 40,000 s
+    plan = CapacityPlan(("gpu",), {
+        "a": VCCapacity(((3_000, 1, DOWN, 0), (9_000, 1, UP, 0), (20_000, 0, DOWN, 0), (20_500, 0, UP, 0)), (), 10**6),
+        "b": VCCapacity(((5_000, 3, DOWN, 0), (30_000, 3, UP, 0)), (), 10**6), "c": VCCapacity((), (), 10**6)})
+    spec = spec_of(trace, "tiresias", quota=borrow(vcs={"b": {"reclaim": "drain"}}))
+    spec = replace(spec, capacity=plan, quota=replace(spec.quota, named_nodes=True))
+    whole, whole_ts = simulate(trace, spec, est, window_s=300)
+    assert whole.column("interruptions").to_numpy().sum() > 0 and whole.column("reclaims").to_numpy().sum() > 0
+    ckpt = tmp_path / "ckpt"
+    with pytest.raises(Exception):
+        simulate_to(tmp_path / "a", trace, spec, est, window_s=300, checkpoint_dir=ckpt, checkpoint_every=7,
+                    executor=StopAfter(spec, vc_groups(spec.vcs, 1), windows=40))
+    simulate_to(tmp_path / "b", trace, spec, est, window_s=300, checkpoint_dir=ckpt, resume=True)
+    assert pq.read_table(tmp_path / "b" / "jobs.parquet").equals(whole)
+    assert pq.read_table(tmp_path / "b" / "timeseries.parquet").equals(whole_ts)
 
 
 @pytest.mark.parametrize("policy", ["sia", "pollux", "gavel_elastic"])
@@ -378,11 +400,12 @@ def test_elastic_jobs_on_a_node_that_goes_down_train_until_then_and_restart(inpu
 
 
 @pytest.mark.slow
-def test_a_run_with_a_node_log_is_the_same_on_ray(tmp_path, ray_local):  # noqa: F811
+@pytest.mark.parametrize("quota", ["none", "borrow"])
+def test_a_run_with_a_node_log_is_the_same_on_ray(tmp_path, ray_local, quota):  # noqa: F811
     log = venus_log(tmp_path)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=["+experiment=venus", "policy=srtf", "runtime=local",
-                                                       f"cluster.capacity={log}"])
+                                                       f"quota={quota}", f"cluster.capacity={log}"])
     trace = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, trace)
     simulate_to(tmp_path / "local", trace, spec, None, runtime="local", job_extra=extra)

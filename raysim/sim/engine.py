@@ -378,11 +378,17 @@ class VCSimulator(PolicyView):
         (`Policy.on_capacity`), and may read what changed (`capacity_changes`)."""
         heap, streams, vc, interrupted = self._cap_heap, self._streams, self.vc, self.jobs.interrupted
         changes = self.capacity_changes = []
+        ticks = self.params.ticks_per_s
         while heap and heap[0][0] == t:
-            _, _, node, _, kind, cause, stream = heapq.heappop(heap)
-            if streams.get(node) is not stream:
-                continue  # stale: the node left this VC
-            self._push(node, stream, stream.next())
+            _, _, node, _, kind, cause, stream = heap[0]
+            after = stream.next() if streams.get(node) is stream else None
+            if after is None:
+                heapq.heappop(heap)
+                if streams.get(node) is not stream:
+                    continue  # stale: the node left this VC
+            else:  # (the node's next event takes this one's place)
+                self._serial += 1
+                heapq.heapreplace(heap, (after[0] * ticks, after[1], node, self._serial, after[2], after[3], stream))
             if kind == UP:
                 changes.append((node, True))
                 vc.bring_up(node)
