@@ -15,6 +15,8 @@ from raysim.trace.schema import REQUEST_COLUMNS
 
 #: A Gavel trace's columns that jobs.parquet keeps (its `rounds` group, raysim.report.schema).
 ROUNDS_COLUMNS = ("job_type", "total_steps", "priority_weight")
+#: The checkpoint group's columns (raysim.sim.jobs.JobTable.checkpoint_results).
+CHECKPOINT_COLUMNS = ("lost_gpu_s", "overhead_gpu_s")
 
 
 def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
@@ -32,14 +34,17 @@ def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
 
 
 def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 << 18, ticks_per_s: int = 1,
-               gpu_types: tuple = (), causes: tuple | None = None, policy_columns: tuple = ()) -> None:
+               gpu_types: tuple = (), causes: tuple | None = None, checkpoint: bool = False,
+               policy_columns: tuple = ()) -> None:
     """`jobs_table(trace, records)` written to `path` `chunk_rows` trace rows at a time (one row group
     each), so the whole joined table never sits in memory. Records of a simulator whose clock
     counts `ticks_per_s` ticks per second become seconds (floats; see `_in_seconds`). With several
     `gpu_types` (the run's) the GPU-type group: `gpu_type`, the type of a job's latest placement,
     and `run_s_<type>`, the seconds it held GPUs of each type. With `causes` (a run with capacity
-    events, raysim.sim.capacity) the capacity group: `interruptions` and `interruptions_<cause>`. The
-    policy's own columns (`policy_columns`, Policy.result_columns) follow, of the types it gave them."""
+    events, raysim.sim.capacity) the capacity group: `interruptions` and `interruptions_<cause>`. With
+    `checkpoint` (checkpoint-restart, raysim.sim.checkpoint) the checkpoint group: `lost_gpu_s` and
+    `overhead_gpu_s`. The policy's own columns (`policy_columns`, Policy.result_columns) follow, of
+    the types they were given."""
     r = _records_in_trace_order(trace.num_rows, records)
 
     def rows(t, rec):
@@ -48,6 +53,8 @@ def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 
             table = _with_types(table, rec, gpu_types, ticks_per_s)
         if causes is not None:
             table = _with_interruptions(table, rec, causes)
+        for name in CHECKPOINT_COLUMNS if checkpoint else ():
+            table = table.append_column(name, pa.array(rec[name]))
         for name in policy_columns:
             table = table.append_column(name, pa.array(rec[name]))
         return table
@@ -82,6 +89,7 @@ def merge_profiling(records: pa.Table, stage: pa.Table | None) -> pa.Table:
         **{name: col for name, col in loans.items() if name in records.column_names},
         **{name: np.full(k, -1 if name == "gpu_type" else 0, np.int64) for name in records.column_names
            if name in ("gpu_type", "interruptions") or name.startswith(("held_", "intr_"))},
+        **{name: np.zeros(k) for name in CHECKPOINT_COLUMNS if name in records.column_names},
     }).cast(records.schema)
     merged = pa.concat_tables([records, in_profiler])
     wait = np.zeros(int(merged.column("seq").to_numpy().max()) + 1 if merged.num_rows else 0, np.int64)

@@ -60,9 +60,13 @@ GROUPS = {
         "restarts": "times its allocation changed kind or shape after its first start (each costs a checkpoint-restore)",
         "gpu_seconds": "GPU-seconds it held (restores included)",
     }),
-    "capacity": ("nodes go down, come back, join or leave (cluster.capacity)", {
-        "interruptions": "times a node going down stopped it",
+    "capacity": ("nodes go down, come back, join or leave (cluster.capacity), or fail (failures)", {
+        "interruptions": "times a node going down, or a failure, stopped it",
         "interruptions_<cause>": "those for that cause (one column per cause of the run)",
+    }),
+    "checkpoint": ("checkpoint-restart (checkpoint.interval_s)", {
+        "lost_gpu_s": "work lost to stops since the last completed checkpoint x its GPUs (GPU x job seconds)",
+        "overhead_gpu_s": "restores after stops and checkpoint writes x its GPUs (GPU x job seconds)",
     }),
     "harvest": ("idle-node harvesting (policy=bftrainer, +experiment=harvest_summit): tasks are elastic", {
         "task": "the task's name",

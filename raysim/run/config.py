@@ -21,11 +21,13 @@ from raysim.policy import POLICIES, checked_constants, policy_class
 from raysim.quota import merged_layout
 from raysim.quota.settings import MODES as QUOTA_MODES
 from raysim.quota.settings import quota_settings
+from raysim.run.failures import check_failures_config, failure_plan, failures_name
 from raysim.run.requests import counts_resources, request_inputs
 from raysim.run.values import boolean, choice, integer, number, value
 from raysim.trace.schema import REQUEST_COLUMNS
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
+from raysim.sim.checkpoint import Checkpointing
 from raysim.trace.load import READERS, Trace, load_trace
 
 log = logging.getLogger("raysim")
@@ -114,6 +116,38 @@ def check_cluster_config(cfg: DictConfig) -> None:
             integer(cfg, key, minimum=0)  # profiler.nodes=0: no profiling stage
         boolean(cfg, "policy.packing")  # false: the ablation "packing off"
     check_capacity_config(cfg, quota, name)
+    checkpoint_settings(cfg)
+    check_failures_config(cfg)
+    if failures_name(cfg) != "none":
+        refuse_moving_nodes(cfg, "failures", name, failures_name(cfg))
+
+
+def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
+    """The checkpoint-restart settings (`checkpoint.*`), None without `checkpoint.interval_s`; a bad
+    value, or a policy or mode they cannot apply to, is one line naming the key."""
+    if value(cfg, "checkpoint.interval_s") is None:
+        for key in ("checkpoint.write_s", "checkpoint.restart_s"):
+            if value(cfg, key) is not None:
+                raise ConfigError(key, "needs checkpoint.interval_s (the work between checkpoints)", value(cfg, key))
+        return None
+    interval = integer(cfg, "checkpoint.interval_s", minimum=1, hint="(seconds of work) or null")
+    write, restart = (0 if value(cfg, k) is None else integer(cfg, k, minimum=0, hint="(seconds) or null")
+                      for k in ("checkpoint.write_s", "checkpoint.restart_s"))
+    name = value(cfg, "policy.name")
+    if getattr(policy_class(name), "elastic", False):
+        raise ConfigError("checkpoint.interval_s", f"{name} is elastic: its jobs pay their applications' own "
+                          "checkpoint-restore (elastic.apps.*.restart_s); run checkpoints with other policies",
+                          interval)
+    if policy_class(name).times_jobs:
+        raise ConfigError("checkpoint.interval_s", f"{name} times its jobs itself (rounds, harvesting): the "
+                          "checkpoint model applies to event-driven policies", interval)
+    if name == "lucid" and int(value(cfg, "profiler.nodes", 0)) > 0:
+        raise ConfigError("checkpoint.interval_s", "Lucid's profiler runs jobs outside their VCs, where no "
+                          "checkpoint is modelled: run policy=lucid with profiler.nodes=0", interval)
+    if value(cfg, "sim.compat") != "clean":
+        raise ConfigError("checkpoint.interval_s", "checkpoints are modelled under sim.compat=clean only "
+                          "(Lucid's compatibility counts down a second late)", interval)
+    return Checkpointing(interval, write, restart)
 
 
 def check_capacity_config(cfg: DictConfig, quota: str, policy: str) -> None:
@@ -123,12 +157,17 @@ def check_capacity_config(cfg: DictConfig, quota: str, policy: str) -> None:
         return
     if not isinstance(path, str) or not path.strip():
         raise ConfigError("cluster.capacity", "must be null or a node log file (CSV or Parquet)", path)
+    refuse_moving_nodes(cfg, "cluster.capacity", policy, path)
+
+
+def refuse_moving_nodes(cfg: DictConfig, key: str, policy: str, shown) -> None:
+    """Capacity events (`key`: cluster.capacity or failures) where nodes move in ways they cannot
+    follow yet, refused in one line."""
     if policy == "bftrainer":
-        raise ConfigError("cluster.capacity", "policy=bftrainer's nodes come and go as its node log says "
-                          "(harvest.node_log)", path)
+        raise ConfigError(key, "policy=bftrainer's nodes come and go as its node log says (harvest.node_log)", shown)
     if policy == "lucid" and int(value(cfg, "profiler.nodes", 0)) > 0:
-        raise ConfigError("cluster.capacity", "Lucid's profiler moves nodes between VCs itself, which capacity "
-                          "events cannot follow yet: run policy=lucid with profiler.nodes=0", path)
+        raise ConfigError(key, "Lucid's profiler moves nodes between VCs itself, which capacity events cannot "
+                          "follow yet: run policy=lucid with profiler.nodes=0", shown)
 
 
 def refuse_placeholder_durations(cfg: DictConfig, trace) -> None:
@@ -278,19 +317,23 @@ def refuse_with_resources(cfg: DictConfig, trace: Trace) -> None:
 
 
 def capacity_plan(cfg: DictConfig, trace: Trace, layout: dict, homes: tuple):
-    """The node log of `cluster.capacity` as the run's capacity plan (None: the nodes never change)."""
+    """The run's capacity plan: the node log of `cluster.capacity` and the failures of `failures`,
+    merged per node (None: the nodes never change)."""
     path = value(cfg, "cluster.capacity")
-    if path is None:
+    if path is None and failures_name(cfg) == "none":
         return None
     from raysim.sim.capacity import plan_from_node_log
 
     vcs = trace.table.column("vc").to_pylist()
     jobs = {next(iter(layout)): len(vcs)} if homes else dict(zip(*np.unique(np.asarray(vcs, dtype=object),
                                                                              return_counts=True)))
-    plan = plan_from_node_log(Path(str(path)).expanduser(), layout, {str(k): int(v) for k, v in jobs.items()}, homes)
-    log.info("cluster.capacity %s: %d node event(s) over %d VC(s), causes %s", path, plan.num_events,
-             len(plan.vcs), ", ".join(plan.causes))
-    return plan
+    jobs = {str(k): int(v) for k, v in jobs.items()}
+    plan = None
+    if path is not None:
+        plan = plan_from_node_log(Path(str(path)).expanduser(), layout, jobs, homes)
+        log.info("cluster.capacity %s: %d node event(s) over %d VC(s), causes %s", path, plan.num_events,
+                 len(plan.vcs), ", ".join(plan.causes))
+    return failure_plan(cfg, layout, homes, jobs, plan)
 
 
 def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
@@ -316,7 +359,7 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes,
-                   capacity=capacity_plan(cfg, trace, layout, homes))
+                   capacity=capacity_plan(cfg, trace, layout, homes), checkpoint=checkpoint_settings(cfg))
     if spec.capacity is not None and quota.borrow:  # a node on loan keeps its identity
         spec = replace(spec, quota=replace(quota, named_nodes=True))
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}

@@ -28,7 +28,8 @@ from raysim.errors import ConfigError
 SHARED = ("mode", "data", "hydra")
 #: The config keys and groups each mode reads; the others must keep their root defaults.
 CLUSTER_KEYS = ("seed", "trace", "sim", "network", "estimator", "ray", "profiler", "forecast", "profiles",
-                "rounds", "elastic", "harvest", "cluster", "policy", "placer", "runtime", "quota")
+                "rounds", "elastic", "harvest", "cluster", "policy", "placer", "runtime", "quota", "checkpoint",
+                "failures")
 MODES = {"cluster": CLUSTER_KEYS, "fgd": ("fgd", "seed")}
 #: Why a mode refuses what it does not use (per key where it helps; "*": any other key).
 WHY = {
@@ -38,7 +39,7 @@ WHY = {
                 "*": "not a setting of trace replays (mode=cluster)"},
 }
 #: Config groups chosen by name (`policy=tiresias`): a different choice is refused as the group.
-CHOICE_KEYS = {"policy": "name", "placer": "name", "runtime": "name", "quota": "mode"}
+CHOICE_KEYS = {"policy": "name", "placer": "name", "runtime": "name", "quota": "mode", "failures": "name"}
 #: Settings of the round mechanism (rounds.*) that only round-based policies read; rounds.generate,
 #: rate_jobs_per_hour and reference_type make Gavel's jobs for any policy.
 ROUND_ONLY = ("round_s", "reset_min_s", "type_order", "lp_method", "window", "job_type_column", "job_type_map")

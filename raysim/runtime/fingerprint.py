@@ -51,6 +51,8 @@ def run_fingerprint(trace_table: pa.Table, spec, estimates=None, job_extra=None,
                           "state": "groups, ledger loan counts"}
     if spec.capacity is not None:  # (absent without capacity events: earlier checkpoints stay resumable)
         parts["capacity"] = spec.capacity
+    if spec.checkpoint is not None:  # (absent without checkpoints: earlier checkpoints stay resumable)
+        parts["checkpoint_restart"] = spec.checkpoint
     return {name: digest(value) for name, value in parts.items()}
 
 

@@ -11,6 +11,7 @@ from raysim.policy import checked_constants, policy_class
 from raysim.quota.settings import QuotaSettings
 from raysim.sim import SimParams, VCSimulator
 from raysim.sim.capacity import CapacityPlan
+from raysim.sim.checkpoint import Checkpointing
 from raysim.cluster.catalog import TypeCatalog
 from raysim.sim.network import NetworkModel
 
@@ -48,6 +49,8 @@ class RunSpec:
     shapes: object = None
     #: nodes that go down, come back, join or leave (raysim.sim.capacity); None: the nodes never change
     capacity: CapacityPlan | None = None
+    #: checkpoint-restart: what a stop costs a job (raysim.sim.checkpoint); None: stops cost what they always did
+    checkpoint: Checkpointing | None = None
 
     def __post_init__(self):
         check_type_order(self.type_order)  # before any actor is built with it
@@ -77,4 +80,5 @@ class RunSpec:
             fragmentation=FragTracker(self.shapes.workload) if self.shapes is not None else None,
             layout=self.layout if self.resources and self.quota.borrow else None,
             capacity=self.capacity,
+            checkpoint=self.checkpoint,
         )

@@ -29,6 +29,7 @@ import numpy as np
 from raysim.cluster.catalog import TypeCatalog
 from raysim.quota.ledger import QuotaLedger, QuotaLoans
 from raysim.sim.capacity import DOWN, UP, CapacityPlan
+from raysim.sim.checkpoint import Checkpointing, completed
 from raysim.sim.jobs import UNSET, JobTable
 from raysim.sim.params import SimParams
 from raysim.sim.recorder import CAPACITY_COLUMNS, LOAN_COLUMNS, RESOURCE_COLUMNS, Recorder, per_type_columns
@@ -45,12 +46,15 @@ class VCSimulator(PolicyView):
     """Simulates one VC under one policy and placer. Feed jobs with `add_jobs`, advance with `run`.
     With `quota_loans` it also lends and borrows nodes at the coordinator's epochs (raysim.quota.ledger);
     with `capacity` (the run's raysim.sim.capacity.CapacityPlan) its nodes go down and come back
-    at given times, jobs on them counted per cause."""
+    at given times, jobs on them counted per cause; with `checkpoint`
+    (raysim.sim.checkpoint.Checkpointing) every stop costs a job its work since its last checkpoint
+    and a restore, and its runs include checkpoint writes."""
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
                  *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_loans: bool = False,
                  pool_homes: list[str] | None = None, resources: bool = False, fragmentation=None,
-                 layout: dict | None = None, capacity: CapacityPlan | None = None):
+                 layout: dict | None = None, capacity: CapacityPlan | None = None,
+                 checkpoint: Checkpointing | None = None):
         self.name = name
         self.params = params
         #: the run's capacity plan (raysim.sim.capacity; None: nodes never change)
@@ -78,8 +82,10 @@ class VCSimulator(PolicyView):
         self.network = network
         # with quota lending a job may also run on the GPU types of other VCs
         types = list(dict.fromkeys(self.vc.types + list(self._catalog.gpu_types))) if quota_loans else self.vc.types
-        #: remaining work counts down at a rate (needed for preemption and for network slowdowns)
-        self.countdown = policy.countdown or network is not None or any(
+        #: checkpoint-restart settings (None: a stopped job keeps its work, or starts over; see `_stop`)
+        self.checkpoint = checkpoint
+        #: remaining work counts down at a rate (needed for preemption, network slowdowns, checkpoints)
+        self.countdown = policy.countdown or network is not None or checkpoint is not None or any(
             s != 1.0 for row in self._catalog.speed_rows(types) for s in row)
         #: quota lending (raysim.quota.ledger: the ledger and the loan operations), else None
         self.loans = QuotaLoans(self, QuotaLedger(self._own_pool_nodes(pools), since=t0)) if quota_loans else None
@@ -154,7 +160,11 @@ class VCSimulator(PolicyView):
         if len(cols["seq"]) and int(cols["submit_time"][0]) <= self.now:
             raise ValueError(f"{self.name}: job submitted at {int(cols['submit_time'][0])} arrives "
                              f"after the simulation already reached {self.now}")
-        self.jobs.extend(cols)
+        jobs, first = self.jobs, self.jobs.n
+        jobs.extend(cols)
+        if self.checkpoint is not None:  # a run's span includes its checkpoint writes
+            for j in range(first, jobs.n):
+                jobs.remain[j] = self.checkpoint.span(0, jobs.duration[j], False)
 
     def next_event_time(self) -> float:
         """Time of the next event this VC knows of (inf when idle and no job is waiting to arrive)."""
@@ -266,6 +276,8 @@ class VCSimulator(PolicyView):
             out["reclaims"] = np.zeros(len(out["first_node"]), dtype=np.int64)
         if self.capacity_plan is not None:
             out.update(self.jobs.interruption_results(range(self.jobs.n) if rows is None else rows, self._causes))
+        if self.checkpoint is not None:
+            out.update(self.jobs.checkpoint_results(range(self.jobs.n) if rows is None else rows))
         if self.policy.result_columns:
             out.update(self.policy.job_results(out["seq"].tolist()))
         return out
@@ -328,6 +340,8 @@ class VCSimulator(PolicyView):
 
     def _complete(self, j: int, t: int, ran_until: int | None = None) -> None:
         jobs = self.jobs
+        if self.checkpoint is not None:
+            completed(self.checkpoint, jobs, j)
         jobs.end[j] = t
         jobs.end_due[j] = -1
         jobs.remain[j] = 0
@@ -402,7 +416,8 @@ class VCSimulator(PolicyView):
         their policy: the one path of quota reclaims and capacity events. Each is counted
         (`tally(j)`), frees its GPUs and waits again: under a policy that preempts it continues its
         remaining work plus the policy's preemption overhead, under any other it restarts from the
-        beginning (`_restart_cost`). Then each returns to its policy (`Policy.on_requeue`)."""
+        beginning (`_restart_cost`); with checkpoints it keeps its last checkpoint and restores from
+        it (`_stop`). Then each returns to its policy (`Policy.on_requeue`)."""
         for j in on:
             tally(j)
             self._stop(j, t, self._restart_cost(j))
@@ -422,7 +437,8 @@ class VCSimulator(PolicyView):
 
     def _restart_cost(self, j: int) -> int | None:
         """Work job j redoes after its VC stops it: the policy's preemption overhead, or None (it
-        restarts from the beginning) under a policy that does not preempt."""
+        restarts from the beginning) under a policy that does not preempt (with checkpoints `_stop`
+        charges the checkpoint model instead)."""
         return self.policy.preempt_overhead(self.jobs.gpu[j]) if self.policy.preemptive else None
 
     def _apply_node_events(self, t: int) -> None:

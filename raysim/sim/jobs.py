@@ -84,6 +84,13 @@ class JobTable:
         # capacity events (raysim.sim.capacity): per job None, or {cause index: times a node going
         # down for that cause stopped it}
         self.interrupted: list = []
+        # checkpoint-restart (raysim.sim.checkpoint): the work of the checkpoint the current (or next)
+        # run starts from, whether that run begins with a restore, and the work lost and the
+        # restores and writes so far, in GPU x job seconds
+        self.ck_kept: list = []
+        self.ck_restart: list[bool] = []
+        self.lost_gpu_s: list = []
+        self.overhead_gpu_s: list = []
         # state used by preemptive policies
         self.workload: list[int] = []
         self.share_score: list[int] = []
@@ -139,10 +146,12 @@ class JobTable:
         self.shared += [False] * k
         self.type_held += [None] * k
         self.interrupted += [None] * k
+        self.ck_restart += [False] * k
         for name in ("start", "end", "first_node", "first_gpu", "end_due", "ckpt_time", "run_since", "ran_on",
                      "gpu_type", "placed_at"):
             getattr(self, name).extend([UNSET] * k)
-        for name in ("queue", "preemptions", "num_nodes", "attained", "version", "reclaims"):
+        for name in ("queue", "preemptions", "num_nodes", "attained", "version", "reclaims", "ck_kept", "lost_gpu_s",
+                     "overhead_gpu_s"):
             getattr(self, name).extend([0] * k)
         self.remain += duration
         self.n += k
@@ -172,6 +181,12 @@ class JobTable:
         for k in range(causes):
             out[f"intr_{k}"] = np.array([g.get(k, 0) for g in got], dtype=np.int64)
         return out
+
+    def checkpoint_results(self, rows) -> dict[str, np.ndarray]:
+        """Per job of `rows`, under checkpoint-restart (raysim.sim.checkpoint): `lost_gpu_s` (work
+        lost to stops x GPUs) and `overhead_gpu_s` (restores and checkpoint writes x GPUs)."""
+        return {name: np.array([float(getattr(self, name)[j]) for j in rows], dtype=np.float64)
+                for name in ("lost_gpu_s", "overhead_gpu_s")}
 
     def results(self, rows=None) -> dict[str, np.ndarray]:
         """Results of the given job indices (all by default) as numpy columns (-1 = not yet)."""

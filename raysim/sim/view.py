@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from raysim.sim.checkpoint import stopped
 from raysim.sim.demand import Demand
 from raysim.sim.jobs import DROPPED
 
@@ -348,18 +349,24 @@ class PolicyView:
         return work - rate * elapsed
 
     def preempt(self, j: int, now: int) -> None:
-        """Stop running job j: it checkpoints, frees its GPUs and waits again (pays the overhead)."""
+        """Stop running job j: it checkpoints, frees its GPUs and waits again (pays the overhead; with
+        checkpoint-restart on, its work since its last checkpoint and a restore instead)."""
         jobs = self.jobs
         jobs.preemptions[j] += 1
         self._stop(j, now, self.policy.preempt_overhead(jobs.gpu[j]))
 
     def _stop(self, j: int, now: int, overhead: int | None) -> None:
         """Running job j frees its GPUs and waits again: it will continue its remaining work plus
-        `overhead` seconds, or, with None, restart from the beginning."""
+        `overhead` seconds, or, with None, restart from the beginning; with checkpoint-restart on
+        (`checkpoint`) it keeps its last completed checkpoint and restores from it, whatever the
+        `overhead` (raysim.sim.checkpoint.stopped)."""
         jobs = self.jobs
         jobs.ckpt_time[j] = now
         jobs.attained[j] = self.attained(j, now)
-        jobs.remain[j] = jobs.duration[j] if overhead is None else self._remain_at(j, now) + overhead
+        if self.checkpoint is not None:
+            stopped(self.checkpoint, jobs, j, self._remain_at(j, now))
+        else:
+            jobs.remain[j] = jobs.duration[j] if overhead is None else self._remain_at(j, now) + overhead
         jobs.version[j] += 1
         jobs.end_due[j] = -1
         jobs.rate[j] = jobs.type_speed[j] = jobs.share_speed[j] = jobs.net_speed[j] = 1.0

@@ -1,0 +1,195 @@
+"""Node failures as capacity producers (`failures=exponential | weibull | llama3 | trace`, docs/failures.md).
+
+A failure model gives each node a stream of capacity events (raysim.sim.capacity's NodeStream): the
+node lives for a time drawn from its time-to-failure distribution (exponential or Weibull, of mean
+`mtbf_s` for that node: a per-GPU rate scales with its GPUs), then fails for a *category* drawn by
+the categories' shares. A ``down`` category (faulty GPU, HBM, host, network) takes the node out of
+service until it is repaired (`repair_s`, fixed or exponential; 0: back at once); a ``restart``
+category (software, NCCL timeout) only restarts the jobs on it, the node stays up. A fresh lifetime
+starts when the node is up again (at once after a restart): nothing fails while a node is down.
+
+Streams are lazy (the next failure is drawn when the engine asks for it: cost grows with failures,
+not with simulated time), deterministic and picklable, and seeded per node by (run seed, VC name,
+node index), so a node's failures never depend on actor packing, windows or runtime. Failure times
+are drawn in real seconds and applied at the whole second they fall in.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from raysim.sim.capacity import DOWN, RESTART, UP
+
+#: What a failure category does to its node.
+KINDS = ("down", "restart")
+#: Time-to-failure distributions.
+DISTRIBUTIONS = ("exponential", "weibull")
+#: Repair time distributions (`repair_s` is the mean of an exponential one).
+REPAIRS = ("fixed", "exponential")
+
+
+@dataclass(frozen=True)
+class Category:
+    """A failure category: its name (a cause counted per job), its share of failures, whether the node
+    goes ``down`` until repaired or only its jobs ``restart``, and its own mean repair time (None:
+    the model's)."""
+
+    name: str
+    share: float
+    kind: str = "down"
+    repair_s: float | None = None
+
+
+@dataclass(frozen=True)
+class FailureModel:
+    """Per-node failures: time to failure (`distribution`, of mean `node_mtbf_s` per node, or
+    `gpu_mtbf_s` per GPU: a node of g GPUs then fails g times as often; Weibull `shape`), repairs
+    (`repair_s`, `repair`: fixed or exponential) and `categories`."""
+
+    categories: tuple
+    node_mtbf_s: float | None = None
+    gpu_mtbf_s: float | None = None
+    distribution: str = "exponential"
+    shape: float = 1.0
+    repair_s: float = 0.0
+    repair: str = "fixed"
+
+    def mtbf_s(self, gpus: int) -> float:
+        """Mean time to failure of a node of `gpus` GPUs."""
+        return self.node_mtbf_s if self.node_mtbf_s is not None else self.gpu_mtbf_s / gpus
+
+    def stream(self, seed: int, vc: str, node: int, gpus: int, *, causes: tuple, rank: int) -> NodeFailures:
+        """Node `node` (of `gpus` GPUs) of VC `vc`'s failures, its events naming causes by their index
+        in `causes` and ordered among same-second events of other nodes by `rank`."""
+        return NodeFailures(self, np.random.default_rng([seed, stable_hash(vc), node]), self.mtbf_s(gpus),
+                            tuple(causes.index(c.name) for c in self.categories), rank)
+
+
+def stable_hash(text: str) -> int:
+    """A hash of `text` that is the same in every process (Python's hash() is salted)."""
+    return zlib.crc32(text.encode())
+
+
+class NodeFailures:
+    """One node's failure events (a NodeStream): `next()` gives (time s, rank, kind, cause index), one
+    event at a time, drawing the next failure only when the last one has been handed out."""
+
+    def __init__(self, model: FailureModel, rng: np.random.Generator, mtbf_s: float, causes: tuple, rank: int):
+        self.model, self.rng, self.rank, self.causes = model, rng, rank, causes
+        self.scale = mtbf_s if model.distribution == "exponential" else mtbf_s / math.gamma(1 + 1 / model.shape)
+        self.shares = np.cumsum([c.share for c in model.categories]) / sum(c.share for c in model.categories)
+        self.up_at = 0.0  # when the node's current lifetime began (real seconds)
+        self.repair_due = None  # (time, cause) of the UP that follows the DOWN handed out last
+
+    def next(self) -> tuple[int, int, int, int] | None:
+        if self.repair_due is not None:
+            t, cause = self.repair_due
+            self.repair_due = None
+            return int(t), self.rank, UP, cause
+        model, rng = self.model, self.rng
+        life = rng.exponential(self.scale) if model.distribution == "exponential" else self.scale * rng.weibull(
+            model.shape)
+        t = self.up_at + life
+        k = min(int(np.searchsorted(self.shares, rng.random(), side="right")), len(self.shares) - 1)
+        category, cause = model.categories[k], self.causes[k]
+        if category.kind == "restart":
+            self.up_at = t
+            return int(t), self.rank, RESTART, cause
+        mean = model.repair_s if category.repair_s is None else category.repair_s
+        repair = rng.exponential(mean) if model.repair == "exponential" and mean > 0 else mean
+        self.up_at = t + repair
+        self.repair_due = (self.up_at, cause)
+        return int(t), self.rank, DOWN, cause
+
+
+class Merged:
+    """A node's failures (a NodeStream) merged with its node log's events (another, or None), in time
+    order, the log's first among same-second events: the node is down while either says so. A
+    failure that falls while the log has the node down (maintenance) does not happen, nor does the
+    repair that would have followed it; the log's ``up`` brings the node back only once no failure
+    repair is under way, and a failure's repair only once the log has it up."""
+
+    def __init__(self, failures, log, absent: bool):
+        self.failures, self.log = failures, log
+        self.heads = [log.next() if log is not None else None, failures.next()]
+        self.down = [absent, False]  # per source (0: log, 1: failures): whether it has the node down
+
+    def next(self) -> tuple[int, int, int, int] | None:
+        while True:
+            live = [i for i in (0, 1) if self.heads[i] is not None]
+            if not live or self.down[0] and self.heads[0] is None:
+                return None  # (the log has the node down for good: no failure can follow)
+            i = min(live, key=lambda k: (self.heads[k][0], k))
+            event = self.heads[i]
+            self.heads[i] = (self.log if i == 0 else self.failures).next()
+            kind, other = event[2], self.down[1 - i]
+            if i == 1 and self.down[0]:  # a failure while the log has the node down does not happen
+                if kind == UP:
+                    self.down[1] = False  # (its repair is over, unseen)
+                continue
+            if kind == RESTART:
+                return event
+            was_down = self.down[0] or self.down[1]
+            self.down[i] = kind == DOWN
+            if (kind == DOWN) != was_down and not (kind == UP and other):
+                return event
+
+
+@dataclass(frozen=True)
+class FailingVC:
+    """One VC's capacity under a failure model (the engine's per-VC capacity: `stream(node)`,
+    `absent`, `jobs`): each node's failures, merged with the VC's node log (`log`, a
+    raysim.sim.capacity.VCCapacity, or None). `homes`: per node, the (VC, node index) its failures are
+    seeded by (its own VC's, where quota=global merged the VCs into one)."""
+
+    model: FailureModel
+    seed: int
+    homes: tuple
+    gpus: tuple
+    causes: tuple
+    log: object = None
+    jobs: int = 0
+
+    @property
+    def absent(self) -> tuple:
+        return self.log.absent if self.log is not None else ()
+
+    def stream(self, node: int):
+        vc, own = self.homes[node]
+        return with_log(self.model.stream(self.seed, vc, own, self.gpus[node], causes=self.causes, rank=node),
+                        self.log, node)
+
+
+def with_log(failures, log, node: int):
+    """Node `node`'s stream: its `failures` (a stream or None) merged with its events in node log
+    `log` (a raysim.sim.capacity.VCCapacity, or None)."""
+    events = log.stream(node) if log is not None else None
+    if events is None or failures is None:
+        return failures if events is None else events
+    return Merged(failures, events, node in log.absent)
+
+
+def node_homes(vc: str, pools, homes: tuple) -> list[tuple[str, int]]:
+    """Per node of VC `vc` (of `pools`), the (VC, node index) that names it in its own VC: itself, or
+    where quota=global merged the VCs into one (`homes`: per pool, the VC it came from), its place
+    among its own VC's nodes."""
+    out, seen = [], {}
+    for k, pool in enumerate(pools):
+        home = homes[k] if homes else vc
+        start = seen.get(home, 0)
+        out += [(home, start + i) for i in range(pool.nodes)]
+        seen[home] = start + pool.nodes
+    return out
+
+
+def failing_vcs(model: FailureModel, seed: int, layout: dict, homes: tuple, causes: tuple, logs: dict,
+                jobs: dict) -> dict:
+    """Per VC of `layout` (VC -> pools), its capacity under `model` with its node log (`logs`: VC ->
+    VCCapacity) merged in; `jobs`: trace jobs per VC."""
+    return {vc: FailingVC(model, seed, tuple(node_homes(vc, pools, homes)),
+                          tuple(p.gpus_per_node for p in pools for _ in range(p.nodes)), causes, logs.get(vc),
+                          int(jobs.get(vc, 0))) for vc, pools in layout.items()}
