@@ -273,6 +273,31 @@ def test_venus_under_tiresias_with_a_node_log(tmp_path):
     assert (out / "plots" / "capacity.png").stat().st_size > 10_000
 
 
+def test_failures_with_checkpoints_report_lost_work_by_cause_and_the_effective_training_time(tmp_path):
+    out = tmp_path / "run"
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=[
+            "+experiment=venus", "policy=tiresias", "runtime=local", "failures=llama3", "failures.gpu_mtbf_h=2000",
+            "checkpoint.interval_s=1800", "checkpoint.write_s=60", "checkpoint.restart_s=300"])
+    run(cfg, out)
+    jobs = read_jobs(out).to_pandas()
+    causes = [c[len("lost_gpu_s_"):] for c in jobs.columns if c.startswith("lost_gpu_s_")]
+    assert "faulty_gpu" in causes and all(f"interruptions_{c}" in jobs for c in causes)
+    by_cause = jobs[[f"lost_gpu_s_{c}" for c in causes]].sum(axis=1)
+    assert (by_cause <= jobs.lost_gpu_s + 1e-6).all() and by_cause.sum() > 0  # the rest: Tiresias' preemptions
+    lost = pd.read_csv(out / "lost_by_cause.csv")
+    cluster = lost[lost.vc == "all"].set_index("cause")
+    assert cluster.lost_gpu_h.sum() == pytest.approx(jobs.lost_gpu_s.sum() / 3600)
+    assert cluster.interruptions["faulty_gpu"] == jobs.interruptions_faulty_gpu.sum()
+    summary = pd.read_csv(out / "summary.csv").set_index("vc")
+    assert summary.lost_gpu_h["all"] == pytest.approx(jobs.lost_gpu_s.sum() / 3600)
+    useful = (jobs.duration * jobs.gpu_num).sum()
+    assert summary.ettr["all"] == pytest.approx(useful / (useful + jobs.lost_gpu_s.sum() + jobs.overhead_gpu_s.sum()))
+    assert 0.5 < summary.ettr["all"] < 1 and summary.down_gpu_h["all"] > 0
+    for plot in ("capacity.png", "lost_by_cause.png"):
+        assert (out / "plots" / plot).stat().st_size > 10_000
+
+
 @pytest.mark.parametrize("policy", ["max_min_fairness_perf", "gavel_fifo"])
 def test_round_based_jobs_interrupted_mid_round_run_again(tmp_path, policy):
     """Gavel's demo cluster (VCs vcA and vcB over V100, P100, K80): nodes go down and come back."""

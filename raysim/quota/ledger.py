@@ -359,7 +359,7 @@ class QuotaLoans:
                     self.sim._finish_at(j, t)
             reclaims = self.sim.jobs.reclaims
 
-            def tally(j):
+            def tally(j, lost):
                 reclaims[j] += 1
 
             self.sim._interrupt([j for j in on if j in self.sim.running], t, tally)

@@ -1,11 +1,14 @@
-"""Capacity from a run's files: a plot of the GPUs out of service over time per VC (runs with
-capacity events: a node log or failures, raysim.sim.capacity)."""
+"""Capacity from a run's files (runs with capacity events: a node log or failures,
+raysim.sim.capacity): a plot of the GPUs out of service over time per VC and, under
+checkpoint-restart, the interruptions and lost GPU-hours by cause."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
 
 from raysim.report.timeseries import column_hours, column_names, read_timeseries, series_layout
 from raysim.sim.recorder import CAPACITY_COLUMNS
@@ -49,3 +52,45 @@ def down_plot(series_path, out: Path, interval: int, *, top: int = 8, points: in
     ax.set_title("GPUs on nodes that are down, stacked per VC")
     ax.grid(alpha=0.3)
     return save_figure(fig, out)
+
+
+#: The cause of stops that no capacity event made (policy preemptions, quota reclaims).
+OTHER_STOPS = "preemptions_and_reclaims"
+
+
+def lost_by_cause(jobs: pa.Table) -> pd.DataFrame:
+    """Per VC and for the cluster ("all"), per cause: interruptions and GPU-hours of work lost, from
+    jobs.parquet's `interruptions_<cause>` and `lost_gpu_s_<cause>` (the work lost to other stops,
+    preemptions and reclaims, as OTHER_STOPS). Rows by VC (layout order, then "all"), then most lost."""
+    df = jobs.to_pandas()
+    df["vc"] = df["vc"].astype(str)
+    causes = [c[len("lost_gpu_s_"):] for c in jobs.column_names if c.startswith("lost_gpu_s_")]
+    df[f"lost_gpu_s_{OTHER_STOPS}"] = df["lost_gpu_s"] - df[[f"lost_gpu_s_{c}" for c in causes]].sum(axis=1)
+    rows = []
+    for vc, g in [*df.groupby("vc", sort=False), ("all", df)]:
+        part = [{"vc": vc, "cause": c, "interruptions": int(g[f"interruptions_{c}"].sum())
+                 if f"interruptions_{c}" in g else None,
+                 "lost_gpu_h": float(g[f"lost_gpu_s_{c}"].sum()) / 3600} for c in [*causes, OTHER_STOPS]]
+        rows += sorted((r for r in part if r["lost_gpu_h"] or r["interruptions"]), key=lambda r: -r["lost_gpu_h"])
+    return pd.DataFrame(rows, columns=["vc", "cause", "interruptions", "lost_gpu_h"])
+
+
+def write_lost_by_cause(jobs: pa.Table, run_dir: Path) -> None:
+    """`lost_by_cause.csv` (lost_by_cause) and `plots/lost_by_cause.png`: the cluster's lost
+    GPU-hours per cause, with each cause's interruptions."""
+    from raysim.report.plots import plt, save_figure  # (pyplot with the Agg backend)
+
+    table = lost_by_cause(jobs)
+    table.to_csv(run_dir / "lost_by_cause.csv", index=False)
+    cluster = table[table.vc == "all"].iloc[::-1]
+    fig, ax = plt.subplots(figsize=(7, 0.8 + 0.28 * len(cluster)))
+    ax.barh(cluster.cause, cluster.lost_gpu_h, color="C3")
+    for y, (hours, n) in enumerate(zip(cluster.lost_gpu_h, cluster.interruptions)):
+        ax.annotate(f"{hours:,.0f}" + ("" if pd.isna(n) else f" ({int(n)} stops)"), (hours, y), fontsize=7,
+                    xytext=(3, -3), textcoords="offset points")
+    ax.set_xlabel("GPU-hours of work lost (since the last completed checkpoint)")
+    ax.set_title("work lost per cause of interruption, whole cluster", fontsize=10)
+    ax.tick_params(axis="y", labelsize=7)
+    ax.grid(alpha=0.3, axis="x")
+    ax.margins(x=0.15)
+    save_figure(fig, run_dir / "plots" / "lost_by_cause.png")

@@ -43,7 +43,7 @@ def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 
     and `run_s_<type>`, the seconds it held GPUs of each type. With `causes` (a run with capacity
     events, raysim.sim.capacity) the capacity group: `interruptions` and `interruptions_<cause>`. With
     `checkpoint` (checkpoint-restart, raysim.sim.checkpoint) the checkpoint group: `lost_gpu_s` and
-    `overhead_gpu_s`. The policy's own columns (`policy_columns`, Policy.result_columns) follow, of
+    `overhead_gpu_s`, and with `causes` too `lost_gpu_s_<cause>`. The policy's own columns (`policy_columns`, Policy.result_columns) follow, of
     the types they were given."""
     r = _records_in_trace_order(trace.num_rows, records)
 
@@ -55,6 +55,8 @@ def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 
             table = _with_interruptions(table, rec, causes)
         for name in CHECKPOINT_COLUMNS if checkpoint else ():
             table = table.append_column(name, pa.array(rec[name]))
+        for k, cause in enumerate(causes or ()) if checkpoint else ():
+            table = table.append_column(f"lost_gpu_s_{cause}", pa.array(rec[f"lost_{k}"]))
         for name in policy_columns:
             table = table.append_column(name, pa.array(rec[name]))
         return table
@@ -88,7 +90,7 @@ def merge_profiling(records: pa.Table, stage: pa.Table | None) -> pa.Table:
         "num_nodes": np.zeros(k, np.int64), "shared": np.zeros(k, np.int64), "first_gpu": np.full(k, -1),
         **{name: col for name, col in loans.items() if name in records.column_names},
         **{name: np.full(k, -1 if name == "gpu_type" else 0, np.int64) for name in records.column_names
-           if name in ("gpu_type", "interruptions") or name.startswith(("held_", "intr_"))},
+           if name in ("gpu_type", "interruptions") or name.startswith(("held_", "intr_", "lost_"))},
         **{name: np.zeros(k) for name in CHECKPOINT_COLUMNS if name in records.column_names},
     }).cast(records.schema)
     merged = pa.concat_tables([records, in_profiler])

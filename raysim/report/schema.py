@@ -67,6 +67,8 @@ GROUPS = {
     "checkpoint": ("checkpoint-restart (checkpoint.interval_s)", {
         "lost_gpu_s": "work lost to stops since the last completed checkpoint x its GPUs (GPU x job seconds)",
         "overhead_gpu_s": "restores after stops and checkpoint writes x its GPUs (GPU x job seconds)",
+        "lost_gpu_s_<cause>": "the work lost to stops for that capacity cause (with capacity events; the rest of "
+                              "lost_gpu_s was lost to preemptions and quota reclaims)",
     }),
     "harvest": ("idle-node harvesting (policy=bftrainer, +experiment=harvest_summit): tasks are elastic", {
         "task": "the task's name",

@@ -26,13 +26,16 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
     run with quota=borrow, `borrowed_gpu_h` and `lent_gpu_h` (raysim.report.loans). With capacity
     events (jobs with `interruptions`): `interruptions` (times a node going down stopped its jobs)
     and, from the time series' `down_gpu_num`, `down_gpu_h` (GPU-hours of the VC's nodes out of
-    service).
+    service). Under checkpoint-restart (jobs with `lost_gpu_s`, `overhead_gpu_s`, `duration` and
+    `gpu_num`): `lost_gpu_h`, `overhead_gpu_h` and `ettr` (checkpoint_figures).
     """
     loans = "reclaims" in jobs.column_names and "ran_on_vc" in jobs.column_names
     interrupted = "interruptions" in jobs.column_names
+    checkpoints = "lost_gpu_s" in jobs.column_names
     df = jobs.select(["vc", "submit_time", "end_time", "queue", "jct", "preemptions"]
                      + (["ran_on_vc", "reclaims"] if loans else [])
-                     + (["interruptions"] if interrupted else [])).to_pandas()
+                     + (["interruptions"] if interrupted else [])
+                     + (["duration", "gpu_num", "lost_gpu_s", "overhead_gpu_s"] if checkpoints else [])).to_pandas()
     df["vc"] = df["vc"].astype(str)
     rows, spans = [], {}
     groups = [(vc, g) for vc, g in df.groupby("vc", sort=False)] + [("all", df)]
@@ -51,6 +54,8 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
             row["ran_elsewhere"] = int((g["ran_on_vc"].notna() & (g["ran_on_vc"] != g["vc"])).sum())
         if interrupted:
             row["interruptions"] = int(g["interruptions"].sum())
+        if checkpoints:
+            row.update(checkpoint_figures(g))
         start = g["submit_time"].min()
         row["makespan"] = done["end_time"].max() - start if len(done) else np.nan
         if len(done):
@@ -73,6 +78,19 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
             row["down_gpu_h"] = float(sum(v[0] for v in down.values()) if row["vc"] == "all"
                                       else down.get(row["vc"], [0.0])[0])
     return pd.DataFrame(rows)
+
+
+def checkpoint_figures(jobs: pd.DataFrame) -> dict:
+    """Of jobs run under checkpoint-restart: GPU-hours of work lost to stops (`lost_gpu_h`) and spent
+    restoring and writing checkpoints (`overhead_gpu_h`), and the effective training time ratio
+    (`ettr`): the GPU time of the finished jobs' work over the GPU time they held (that work, what
+    their stops lost and their restores and writes)."""
+    done = jobs[jobs["end_time"].notna()]
+    useful = float((done["duration"] * done["gpu_num"]).sum())
+    held = useful + float(done["lost_gpu_s"].sum() + done["overhead_gpu_s"].sum())
+    return {"lost_gpu_h": float(jobs["lost_gpu_s"].sum()) / 3600,
+            "overhead_gpu_h": float(jobs["overhead_gpu_s"].sum()) / 3600,
+            "ettr": useful / held if held else np.nan}
 
 
 def mean_utilisation(series, spans: dict, column: str = "gpu_utilization") -> dict:

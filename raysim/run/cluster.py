@@ -61,6 +61,9 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
         columns += ["ran_on_vc", "reclaims"]
     if spec.capacity is not None:
         columns.append("interruptions")
+    if spec.checkpoint is not None:
+        columns += ["duration", "gpu_num"] + [c for c in pq.ParquetFile(run_dir / "jobs.parquet").schema_arrow.names
+                                              if c.startswith(("lost_gpu_s", "overhead_gpu_s", "interruptions_"))]
     jobs = pq.read_table(run_dir / "jobs.parquet", columns=columns)
     summary = summarize(jobs, run_dir / "timeseries.parquet", interval=int(cfg.sim.sample_interval))
     unfinished = jobs.num_rows - int(pa.compute.sum(jobs.column("finished")).as_py() or 0)
@@ -80,6 +83,10 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
         f" / quota={spec.quota.mode}" if spec.quota.mode != "none" else "")
     write_plots(jobs, run_dir, summary, label=spec.policy, interval=int(cfg.sim.sample_interval), title=title)
     write_outputs(run_dir, summary, trace, spec, title=f"{spec.policy} / {spec.placer} / {cfg.sim.compat}")
+    if spec.checkpoint is not None and spec.capacity is not None:
+        from raysim.report.capacity import write_lost_by_cause
+
+        write_lost_by_cause(jobs, run_dir)
     overall = summary[summary.vc == "all"].iloc[0].to_dict()
     print(to_markdown(summary, title=f"raysim: {spec.policy}, {cfg.sim.compat} semantics"))
     ray_text = f"; Ray start-up {ray_s:.2f} s" if ray_s is not None else ""

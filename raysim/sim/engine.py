@@ -277,7 +277,7 @@ class VCSimulator(PolicyView):
         if self.capacity_plan is not None:
             out.update(self.jobs.interruption_results(range(self.jobs.n) if rows is None else rows, self._causes))
         if self.checkpoint is not None:
-            out.update(self.jobs.checkpoint_results(range(self.jobs.n) if rows is None else rows))
+            out.update(self.jobs.checkpoint_results(range(self.jobs.n) if rows is None else rows, self._causes))
         if self.policy.result_columns:
             out.update(self.policy.job_results(out["seq"].tolist()))
         return out
@@ -380,7 +380,8 @@ class VCSimulator(PolicyView):
         stops its jobs and leaves the node up. A node away (lent to another VC) changes state only:
         its jobs are the borrower's, who follows the same events. The policy hears of the change once
         (`Policy.on_capacity`), and may read what changed (`capacity_changes`)."""
-        heap, streams, vc, interrupted = self._cap_heap, self._streams, self.vc, self.jobs.interrupted
+        heap, streams, vc = self._cap_heap, self._streams, self.vc
+        interrupted, lost_by = self.jobs.interrupted, self.jobs.lost_by
         changes = self.capacity_changes = []
         ticks = self.params.ticks_per_s
         while heap and heap[0][0] == t:
@@ -401,9 +402,12 @@ class VCSimulator(PolicyView):
                     self._unjoined_gpus -= vc.size[node]
                 continue
 
-            def tally(j, cause=cause):
+            def tally(j, lost, cause=cause):
                 counts = interrupted[j] = interrupted[j] or {}
                 counts[cause] = counts.get(cause, 0) + 1
+                if lost:
+                    by = lost_by[j] = lost_by[j] or {}
+                    by[cause] = by.get(cause, 0) + lost
 
             self._interrupt(self._jobs_on([node]), t, tally)
             if kind == DOWN and node in streams:  # (a drained held node whose jobs stopped went back)
@@ -414,13 +418,16 @@ class VCSimulator(PolicyView):
     def _interrupt(self, on: list[int], t: int, tally) -> None:
         """Stop running jobs `on` (in this order) because their VC took nodes from under them, not
         their policy: the one path of quota reclaims and capacity events. Each is counted
-        (`tally(j)`), frees its GPUs and waits again: under a policy that preempts it continues its
+        (`tally(j, lost)`, lost: the GPU x job seconds of work the stop cost it, 0 without
+        checkpoints), frees its GPUs and waits again: under a policy that preempts it continues its
         remaining work plus the policy's preemption overhead, under any other it restarts from the
         beginning (`_restart_cost`); with checkpoints it keeps its last checkpoint and restores from
         it (`_stop`). Then each returns to its policy (`Policy.on_requeue`)."""
+        lost = self.jobs.lost_gpu_s
         for j in on:
-            tally(j)
+            before = lost[j]
             self._stop(j, t, self._restart_cost(j))
+            tally(j, lost[j] - before)
         for j in on:
             self.policy.on_requeue(self, j, t)
 

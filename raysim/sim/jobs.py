@@ -91,6 +91,8 @@ class JobTable:
         self.ck_restart: list[bool] = []
         self.lost_gpu_s: list = []
         self.overhead_gpu_s: list = []
+        # with capacity events too: per job None, or {cause index: work lost to its stops x GPUs}
+        self.lost_by: list = []
         # state used by preemptive policies
         self.workload: list[int] = []
         self.share_score: list[int] = []
@@ -146,6 +148,7 @@ class JobTable:
         self.shared += [False] * k
         self.type_held += [None] * k
         self.interrupted += [None] * k
+        self.lost_by += [None] * k
         self.ck_restart += [False] * k
         for name in ("start", "end", "first_node", "first_gpu", "end_due", "ckpt_time", "run_since", "ran_on",
                      "gpu_type", "placed_at"):
@@ -182,11 +185,17 @@ class JobTable:
             out[f"intr_{k}"] = np.array([g.get(k, 0) for g in got], dtype=np.int64)
         return out
 
-    def checkpoint_results(self, rows) -> dict[str, np.ndarray]:
+    def checkpoint_results(self, rows, causes: int = 0) -> dict[str, np.ndarray]:
         """Per job of `rows`, under checkpoint-restart (raysim.sim.checkpoint): `lost_gpu_s` (work
-        lost to stops x GPUs) and `overhead_gpu_s` (restores and checkpoint writes x GPUs)."""
-        return {name: np.array([float(getattr(self, name)[j]) for j in rows], dtype=np.float64)
-                for name in ("lost_gpu_s", "overhead_gpu_s")}
+        lost to stops x GPUs), `overhead_gpu_s` (restores and checkpoint writes x GPUs) and, for
+        each of the run's capacity `causes`, `lost_<k>`: the work lost to stops of cause k x GPUs."""
+        rows = list(rows)
+        out = {name: np.array([float(getattr(self, name)[j]) for j in rows], dtype=np.float64)
+               for name in ("lost_gpu_s", "overhead_gpu_s")}
+        by = [self.lost_by[j] or {} for j in rows]
+        for k in range(causes):
+            out[f"lost_{k}"] = np.array([float(b.get(k, 0)) for b in by], dtype=np.float64)
+        return out
 
     def results(self, rows=None) -> dict[str, np.ndarray]:
         """Results of the given job indices (all by default) as numpy columns (-1 = not yet)."""
