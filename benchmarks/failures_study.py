@@ -3,7 +3,8 @@
     python benchmarks/failures_study.py bigjob [--intervals-min 5 10 ...] [--seeds 3] [--write-s 120]
         [--restart-s 600] [--spare-nodes 64] [--out DIR] [--json]
     python benchmarks/failures_study.py policies [--traces venus helios] [--policies fifo tiresias ...]
-        [--venus-path DIR] [--helios-days 30] [--interval-min 30] [--out DIR] [--json]
+        [--venus-path DIR] [--profiles-path DIR] [--helios-days 30] [--interval-min 30] [--out DIR] [--json]
+    python benchmarks/failures_study.py speed [--policies fifo tiresias] [--days 183] [--repeat 2] [--out DIR]
 
 `bigjob`: one job of 16,384 GPUs (2,048 8-GPU nodes) needing 54 days of work, as Llama 3 405B's
 pre-training, on 2,048 + `--spare-nodes` nodes under `failures=llama3` (the report's rate and
@@ -18,8 +19,12 @@ optima. Every run goes through raysim's Python entry points in this process (the
 checkpoint every `--interval-min` minutes (writes 60 s, restores 300 s): average JCT and queueing,
 interruptions, GPU-hours lost and spent on checkpoints, one `python -m raysim` subprocess per run.
 Sia runs with failures but without the checkpoint model (its jobs pay their applications' own
-restore, docs/failures.md). `venus`: the real Venus trace (`+experiment=venus_real`, or a local
-copy with `--venus-path`) in clean semantics; `helios`: the Helios-like trace, `--helios-days` days.
+restore, docs/failures.md), Lucid without its profiling pool. The traces and Lucid's inputs are
+rounds_study.py's: `venus`, the real Venus trace (`+experiment=venus_real`, or local copies with
+`--venus-path` and `--profiles-path`); `helios`, the Helios-like trace, `--helios-days` days.
+
+`speed`: the cost of failures, the Helios-like trace (`--days`, default the whole 183) under each
+policy without and with `failures=llama3` and checkpoints, `--repeat` times alternately.
 
 Prints markdown tables (or JSON lines with --json) and writes <out>/bigjob.png or <out>/policies.csv.
 """
@@ -28,13 +33,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from rounds_study import SIMULATED, lucid_overrides, trace_overrides  # (benchmarks/: the same traces and Lucid inputs)
 
 GPUS_PER_NODE = 8
 JOB_GPUS = 16_384
@@ -130,28 +135,25 @@ def bigjob_plot(rows: list[dict], out: Path, args) -> Path:
 
 
 # ---------------------------------------------------------------------------------------- policies
-SUMMARY = re.compile(r"simulated in ([0-9.]+) s \(([0-9.]+) s total\)")
-
-
-def trace_overrides(name: str, args) -> list[str]:
-    if name == "venus":
-        base = ["+experiment=venus_real", "sim.compat=clean"]
-        return base + ([f"trace.path={args.venus_path}"] if args.venus_path else [])
-    return ["+experiment=helios_synth", f"trace.synth.days={args.helios_days}"]
-
-
-def policy_overrides(policy: str, trace: str) -> list[str]:
+def policy_overrides(policy: str, trace: str, args) -> list[str]:
+    """The policy and its inputs (Lucid's as in rounds_study.py, without its profiling pool, whose
+    runs outside the VCs keep no checkpoint)."""
     if policy == "lucid":
-        return ["policy=lucid", "profiler.nodes=0", "estimator.source=oracle"]
-    if policy == "sia":
-        return ["+experiment=venus_elastic", "policy=sia"] if trace == "venus" else ["policy=sia"]
+        return ["policy=lucid", "profiler.nodes=0", *lucid_overrides(trace, args)]
     return [f"policy={policy}"]
+
+
+def run_overrides(trace: str, policy: str, args) -> list[str]:
+    """The trace, the policy and its inputs; Sia on Venus maps the jobs to Sia's applications
+    (`+experiment=venus_elastic`, on the real trace)."""
+    if policy == "sia" and trace == "venus":
+        return ["+experiment=venus_elastic", "policy=sia", f"trace.path={args.venus_path or 'data:venus'}"]
+    return trace_overrides(trace, args) + policy_overrides(policy, trace, args)
 
 
 def run_policy(trace: str, policy: str, failures: bool, args) -> dict:
     folder = Path(args.out) / trace / f"{policy}_{'failures' if failures else 'none'}"
-    overrides = trace_overrides(trace, args) + policy_overrides(policy, trace) + ["runtime=local",
-                                                                                 f"hydra.run.dir={folder}"]
+    overrides = run_overrides(trace, policy, args) + ["runtime=local", f"hydra.run.dir={folder}"]
     if failures:
         overrides.append("failures=llama3")
         if policy != "sia":
@@ -173,7 +175,7 @@ def run_policy(trace: str, policy: str, failures: bool, args) -> dict:
                lost_gpu_h=float(jobs.get("lost_gpu_s", pd.Series([0])).sum()) / 3600,
                overhead_gpu_h=float(jobs.get("overhead_gpu_s", pd.Series([0])).sum()) / 3600,
                down_gpu_h=float(summary.get("down_gpu_h", 0.0)))
-    found = SUMMARY.search(done.stdout + done.stderr)
+    found = SIMULATED.search(done.stdout + done.stderr)
     if found:
         row["sim_s"] = float(found.group(1))
     return row
@@ -190,6 +192,34 @@ def policies(args) -> list[dict]:
     import pandas as pd
 
     pd.DataFrame(rows).to_csv(Path(args.out) / "policies.csv", index=False)
+    return rows
+
+
+# ------------------------------------------------------------------------------------------- speed
+def speed(args) -> list[dict]:
+    """The Helios-like trace (`--days`) per policy without failures and with `failures=llama3` and
+    checkpoints every 30 minutes, `--repeat` times alternately: the `python -m raysim` process's
+    wall time and raysim's own simulation time."""
+    rows = []
+    for rep in range(args.repeat):
+        for policy in args.policies:
+            for failures in (False, True):
+                extra = ["failures=llama3", "checkpoint.interval_s=1800", "checkpoint.write_s=60",
+                         "checkpoint.restart_s=300"] if failures else []
+                folder = Path(args.out) / "speed" / f"{policy}_{'failures' if failures else 'none'}_{rep}"
+                begin = time.perf_counter()
+                done = subprocess.run([sys.executable, "-m", "raysim", "+experiment=helios_synth",
+                                       f"trace.synth.days={args.days}", f"policy={policy}", "runtime=local",
+                                       f"hydra.run.dir={folder}", *extra], capture_output=True, text=True)
+                row = {"policy": policy, "failures": failures, "repeat": rep,
+                       "process_s": time.perf_counter() - begin}
+                found = SIMULATED.search(done.stdout)
+                if done.returncode or not found:
+                    row["error"] = (done.stderr.strip().splitlines() or ["?"])[-1]
+                else:
+                    row["sim_s"], row["total_s"] = float(found.group(1)), float(found.group(2))
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
     return rows
 
 
@@ -215,14 +245,19 @@ def main(argv=None) -> None:
     pol.add_argument("--traces", nargs="+", default=["venus", "helios"], choices=["venus", "helios"])
     pol.add_argument("--policies", nargs="+", default=["fifo", "tiresias", "srtf", "lucid", "sia"])
     pol.add_argument("--venus-path", default=None)
+    pol.add_argument("--profiles-path", default=None)
     pol.add_argument("--helios-days", type=int, default=30)
     pol.add_argument("--interval-min", type=float, default=30)
-    for p in (big, pol):
+    fast = sub.add_parser("speed")
+    fast.add_argument("--policies", nargs="+", default=["fifo", "tiresias"])
+    fast.add_argument("--days", type=int, default=183)
+    fast.add_argument("--repeat", type=int, default=2)
+    for p in (big, pol, fast):
         p.add_argument("--out", default="outputs/failures_study")
         p.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    rows = bigjob(args) if args.study == "bigjob" else policies(args)
+    rows = {"bigjob": bigjob, "policies": policies, "speed": speed}[args.study](args)
     if args.json:
         for row in rows:
             print(json.dumps(row))
