@@ -3,7 +3,8 @@
     python benchmarks/failures_study.py bigjob [--intervals-min 5 10 ...] [--seeds 3] [--write-s 120]
         [--restart-s 600] [--spare-nodes 64] [--out DIR] [--json]
     python benchmarks/failures_study.py policies [--traces venus helios] [--policies fifo tiresias ...]
-        [--venus-path DIR] [--profiles-path DIR] [--helios-days 30] [--interval-min 30] [--out DIR] [--json]
+        [--venus-path DIR] [--profiles-path DIR] [--sia-profiles-path DIR] [--helios-days 30] [--interval-min 30]
+        [--variants none checkpoints failures] [--out DIR] [--json]
     python benchmarks/failures_study.py speed [--policies fifo tiresias] [--days 183] [--repeat 2] [--out DIR]
 
 `bigjob`: one job of 16,384 GPUs (2,048 8-GPU nodes) needing 54 days of work, as Llama 3 405B's
@@ -15,13 +16,15 @@ JCT), beside Daly's expected time for the job's MTBF (a node's / 2,048); the fig
 optima. Every run goes through raysim's Python entry points in this process (the same config as
 `python -m raysim trace.path=<the job> failures=llama3 checkpoint.* runtime=local`).
 
-`policies`: the traces under each policy without failures and with `failures=llama3` and a
-checkpoint every `--interval-min` minutes (writes 60 s, restores 300 s): average JCT and queueing,
+`policies`: the traces under each policy (`--variants`) without failures, with the checkpoint model
+alone, and with `failures=llama3` and the model (a checkpoint every `--interval-min` minutes of
+work, writes 60 s, restores 300 s): average JCT and queueing,
 interruptions, GPU-hours lost and spent on checkpoints, one `python -m raysim` subprocess per run.
 Sia runs with failures but without the checkpoint model (its jobs pay their applications' own
 restore, docs/failures.md), Lucid without its profiling pool. The traces and Lucid's inputs are
 rounds_study.py's: `venus`, the real Venus trace (`+experiment=venus_real`, or local copies with
-`--venus-path` and `--profiles-path`); `helios`, the Helios-like trace, `--helios-days` days.
+`--venus-path` and `--profiles-path`; Sia's profiles `data:sia_profiles` or `--sia-profiles-path`);
+`helios`, the Helios-like trace, `--helios-days` days. Every run is in-process (`runtime=local`).
 
 `speed`: the cost of failures, the Helios-like trace (`--days`, default the whole 183) under each
 policy without and with `failures=llama3` and checkpoints, `--repeat` times alternately.
@@ -147,21 +150,28 @@ def run_overrides(trace: str, policy: str, args) -> list[str]:
     """The trace, the policy and its inputs; Sia on Venus maps the jobs to Sia's applications
     (`+experiment=venus_elastic`, on the real trace)."""
     if policy == "sia" and trace == "venus":
-        return ["+experiment=venus_elastic", "policy=sia", f"trace.path={args.venus_path or 'data:venus'}"]
-    return trace_overrides(trace, args) + policy_overrides(policy, trace, args)
+        return ["+experiment=venus_elastic", "policy=sia", f"trace.path={args.venus_path or 'data:venus'}",
+                f"elastic.profiles={args.sia_profiles_path or 'data:sia_profiles'}"]
+    in_process = [o for o in trace_overrides(trace, args)  # (runtime=local; estimates are Lucid's alone)
+                  if not o.startswith("ray.") and (policy == "lucid" or not o.startswith("estimator.path="))]
+    return in_process + policy_overrides(policy, trace, args)
 
 
-def run_policy(trace: str, policy: str, failures: bool, args) -> dict:
-    folder = Path(args.out) / trace / f"{policy}_{'failures' if failures else 'none'}"
+#: What a policies run adds: nothing; the checkpoint model alone; llama3 failures and the model.
+VARIANTS = ("none", "checkpoints", "failures")
+
+
+def run_policy(trace: str, policy: str, variant: str, args) -> dict:
+    folder = Path(args.out) / trace / f"{policy}_{variant}"
     overrides = run_overrides(trace, policy, args) + ["runtime=local", f"hydra.run.dir={folder}"]
-    if failures:
+    if variant == "failures":
         overrides.append("failures=llama3")
-        if policy != "sia":
-            overrides += [f"checkpoint.interval_s={int(args.interval_min * 60)}", "checkpoint.write_s=60",
-                          "checkpoint.restart_s=300"]
+    if variant != "none" and policy != "sia":
+        overrides += [f"checkpoint.interval_s={int(args.interval_min * 60)}", "checkpoint.write_s=60",
+                      "checkpoint.restart_s=300"]
     begin = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "raysim", *overrides], capture_output=True, text=True)
-    row = {"trace": trace, "policy": policy, "failures": failures, "process_s": time.perf_counter() - begin}
+    row = {"trace": trace, "policy": policy, "variant": variant, "process_s": time.perf_counter() - begin}
     if done.returncode:
         row["error"] = (done.stderr.strip().splitlines() or ["?"])[-1]
         return row
@@ -185,8 +195,10 @@ def policies(args) -> list[dict]:
     rows = []
     for trace in args.traces:
         for policy in args.policies:
-            for failures in (False, True):
-                row = run_policy(trace, policy, failures, args)
+            for variant in args.variants:
+                if variant == "checkpoints" and policy == "sia":
+                    continue  # (Sia's jobs keep their own restore costs: the same as none)
+                row = run_policy(trace, policy, variant, args)
                 rows.append(row)
                 print(json.dumps(row) if args.json else row, file=sys.stderr, flush=True)
     import pandas as pd
@@ -246,8 +258,10 @@ def main(argv=None) -> None:
     pol.add_argument("--policies", nargs="+", default=["fifo", "tiresias", "srtf", "lucid", "sia"])
     pol.add_argument("--venus-path", default=None)
     pol.add_argument("--profiles-path", default=None)
+    pol.add_argument("--sia-profiles-path", default=None)
     pol.add_argument("--helios-days", type=int, default=30)
     pol.add_argument("--interval-min", type=float, default=30)
+    pol.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     fast = sub.add_parser("speed")
     fast.add_argument("--policies", nargs="+", default=["fifo", "tiresias"])
     fast.add_argument("--days", type=int, default=183)
