@@ -27,31 +27,42 @@ def down_plot(series_path, out: Path, interval: int, *, top: int = 8, points: in
     hours = column_hours(series_path, CAPACITY_COLUMNS, interval)
     names = [vc for vc in sorted(hours, key=lambda vc: -hours[vc][0]) if hours[vc][0] > 0][:top]
     layout = series_layout(series_path)
-    every = interval
-    if layout.changes:  # a long span: about `points` samples
-        every = layout.interval * max(1, -(-layout.samples // points))
+    every = layout.interval * max(1, -(-layout.samples // points)) if layout.changes else None
     table = read_timeseries(series_path, vcs=names + ["all"], columns=list(CAPACITY_COLUMNS), every=every)
-    vcs = np.asarray(table.column("vc").to_pylist(), dtype=object)
+    vc = table.column("vc").combine_chunks()
+    vc = vc if pa.types.is_dictionary(vc.type) else vc.dictionary_encode()
+    vcs = np.asarray(vc.dictionary.to_pylist(), dtype=object)[vc.indices.to_numpy(zero_copy_only=False)]
     time = table.column("time").to_numpy()
-    days = (time - (time.min() if len(time) else 0)) / 86_400
-    down = table.column(CAPACITY_COLUMNS[0]).to_numpy()
+    down = table.column(CAPACITY_COLUMNS[0]).to_numpy().astype(np.float64)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     if names:  # stacked per VC (the VCs beyond `top` as "other"): the top edge is the cluster's
         first = vcs == names[0]
-        stack = [down[vcs == name].astype(np.float64) for name in names]
-        other = down[vcs == "all"].astype(np.float64) - np.sum(stack, axis=0)
+        stack = [down[vcs == name] for name in names]
+        other = down[vcs == "all"] - np.sum(stack, axis=0)
         labels = [f"{name} ({hours[name][0]:,.0f} GPU-h)" for name in names]
         if other.max(initial=0) > 0:
             stack.append(other)
             labels.append("other VCs")
-        ax.stackplot(days[first], *stack, labels=labels, step="post", alpha=0.8)
-        ax.legend(fontsize=7, ncol=2, title=f"cluster: {sum(v[0] for v in hours.values()):,.0f} GPU-h",
-                  title_fontsize=7)
+        start, means = _binned(time[first], stack, points)  # (a grid file of a long span: bin means)
+        ax.stackplot((start - start[0]) / 86_400, *means, labels=labels, step="post", alpha=0.8)
+        ax.legend(loc="upper right", fontsize=7, ncol=2,
+                  title=f"cluster: {sum(v[0] for v in hours.values()):,.0f} GPU-h", title_fontsize=7)
     ax.set_xlabel("simulated time (days)")
     ax.set_ylabel("GPUs out of service")
     ax.set_title("GPUs on nodes that are down, stacked per VC")
     ax.grid(alpha=0.3)
     return save_figure(fig, out)
+
+
+def _binned(time: np.ndarray, series: list, points: int) -> tuple[np.ndarray, list]:
+    """At most `points` samples of equally spaced grid `time` and each of `series`: the means over
+    equal bins of consecutive samples, at each bin's first time."""
+    per = max(1, -(-len(time) // points))
+    if per == 1:
+        return time, series
+    edges = np.arange(0, len(time), per)
+    counts = np.diff(np.append(edges, len(time)))
+    return time[edges], [np.add.reduceat(values, edges) / counts for values in series]
 
 
 #: The cause of stops that no capacity event made (policy preemptions, quota reclaims).
