@@ -119,9 +119,9 @@ def failure_plan(cfg: DictConfig, layout: dict, homes: tuple, jobs: dict, log_pl
         from raysim.sim.failure_trace import read_failure_trace, traced_vcs
 
         kinds = failure_kinds(cfg)
-        from raysim.sim.capacity import _own_layout
+        from raysim.sim.capacity import own_layout
 
-        own = _own_layout(layout, homes) if homes else layout
+        own = own_layout(layout, homes) if homes else layout
         by_node = read_failure_trace(Path(str(value(cfg, "failures.path"))).expanduser(), own, kinds, causes)
         return CapacityPlan(causes, traced_vcs(by_node, layout, homes, causes, logs, jobs))
     from raysim.sim.failures import failing_vcs

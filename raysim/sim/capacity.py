@@ -134,21 +134,13 @@ def read_node_log(path, layout: dict) -> tuple[np.ndarray, list, np.ndarray, np.
     """The rows of node log `path` checked against `layout` (VC -> pools): (times, VCs, node indices,
     event codes (indices into EVENTS), causes), in the order the events apply (by time, then file
     order). A bad row raises TraceError naming the file, row and column."""
-    path = Path(path)
-    source = str(path)
-    if not path.is_file():
-        raise TraceError(source, "no such file (cluster.capacity: a node log, CSV or Parquet)")
-    table = _read_table(path)
-    missing = [c for c in COLUMNS if c not in table.column_names]
-    if missing:
-        raise TraceError(source, f"missing column(s) {', '.join(missing)}: a node log has columns "
-                                 f"{', '.join(COLUMNS)} and optionally cause", column=missing[0])
+    table, source = read_event_table(path, "cluster.capacity", "a node log", COLUMNS, " and optionally cause")
     n = table.num_rows
     if not n:
         raise TraceError(source, "no events: a node log has one row per event")
-    times = _integers(table.column("time"), source, "time", minimum=0)
+    times = whole_numbers(table.column("time"), source, "time", minimum=0)
     vcs = [str(v) if v is not None else None for v in table.column("vc").to_pylist()]
-    nodes = _integers(table.column("node"), source, "node", minimum=0)
+    nodes = whole_numbers(table.column("node"), source, "node", minimum=0)
     counts = node_counts(layout)
     for i, (vc, node) in enumerate(zip(vcs, nodes.tolist())):
         if vc not in counts:
@@ -181,7 +173,7 @@ def plan_from_node_log(path, layout: dict, jobs_per_vc: dict, pool_homes: tuple 
     """The capacity plan of node log `path` for a run on `layout`; with `pool_homes` (quota=global)
     the layout is one merged VC whose pools came from the VCs `pool_homes` names, and the log still
     names nodes by their own VC. `jobs_per_vc`: trace jobs per VC of `layout`."""
-    own = _own_layout(layout, pool_homes) if pool_homes else layout
+    own = own_layout(layout, pool_homes) if pool_homes else layout
     times, vcs, nodes, kinds, causes = read_node_log(path, own)
     names = tuple(dict.fromkeys(causes))
     offset = _node_offsets(layout, pool_homes) if pool_homes else None
@@ -206,7 +198,7 @@ def plan_from_node_log(path, layout: dict, jobs_per_vc: dict, pool_homes: tuple 
                                                int(jobs_per_vc.get(vc, 0))) for vc in vcs})
 
 
-def _own_layout(layout: dict, homes: tuple) -> dict:
+def own_layout(layout: dict, homes: tuple) -> dict:
     """The per-VC layout behind a merged one (raysim.quota.merged_layout)."""
     (pools,) = layout.values()
     own: dict[str, list] = {}
@@ -226,7 +218,23 @@ def _node_offsets(layout: dict, homes: tuple) -> dict[str, list[int]]:
     return out
 
 
-def _read_table(path: Path):
+def read_event_table(path, setting: str, what: str, columns, more: str = ""):
+    """The table of an event file (`what`, e.g. "a node log", read for `setting`), CSV or Parquet,
+    with every one of `columns` (`more`: what else it may have), and its name for messages; a
+    missing file or column is a TraceError."""
+    path = Path(path)
+    source = str(path)
+    if not path.is_file():
+        raise TraceError(source, f"no such file ({setting}: {what}, CSV or Parquet)")
+    table = read_table(path)
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise TraceError(source, f"missing column(s) {', '.join(missing)}: {what} has columns "
+                                 f"{', '.join(columns)}{more}", column=missing[0])
+    return table, source
+
+
+def read_table(path: Path):
     """The node log as an Arrow table (pyarrow is imported here: the engine only needs the plan)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
@@ -249,7 +257,7 @@ def _read_table(path: Path):
 LARGEST = 10**12
 
 
-def _integers(column, source: str, name: str, *, minimum: int) -> np.ndarray:
+def whole_numbers(column, source: str, name: str, *, minimum: int) -> np.ndarray:
     """`column` as int64, every value a whole number from `minimum` to LARGEST (else a TraceError
     naming the row)."""
     values = column.to_pylist()

@@ -16,12 +16,11 @@ is down (before its repair ends). A bad row is one line naming the file, row and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from raysim.sim.capacity import DOWN, LARGEST, RESTART, UP, LogStream, _integers, _read_table, node_counts
-from raysim.sim.failures import node_homes, with_log
+from raysim.sim.capacity import DOWN, LARGEST, RESTART, UP, LogStream, node_counts, read_event_table, whole_numbers
+from raysim.sim.failures import MergesLog, node_homes, with_log
 from raysim.trace.errors import TraceError
 
 #: A failure trace's columns.
@@ -33,18 +32,10 @@ def read_failure_trace(path, layout: dict, kinds: dict, causes: tuple) -> dict[t
     kind, cause index) in order, the rank a row's place in the file, causes indexed in `causes`;
     `kinds`: category -> "down" or "restart". A bad row raises TraceError naming the file, row and
     column."""
-    path = Path(path)
-    source = str(path)
-    if not path.is_file():
-        raise TraceError(source, "no such file (failures.path: a failure trace, CSV or Parquet)")
-    table = _read_table(path)
-    missing = [c for c in COLUMNS if c not in table.column_names]
-    if missing:
-        raise TraceError(source, f"missing column(s) {', '.join(missing)}: a failure trace has columns "
-                                 f"{', '.join(COLUMNS)}", column=missing[0])
-    times = _integers(table.column("time"), source, "time", minimum=0)
-    nodes = _integers(table.column("node"), source, "node", minimum=0)
-    repairs = _integers(table.column("repair_s").fill_null(0), source, "repair_s", minimum=0)
+    table, source = read_event_table(path, "failures.path", "a failure trace", COLUMNS)
+    times = whole_numbers(table.column("time"), source, "time", minimum=0)
+    nodes = whole_numbers(table.column("node"), source, "node", minimum=0)
+    repairs = whole_numbers(table.column("repair_s").fill_null(0), source, "repair_s", minimum=0)
     counts = node_counts(layout)
     vcs = [None if v is None else str(v) for v in table.column("vc").to_pylist()]
     categories = [None if v is None else str(v).strip() for v in table.column("category").to_pylist()]
@@ -92,7 +83,7 @@ def traced_vcs(by_node: dict, layout: dict, homes: tuple, causes: tuple, logs: d
 
 
 @dataclass(frozen=True)
-class TracedVC:
+class TracedVC(MergesLog):
     """One VC's capacity under a failure trace (the engine's per-VC capacity: `stream(node)`,
     `absent`, `jobs`): each node's replayed failures (`by_node`: node -> events), merged with the
     VC's node log (`log`, or None)."""
@@ -101,10 +92,6 @@ class TracedVC:
     causes: tuple
     log: object = None
     jobs: int = 0
-
-    @property
-    def absent(self) -> tuple:
-        return self.log.absent if self.log is not None else ()
 
     def stream(self, node: int):
         mine = self.by_node.get(node)

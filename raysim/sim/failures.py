@@ -139,8 +139,19 @@ class Merged:
                 return event
 
 
+class MergesLog:
+    """A VC's capacity (`stream(node)`, `absent`, `jobs`) made of failures merged with its node log
+    (`log`, a raysim.sim.capacity.VCCapacity, or None): the nodes absent at the start are the log's."""
+
+    log: object
+
+    @property
+    def absent(self) -> tuple:
+        return self.log.absent if self.log is not None else ()
+
+
 @dataclass(frozen=True)
-class FailingVC:
+class FailingVC(MergesLog):
     """One VC's capacity under a failure model (the engine's per-VC capacity: `stream(node)`,
     `absent`, `jobs`): each node's failures, merged with the VC's node log (`log`, a
     raysim.sim.capacity.VCCapacity, or None). `homes`: per node, the (VC, node index) its failures are
@@ -153,10 +164,6 @@ class FailingVC:
     causes: tuple
     log: object = None
     jobs: int = 0
-
-    @property
-    def absent(self) -> tuple:
-        return self.log.absent if self.log is not None else ()
 
     def stream(self, node: int):
         vc, own = self.homes[node]
