@@ -122,6 +122,8 @@ def test_the_presets_pass_the_checks(preset):
     (["failures=exponential", "failures.node_mtbf_h=nan"], "failures.node_mtbf_h"),
     (["failures=exponential", "failures.gpu_mtbf_h=100"], "failures.node_mtbf_h"),
     (["failures=exponential", "failures.repair_h=-1"], "failures.repair_h"),
+    (["failures=exponential", "failures.node_mtbf_h=1e300"], "failures.node_mtbf_h"),
+    (["failures=llama3", "failures.repair_h=1e12"], "failures.repair_h"),
     (["failures=exponential", "failures.repair=weekly"], "failures.repair"),
     (["failures=exponential", "+failures.shape=2"], "failures.shape"),
     (["failures=weibull", "failures.shape=inf"], "failures.shape"),

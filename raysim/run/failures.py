@@ -14,6 +14,9 @@ from raysim.sim.failures import DISTRIBUTIONS, KINDS, REPAIRS, Category, Failure
 
 #: The presets of the group (conf/failures/): models draw failures, `trace` replays them.
 NAMES = ("none", "exponential", "weibull", "llama3", "trace")
+#: The longest mean time between failures or repair a setting may give (hours: about 1,140 years), so
+#: that every drawn time fits the engine's clock, even at a million ticks per second.
+MAX_HOURS = 1e7
 _MODEL_KEYS = {"name", "distribution", "shape", "node_mtbf_h", "gpu_mtbf_h", "repair_h", "repair", "categories"}
 _KEYS = {"none": {"name"}, "trace": {"name", "path", "kinds"}}
 _NAME = re.compile(r"[A-Za-z0-9_]+")
@@ -63,9 +66,9 @@ def failure_model(cfg: DictConfig) -> FailureModel:
     if (node is None) == (gpu is None):
         raise ConfigError("failures.node_mtbf_h", "set exactly one of failures.node_mtbf_h (per node) and "
                           "failures.gpu_mtbf_h (per GPU)", node)
-    mtbf = {k: number(cfg, f"failures.{k}", above=0) * HOUR for k, v in (("node_mtbf_h", node), ("gpu_mtbf_h", gpu))
-            if v is not None}
-    repair_s = number(cfg, "failures.repair_h", minimum=0) * HOUR
+    mtbf = {k: number(cfg, f"failures.{k}", above=0, maximum=MAX_HOURS) * HOUR
+            for k, v in (("node_mtbf_h", node), ("gpu_mtbf_h", gpu)) if v is not None}
+    repair_s = number(cfg, "failures.repair_h", minimum=0, maximum=MAX_HOURS) * HOUR
     repair = choice(cfg, "failures.repair", REPAIRS)
     raw = value(cfg, "failures.categories")
     if not isinstance(raw, ListConfig) or not raw:
@@ -91,7 +94,7 @@ def _category(cfg: DictConfig, i: int) -> Category:
         raise ConfigError(f"{key}.name", "must be a name of letters, digits and _", name)
     repair = entry.get("repair_h")
     return Category(name, number(cfg, f"{key}.share", above=0), choice(cfg, f"{key}.kind", KINDS),
-                    None if repair is None else number(cfg, f"{key}.repair_h", minimum=0) * HOUR)
+                    None if repair is None else number(cfg, f"{key}.repair_h", minimum=0, maximum=MAX_HOURS) * HOUR)
 
 
 def causes_of(cfg: DictConfig) -> tuple:
