@@ -153,6 +153,8 @@ def test_venus_with_a_node_log_and_checkpoints(tmp_path):
     (["checkpoint.interval_s=1.5"], "checkpoint.interval_s"),
     (["checkpoint.interval_s=60", "checkpoint.write_s=inf"], "checkpoint.write_s"),
     (["checkpoint.interval_s=60", "checkpoint.restart_s=-1"], "checkpoint.restart_s"),
+    (["checkpoint.interval_s=60", "checkpoint.restart_s=1e18"], "checkpoint.restart_s"),
+    (["checkpoint.interval_s=1e30"], "checkpoint.interval_s"),
     (["checkpoint.write_s=5"], "checkpoint.write_s"),
     (["checkpoint.restart_s=5"], "checkpoint.restart_s"),
     (["checkpoint.interval_s=60", "policy=max_min_fairness"], "checkpoint.interval_s"),

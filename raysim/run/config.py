@@ -27,6 +27,7 @@ from raysim.run.values import boolean, choice, integer, number, value
 from raysim.trace.schema import REQUEST_COLUMNS
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
+from raysim.sim.capacity import LARGEST
 from raysim.sim.checkpoint import Checkpointing
 from raysim.trace.load import READERS, Trace, load_trace
 
@@ -133,6 +134,10 @@ def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
     interval = integer(cfg, "checkpoint.interval_s", minimum=1, hint="(seconds of work) or null")
     write, restart = (0 if value(cfg, k) is None else integer(cfg, k, minimum=0, hint="(seconds) or null")
                       for k in ("checkpoint.write_s", "checkpoint.restart_s"))
+    for key, seconds in (("checkpoint.interval_s", interval), ("checkpoint.write_s", write),
+                         ("checkpoint.restart_s", restart)):
+        if seconds > LARGEST:  # (a job's span must fit the engine's clock)
+            raise ConfigError(key, f"must be at most {LARGEST:.0e} seconds", value(cfg, key))
     name = value(cfg, "policy.name")
     if getattr(policy_class(name), "elastic", False):
         raise ConfigError("checkpoint.interval_s", f"{name} is elastic: its jobs pay their applications' own "
