@@ -47,7 +47,8 @@ def write(folder, jobs=JOBS):
 def test_jobs_gpus_durations_and_derived_layout(tmp_path):
     trace = load_trace(write(tmp_path), cache=False)
     t = trace.table
-    assert t.schema.equals(JOB_SCHEMA)
+    assert t.drop_columns(["attempts_s"]).schema.equals(JOB_SCHEMA)
+    assert t.column("attempts_s").to_pylist() == ["74 7 3600", None, None]  # runs and gaps (trace.failed=replay)
     assert t.column("job_id").to_pylist() == [1, 2, 5]
     assert t.column("gpu_num").to_pylist() == [8, 2, 4]  # first attempt's GPUs
     assert t.column("duration").to_pylist() == [74 + 3600, 600, 30]  # sum of attempts
@@ -64,6 +65,7 @@ def test_jobs_gpus_durations_and_derived_layout(tmp_path):
 def test_span_rule(tmp_path):
     trace = load_trace(write(tmp_path), cache=False, reader_options={"duration": "span"})
     assert trace.table.column("duration").to_pylist() == [3681, 600, 30]  # 01:12:09 .. 02:13:30
+    assert "attempts_s" not in trace.table.column_names  # the runs add up to the sum rule's duration only
 
 
 def test_vc_config_takes_precedence(tmp_path):

@@ -84,9 +84,15 @@ class Policy:
     def on_complete(self, view, j: int) -> None:
         """Job j finished."""
 
+    def on_failed(self, view, j: int, now: int) -> None:
+        """Running job j failed at `now` (a run of it its trace records as failed, trace.failed=replay)
+        and left its GPUs; it arrives again later (`on_requeue`). By default, as when a job completes."""
+        self.on_complete(view, j)
+
     def on_requeue(self, view, j: int, now: int) -> None:
         """Running job j was stopped at `now` by its VC, not by this policy (a node it ran on went
-        down, or back to the VC that lent it) and waits again. By default it re-enters like an arrival."""
+        down, or back to the VC that lent it), or arrives again after a failed run (`on_failed`), and
+        waits again. By default it re-enters like an arrival."""
         self.on_arrival(view, j)
 
     def on_capacity(self, view, now: int) -> None:

@@ -7,10 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from raysim.report.timeseries import META_KEY
 from raysim.report.timeseries_write import timeseries_table
+from raysim.trace.attempts import COLUMN as ATTEMPTS
+from raysim.trace.attempts import FAILED_STATES, attempts_of
 from raysim.trace.schema import REQUEST_COLUMNS
 
 #: A Gavel trace's columns that jobs.parquet keeps (its `rounds` group, raysim.report.schema).
@@ -35,7 +38,7 @@ def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
 
 def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 << 18, ticks_per_s: int = 1,
                gpu_types: tuple = (), causes: tuple | None = None, checkpoint: bool = False,
-               policy_columns: tuple = ()) -> None:
+               attempts: bool = False, policy_columns: tuple = ()) -> None:
     """`jobs_table(trace, records)` written to `path` `chunk_rows` trace rows at a time (one row group
     each), so the whole joined table never sits in memory. Records of a simulator whose clock
     counts `ticks_per_s` ticks per second become seconds (floats; see `_in_seconds`). With several
@@ -43,8 +46,9 @@ def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 
     and `run_s_<type>`, the seconds it held GPUs of each type. With `causes` (a run with capacity
     events, raysim.sim.capacity) the capacity group: `interruptions` and `interruptions_<cause>`. With
     `checkpoint` (checkpoint-restart, raysim.sim.checkpoint) the checkpoint group: `lost_gpu_s` and
-    `overhead_gpu_s`, and with `causes` too `lost_gpu_s_<cause>`. The policy's own columns (`policy_columns`, Policy.result_columns) follow, of
-    the types they were given."""
+    `overhead_gpu_s`, and with `causes` too `lost_gpu_s_<cause>`. With `attempts` (trace.failed=replay)
+    the failures group: `retries`, `failed` and `failed_gpu_s` (`_with_failures`). The policy's own
+    columns (`policy_columns`, Policy.result_columns) follow, of the types they were given."""
     r = _records_in_trace_order(trace.num_rows, records)
 
     def rows(t, rec):
@@ -57,6 +61,8 @@ def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 
             table = table.append_column(name, pa.array(rec[name]))
         for k, cause in enumerate(causes or ()) if checkpoint else ():
             table = table.append_column(f"lost_gpu_s_{cause}", pa.array(rec[f"lost_{k}"]))
+        if attempts:
+            table = _with_failures(table, t, rec)
         for name in policy_columns:
             table = table.append_column(name, pa.array(rec[name]))
         return table
@@ -146,6 +152,29 @@ def _with_interruptions(table: pa.Table, r: dict[str, np.ndarray], causes: tuple
     for k, cause in enumerate(causes):
         table = table.append_column(f"interruptions_{cause}", pa.array(r[f"intr_{k}"].astype(np.int32)))
     return table
+
+
+def _with_failures(table: pa.Table, trace: pa.Table, r: dict[str, np.ndarray]) -> pa.Table:
+    """`table` with the failures group of trace.failed=replay: `retries` (its runs that failed and
+    were retried), `failed` (it finished and its trace's state says its last run failed too) and
+    `failed_gpu_s` (GPUs x seconds of work of its runs that failed)."""
+    finished = r["end_time"] >= 0
+    n = len(finished)
+    retries = r.get("retries", np.zeros(n, np.int64))
+    state = trace.column("state").cast(pa.string())
+    failed = finished & pc.is_in(state, pa.array(FAILED_STATES)).fill_null(False).to_numpy(zero_copy_only=False)
+    last = trace.column("duration").to_numpy().astype(np.float64)
+    done = np.zeros(n)  # work of the runs that failed before the last
+    if ATTEMPTS in trace.column_names:
+        texts = trace.column(ATTEMPTS)
+        for i in np.flatnonzero(texts.is_valid().to_numpy(zero_copy_only=False)).tolist():
+            got = attempts_of(texts[i].as_py())
+            if got is not None:
+                done[i], last[i] = sum(got[0][:retries[i]]), got[0][-1]
+    gpus = trace.column("gpu_num").to_numpy().astype(np.float64)
+    table = table.append_column("retries", pa.array(retries.astype(np.int32)))
+    table = table.append_column("failed", pa.array(failed))
+    return table.append_column("failed_gpu_s", pa.array(gpus * (done + np.where(failed, last, 0.0))))
 
 
 def _in_seconds(trace: pa.Table, r: dict[str, np.ndarray], ticks: int) -> pa.Table:

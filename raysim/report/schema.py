@@ -70,6 +70,11 @@ GROUPS = {
         "lost_gpu_s_<cause>": "the work lost to stops for that capacity cause (with capacity events; the rest of "
                               "lost_gpu_s was lost to preemptions and quota reclaims)",
     }),
+    "failures": ("failed runs replayed from the trace (trace.failed=replay)", {
+        "retries": "its runs that failed and were retried, as its trace shows (Philly's attempts)",
+        "failed": "it finished and its trace says its last run failed too (state FAILED or NODE_FAIL)",
+        "failed_gpu_s": "work of its runs that failed x its GPUs (GPU x job seconds)",
+    }),
     "harvest": ("idle-node harvesting (policy=bftrainer, +experiment=harvest_summit): tasks are elastic", {
         "task": "the task's name",
         "samples": "samples it processed",

@@ -27,15 +27,19 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
     events (jobs with `interruptions`): `interruptions` (times a node going down stopped its jobs)
     and, from the time series' `down_gpu_num`, `down_gpu_h` (GPU-hours of the VC's nodes out of
     service). Under checkpoint-restart (jobs with `lost_gpu_s`, `overhead_gpu_s`, `duration` and
-    `gpu_num`): `lost_gpu_h`, `overhead_gpu_h` and `ettr` (checkpoint_figures).
+    `gpu_num`): `lost_gpu_h`, `overhead_gpu_h` and `ettr` (checkpoint_figures). Under
+    trace.failed=replay (jobs with `retries`, `failed` and `failed_gpu_s`): `retries`, `failed_jobs`
+    and `failed_gpu_h` (GPU-hours of work of the runs that failed).
     """
     loans = "reclaims" in jobs.column_names and "ran_on_vc" in jobs.column_names
     interrupted = "interruptions" in jobs.column_names
     checkpoints = "lost_gpu_s" in jobs.column_names
+    replayed = "failed_gpu_s" in jobs.column_names
     df = jobs.select(["vc", "submit_time", "end_time", "queue", "jct", "preemptions"]
                      + (["ran_on_vc", "reclaims"] if loans else [])
                      + (["interruptions"] if interrupted else [])
-                     + (["duration", "gpu_num", "lost_gpu_s", "overhead_gpu_s"] if checkpoints else [])).to_pandas()
+                     + (["duration", "gpu_num", "lost_gpu_s", "overhead_gpu_s"] if checkpoints else [])
+                     + (["retries", "failed", "failed_gpu_s"] if replayed else [])).to_pandas()
     df["vc"] = df["vc"].astype(str)
     rows, spans = [], {}
     groups = [(vc, g) for vc, g in df.groupby("vc", sort=False)] + [("all", df)]
@@ -56,6 +60,9 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
             row["interruptions"] = int(g["interruptions"].sum())
         if checkpoints:
             row.update(checkpoint_figures(g))
+        if replayed:
+            row.update(retries=int(g["retries"].sum()), failed_jobs=int(g["failed"].sum()),
+                       failed_gpu_h=float(g["failed_gpu_s"].sum()) / 3600)
         start = g["submit_time"].min()
         row["makespan"] = done["end_time"].max() - start if len(done) else np.nan
         if len(done):

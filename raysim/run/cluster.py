@@ -64,6 +64,8 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     if spec.checkpoint is not None:
         columns += ["duration", "gpu_num"] + [c for c in pq.ParquetFile(run_dir / "jobs.parquet").schema_arrow.names
                                               if c.startswith(("lost_gpu_s", "overhead_gpu_s", "interruptions_"))]
+    if spec.attempts is not None:
+        columns += ["retries", "failed", "failed_gpu_s"]
     jobs = pq.read_table(run_dir / "jobs.parquet", columns=columns)
     summary = summarize(jobs, run_dir / "timeseries.parquet", interval=int(cfg.sim.sample_interval))
     unfinished = jobs.num_rows - int(pa.compute.sum(jobs.column("finished")).as_py() or 0)

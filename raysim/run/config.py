@@ -8,6 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from raysim.cluster.catalog import JobTypes, job_types
@@ -27,8 +29,10 @@ from raysim.run.values import boolean, choice, integer, number, value
 from raysim.trace.schema import REQUEST_COLUMNS
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
+from raysim.sim.attempts import Attempts
 from raysim.sim.capacity import LARGEST
 from raysim.sim.checkpoint import Checkpointing
+from raysim.trace.attempts import FAILED_STATES
 from raysim.trace.load import READERS, Trace, load_trace
 
 log = logging.getLogger("raysim")
@@ -118,6 +122,7 @@ def check_cluster_config(cfg: DictConfig) -> None:
         boolean(cfg, "policy.packing")  # false: the ablation "packing off"
     check_capacity_config(cfg, quota, name)
     checkpoint_settings(cfg)
+    replays_failures(cfg)
     check_failures_config(cfg)
     if failures_name(cfg) != "none":
         refuse_moving_nodes(cfg, "failures", name, failures_name(cfg))
@@ -153,6 +158,30 @@ def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
         raise ConfigError("checkpoint.interval_s", "checkpoints are modelled under sim.compat=clean only "
                           "(Lucid's compatibility counts down a second late)", interval)
     return Checkpointing(interval, write, restart)
+
+
+def replays_failures(cfg: DictConfig) -> bool:
+    """`trace.failed`: keep (a failed job runs once, for its duration) or replay (raysim.sim.attempts:
+    jobs the trace shows failing and retried run as it shows); a bad value, or a policy or mode
+    replay cannot apply to, is one line naming the key."""
+    if choice(cfg, "trace.failed", ("keep", "replay")) == "keep":
+        return False
+    name = value(cfg, "policy.name")
+    if getattr(policy_class(name), "elastic", False) or policy_class(name).times_jobs:
+        raise ConfigError("trace.failed", f"{name} times its jobs itself (rounds, elastic, harvesting): failed "
+                          "runs are replayed under event-driven policies", "replay")
+    if name == "lucid" and int(value(cfg, "profiler.nodes", 0)) > 0:
+        raise ConfigError("trace.failed", "Lucid's profiler runs jobs outside their VCs, where no failed run "
+                          "is replayed: run policy=lucid with profiler.nodes=0", "replay")
+    if value(cfg, "sim.compat") != "clean":
+        raise ConfigError("trace.failed", "failed runs are replayed under sim.compat=clean only", "replay")
+    if value(cfg, "checkpoint.interval_s") is not None:
+        raise ConfigError("trace.failed", "a replayed run's length is the trace's, lost work included: the "
+                          "checkpoint model (checkpoint.interval_s) does not apply to it", "replay")
+    if (value(cfg, "trace.reader_options") or {}).get("duration") == "span":
+        raise ConfigError("trace.failed", "Philly's attempts add up to the duration rule sum, not span: drop "
+                          "trace.reader_options.duration=span", "replay")
+    return True
 
 
 def check_capacity_config(cfg: DictConfig, quota: str, policy: str) -> None:
@@ -341,6 +370,22 @@ def capacity_plan(cfg: DictConfig, trace: Trace, layout: dict, homes: tuple):
     return failure_plan(cfg, layout, homes, jobs, plan)
 
 
+def replayed_attempts(cfg: DictConfig, trace: Trace) -> Attempts | None:
+    """With trace.failed=replay, the trace's jobs that ran several times (None: keep), saying how
+    many failed and how many ran several times."""
+    if not replays_failures(cfg):
+        return None
+    attempts = Attempts.of_trace(trace.table)
+    failed = int(pc.sum(pc.is_in(trace.table.column("state").cast(pa.string()),
+                                 pa.array(FAILED_STATES))).as_py() or 0)
+    log.info("trace.failed=replay: %d jobs ran several times (%d failed runs replayed), %d jobs end failed",
+             len(attempts), sum(len(g) for g in attempts.gaps.values()), failed)
+    if not attempts and not failed:
+        log.warning("trace.failed=replay: the trace records no failed job and no retried run (no attempts_s "
+                    "column, no state in %s); the run equals trace.failed=keep", list(FAILED_STATES))
+    return attempts
+
+
 def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     """The run's spec and the extra per-job input columns (GPU-type ids, and whatever the policy's
     `prepare` adds, e.g. Lucid's workload ids and share scores)."""
@@ -364,7 +409,8 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes,
-                   capacity=capacity_plan(cfg, trace, layout, homes), checkpoint=checkpoint_settings(cfg))
+                   capacity=capacity_plan(cfg, trace, layout, homes), checkpoint=checkpoint_settings(cfg),
+                   attempts=replayed_attempts(cfg, trace))
     if spec.capacity is not None and quota.borrow:  # a node on loan keeps its identity
         spec = replace(spec, quota=replace(quota, named_nodes=True))
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}

@@ -10,6 +10,7 @@ from raysim.placement.types import check_type_order
 from raysim.policy import checked_constants, policy_class
 from raysim.quota.settings import QuotaSettings
 from raysim.sim import SimParams, VCSimulator
+from raysim.sim.attempts import Attempts
 from raysim.sim.capacity import CapacityPlan
 from raysim.sim.checkpoint import Checkpointing
 from raysim.cluster.catalog import TypeCatalog
@@ -51,6 +52,8 @@ class RunSpec:
     capacity: CapacityPlan | None = None
     #: checkpoint-restart: what a stop costs a job (raysim.sim.checkpoint); None: stops cost what they always did
     checkpoint: Checkpointing | None = None
+    #: trace.failed=replay: the trace's jobs that ran several times (raysim.sim.attempts); None: each runs once
+    attempts: Attempts | None = None
 
     def __post_init__(self):
         check_type_order(self.type_order)  # before any actor is built with it
@@ -81,4 +84,5 @@ class RunSpec:
             layout=self.layout if self.resources and self.quota.borrow else None,
             capacity=self.capacity,
             checkpoint=self.checkpoint,
+            attempts=self.attempts,
         )

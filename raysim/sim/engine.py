@@ -28,6 +28,7 @@ import numpy as np
 
 from raysim.cluster.catalog import TypeCatalog
 from raysim.quota.ledger import QuotaLedger, QuotaLoans
+from raysim.sim.attempts import Attempts
 from raysim.sim.capacity import DOWN, UP, CapacityPlan
 from raysim.sim.checkpoint import Checkpointing, completed
 from raysim.sim.jobs import UNSET, JobTable
@@ -48,13 +49,15 @@ class VCSimulator(PolicyView):
     with `capacity` (the run's raysim.sim.capacity.CapacityPlan) its nodes go down and come back
     at given times, jobs on them counted per cause; with `checkpoint`
     (raysim.sim.checkpoint.Checkpointing) every stop costs a job its work since its last checkpoint
-    and a restore, and its runs include checkpoint writes."""
+    and a restore, and its runs include checkpoint writes; with `attempts` (raysim.sim.attempts) jobs
+    that ran several times in their trace fail after each run but the last and arrive again after
+    the trace's gap."""
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
                  *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_loans: bool = False,
                  pool_homes: list[str] | None = None, resources: bool = False, fragmentation=None,
                  layout: dict | None = None, capacity: CapacityPlan | None = None,
-                 checkpoint: Checkpointing | None = None):
+                 checkpoint: Checkpointing | None = None, attempts: Attempts | None = None):
         self.name = name
         self.params = params
         #: the run's capacity plan (raysim.sim.capacity; None: nodes never change)
@@ -84,9 +87,12 @@ class VCSimulator(PolicyView):
         types = list(dict.fromkeys(self.vc.types + list(self._catalog.gpu_types))) if quota_loans else self.vc.types
         #: checkpoint-restart settings (None: a stopped job keeps its work, or starts over; see `_stop`)
         self.checkpoint = checkpoint
-        #: remaining work counts down at a rate (needed for preemption, network slowdowns, checkpoints)
-        self.countdown = policy.countdown or network is not None or checkpoint is not None or any(
-            s != 1.0 for row in self._catalog.speed_rows(types) for s in row)
+        #: the trace's jobs that ran several times, replayed (None: every job runs once)
+        self.attempts = attempts or None
+        #: remaining work counts down at a rate (needed for preemption, network slowdowns, checkpoints,
+        #: runs that fail)
+        self.countdown = policy.countdown or network is not None or checkpoint is not None or (
+            self.attempts is not None) or any(s != 1.0 for row in self._catalog.speed_rows(types) for s in row)
         #: quota lending (raysim.quota.ledger: the ledger and the loan operations), else None
         self.loans = QuotaLoans(self, QuotaLedger(self._own_pool_nodes(pools), since=t0)) if quota_loans else None
         #: one cluster-wide queue (quota=global): per node, the VC whose pool it came from
@@ -106,6 +112,7 @@ class VCSimulator(PolicyView):
         self.last_event = t0  # time of the last processed event
         self.finished_log: list[int] = []  # jobs finished since the caller last drained it
         self._completions: list[tuple[int, int, int]] = []  # (time, version, job)
+        self._returns: list[tuple[int, int, int]] = []  # jobs between runs (attempts): (time, seq, job)
         self._node_events: list[tuple[int, int, int]] = []  # (time, order, +1 gain / -1 lend)
         self._node_debt = 0  # nodes owed to a lender but not yet idle (clean semantics)
         self._next_arrival = 0
@@ -162,6 +169,11 @@ class VCSimulator(PolicyView):
                              f"after the simulation already reached {self.now}")
         jobs, first = self.jobs, self.jobs.n
         jobs.extend(cols)
+        if self.attempts is not None:
+            for j in range(first, jobs.n):
+                plan = self.attempts.plan(jobs.seq[j])
+                if plan is not None:
+                    jobs.set_attempts(j, plan)
         if self.checkpoint is not None:  # a run's span includes its checkpoint writes
             for j in range(first, jobs.n):
                 jobs.remain[j] = self.checkpoint.span(0, jobs.duration[j], False)
@@ -180,6 +192,8 @@ class VCSimulator(PolicyView):
             t = heap[0][0]
         if self._node_events and self._node_events[0][0] < t:
             t = self._node_events[0][0]
+        if self._returns and self._returns[0][0] < t:
+            t = self._returns[0][0]
         cap = self._cap_heap
         if cap and cap[0][0] < t and self.finished < self._cap_jobs:
             while cap and self._streams.get(cap[0][2]) is not cap[0][6]:
@@ -237,10 +251,18 @@ class VCSimulator(PolicyView):
                     ending.append(j)
             if len(ending) > 1:
                 ending.sort(key=jobs.run_order.__getitem__)  # the reference's run-list order
+            fail_at = jobs.fail_at
             for j in ending:
-                self._complete(j, t)
+                if fail_at[j]:
+                    self._fail_run(j, t)
+                else:
+                    self._complete(j, t)
             if self._cap_heap and self._cap_heap[0][0] == t:
                 self._apply_capacity(t)
+            while self._returns and self._returns[0][0] == t:
+                j = heapq.heappop(self._returns)[2]
+                self._enqueue(j)
+                policy.on_requeue(self, j, t)
             arrived = 0
             submit, n = jobs.submit, jobs.n
             while self._next_arrival < n and submit[self._next_arrival] == t:
@@ -278,6 +300,8 @@ class VCSimulator(PolicyView):
             out.update(self.jobs.interruption_results(range(self.jobs.n) if rows is None else rows, self._causes))
         if self.checkpoint is not None:
             out.update(self.jobs.checkpoint_results(range(self.jobs.n) if rows is None else rows, self._causes))
+        if self.attempts is not None:
+            out.update(self.jobs.attempt_results(range(self.jobs.n) if rows is None else rows))
         if self.policy.result_columns:
             out.update(self.policy.job_results(out["seq"].tolist()))
         return out
@@ -323,6 +347,7 @@ class VCSimulator(PolicyView):
         live = [(t, v, new[j]) for t, v, j in self._completions if new[j] >= 0 and v == version[new[j]]]
         heapq.heapify(live)
         self._completions = live
+        self._returns = [(t, seq, new[j]) for t, seq, j in self._returns]  # (renumbering keeps the heap order)
         self._next_arrival -= dropped  # finished jobs have all arrived
         self.vc.renumber(new)
         self.policy.renumber(new)
@@ -355,6 +380,25 @@ class VCSimulator(PolicyView):
             self._reprice(self.network.remove(j), t)
         if self.vc.draining:
             self.loans.return_drained(t)
+
+    def _fail_run(self, j: int, t: int) -> None:
+        """Running job j's run failed at t, as its trace recorded (raysim.sim.attempts): it leaves its
+        GPUs (its policy hears of it as of an ending: `on_ending`, `on_failed`), loses that run's
+        work and arrives again after the trace's gap (`on_requeue`); the gap is not queueing."""
+        jobs = self.jobs
+        retry = jobs.retry[j]
+        remain, gap = retry[1].pop(0)
+        retry[0] = remain
+        retry[2] += 1
+        jobs.fail_at[j] = retry[1][0][0] if retry[1] else 0
+        self.policy.on_ending(self, j, t)
+        jobs.attained[j] = self.attained(j, t)
+        jobs.remain[j] = remain
+        back = t + gap * self.params.ticks_per_s
+        jobs.ckpt_time[j] = back
+        self._leave(j, t)
+        heapq.heappush(self._returns, (back, jobs.seq[j], j))
+        self.policy.on_failed(self, j, t)
 
     def _release(self, j: int, until: int) -> None:
         """Running job j gives back its GPUs; where the run has several GPU types, the time it ran on

@@ -93,6 +93,12 @@ class JobTable:
         self.overhead_gpu_s: list = []
         # with capacity events too: per job None, or {cause index: work lost to its stops x GPUs}
         self.lost_by: list = []
+        # trace.failed=replay (raysim.sim.attempts): the remaining work at which the current run
+        # fails (0: it is the job's last), and per job None or [the remaining work when the current
+        # run began, [(fail_at, gap) of its later failures], failures so far]; the same for every
+        # job until one ran several times
+        self.fail_at: list[int] | Same = Same(0)
+        self.retry: list | Same = Same(None)
         # state used by preemptive policies
         self.workload: list[int] = []
         self.share_score: list[int] = []
@@ -142,6 +148,9 @@ class JobTable:
                 have = [have.value] * self.n
                 setattr(self, name, have)
             have.extend([default] * k if col is None else col.tolist())
+        if not isinstance(self.fail_at, Same):
+            self.fail_at += [0] * k
+            self.retry += [None] * k
         for name in ("rate", "type_speed", "share_speed", "net_speed"):
             getattr(self, name).extend([1.0] * k)
         self.run_order += [-1] * k
@@ -158,6 +167,13 @@ class JobTable:
             getattr(self, name).extend([0] * k)
         self.remain += duration
         self.n += k
+
+    def set_attempts(self, j: int, plan: list[tuple[int, int]]) -> None:
+        """Job j ran several times in its trace: `plan` lists its failures (raysim.sim.attempts.Attempts.plan)."""
+        if isinstance(self.fail_at, Same):
+            self.fail_at, self.retry = [0] * self.n, [None] * self.n
+        self.fail_at[j] = plan[0][0]
+        self.retry[j] = [self.duration[j], plan, 0]
 
     def retain(self, rows: list[int]) -> None:
         """Keep only the jobs `rows` (ascending), renumbered 0..len(rows)-1 in that order."""
@@ -196,6 +212,11 @@ class JobTable:
         for k in range(causes):
             out[f"lost_{k}"] = np.array([float(b.get(k, 0)) for b in by], dtype=np.float64)
         return out
+
+    def attempt_results(self, rows) -> dict[str, np.ndarray]:
+        """Per job of `rows`, under trace.failed=replay: `retries`, the runs of it that failed."""
+        retry = self.retry
+        return {"retries": np.array([retry[j][2] if retry[j] is not None else 0 for j in rows], dtype=np.int64)}
 
     def results(self, rows=None) -> dict[str, np.ndarray]:
         """Results of the given job indices (all by default) as numpy columns (-1 = not yet)."""

@@ -288,8 +288,8 @@ class PolicyView:
         if self.policy.times_jobs:  # the policy ends the job (finish / end_lease), no completion event
             jobs.end_due[j] = NEVER
             return
-        if self.countdown:
-            due = self._due(jobs.remain[j], jobs.rate[j], now)
+        if self.countdown:  # (the current run ends, or fails, where the remaining work drops to fail_at)
+            due = self._due(jobs.remain[j] - jobs.fail_at[j], jobs.rate[j], now)
         else:
             due = now + jobs.duration[j]
         jobs.end_due[j] = due
@@ -313,7 +313,7 @@ class PolicyView:
         jobs.run_since[j] = now
         jobs.rate[j] = rate
         jobs.version[j] += 1
-        due = self._due(jobs.remain[j], rate, now)
+        due = self._due(jobs.remain[j] - jobs.fail_at[j], rate, now)
         jobs.end_due[j] = due
         heapq.heappush(self._completions, (due, jobs.version[j], j))
 
@@ -365,14 +365,21 @@ class PolicyView:
         jobs.attained[j] = self.attained(j, now)
         if self.checkpoint is not None:
             stopped(self.checkpoint, jobs, j, self._remain_at(j, now))
+        elif overhead is None:  # from the beginning (of its current run, if its trace has several)
+            jobs.remain[j] = jobs.duration[j] if jobs.retry[j] is None else jobs.retry[j][0]
         else:
-            jobs.remain[j] = jobs.duration[j] if overhead is None else self._remain_at(j, now) + overhead
+            jobs.remain[j] = self._remain_at(j, now) + overhead
+        self._leave(j, now)
+        self._enqueue(j)
+
+    def _leave(self, j: int, now: int) -> None:
+        """Running job j, stopped at `now` before its end, frees its GPUs and is no longer running."""
+        jobs = self.jobs
         jobs.version[j] += 1
         jobs.end_due[j] = -1
         jobs.rate[j] = jobs.type_speed[j] = jobs.share_speed[j] = jobs.net_speed[j] = 1.0
         self._release(j, now)
         del self.running[j]
-        self._enqueue(j)
         if self.network is not None:
             self._reprice(self.network.remove(j), now)
         if self.vc.draining:
@@ -385,7 +392,7 @@ class PolicyView:
         if due < 0:
             return jobs.remain[j]
         if jobs.rate[j] == 1.0 and type(jobs.remain[j]) is int:
-            return due - now - self.params.countdown_lag  # whole seconds at full speed
+            return due - now - self.params.countdown_lag + jobs.fail_at[j]  # whole seconds at full speed
         return self._remain_at(j, now)
 
     def attained(self, j: int, now: int) -> int:

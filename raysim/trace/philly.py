@@ -11,7 +11,10 @@ attempts, each with start_time, end_time and detail: [{ip, gpus: [...]}]. Times 
   notebook uses the first attempt).
 - Duration, `duration="sum"` (default): the sum of the attempts' run times (end - start, attempts
   missing a time are left out), i.e. the GPU time the job held; the gaps between attempts are
-  requeueing, which the simulator produces itself. `duration="span"`: last end - first start, as in
+  requeueing, which the simulator produces itself. A job whose attempts ran two or more times keeps
+  them in ``attempts_s`` (runs and gaps, raysim.trace.attempts), which ``trace.failed=replay``
+  replays; attempts shorter than a second are left out of it, a run that starts before the one
+  before ended follows with a gap of 0. `duration="span"`: last end - first start, as in
   Philly's notebook.
 - Dropped and counted, not errors: jobs without attempts (never started), jobs whose last attempt
   has no end_time (still running when the trace was taken), jobs with no attempt that has both
@@ -30,6 +33,7 @@ import pandas as pd
 import pyarrow as pa
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
+from raysim.trace.attempts import COLUMN as ATTEMPTS, format_attempts
 from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.layout import trace_layout, with_layout
 from raysim.trace.mapping import RowChecks, Source, validate_mapped
@@ -108,6 +112,10 @@ def read_philly(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = D
         "cpu_num": np.zeros(len(idx), dtype=np.int64), "state": [STATES[s] for s in status[idx]],
         "submit_time": job["submitted"][idx], "duration": np.rint(seconds[idx]).astype(np.int64),
     })
+    if duration == "sum":
+        runs = _runs(where, start, end, ran, n)[idx]
+        if any(r is not None for r in runs):
+            frame[ATTEMPTS] = runs
     if vc_nodes is None:
         mine = keep[where] & ran
         vc_nodes = trace_layout(job["vc"][where[mine]], start[mine], end[mine], att["gpus"][mine],
@@ -116,6 +124,20 @@ def read_philly(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = D
                                     on_error=on_error, state_filter=state_filter, origin=origin,
                                     cluster=cluster, bounds=bounds)
     return with_layout(table, vc_nodes), report
+
+
+def _runs(where: np.ndarray, start: np.ndarray, end: np.ndarray, ran: np.ndarray, n: int) -> np.ndarray:
+    """Per job, the ``attempts_s`` text of its attempts that ran (raysim.trace.attempts: runs and the
+    gaps between one's end and the next one's start, a negative gap as 0), or None where fewer than
+    two ran for at least a second."""
+    out = np.full(n, None, dtype=object)
+    lasting = np.flatnonzero(ran & (end - start >= 1))  # (attempts are in job order)
+    jobs, first, counts = np.unique(where[lasting], return_index=True, return_counts=True)
+    for i, a, k in zip(jobs[counts > 1], first[counts > 1], counts[counts > 1]):
+        mine = lasting[a:a + k]
+        s, e = start[mine], end[mine]
+        out[i] = format_attempts(e - s, np.maximum(s[1:] - e[:-1], 0))
+    return out
 
 
 def _load(path) -> list:

@@ -22,13 +22,14 @@ import pyarrow as pa
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.trace.csvfile import RAGGED, read_csv_text
 from raysim.trace.errors import SkipReport, TraceError
+from raysim.trace.attempts import COLUMN as ATTEMPTS, check_attempts
 from raysim.trace.schema import (GPU_TYPE_COLUMNS, OPENB_COLUMNS, OPTIONAL, REQUIRED, conform, metadata,
                                  with_metadata)
 
 INT_COLUMNS = ("job_id", "gpu_num", "cpu_num", "duration")
-#: Optional text columns: workload names, the GPU type and constraint of heterogeneous traces, and
-#: the job names of elastic workloads (Sia's).
-TEXT_COLUMNS = ("model", "dataset", "job_type", "gpu_type", "gpu_constraint", "job_name", "workload_type")
+#: Optional text columns: workload names, the GPU type and constraint of heterogeneous traces, the
+#: job names of elastic workloads (Sia's), LLM traces' stages, and the runs of retried jobs.
+TEXT_COLUMNS = ("model", "dataset", "job_type", "gpu_type", "gpu_constraint", "job_name", "workload_type", ATTEMPTS)
 OPTIONAL_NUMERIC = ("batchsize", "amp", "speed", "gpu_util", "gmem_util", "gmem")
 YEAR_S = 365.25 * 86400
 EPOCH = pd.Timestamp(0, tz="UTC").as_unit("s")  # seconds: datetimes of any year subtract it
@@ -169,6 +170,12 @@ def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
     flag(known & (gpu > capacity), "gpu_num larger than its VC can ever hold", "gpu_num", df["gpu_num"])
     dup = pd.Series(np.where(bad, -1, parsed["job_id"])).duplicated(keep="first").to_numpy() & ~bad
     flag(dup, "duplicate job_id", "job_id", df["job_id"])
+    if ATTEMPTS in df.columns:  # a job's runs (raysim.trace.attempts): well formed, adding up to its duration
+        wrong, reasons = check_attempts(df[ATTEMPTS].to_numpy(dtype=object), duration)
+        for reason in dict.fromkeys(reasons):
+            mask = np.zeros(n, dtype=bool)
+            mask[[i for i, r in zip(wrong, reasons) if r == reason]] = True
+            flag(mask, reason, ATTEMPTS, df[ATTEMPTS])
 
     if problems and on_error == "raise":
         row, reason, column, value = min(problems, key=lambda p: p[0])

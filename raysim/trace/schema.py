@@ -80,6 +80,11 @@ LLM_COLUMNS = {
     "workload_type": DICT_STR,  # the job's stage: Pretrain, SFT, Evaluation, Debug, MLLM, Other
 }
 
+#: Optional column of traces whose jobs ran several times (raysim/trace/attempts.py), kept when present.
+ATTEMPT_COLUMNS = {
+    "attempts_s": pa.string(),  # runs and gaps, seconds: "run gap run ... run"; null: the job ran once
+}
+
 JOB_SCHEMA = pa.schema([pa.field(n, t) for n, t in {**REQUIRED, **OPTIONAL}.items()])
 
 META_KEY = b"raysim"
@@ -106,10 +111,11 @@ def metadata(table: pa.Table) -> dict:
 
 def conform(table: pa.Table) -> pa.Table:
     """Cast a table with the required columns to JOB_SCHEMA, adding absent optional columns as
-    nulls; the GPU_TYPE_COLUMNS, OPENB_COLUMNS, ELASTIC_COLUMNS, HARVEST_COLUMNS and LLM_COLUMNS the
-    table has follow."""
+    nulls; the GPU_TYPE_COLUMNS, OPENB_COLUMNS, ELASTIC_COLUMNS, HARVEST_COLUMNS, LLM_COLUMNS and
+    ATTEMPT_COLUMNS the table has follow."""
     cols = []
-    kept = {**GPU_TYPE_COLUMNS, **OPENB_COLUMNS, **ELASTIC_COLUMNS, **HARVEST_COLUMNS, **LLM_COLUMNS}
+    kept = {**GPU_TYPE_COLUMNS, **OPENB_COLUMNS, **ELASTIC_COLUMNS, **HARVEST_COLUMNS, **LLM_COLUMNS,
+            **ATTEMPT_COLUMNS}
     fields = list(JOB_SCHEMA) + [pa.field(n, t) for n, t in kept.items() if n in table.column_names]
     for field in fields:
         if field.name in table.column_names:
