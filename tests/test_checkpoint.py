@@ -178,3 +178,65 @@ def test_dalys_time_tends_to_the_span_when_failures_are_rare_and_grows_with_them
     assert daly_time(100, CP, 1000) > daly_time(100, CP, 10_000) > 115
     # one segment, no restore: M (e^(L/M) - 1)
     assert daly_time(30, Checkpointing(30), 60) == pytest.approx(60 * (math.e ** 0.5 - 1))
+
+
+# ---------------------------------------------------------------------------- per application
+def apps_run(tmp_path, *overrides):
+    """Three 8-GPU jobs of 100 s (models bert, resnet, gpt), each alone on a node; every node is down
+    from 36 s to 40 s. The run's settings: a checkpoint every 30 s, writes of 5 s, restores of 10 s."""
+    from hydra import compose, initialize_config_dir
+
+    from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
+    from raysim.paths import CONF_DIR
+    from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
+    from raysim.run.simulate import simulate
+
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state,model\n"
+                                       + "".join(f"{i},vc,u,8,4,0,100,COMPLETED,{m}\n"
+                                                 for i, m in enumerate(("bert", "resnet", "gpt"), 1)))
+    (tmp_path / "vc_config.csv").write_text(",num\nvc,3\n")
+    (tmp_path / "nodes.csv").write_text("time,vc,node,event\n" + "".join(
+        f"36,vc,{n},down\n40,vc,{n},up\n" for n in range(3)))
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=[
+            f"trace.path={tmp_path / 'jobs.csv'}", "runtime=local", "trace.cache=false",
+            f"cluster.capacity={tmp_path / 'nodes.csv'}", "checkpoint.interval_s=30", "checkpoint.write_s=5",
+            "checkpoint.restart_s=10", *overrides])
+    check_cluster_config(cfg)
+    trace = load_from_config(cfg)
+    spec, extra = spec_from_config(cfg, trace)
+    jobs, _ = simulate(trace, spec, None, job_extra=extra)
+    return jobs.to_pydict()
+
+
+def test_applications_checkpoint_as_their_own_settings_say(tmp_path):
+    r = apps_run(tmp_path, "checkpoint.column=model", "+checkpoint.apps.bert.interval_s=20",
+                 "+checkpoint.apps.resnet.interval_s=null")
+    # bert: checkpoint at 20 (written by 25), down at 36 loses 11 s; from 40 a restore and 80 s with 3 writes
+    # resnet: no checkpoints, restarts from the beginning and loses its 36 s; gpt: the run's settings
+    assert r["end_time"] == [40 + 10 + 80 + 15, 40 + 100, 40 + 10 + 70 + 10]
+    assert r["lost_gpu_s"] == [11 * 8, 36 * 8, 1 * 8]
+    assert r["overhead_gpu_s"] == [(5 + 10 + 15) * 8, 0, (5 + 10 + 10) * 8]
+
+
+def test_an_application_with_the_runs_settings_changes_nothing(tmp_path):
+    assert apps_run(tmp_path / "a") == apps_run(tmp_path / "b", "checkpoint.column=model",
+                                                 "+checkpoint.apps.gpt.interval_s=30")
+
+
+@pytest.mark.parametrize("overrides, key", [
+    (["checkpoint.column=model"], "checkpoint.column"),
+    (["+checkpoint.apps.bert.interval_s=20"], "checkpoint.apps"),
+    (["checkpoint.column=model", "+checkpoint.apps.bert.interval_s=0"], "checkpoint.apps.bert.interval_s"),
+    (["checkpoint.column=model", "+checkpoint.apps.bert.every=20"], "checkpoint.apps.bert.every"),
+    (["checkpoint.column=model", "+checkpoint.apps.bart.interval_s=20"], "checkpoint.apps.bart"),
+    (["checkpoint.column=app", "+checkpoint.apps.bert.interval_s=20"], "checkpoint.column"),
+    (["checkpoint.column=model", "+checkpoint.apps.bert.restart_s=1e13"], "checkpoint.apps.bert.restart_s"),
+])
+def test_a_bad_application_setting_is_one_line_naming_its_key(tmp_path, overrides, key):
+    from raysim.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        apps_run(tmp_path, *overrides)
+    assert err.value.key == key and "\n" not in str(err.value)

@@ -61,7 +61,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
         columns += ["ran_on_vc", "reclaims"]
     if spec.capacity is not None:
         columns.append("interruptions")
-    if spec.checkpoint is not None:
+    if spec.checkpoints:
         columns += ["duration", "gpu_num"] + [c for c in pq.ParquetFile(run_dir / "jobs.parquet").schema_arrow.names
                                               if c.startswith(("lost_gpu_s", "overhead_gpu_s", "interruptions_"))]
     if spec.attempts is not None:
@@ -85,7 +85,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
         f" / quota={spec.quota.mode}" if spec.quota.mode != "none" else "")
     write_plots(jobs, run_dir, summary, label=spec.policy, interval=int(cfg.sim.sample_interval), title=title)
     write_outputs(run_dir, summary, trace, spec, title=f"{spec.policy} / {spec.placer} / {cfg.sim.compat}")
-    if spec.checkpoint is not None and spec.capacity is not None:
+    if spec.checkpoints and spec.capacity is not None:
         from raysim.report.capacity import write_lost_by_cause
 
         write_lost_by_cause(jobs, run_dir)

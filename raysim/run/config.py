@@ -128,36 +128,103 @@ def check_cluster_config(cfg: DictConfig) -> None:
         refuse_moving_nodes(cfg, "failures", name, failures_name(cfg))
 
 
+CHECKPOINT_KEYS = ("interval_s", "write_s", "restart_s")
+
+
 def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
-    """The checkpoint-restart settings (`checkpoint.*`), None without `checkpoint.interval_s`; a bad
-    value, or a policy or mode they cannot apply to, is one line naming the key."""
-    if value(cfg, "checkpoint.interval_s") is None:
-        for key in ("checkpoint.write_s", "checkpoint.restart_s"):
-            if value(cfg, key) is not None:
-                raise ConfigError(key, "needs checkpoint.interval_s (the work between checkpoints)", value(cfg, key))
+    """The run's checkpoint-restart settings (`checkpoint.*`), None without `checkpoint.interval_s`;
+    a bad value, in them or in an application's (`checkpoint.apps`), or a policy or mode they cannot
+    apply to, is one line naming the key."""
+    default = _checkpointing(cfg, "checkpoint")
+    apps = checkpoint_apps(cfg)
+    if default is None and all(cp is None for cp in apps.values()):
         return None
-    interval = integer(cfg, "checkpoint.interval_s", minimum=1, hint="(seconds of work) or null")
-    write, restart = (0 if value(cfg, k) is None else integer(cfg, k, minimum=0, hint="(seconds) or null")
-                      for k in ("checkpoint.write_s", "checkpoint.restart_s"))
-    for key, seconds in (("checkpoint.interval_s", interval), ("checkpoint.write_s", write),
-                         ("checkpoint.restart_s", restart)):
-        if seconds > LARGEST:  # (a job's span must fit the engine's clock)
-            raise ConfigError(key, f"must be at most {LARGEST:.0e} seconds", value(cfg, key))
+    key = "checkpoint.interval_s" if default is not None else f"checkpoint.apps.{next(iter(apps))}"
+    shown = value(cfg, key) if default is not None else "set"
     name = value(cfg, "policy.name")
     if getattr(policy_class(name), "elastic", False):
-        raise ConfigError("checkpoint.interval_s", f"{name} is elastic: its jobs pay their applications' own "
-                          "checkpoint-restore (elastic.apps.*.restart_s); run checkpoints with other policies",
-                          interval)
+        raise ConfigError(key, f"{name} is elastic: its jobs pay their applications' own checkpoint-restore "
+                          "(elastic.apps.*.restart_s); run checkpoints with other policies", shown)
     if policy_class(name).times_jobs:
-        raise ConfigError("checkpoint.interval_s", f"{name} times its jobs itself (rounds, harvesting): the "
-                          "checkpoint model applies to event-driven policies", interval)
+        raise ConfigError(key, f"{name} times its jobs itself (rounds, harvesting): the checkpoint model "
+                          "applies to event-driven policies", shown)
     if name == "lucid" and int(value(cfg, "profiler.nodes", 0)) > 0:
-        raise ConfigError("checkpoint.interval_s", "Lucid's profiler runs jobs outside their VCs, where no "
-                          "checkpoint is modelled: run policy=lucid with profiler.nodes=0", interval)
+        raise ConfigError(key, "Lucid's profiler runs jobs outside their VCs, where no checkpoint is "
+                          "modelled: run policy=lucid with profiler.nodes=0", shown)
     if value(cfg, "sim.compat") != "clean":
-        raise ConfigError("checkpoint.interval_s", "checkpoints are modelled under sim.compat=clean only "
-                          "(Lucid's compatibility counts down a second late)", interval)
+        raise ConfigError(key, "checkpoints are modelled under sim.compat=clean only (Lucid's compatibility "
+                          "counts down a second late)", shown)
+    return default
+
+
+def _checkpointing(cfg: DictConfig, prefix: str) -> Checkpointing | None:
+    """The Checkpointing of `prefix`.interval_s/write_s/restart_s (None: interval_s null)."""
+    if value(cfg, f"{prefix}.interval_s") is None:
+        for key in (f"{prefix}.write_s", f"{prefix}.restart_s"):
+            if value(cfg, key) is not None:
+                raise ConfigError(key, f"needs {prefix}.interval_s (the work between checkpoints)", value(cfg, key))
+        return None
+    interval = integer(cfg, f"{prefix}.interval_s", minimum=1, hint="(seconds of work) or null")
+    write, restart = (0 if value(cfg, f"{prefix}.{k}") is None else
+                      integer(cfg, f"{prefix}.{k}", minimum=0, hint="(seconds) or null") for k in CHECKPOINT_KEYS[1:])
+    for k, seconds in zip(CHECKPOINT_KEYS, (interval, write, restart)):
+        if seconds > LARGEST:  # (a job's span must fit the engine's clock)
+            raise ConfigError(f"{prefix}.{k}", f"must be at most {LARGEST:.0e} seconds", value(cfg, f"{prefix}.{k}"))
     return Checkpointing(interval, write, restart)
+
+
+def checkpoint_apps(cfg: DictConfig) -> dict:
+    """`checkpoint.apps`: per value of the trace column `checkpoint.column`, that application's
+    settings ({name: Checkpointing, or None: it does not checkpoint}), keys it leaves out taken from
+    the run's `checkpoint.*`; {} without them. A bad entry is one line naming its key."""
+    apps, column = value(cfg, "checkpoint.apps") or {}, value(cfg, "checkpoint.column")
+    if not isinstance(apps, (dict, DictConfig)):
+        raise ConfigError("checkpoint.apps", "must be a mapping {application: {interval_s: S, write_s: S, "
+                          "restart_s: S}}", apps)
+    if not apps:
+        if column is not None:
+            raise ConfigError("checkpoint.column", "needs checkpoint.apps (each application's settings)", column)
+        return {}
+    if not isinstance(column, str) or not column:
+        raise ConfigError("checkpoint.apps", "needs checkpoint.column (the trace column naming each job's "
+                          "application, e.g. model)", "set")
+    out = {}
+    for name, entry in apps.items():
+        prefix = f"checkpoint.apps.{name}"
+        if not isinstance(entry, (dict, DictConfig)):
+            raise ConfigError(prefix, "must be a mapping {interval_s: S, write_s: S, restart_s: S}", entry)
+        for key in entry:
+            if key not in CHECKPOINT_KEYS:
+                raise ConfigError(f"{prefix}.{key}", f"not a checkpoint setting (use {', '.join(CHECKPOINT_KEYS)})")
+        merged = {k: entry[k] if k in entry else value(cfg, f"checkpoint.{k}") for k in CHECKPOINT_KEYS}
+        if "interval_s" in entry and entry["interval_s"] is None:  # it does not checkpoint: costs of its own only
+            merged = {k: entry.get(k) for k in CHECKPOINT_KEYS}
+        try:
+            out[str(name)] = _checkpointing(OmegaConf.create({"app": merged}), "app")
+        except ConfigError as err:
+            raise ConfigError(err.key.replace("app.", f"{prefix}.", 1), err.message, err.value) from None
+    return out
+
+
+def checkpoint_kinds(cfg: DictConfig, trace: Trace) -> tuple[tuple, np.ndarray | None]:
+    """The per-application checkpoint settings of `checkpoint.apps` and, per trace job, the index of
+    its application's among them (-1: the run's own); ((), None) without them. A column the trace
+    lacks, or an application no job has, is one line."""
+    apps = checkpoint_apps(cfg)
+    if not apps:
+        return (), None
+    column = value(cfg, "checkpoint.column")
+    if column not in trace.table.column_names:
+        raise ConfigError("checkpoint.column", f"trace {trace.source} has no column {column!r} (it has "
+                          f"{', '.join(trace.table.column_names)})", column)
+    names = np.asarray(trace.table.column(column).cast(pa.string()).to_pylist(), dtype=object)
+    ids = np.full(len(names), -1, dtype=np.int64)
+    for k, name in enumerate(apps):
+        mine = names == name
+        if not mine.any():
+            raise ConfigError(f"checkpoint.apps.{name}", f"no job of the trace has {column}={name}")
+        ids[mine] = k
+    return tuple(apps.values()), ids
 
 
 def replays_failures(cfg: DictConfig) -> bool:
@@ -175,7 +242,7 @@ def replays_failures(cfg: DictConfig) -> bool:
                           "is replayed: run policy=lucid with profiler.nodes=0", "replay")
     if value(cfg, "sim.compat") != "clean":
         raise ConfigError("trace.failed", "failed runs are replayed under sim.compat=clean only", "replay")
-    if value(cfg, "checkpoint.interval_s") is not None:
+    if checkpoint_settings(cfg) is not None or checkpoint_apps(cfg):
         raise ConfigError("trace.failed", "a replayed run's length is the trace's, lost work included: the "
                           "checkpoint model (checkpoint.interval_s) does not apply to it", "replay")
     if (value(cfg, "trace.reader_options") or {}).get("duration") == "span":
@@ -406,14 +473,17 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     if resources:
         refuse_with_resources(cfg, trace)
     requests, shapes = request_inputs(trace.table) if resources else ({}, None)
+    kinds, kind_ids = checkpoint_kinds(cfg, trace)
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes,
                    capacity=capacity_plan(cfg, trace, layout, homes), checkpoint=checkpoint_settings(cfg),
-                   attempts=replayed_attempts(cfg, trace))
+                   checkpoint_kinds=kinds, attempts=replayed_attempts(cfg, trace))
     if spec.capacity is not None and quota.borrow:  # a node on loan keeps its identity
         spec = replace(spec, quota=replace(quota, named_nodes=True))
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}
+    if kind_ids is not None:
+        extra["checkpoint_kind"] = kind_ids
     refuse_placeholder_durations(cfg, trace)
     spec, more = policy_class(spec.policy).prepare(cfg, trace, spec)
     return spec, {**extra, **(more or {})}

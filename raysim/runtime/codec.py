@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from raysim.sim.jobs import INPUT_COLUMNS, OPTIONAL_INPUTS, REQUEST_INPUTS, RESULT_COLUMNS
+from raysim.sim.jobs import INPUT_COLUMNS, OPTIONAL_INPUTS, RESULT_COLUMNS, SPARSE_INPUTS
 from raysim.sim.recorder import rows_to_columns
 
 #: Schema metadata key of a samples table: the interval of the grid its change rows lie on.
@@ -24,8 +24,9 @@ def jobs_batch(table: pa.Table, estimates: np.ndarray | None, extra: dict | None
     """The trace as one job batch: simulator input columns (+ vc), `seq` = trace row index.
 
     `extra` may supply per-row columns of jobs.OPTIONAL_INPUTS (GPU-type constraint and speed-profile
-    ids, workload ids, share scores, requests); absent ones take their defaults, except requests
-    (jobs.REQUEST_INPUTS), which a batch carries only when `extra` has them."""
+    ids, workload ids, share scores, requests, checkpoint kinds); absent ones take their defaults,
+    except requests and checkpoint kinds (jobs.SPARSE_INPUTS), which a batch carries only when `extra`
+    has them."""
     n = table.num_rows
     extra = extra or {}
     est = np.full(n, np.nan) if estimates is None else np.asarray(estimates, dtype=np.float64)
@@ -41,7 +42,7 @@ def jobs_batch(table: pa.Table, estimates: np.ndarray | None, extra: dict | None
         "estimate": pa.array(est),
     }
     for name, default in OPTIONAL_INPUTS.items():
-        if name in extra or name not in REQUEST_INPUTS:
+        if name in extra or name not in SPARSE_INPUTS:
             cols[name] = pa.array(np.asarray(extra.get(name, np.full(n, default)), dtype=np.int64))
     return pa.table(cols)
 

@@ -53,6 +53,8 @@ def run_fingerprint(trace_table: pa.Table, spec, estimates=None, job_extra=None,
         parts["capacity"] = spec.capacity
     if spec.checkpoint is not None:  # (absent without checkpoints: earlier checkpoints stay resumable)
         parts["checkpoint_restart"] = spec.checkpoint
+    if spec.checkpoint_kinds:  # (absent without per-application settings: earlier checkpoints stay resumable)
+        parts["checkpoint_kinds"] = spec.checkpoint_kinds
     if spec.attempts is not None:  # (absent without trace.failed=replay: earlier checkpoints stay resumable)
         parts["attempts"] = spec.attempts
     return {name: digest(value) for name, value in parts.items()}

@@ -52,6 +52,9 @@ class RunSpec:
     capacity: CapacityPlan | None = None
     #: checkpoint-restart: what a stop costs a job (raysim.sim.checkpoint); None: stops cost what they always did
     checkpoint: Checkpointing | None = None
+    #: per-application checkpoint settings (None: that application does not checkpoint), which jobs
+    #: name by their `checkpoint_kind` input (raysim.run.config.checkpoint_kinds)
+    checkpoint_kinds: tuple = ()
     #: trace.failed=replay: the trace's jobs that ran several times (raysim.sim.attempts); None: each runs once
     attempts: Attempts | None = None
 
@@ -63,6 +66,11 @@ class RunSpec:
             object.__setattr__(self, "catalog", TypeCatalog(gpu_types=tuple(types),
                                                              constraints=self.catalog.constraints,
                                                              speeds=self.catalog.speeds))
+
+    @property
+    def checkpoints(self) -> bool:
+        """Some jobs checkpoint (the run's settings or an application's)."""
+        return self.checkpoint is not None or any(k is not None for k in self.checkpoint_kinds)
 
     @property
     def vcs(self) -> list[str]:
@@ -84,5 +92,6 @@ class RunSpec:
             layout=self.layout if self.resources and self.quota.borrow else None,
             capacity=self.capacity,
             checkpoint=self.checkpoint,
+            checkpoint_kinds=self.checkpoint_kinds,
             attempts=self.attempts,
         )

@@ -49,7 +49,8 @@ class VCSimulator(PolicyView):
     with `capacity` (the run's raysim.sim.capacity.CapacityPlan) its nodes go down and come back
     at given times, jobs on them counted per cause; with `checkpoint`
     (raysim.sim.checkpoint.Checkpointing) every stop costs a job its work since its last checkpoint
-    and a restore, and its runs include checkpoint writes; with `attempts` (raysim.sim.attempts) jobs
+    and a restore, and its runs include checkpoint writes; jobs whose `checkpoint_kind` names one of
+    `checkpoint_kinds` (their application's settings; None: no checkpoints) follow that instead; with `attempts` (raysim.sim.attempts) jobs
     that ran several times in their trace fail after each run but the last and arrive again after
     the trace's gap."""
 
@@ -57,7 +58,8 @@ class VCSimulator(PolicyView):
                  *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_loans: bool = False,
                  pool_homes: list[str] | None = None, resources: bool = False, fragmentation=None,
                  layout: dict | None = None, capacity: CapacityPlan | None = None,
-                 checkpoint: Checkpointing | None = None, attempts: Attempts | None = None):
+                 checkpoint: Checkpointing | None = None, checkpoint_kinds: tuple = (),
+                 attempts: Attempts | None = None):
         self.name = name
         self.params = params
         #: the run's capacity plan (raysim.sim.capacity; None: nodes never change)
@@ -87,11 +89,15 @@ class VCSimulator(PolicyView):
         types = list(dict.fromkeys(self.vc.types + list(self._catalog.gpu_types))) if quota_loans else self.vc.types
         #: checkpoint-restart settings (None: a stopped job keeps its work, or starts over; see `_stop`)
         self.checkpoint = checkpoint
+        #: per-application checkpoint settings, which jobs name by `checkpoint_kind`
+        self.checkpoint_kinds = tuple(checkpoint_kinds)
+        #: some jobs checkpoint: results count lost work and overhead
+        self.checkpoints = checkpoint is not None or any(k is not None for k in self.checkpoint_kinds)
         #: the trace's jobs that ran several times, replayed (None: every job runs once)
         self.attempts = attempts or None
         #: remaining work counts down at a rate (needed for preemption, network slowdowns, checkpoints,
         #: runs that fail)
-        self.countdown = policy.countdown or network is not None or checkpoint is not None or (
+        self.countdown = policy.countdown or network is not None or self.checkpoints or (
             self.attempts is not None) or any(s != 1.0 for row in self._catalog.speed_rows(types) for s in row)
         #: quota lending (raysim.quota.ledger: the ledger and the loan operations), else None
         self.loans = QuotaLoans(self, QuotaLedger(self._own_pool_nodes(pools), since=t0)) if quota_loans else None
@@ -174,9 +180,11 @@ class VCSimulator(PolicyView):
                 plan = self.attempts.plan(jobs.seq[j])
                 if plan is not None:
                     jobs.set_attempts(j, plan)
-        if self.checkpoint is not None:  # a run's span includes its checkpoint writes
+        if self.checkpoints:  # a run's span includes its checkpoint writes
             for j in range(first, jobs.n):
-                jobs.remain[j] = self.checkpoint.span(0, jobs.duration[j], False)
+                cp = self.checkpointing(j)
+                if cp is not None:
+                    jobs.remain[j] = cp.span(0, jobs.duration[j], False)
 
     def next_event_time(self) -> float:
         """Time of the next event this VC knows of (inf when idle and no job is waiting to arrive)."""
@@ -298,7 +306,7 @@ class VCSimulator(PolicyView):
             out["reclaims"] = np.zeros(len(out["first_node"]), dtype=np.int64)
         if self.capacity_plan is not None:
             out.update(self.jobs.interruption_results(range(self.jobs.n) if rows is None else rows, self._causes))
-        if self.checkpoint is not None:
+        if self.checkpoints:
             out.update(self.jobs.checkpoint_results(range(self.jobs.n) if rows is None else rows, self._causes))
         if self.attempts is not None:
             out.update(self.jobs.attempt_results(range(self.jobs.n) if rows is None else rows))
@@ -365,8 +373,9 @@ class VCSimulator(PolicyView):
 
     def _complete(self, j: int, t: int, ran_until: int | None = None) -> None:
         jobs = self.jobs
-        if self.checkpoint is not None:
-            completed(self.checkpoint, jobs, j)
+        cp = self.checkpointing(j) if self.checkpoints else None
+        if cp is not None:
+            completed(cp, jobs, j)
         jobs.end[j] = t
         jobs.end_due[j] = -1
         jobs.remain[j] = 0
@@ -380,6 +389,11 @@ class VCSimulator(PolicyView):
             self._reprice(self.network.remove(j), t)
         if self.vc.draining:
             self.loans.return_drained(t)
+
+    def checkpointing(self, j: int) -> Checkpointing | None:
+        """Job j's checkpoint settings: its application's (`checkpoint_kinds`) or the run's."""
+        kind = self.jobs.checkpoint_kind[j]
+        return self.checkpoint if kind < 0 else self.checkpoint_kinds[kind]
 
     def _fail_run(self, j: int, t: int) -> None:
         """Running job j's run failed at t, as its trace recorded (raysim.sim.attempts): it leaves its

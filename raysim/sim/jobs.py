@@ -30,12 +30,16 @@ INPUT_COLUMNS = {
     "cpu_milli": np.int64,  # CPU (milli-cores) on its node; 0 none asked
     "mem_mib": np.int64,  # memory (MiB) on its node; 0 none asked
     "shape": np.int64,  # the job's request shape: an id into the run's shapes (scored placers); -1 none
+    "checkpoint_kind": np.int64,  # its application's checkpoint settings: an id into the run's kinds; -1 the run's
 }
 #: What a job asks besides whole GPUs (raysim.run.requests), with the value of a job that asks nothing
 #: more: job batches carry these columns only in runs whose VCs count them.
 REQUEST_INPUTS = {"gpu_milli": 1000, "cpu_milli": 0, "mem_mib": 0, "shape": -1}
+#: Job inputs that batches carry only in runs that set them (checkpoint settings per application,
+#: raysim.run.config.checkpoint_kinds), with the value of a job that has none.
+SPARSE_INPUTS = {**REQUEST_INPUTS, "checkpoint_kind": -1}
 #: Input columns a batch may leave out, with their default value.
-OPTIONAL_INPUTS = {"workload": -1, "share_score": 0, "constraint": -1, "speed_profile": -1, **REQUEST_INPUTS}
+OPTIONAL_INPUTS = {"workload": -1, "share_score": 0, "constraint": -1, "speed_profile": -1, **SPARSE_INPUTS}
 
 RESULT_COLUMNS = ("start_time", "end_time", "queue", "preemptions", "first_node", "num_nodes", "shared", "first_gpu")
 
@@ -112,6 +116,8 @@ class JobTable:
         self.cpu_milli: list[int] | Same = Same(REQUEST_INPUTS["cpu_milli"])
         self.mem_mib: list[int] | Same = Same(REQUEST_INPUTS["mem_mib"])
         self.shape: list[int] | Same = Same(REQUEST_INPUTS["shape"])  # request shape id (raysim.placement.scored)
+        #: id of its checkpoint settings among the run's per-application kinds (-1: the run's own)
+        self.checkpoint_kind: list[int] | Same = Same(SPARSE_INPUTS["checkpoint_kind"])
         # progress per second while running = type_speed x share_speed x net_speed, each a named
         # factor set by its own mechanism (GPU type of the placement, a sharing partner, NIC contention)
         self.rate: list[float] = []

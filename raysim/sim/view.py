@@ -358,17 +358,27 @@ class PolicyView:
     def _stop(self, j: int, now: int, overhead: int | None) -> None:
         """Running job j frees its GPUs and waits again: it will continue its remaining work plus
         `overhead` seconds, or, with None, restart from the beginning; with checkpoint-restart on
-        (`checkpoint`) it keeps its last completed checkpoint and restores from it, whatever the
-        `overhead` (raysim.sim.checkpoint.stopped)."""
+        (`checkpointing(j)`) it keeps its last completed checkpoint and restores from it, whatever the
+        `overhead` (raysim.sim.checkpoint.stopped). In a run where some jobs checkpoint, the others'
+        stops are counted too: the work a restart from the beginning loses, and the overhead redone."""
         jobs = self.jobs
         jobs.ckpt_time[j] = now
         jobs.attained[j] = self.attained(j, now)
-        if self.checkpoint is not None:
-            stopped(self.checkpoint, jobs, j, self._remain_at(j, now))
-        elif overhead is None:  # from the beginning (of its current run, if its trace has several)
+        cp = self.checkpointing(j) if self.checkpoints else None
+        if cp is not None:
+            stopped(cp, jobs, j, self._remain_at(j, now))
+            self._leave(j, now)
+            self._enqueue(j)
+            return
+        if overhead is None:  # from the beginning (of its current run, if its trace has several)
+            left = self._remain_at(j, now) if self.checkpoints else 0
             jobs.remain[j] = jobs.duration[j] if jobs.retry[j] is None else jobs.retry[j][0]
+            if self.checkpoints:
+                jobs.lost_gpu_s[j] += (jobs.remain[j] - left) * jobs.gpu[j]
         else:
             jobs.remain[j] = self._remain_at(j, now) + overhead
+            if self.checkpoints:
+                jobs.overhead_gpu_s[j] += overhead * jobs.gpu[j]
         self._leave(j, now)
         self._enqueue(j)
 
