@@ -422,6 +422,21 @@ def test_elastic_jobs_on_a_node_that_goes_down_train_until_then_and_restart(inpu
     assert (jobs.interruptions == jobs.interruptions_gpu + jobs.interruptions_host).all()
 
 
+@pytest.mark.parametrize("policy", ["sia", "pollux", "gavel_elastic"])
+def test_elastic_jobs_wait_while_every_node_is_down(inputs, tmp_path, policy):
+    """Every node of the cluster down at once: no configuration is left, the jobs wait (Sia's
+    allocator once failed on an empty configuration list)."""
+    log = write(tmp_path, "time,vc,node,event\n" + "".join(f"90,cluster,{n},down\n400,cluster,{n},up\n"
+                                                             for n in range(3)))
+    cfg = config(inputs, policy, f"cluster.capacity={log}", f"hydra.run.dir={tmp_path}")
+    trace = load_from_config(cfg)
+    spec, extra = spec_from_config(cfg, trace)
+    simulate_to(tmp_path / "run", trace, spec, None, runtime="local", job_extra=extra)
+    jobs = read_jobs(tmp_path / "run").to_pandas()
+    assert jobs.finished.all()
+    assert not ((jobs.start_time > 90) & (jobs.start_time < 400)).any()  # nothing starts while all are down
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("quota", ["none", "borrow"])
 def test_a_run_with_a_node_log_is_the_same_on_ray(tmp_path, ray_local, quota):  # noqa: F811

@@ -60,7 +60,7 @@ class SiaAllocator:
         project goodputs."""
         cfg = self.configs
         n, m = len(jobs), len(cfg.gpus)
-        if not n:
+        if not n or not m:  # (no job, or no configuration: every node is down)
             self.prev = {}
             return {}
         gains = np.zeros((n, m), dtype=np.float32)
