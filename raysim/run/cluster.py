@@ -105,6 +105,11 @@ def write_job_views(run_dir: Path, settings, spec) -> None:
         from raysim.report.batsim import write_out_jobs
 
         log.info("wrote %s (Batsim's job table)", write_out_jobs(run_dir))
+    if settings.timeline:
+        from raysim.report.timeline import write_timeline
+
+        write_timeline(run_dir, max_jobs=settings.timeline_max_jobs, span=settings.timeline_range,
+                       capacity=spec.capacity)
 
 
 def with_window_jct(summary, jobs_path: Path, window):
