@@ -54,7 +54,8 @@ def check_against_jobs(run_dir, JobSet):
     assert df.jobID.tolist() == jobs.job_id.astype(str).tolist()
     assert (df.success == jobs.finished.astype(int)).all()
     np.testing.assert_array_equal(df.waiting_time, jobs.start_time - jobs.submit_time)
-    unstopped = (jobs.preemptions == 0).to_numpy()
+    stops = [c for c in ("preemptions", "reclaims", "interruptions") if c in jobs.columns]
+    unstopped = (jobs[stops] == 0).all(axis=1).to_numpy()
     np.testing.assert_array_equal(df.waiting_time[unstopped], jobs.queue[unstopped])  # raysim's queue, too
     np.testing.assert_array_equal(df.turnaround_time, jobs.jct)
     np.testing.assert_array_equal(df.proc_alloc, jobs.gpu_num)  # each job holds gpu_num GPU ids
@@ -95,6 +96,16 @@ def test_gpu_ids_stay_in_the_jobs_vc(fifo_run, jobset):
     for alloc, vc, node in zip(out.allocated_resources, vcs, first):
         begin, end, node_start, _, _ = ids.vcs[vc]
         assert begin <= alloc.min and alloc.max < end and alloc.min == node_start[node]
+
+
+def test_nodes_on_loan_keep_the_ids_the_clusters_gpus(jobset, tmp_path):
+    """quota=borrow: a job on borrowed nodes is numbered in its lender's GPUs, not in new ones."""
+    out = run_venus(tmp_path / "run", "quota=borrow", "policy=tiresias")
+    js = check_against_jobs(out, jobset)
+    assert (pq.read_table(out / "jobs.parquet", columns=["ran_on_vc", "vc"]).to_pandas()
+            .pipe(lambda t: (t.ran_on_vc != t.vc).any()))
+    assert js.MaxProcs == sum(p["gpus_per_node"] * p["nodes"] for pools in json.loads(
+        (out / "trace_report.json").read_text())["layout"].values() for p in pools)
 
 
 def test_utilisation_plot_of_evalys(fifo_run, jobset, tmp_path):

@@ -37,9 +37,10 @@ SOURCE = ["job_id", "vc", "gpu_num", "submit_time", "duration", "start_time", "e
 class GpuIds:
     """The cluster's GPU ids: each VC (layout order) has one range, its own nodes' GPUs (pool by
     pool, node by node) and then those of the node slots past its layout that the run used (nodes
-    borrowed under quota=borrow, joined with cluster.capacity, lent by Lucid's profiler), each as
-    wide as a node of its first pool. Jobs that ran outside any VC (Lucid's profiling pool,
-    `first_node` -1) share one range after the VCs'."""
+    joined with cluster.capacity, lent by Lucid's profiler), each as wide as a node of its first
+    pool; a node borrowed under quota=borrow is counted in its lender's range instead (jobs.parquet
+    `ran_on_vc`), so the ids stay the cluster's GPUs. Jobs that ran outside any VC (Lucid's
+    profiling pool, `first_node` -1) share one range after the VCs'."""
 
     #: VC -> (first id of its range, its end, first id of each of its own nodes, end of its own nodes'
     #: ids, width of a slot past them)
@@ -52,13 +53,17 @@ def gpu_ids(jobs_path: Path, layout: dict) -> GpuIds:
     """The GPU ids of a run with `layout` (trace_report.json's: VC -> pools with `gpus_per_node`
     and `nodes`), sized by the node slots its jobs (`jobs_path`, jobs.parquet) used."""
     slots = {vc: 0 for vc in layout}
-    for batch in pq.ParquetFile(jobs_path).iter_batches(columns=["vc", "first_node", "num_nodes"]):
-        last = (batch.column("first_node").fill_null(-1).to_numpy().astype(np.int64)
-                + batch.column("num_nodes").to_numpy())
-        vcs = _strings(batch.column("vc"))
-        for vc in np.unique(vcs):
+    file = pq.ParquetFile(jobs_path)
+    loans = ["ran_on_vc"] if "ran_on_vc" in file.schema_arrow.names else []
+    for batch in file.iter_batches(columns=["vc", "first_node", "num_nodes", *loans]):
+        table = pa.Table.from_batches([batch])
+        last = (table.column("first_node").fill_null(-1).to_numpy().astype(np.int64)
+                + table.column("num_nodes").to_numpy())
+        vcs = _strings(table.column("vc"))
+        own_slots = ~_borrowed(table, vcs)
+        for vc in np.unique(vcs[own_slots]):
             simulated = simulated_vc(str(vc), layout)
-            slots[simulated] = max(slots[simulated], int(last[vcs == vc].max()))
+            slots[simulated] = max(slots[simulated], int(last[own_slots & (vcs == vc)].max()))
     out, begin = {}, 0
     for vc, pools in layout.items():
         starts = np.concatenate([[0], np.cumsum([p["gpus_per_node"] for p in pools for _ in range(p["nodes"])])])
@@ -78,7 +83,7 @@ def write_out_jobs(run_dir, *, chunk_rows: int = 1 << 17) -> Path:
     ids = gpu_ids(run_dir / "jobs.parquet", report["layout"])
     workload = Path(report.get("source") or "raysim").parent.name or "raysim"
     file = pq.ParquetFile(run_dir / "jobs.parquet")
-    columns = SOURCE + (["first_gpu"] if "first_gpu" in file.schema_arrow.names else [])
+    columns = SOURCE + [c for c in ("first_gpu", "ran_on_vc") if c in file.schema_arrow.names]
     path = run_dir / FILE
     options = pacsv.WriteOptions(quoting_style="needed")
     writer = None
@@ -140,7 +145,10 @@ def allocated_resources(jobs: pa.Table, ids: GpuIds) -> pa.Array:
     """Each job's GPU ids as an interval set ("8-15", "0-3 8-11"; empty: it never ran): `gpu_num`
     consecutive ids from the first GPU of its first node (its `first_gpu` there where the run
     records it), over the following nodes of its VC's range and, past the range's end, from the
-    range's start (never more ids than the range has)."""
+    range's start (never more ids than the range has). A job whose first node was borrowed under
+    quota=borrow starts in its lender's (`ran_on_vc`) own nodes, at the borrowed slot's place
+    modulo their GPUs (which of the lender's nodes it was is not recorded), and goes on over the
+    cluster's next GPUs."""
     n = jobs.num_rows
     vcs = _strings(jobs.column("vc"))
     first = jobs.column("first_node").fill_null(-2).to_numpy().astype(np.int64)
@@ -159,6 +167,15 @@ def allocated_resources(jobs: pa.Table, ids: GpuIds) -> pa.Array:
         own = len(node_start)
         begin[rows], end[rows] = b, e
         start[rows] = np.where(k < own, node_start[np.minimum(k, own - 1)] if own else b, own_end + (k - own) * width)
+    lent = _borrowed(jobs, vcs) & (first >= 0)
+    if lent.any():
+        lenders = _strings(jobs.column("ran_on_vc").fill_null(""))
+        for vc, lender in set(zip(vcs[lent], lenders[lent])):
+            own = len(ids.vcs[simulated_vc(str(vc), ids.vcs)][2])
+            rows = lent & (vcs == vc) & (lenders == lender) & (first >= own)  # its first node is a held one
+            b, _, _, own_end, width = ids.vcs[lender]
+            begin[rows], end[rows] = 0, ids.pool  # a job on several lenders' nodes goes on past this one's
+            start[rows] = b + ((first[rows] - own) * width) % max(own_end - b, 1)
     start = np.minimum(start + offset, end - 1)
     size = np.minimum(gpus, end - begin)
     head = np.minimum(size, end - start)
@@ -173,6 +190,15 @@ def _interval(lo: np.ndarray, hi: np.ndarray) -> pa.Array:
     """"lo-hi", or "lo" where they are equal."""
     lo_text, hi_text = pc.cast(pa.array(lo), pa.string()), pc.cast(pa.array(hi), pa.string())
     return pc.if_else(pa.array(lo == hi), lo_text, pc.binary_join_element_wise(lo_text, hi_text, "-"))
+
+
+def _borrowed(jobs: pa.Table, vcs: np.ndarray) -> np.ndarray:
+    """Per job, whether its latest run used another VC's nodes lent under quota=borrow (`ran_on_vc`
+    names another VC); all False for runs without loans."""
+    if "ran_on_vc" not in jobs.column_names:
+        return np.zeros(jobs.num_rows, bool)
+    ran_on = _strings(jobs.column("ran_on_vc").fill_null(""))
+    return (ran_on != "") & (ran_on != vcs)
 
 
 def _strings(column) -> np.ndarray:
