@@ -59,22 +59,26 @@ def write_timeline(run_dir, *, max_jobs: int = 20000, span: tuple | None = None,
     events = Tracks(layout)
     for row in _rows(jobs, horizon):
         events.slice(row)
+    instants = 0
     if capacity is not None:
         t0, t1 = span if span is not None else (float("-inf"), horizon)
         for vc, node, t, kind, cause in capacity_events(capacity, layout, min(t1, horizon)):
             if t >= t0:
                 events.instant(vc, node, t, f"node {kind}" + (f" ({cause})" if cause else ""),
                                {"node": node, "event": kind, "cause": cause})
+                instants += 1
     path = run_dir / FILE
     other = {"raysim": {"clock": "microseconds on the trace clock (t = 0 is the trace origin)",
                         "origin": report.get("origin"), "jobs_drawn": jobs.num_rows, "left_out": counts,
+                        "capacity_events": instants,
                         "slice": "a job's first start to its end (or the run's end where it did not finish), "
                                  "on its first node's track"}}
     with path.open("w") as out:
         json.dump({"traceEvents": events.all(), "displayTimeUnit": "ms", "otherData": other}, out,
                   separators=(",", ":"))
     left = [f"{plural(n, 'job')} {LEFT_OUT[why]}" for why, n in counts.items() if n]
-    log.info("wrote %s: %s%s", path, plural(jobs.num_rows, "job"), f"; left out {', '.join(left)}" if left else "")
+    log.info("wrote %s: %s, %s%s", path, plural(jobs.num_rows, "job"), plural(instants, "capacity event"),
+             f"; left out {', '.join(left)}" if left else "")
     return path
 
 
