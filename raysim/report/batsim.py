@@ -93,9 +93,6 @@ def write_out_jobs(run_dir, *, chunk_rows: int = 1 << 17) -> Path:
             if writer is None:
                 writer = pacsv.CSVWriter(path, table.schema, write_options=options)
             writer.write_table(table)
-        if writer is None:  # no job: the header alone
-            pacsv.write_csv(batsim_rows(file.schema_arrow.empty_table().select(columns), ids, workload), path,
-                            write_options=options)
     finally:
         if writer is not None:
             writer.close()
