@@ -1,10 +1,7 @@
 """`raysim trace convert`: public formats to raysim's schema (jobs.parquet + vc_config.csv)."""
 
 import pandas as pd
-from test_readers_helios import bad as bad_helios
-from test_readers_helios import write as write_helios
-from test_readers_pai import write as write_pai
-from test_readers_philly import write as write_philly
+from reader_samples import bad_helios, write_helios, write_pai, write_philly
 
 from raysim.trace.cli import main
 from raysim.trace.load import load_trace

@@ -6,34 +6,8 @@ from raysim.trace.errors import TraceError
 from raysim.trace.helios import read_gpu_numbers
 from raysim.trace.load import load_trace
 from raysim.trace.schema import JOB_SCHEMA, metadata
-
-HEADER = ("job_id,user,vc,jobname,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,"
-          "duration,queue\n")
-ROWS = [
-    "101,uA,vcA,j1,1,4,1,COMPLETED,2020-04-01 00:10:00,2020-04-01 00:10:05,2020-04-01 00:20:05,600,5",
-    "102,uA,vcA,j2,0,8,1,COMPLETED,2020-04-01 00:11:00,2020-04-01 00:11:00,2020-04-01 00:11:00,0,0",  # CPU
-    "103,uB,vcB,j3,16,32,2,FAILED,2020-04-01 01:00:00,2020-04-01 01:00:10,2020-04-01 03:00:10,7200,10",
-    "104,uB,vcB,j4,8,8,1,CANCELLED,2020-04-01 02:00:00,,,0,600",  # cancelled in the queue
-    "105,uC,vcA,j5,2,2,1,COMPLETED,2020-04-02 09:00:00,2020-04-02 09:00:00,2020-04-02 09:01:00,60,0",
-]
-# daily GPUs per VC; vcA 16 on most days then 24 on the last, vcB 16 then 8; vcZ never has GPUs
-GPU_NUMBERS = """date,vcA,vcB,vcZ,total
-2020-04-01,16,16,0,32
-2020-04-02,16,16,0,32
-2020-04-03,16,8,0,24
-2020-04-04,24,8,0,32
-"""
-
-
-def write(folder, rows=ROWS, gpu_numbers=GPU_NUMBERS, vc_config=None):
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "cluster_log.csv").write_text(HEADER + "\n".join(rows) + "\n")
-    if gpu_numbers is not None:
-        (folder / "cluster_gpu_number.csv").write_text(gpu_numbers)
-    if vc_config is not None:
-        (folder / "vc_config.csv").write_text(vc_config)
-    return folder
-
+from reader_samples import HELIOS_GPU_NUMBERS as GPU_NUMBERS, HELIOS_HEADER as HEADER, HELIOS_ROWS as ROWS
+from reader_samples import bad_helios as bad, write_helios as write
 
 def test_folder_is_detected_and_read_with_gpu_number_layout(tmp_path):
     trace = load_trace(write(tmp_path / "Venus"), cache=False)
@@ -80,12 +54,6 @@ def test_bad_gpu_number_file_names_row_and_column(tmp_path):
     with pytest.raises(TraceError, match=r"cluster_gpu_number.csv, row 2 \(line 3\), column 'vcB'") as exc:
         load_trace(tmp_path, cache=False)
     assert exc.value.row == 2 and exc.value.column == "vcB"
-
-
-def bad(row_index, column, value):
-    rows = [r.split(",") for r in ROWS]
-    rows[row_index][HEADER.strip().split(",").index(column)] = value
-    return [",".join(r) for r in rows]
 
 
 @pytest.mark.parametrize("row_index,column,value,message", [

@@ -5,36 +5,7 @@ import pytest
 from raysim.trace.errors import TraceError
 from raysim.trace.load import load_trace
 from raysim.trace.schema import JOB_SCHEMA
-
-# the desensitised clock: 57,600 s = 1970-01-01 16:00 UTC = 1970-01-02 00:00 in UTC+8
-DAY1 = 57600
-JOBS = [
-    f"jA,iA,u1,Terminated,{DAY1 + 3600}.0,{DAY1 + 9000}.0",
-    f"jB,iB,u1,Failed,{DAY1 + 7200},{DAY1 + 8000}",
-    f"jC,iC,u2,Terminated,{DAY1 + 7300},{DAY1 + 7400}",  # CPU only
-    f"jD,iD,u2,Running,{DAY1 + 7400},",  # unfinished
-    f"jE,iE,u3,Terminated,{DAY1 + 90000},{DAY1 + 99000}",
-]
-TASKS = [
-    f"jA,ps,1.0,Terminated,{DAY1 + 3700}.0,{DAY1 + 8900}.0,600.0,29.3,,",
-    f"jA,worker,2.0,Terminated,{DAY1 + 3800}.0,{DAY1 + 8950}.0,400.0,20.0,50.0,V100",  # 2 x 50 % = 1 GPU
-    f"jB,tensorflow,1,Failed,{DAY1 + 7300},{DAY1 + 7900},800,10,250,T4",  # 2.5 GPUs -> 3
-    f"jC,worker,1,Terminated,{DAY1 + 7300},{DAY1 + 7350},100,1,0,",
-    f"jD,worker,1,Running,{DAY1 + 7500},,100,1,100,T4",
-    f"jE,worker,4,Terminated,{DAY1 + 90100},{DAY1 + 98100},600,30,100,V100",
-    f"jE,evaluator,1,Terminated,{DAY1 + 90100},{DAY1 + 90200},100,3,100,T4",
-]
-
-
-def write(folder, jobs=JOBS, tasks=TASKS, header=False):
-    folder.mkdir(parents=True, exist_ok=True)
-    job_header = "job_name,inst_id,user,status,start_time,end_time\n" if header else ""
-    task_header = ("job_name,task_name,inst_num,status,start_time,end_time,plan_cpu,plan_mem,plan_gpu,"
-                   "gpu_type\n") if header else ""
-    (folder / "pai_job_table.csv").write_text(job_header + "\n".join(jobs) + "\n")
-    (folder / "pai_task_table.csv").write_text(task_header + "\n".join(tasks) + "\n")
-    return folder
-
+from reader_samples import DAY1, PAI_JOBS as JOBS, PAI_TASKS as TASKS, write_pai as write
 
 @pytest.mark.parametrize("header", [False, True])
 def test_jobs_from_job_and_task_tables(tmp_path, header):

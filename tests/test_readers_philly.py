@@ -1,47 +1,13 @@
 """Philly reader: cluster_job_log (JSON) in msr-fiddle/philly-traces' public schema."""
 
 import copy
-import json
 
 import pytest
 
 from raysim.trace.errors import TraceError
 from raysim.trace.load import load_trace
 from raysim.trace.schema import JOB_SCHEMA
-
-
-def gpus(host, n):
-    return {"ip": host, "gpus": [f"gpu{i}" for i in range(n)]}
-
-
-JOBS = [
-    {"status": "Pass", "vc": "ee9e8c", "jobid": "application_1_0001", "user": "ce2f4c",
-     "submitted_time": "2017-10-07 01:11:39",
-     "attempts": [
-         {"start_time": "2017-10-07 01:12:09", "end_time": "2017-10-07 01:13:23", "detail": [gpus("m47", 8)]},
-         {"start_time": "2017-10-07 01:13:30", "end_time": "2017-10-07 02:13:30",
-          "detail": [gpus("m412", 8), gpus("m413", 8)]},
-     ]},
-    {"status": "Killed", "vc": "ee9e8c", "jobid": "application_1_0002", "user": "aa11bb",
-     "submitted_time": "2017-10-07 01:30:00",
-     "attempts": [{"start_time": "2017-10-07 01:31:00", "end_time": "2017-10-07 01:41:00",
-                   "detail": [gpus("m1", 2)]}]},
-    {"status": "Pass", "vc": "0e4a51", "jobid": "application_1_0003", "user": "aa11bb",  # still running
-     "submitted_time": "2017-10-08 10:00:00",
-     "attempts": [{"start_time": "2017-10-08 10:00:05", "end_time": "None", "detail": [gpus("m2", 1)]}]},
-    {"status": "Failed", "vc": "0e4a51", "jobid": "application_1_0004", "user": "dd22ee",  # never started
-     "submitted_time": "2017-10-08 11:00:00", "attempts": []},
-    {"status": "Failed", "vc": "0e4a51", "jobid": "application_1_0005", "user": "dd22ee",
-     "submitted_time": "2017-10-08 12:00:00",
-     "attempts": [{"start_time": "2017-10-08 12:00:00", "end_time": "2017-10-08 12:00:30",
-                   "detail": [gpus("m3", 4)]}]},
-]
-
-
-def write(folder, jobs=JOBS):
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "cluster_job_log").write_text(json.dumps(jobs))
-    return folder
+from reader_samples import PHILLY_JOBS as JOBS, write_philly as write
 
 
 def test_jobs_gpus_durations_and_derived_layout(tmp_path):

@@ -203,9 +203,7 @@ os.execv(REAL, [REAL, "-m", "raysim", *args, *extra])
 
 def synthetic_archives(tmp: Path) -> dict[str, dict[str, tuple[bytes, str]]]:
     """dataset -> {registry file path: (bytes, unpack)}: the readers' test traces in the published layout."""
-    from test_readers_helios import write as write_helios
-    from test_readers_pai import write as write_pai
-    from test_readers_philly import write as write_philly
+    from reader_samples import write_helios, write_pai, write_philly
 
     helios, philly, pai = write_helios(tmp / "helios"), write_philly(tmp / "philly"), write_pai(tmp / "pai")
     buf = io.BytesIO()

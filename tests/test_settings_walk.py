@@ -25,7 +25,8 @@ TRACE_REPLAY = ["policy=srtf", "placer=fgd", "quota=borrow", "runtime=local", "c
                 "trace.path=jobs.csv", "trace.format=helios", "sim.compat=lucid", "sim.network=on",
                 "network.duty=0.5", "estimator.source=oracle", "ray.num_cpus=2", "profiler.nodes=3",
                 "profiler.take_from=[vcA]", "forecast.source=file", "profiles.interference=learned",
-                "rounds.round_s=100", "rounds.window=[1,5]", "policy.name=sjf", "placer.type_order=fastest"]
+                "rounds.round_s=100", "rounds.window=[1,5]", "policy.name=sjf", "placer.type_order=fastest",
+                "report.out_jobs=false", "report.timeline=true"]
 UNUSED = {
     "cluster-harvest": ["+fgd.policy=fgd"],
     "fgd": TRACE_REPLAY + ["+harvest.nodes=4"],
@@ -41,7 +42,7 @@ BY_RUN = {
                       *(f"rounds.{key}={value}" for key, value in (
                           ("round_s", 100), ("reset_min_s", 0), ("type_order", "[gpu]"), ("lp_method", "simplex"),
                           ("window", "[1,5]"), ("job_type_column", "model"), ("job_type_map", "{a: b}"))),
-                      "+harvest.nodes=4"],
+                      "+harvest.nodes=4", "report.timeline_max_jobs=5", "report.timeline_range=[0,10]"],
     "cluster-round": ["profiler.nodes=3", "forecast.source=file", "profiles.colocation=c.csv",
                       "network.duty=0.5", "estimator.path=e.csv", "+harvest.nodes=4"],
     "cluster-harvest": ["trace.path=jobs.csv", "trace.format=helios", "cluster=gavel_24", "cluster.capacity=log.csv",

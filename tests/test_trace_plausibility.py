@@ -265,7 +265,7 @@ def test_a_trace_without_jobs_is_an_error(tmp_path):
 
 def test_mapped_readers_check_ragged_rows_and_bounds(tmp_path):
     """Helios and PAI read their CSVs through the same checks; errors name the source's rows."""
-    from tests.test_readers_helios import ROWS, write as write_helios
+    from reader_samples import HELIOS_ROWS as ROWS, write_helios
 
     folder = write_helios(tmp_path / "Venus", rows=ROWS[:2] + ["103,uB,vcB,j3,16"] + ROWS[3:])
     with pytest.raises(TraceError, match=r"cluster_log.csv, row 3 \(line 4\): " + re.escape(RAGGED)):
@@ -278,7 +278,7 @@ def test_mapped_readers_check_ragged_rows_and_bounds(tmp_path):
         load_trace(folder, cache=False)
     assert load_trace(folder, max_duration_s=10 * YEAR, cache=False).table.num_rows == 3
 
-    from tests.test_readers_pai import JOBS, write as write_pai
+    from reader_samples import PAI_JOBS as JOBS, write_pai
 
     folder = write_pai(tmp_path / "pai", jobs=JOBS[:1] + [JOBS[1] + ",extra"] + JOBS[2:])
     with pytest.raises(TraceError, match=r"pai_job_table.csv, line 2: " + re.escape(RAGGED)):
@@ -286,7 +286,7 @@ def test_mapped_readers_check_ragged_rows_and_bounds(tmp_path):
 
 
 def test_philly_submit_times_far_from_the_rest_are_named_by_job(tmp_path):
-    from tests.test_readers_philly import JOBS, write as write_philly
+    from reader_samples import PHILLY_JOBS as JOBS, write_philly
 
     jobs = [dict(job) for job in JOBS]
     jobs[1]["submitted_time"] = "2057-10-07 01:30:00"

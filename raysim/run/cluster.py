@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 
 from raysim.errors import ConfigError
 from raysim.policy import policy_class
+from raysim.report.settings import report_settings
 from raysim.report.summary import plural, summarize, to_markdown
 from raysim.run.config import check_cluster_config, estimates_from_config, load_from_config, spec_from_config
 from raysim.run.outputs import write_outputs, write_plots
@@ -89,6 +90,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
         from raysim.report.capacity import write_lost_by_cause
 
         write_lost_by_cause(jobs, run_dir)
+    write_job_views(run_dir, report_settings(cfg), spec)
     overall = summary[summary.vc == "all"].iloc[0].to_dict()
     print(to_markdown(summary, title=f"raysim: {spec.policy}, {cfg.sim.compat} semantics"))
     ray_text = f"; Ray start-up {ray_s:.2f} s" if ray_s is not None else ""
@@ -96,6 +98,20 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
           f"{overall['jobs']} jobs; simulated in {sim_wall:.2f} s{ray_text} ({time.perf_counter() - wall:.2f} s total)")
     print(f"results: {run_dir}")
     return overall
+
+
+def write_job_views(run_dir: Path, settings, spec) -> None:
+    """The views of jobs.parquet that `report.*` asks for: out_jobs.csv (Batsim's job table) and
+    timeline.json (the per-job timeline)."""
+    if settings.out_jobs:
+        from raysim.report.batsim import write_out_jobs
+
+        log.info("wrote %s (Batsim's job table)", write_out_jobs(run_dir))
+    if settings.timeline:
+        from raysim.report.timeline import write_timeline
+
+        write_timeline(run_dir, max_jobs=settings.timeline_max_jobs, span=settings.timeline_range,
+                       capacity=spec.capacity)
 
 
 def with_window_jct(summary, jobs_path: Path, window):

@@ -23,6 +23,7 @@ from raysim.policy import POLICIES, checked_constants, policy_class
 from raysim.quota import merged_layout
 from raysim.quota.settings import MODES as QUOTA_MODES
 from raysim.quota.settings import quota_settings
+from raysim.report.settings import report_settings
 from raysim.run.failures import check_failures_config, failure_plan, failures_name
 from raysim.run.requests import counts_resources, request_inputs
 from raysim.run.values import boolean, choice, integer, number, value
@@ -126,6 +127,7 @@ def check_cluster_config(cfg: DictConfig) -> None:
     check_failures_config(cfg)
     if failures_name(cfg) != "none":
         refuse_moving_nodes(cfg, "failures", name, failures_name(cfg))
+    report_settings(cfg)
 
 
 CHECKPOINT_KEYS = ("interval_s", "write_s", "restart_s")

@@ -29,7 +29,7 @@ SHARED = ("mode", "data", "hydra")
 #: The config keys and groups each mode reads; the others must keep their root defaults.
 CLUSTER_KEYS = ("seed", "trace", "sim", "network", "estimator", "ray", "profiler", "forecast", "profiles",
                 "rounds", "elastic", "harvest", "cluster", "policy", "placer", "runtime", "quota", "checkpoint",
-                "failures")
+                "failures", "report")
 MODES = {"cluster": CLUSTER_KEYS, "fgd": ("fgd", "seed")}
 #: Why a mode refuses what it does not use (per key where it helps; "*": any other key).
 WHY = {
@@ -191,6 +191,9 @@ def policy_unused(cfg: DictConfig) -> dict[str, str]:
         out["network"] = "used with sim.network=on only"
     if cfg.runtime.get("name") != "ray":
         out["ray"] = f"used with runtime=ray only (this run: runtime={cfg.runtime.get('name')})"
+    if cfg.get("report") is not None and cfg.report.get("timeline") is not True:
+        for key in ("report.timeline_max_jobs", "report.timeline_range"):
+            out[key] = "used with report.timeline=true only (the per-job timeline, timeline.json)"
     quota = cfg.quota.get("mode") if cfg.get("quota") is not None else "none"
     if quota != "borrow":
         out["quota.period_s"] = out["quota.reclaim"] = f"used with quota=borrow only (this run: quota={quota})"
