@@ -27,7 +27,8 @@ rounds_study.py's: `venus`, the real Venus trace (`+experiment=venus_real`, or l
 `helios`, the Helios-like trace, `--helios-days` days. Every run is in-process (`runtime=local`).
 
 `speed`: the cost of failures, the Helios-like trace (`--days`, default the whole 183) under each
-policy without and with `failures=llama3` and checkpoints, `--repeat` times alternately.
+policy without failures, with `failures=llama3`, and with those and checkpoints, `--repeat` times
+alternately.
 
 Prints markdown tables (or JSON lines with --json) and writes <out>/bigjob.png or <out>/policies.csv.
 """
@@ -208,22 +209,28 @@ def policies(args) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------------- speed
+#: What a speed run adds: nothing; llama3 failures; those failures and the checkpoint model.
+SPEED_VARIANTS = {
+    "none": [],
+    "failures": ["failures=llama3"],
+    "checkpoints": ["failures=llama3", "checkpoint.interval_s=1800", "checkpoint.write_s=60", "checkpoint.restart_s=300"],
+}
+
+
 def speed(args) -> list[dict]:
-    """The Helios-like trace (`--days`) per policy without failures and with `failures=llama3` and
-    checkpoints every 30 minutes, `--repeat` times alternately: the `python -m raysim` process's
-    wall time and raysim's own simulation time."""
+    """The Helios-like trace (`--days`) per policy without failures, with `failures=llama3`, and with
+    those failures and checkpoints every 30 minutes (SPEED_VARIANTS), `--repeat` times alternately:
+    the `python -m raysim` process's wall time and raysim's own simulation time."""
     rows = []
     for rep in range(args.repeat):
         for policy in args.policies:
-            for failures in (False, True):
-                extra = ["failures=llama3", "checkpoint.interval_s=1800", "checkpoint.write_s=60",
-                         "checkpoint.restart_s=300"] if failures else []
-                folder = Path(args.out) / "speed" / f"{policy}_{'failures' if failures else 'none'}_{rep}"
+            for variant, extra in SPEED_VARIANTS.items():
+                folder = Path(args.out) / "speed" / f"{policy}_{variant}_{rep}"
                 begin = time.perf_counter()
                 done = subprocess.run([sys.executable, "-m", "raysim", "+experiment=helios_synth",
                                        f"trace.synth.days={args.days}", f"policy={policy}", "runtime=local",
                                        f"hydra.run.dir={folder}", *extra], capture_output=True, text=True)
-                row = {"policy": policy, "failures": failures, "repeat": rep,
+                row = {"policy": policy, "variant": variant, "repeat": rep,
                        "process_s": time.perf_counter() - begin}
                 found = SIMULATED.search(done.stdout)
                 if done.returncode or not found:

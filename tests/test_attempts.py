@@ -198,17 +198,19 @@ def random_trace(folder, seed=3, jobs=400):
 
 
 def replay_spec(tmp_path, policy="tiresias"):
-    cfg = config(random_trace(tmp_path / "trace"), "trace.failed=replay", f"policy={policy}")
+    more = ["profiler.nodes=0", "estimator.source=oracle"] if policy == "lucid" else []
+    cfg = config(random_trace(tmp_path / "trace"), "trace.failed=replay", f"policy={policy}", *more)
     loaded = load_from_config(cfg)
     return (loaded, *spec_from_config(cfg, loaded))
 
 
-@pytest.mark.parametrize("policy", ["fifo", "srtf", "tiresias"])
+@pytest.mark.parametrize("policy", ["fifo", "srtf", "tiresias", "lucid"])
 def test_windows_and_packing_write_the_same_files(tmp_path, policy):
     trace, spec, extra = replay_spec(tmp_path, policy)
     assert len(spec.attempts) > 50
-    simulate_to(tmp_path / "a", trace, spec, None, window_s=3_600, vcs_per_actor=1, job_extra=extra)
-    simulate_to(tmp_path / "b", trace, spec, None, window_s=86_400, vcs_per_actor=2, job_extra=extra)
+    est = trace.table.column("duration").to_numpy().astype(float) if policy == "lucid" else None  # (oracle)
+    simulate_to(tmp_path / "a", trace, spec, est, window_s=3_600, vcs_per_actor=1, job_extra=extra)
+    simulate_to(tmp_path / "b", trace, spec, est, window_s=86_400, vcs_per_actor=2, job_extra=extra)
     for name in ("jobs.parquet", "timeseries.parquet"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     jobs = pq.read_table(tmp_path / "a" / "jobs.parquet").to_pydict()
