@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -50,6 +52,15 @@ def test_raw_target_clips_negative_predictions_to_the_floor():
     jobs["duration"] = np.where(jobs["gpu_util"] > 90, 10**6, 1)  # a few huge ones pull a linear-ish fit below 0
     pred = dur.DurationModel("lightgbm", target="raw").fit(jobs, ORIGIN).predict(jobs)
     assert pred.min() == dur.FLOOR_S == 0.0
+
+
+def test_an_ebm_fit_leaves_interpret_info_lines_out_of_the_log(caplog):
+    """interpret logs every step of its native library at INFO (19 lines a Lucid run); a run's log,
+    at INFO, keeps raysim's lines and interpret's warnings only."""
+    caplog.set_level(logging.INFO)
+    dur.DurationModel("ebm", seed=0).fit(synthetic_jobs(n=300), ORIGIN)
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("interpret")] == []
+    assert logging.getLogger("interpret").getEffectiveLevel() == logging.WARNING
 
 
 def test_deterministic_for_a_seed():

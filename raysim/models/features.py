@@ -18,6 +18,8 @@ reference's notebooks did, with ``n_jobs=1`` and ``deterministic=True``.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -124,6 +126,9 @@ class TabularModel:
             self._constant = y[0]
             return self
         if self.kind == "ebm":
+            # interpret logs its native library's every step (loading, each boosting) at INFO, which a
+            # run's INFO log shows between raysim's own lines: its warnings are what matter here
+            logging.getLogger("interpret").setLevel(logging.WARNING)
             from interpret.glassbox import ExplainableBoostingClassifier, ExplainableBoostingRegressor
 
             cls = ExplainableBoostingRegressor if self.task == "regression" else ExplainableBoostingClassifier
