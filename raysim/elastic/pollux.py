@@ -26,11 +26,12 @@ import math
 from collections import Counter
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint
 from scipy.sparse import csr_matrix
 
 from raysim.elastic.configs import Kinds
 from raysim.elastic.goodput import speedup
+from raysim.highs import milp
 
 
 class PolluxAllocator:

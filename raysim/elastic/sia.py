@@ -20,11 +20,12 @@ it, so its runs are lambda_a = 0 (conf/policy/sia.yaml). Solved with HiGHS (scip
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint
 from scipy.sparse import csr_matrix
 
 from raysim.elastic.configs import Configs, Kinds, place_round_robin
 from raysim.elastic.goodput import speedup
+from raysim.highs import milp
 
 #: goodput given to configurations a job cannot use (Sia's ZERO_ALLOC_GAIN)
 ZERO_GAIN = np.float32(1e-4)

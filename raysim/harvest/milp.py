@@ -10,10 +10,11 @@ may only release nodes, 0: may only add nodes; the reference's no-migration cons
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint
 from scipy.sparse import csr_array
 
 from raysim.harvest.problem import Problem
+from raysim.highs import milp
 
 
 def node_milp(p: Problem, *, time_limit: float = 60.0) -> np.ndarray:

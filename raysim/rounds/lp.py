@@ -14,10 +14,7 @@ the two). Solve times accumulate in
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
-import sys
 import time
 
 import highspy
@@ -26,6 +23,7 @@ from scipy import sparse
 from scipy.linalg import lapack
 
 from raysim.blas import one_blas_thread
+from raysim.highs import quiet
 
 #: Seconds spent building and solving LPs, and the number solved, since reset_solve_time().
 SOLVE_TIME = {"seconds": 0.0, "lps": 0}
@@ -317,7 +315,7 @@ _MAXIMIZE = int(highspy.ObjSense.kMaximize)
 def _highs(method: str) -> highspy.Highs:
     """One quiet HiGHS instance per method, reused (building one costs more than a small solve)."""
     if method not in _SOLVERS:
-        with _stdout_silenced():      # HiGHS prints a banner from its constructor, before any option
+        with quiet():  # HiGHS prints a banner from its constructor, before any option
             solver = highspy.Highs()
         solver.setOptionValue("output_flag", False)
         if method == "ipm":
@@ -329,17 +327,3 @@ def _highs(method: str) -> highspy.Highs:
     solver = _SOLVERS[method]
     solver.clearModel()
     return solver
-
-
-@contextlib.contextmanager
-def _stdout_silenced():
-    """Point file descriptor 1 at /dev/null for the duration (C++ code writes there directly)."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 1)
-            yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
