@@ -1,5 +1,6 @@
 """Hydra multirun writes a comparison table and plots; `raysim report` rebuilds them."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,13 @@ def test_multirun_summary_and_report(tmp_path):
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert rep.returncode == 0, rep.stderr[-2000:]
     assert pd.read_csv(sweep / "sweep_summary.csv").equals(table)
+    printed = rep.stdout.splitlines()  # the table of sweep_summary.md, rounded for people, with its units
+    assert printed[0].startswith("| run | jobs | avg_jct | avg_queue | p50_queue |")
+    assert [re.match(r"\| (policy=\w+) \| 6,412 \| [\d,]+\.\d \| [\d,]+\.\d \|", line)[1]
+            for line in printed[2:4]] == ["policy=fifo", "policy=srtf"]
+    assert printed[5].startswith("Units: avg_jct, avg_queue, p*_queue, p*_jct, makespan: seconds; gpu_utilization")
+    assert not re.search(r"\d\.\d{4}", rep.stdout)  # no raw floats (26923.152838)
+    assert "\n".join(printed[:6]) in md
 
 
 def test_report_on_a_folder_without_runs_is_a_clear_error(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from raysim.report.sweep import report_sweep
+from raysim.report.sweep import headline, report_sweep
 
 
 def main(argv: list[str]) -> int:
@@ -21,7 +21,7 @@ def main(argv: list[str]) -> int:
         table = report_sweep(args.folder, plots=not args.no_plots)
     except FileNotFoundError as exc:
         ap.error(str(exc))
-    print((table[table["vc"] == "all"] if "vc" in table.columns else table).to_string(index=False))
+    print(headline(table))
     print(f"wrote {args.folder}/sweep_summary.csv and sweep_summary.md")
     return 0
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -185,7 +187,33 @@ def cell(v, column: str = "") -> str:
     return f"{v:.3g}"
 
 
+#: (column name pattern, unit) of the figures tables show, first match wins (`unit`).
+UNITS = ((r"^gpu_utilization", "fraction of GPU time allocated, 0-1"),
+         (r"^(ettr|efficiency|harvested_fraction)$", "fraction, 0-1"),
+         (r"_gpu_h$", "GPU-hours"), (r"_node_hours$", "node-hours"), (r"_h$", "hours"),
+         (r"^(avg_|p[\d.]+_)(jct|queue)|^makespan$|_s$", "seconds"),
+         (r"^allo_", "% of the cluster's GPUs allocated"), (r"^frag_ratio_", "% of idle GPU capacity"))
+
+
+def unit(column: str) -> str | None:
+    """The unit of a summary column (UNITS), None for counts, names and other unitless columns."""
+    return next((u for pattern, u in UNITS if re.search(pattern, column)), None)
+
+
+def units_caption(columns) -> str:
+    """One line under a table naming each unit and its columns, e.g. "Units: avg_jct, p*_queue,
+    makespan: seconds; gpu_utilization: fraction of GPU time allocated, 0-1." (percentiles and
+    per-type columns collapsed; "" when no column has a unit)."""
+    groups: dict[str, list[str]] = {}
+    for column in map(str, columns):
+        if unit(column):
+            name = re.sub(r"^p[\d.]+_", "p*_", re.sub(r"^gpu_utilization_.+", "gpu_utilization_<type>", column))
+            names = groups.setdefault(unit(column), [])
+            names += [] if name in names else [name]
+    return "Units: " + "; ".join(f"{', '.join(names)}: {u}" for u, names in groups.items()) + "." if groups else ""
+
+
 def to_markdown(summary: pd.DataFrame, title: str = "") -> str:
-    """The run summary as Markdown, under an optional heading."""
+    """The run summary as Markdown, under an optional heading, with its units in a caption."""
     head = f"## {title}\n\n" if title else ""
-    return head + markdown_table(summary) + "\n"
+    return head + markdown_table(summary) + "\n\n" + units_caption(summary.columns) + "\n"

@@ -11,7 +11,7 @@ from hydra.experimental.callback import Callback
 
 from raysim.report.plots import compare_plots
 from raysim.report.timeseries import cluster_series
-from raysim.report.summary import markdown_table
+from raysim.report.summary import markdown_table, units_caption
 
 METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queue", "p99.9_jct",
            "makespan", "gpu_utilization", "reclaims", "ran_elsewhere", "borrowed_gpu_h", "interruptions",
@@ -95,9 +95,19 @@ def rate_figure(table: pd.DataFrame, path: Path) -> bool:
     return True
 
 
+def headline(table: pd.DataFrame) -> str:
+    """The sweep's main table as Markdown, with its units in a caption: run x metric of the whole
+    cluster (METRICS) for trace replays, the FGD_METRICS of each run for FGD inflation runs. What
+    sweep_summary.md shows first and `raysim report` prints."""
+    if "vc" in table.columns:
+        shown = table[table["vc"] == "all"][["run"] + [m for m in METRICS if m in table.columns]]
+    else:
+        shown = table[["run"] + [m for m in FGD_METRICS if m in table.columns]]
+    return markdown_table(shown) + "\n\n" + units_caption(shown.columns)
+
+
 def _markdown(table: pd.DataFrame) -> str:
-    overall = table[table["vc"] == "all"].set_index("run")[[m for m in METRICS if m in table.columns]]
-    lines = ["# Sweep summary", "", "## All VCs", "", markdown_table(overall.reset_index())]
+    lines = ["# Sweep summary", "", "## All VCs", "", headline(table)]
     for metric in ("avg_queue", "avg_jct"):
         per_vc = table[table["vc"] != "all"].pivot(index="vc", columns="run", values=metric)
         lines += ["", f"## {metric} per VC (s)", "", markdown_table(per_vc.reset_index())]
@@ -143,7 +153,7 @@ def report_sweep(sweep_dir: str | Path, plots: bool = True) -> pd.DataFrame:
     table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
     shown = table[["run"] + [m for m in FGD_METRICS if m in table.columns]]
     kind = "FGD inflation"
-    (sweep_dir / "sweep_summary.md").write_text(f"# Sweep summary ({kind} runs)\n\n" + markdown_table(shown) + "\n")
+    (sweep_dir / "sweep_summary.md").write_text(f"# Sweep summary ({kind} runs)\n\n" + headline(table) + "\n")
     if plots:
         from raysim.sharing.run import summarize_fgd_sweep
 
