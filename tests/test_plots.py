@@ -3,9 +3,71 @@ figures), and the tables' units."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+import yaml
 
+from raysim.report import plots
 from raysim.report.summary import to_markdown, units_caption
+
+
+def one_run(vcs=("vcA", "vcB"), queues=(10.0, 20.0), days=1, columns=None):
+    """{label: (jobs, series, summary)} of a made-up run: a cluster series every 60 s over `days`."""
+    time = np.arange(0, days * 86400, 60, dtype=float)
+    series = pd.DataFrame({"vc": "all", "time": time, "gpu_utilization": 0.5, "pending_gpujob_num": 3,
+                           **(columns or {})})
+    summary = pd.DataFrame({"vc": [*vcs, "all"], "avg_queue": [*queues, float(np.mean(queues))]})
+    return {"fifo": (pd.DataFrame({"jct": [100.0, 200.0]}), series, summary)}
+
+
+def test_a_round_based_month_is_drawn_as_hourly_means_not_a_block_of_flips():
+    time = np.arange(0, 30 * 86400, 60)
+    flips = ((time // 360) % 2).astype(float)  # a round of 6 minutes on, one off: the raw series is a solid block
+    runs = one_run(days=30, columns={"gpu_utilization_V100": flips, "gpu_utilization_K80": 1 - flips})
+    fig = plots.over_time(runs, ["gpu_utilization_V100", "gpu_utilization_K80"], "fraction of the type's GPUs busy",
+                          "GPU utilisation per GPU type (cluster)", "demo")
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "fraction of the type's GPUs busy (hourly means)"
+    for line in ax.get_lines():
+        assert len(line.get_xdata()) == 30 * 24 and np.allclose(line.get_ydata(), 0.5)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["V100", "K80"]
+    short = plots.over_time(one_run(days=0.5), ["gpu_utilization"], "fraction of GPUs busy", "x", "demo")
+    assert short.axes[0].get_ylabel() == "fraction of GPUs busy" and len(short.axes[0].get_lines()[0].get_xdata()) == 720
+
+
+def test_queue_per_vc_names_its_scale_and_marks_a_vc_that_never_waited():
+    fig = plots.queue_per_vc(one_run(vcs=("vcA", "vcB", "vcC"), queues=(0.0, 5.0, 50_000.0)), "demo")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "symlog"
+    assert ax.get_xlabel() == "average queueing delay (s, symlog scale: linear below 1 s)"
+    assert [t.get_text() for t in ax.texts] == ["0"] and ax.texts[0].xy[1] == 0  # on vcA's row
+    linear = plots.queue_per_vc(one_run(queues=(10.0, 20.0)), "demo").axes[0]
+    assert linear.get_xscale() == "linear" and linear.get_xlabel() == "average queueing delay (s)"
+
+
+def test_a_one_vc_run_gets_no_queue_per_vc_plot(tmp_path):
+    names = lambda paths: sorted(p.name for p in paths)  # noqa: E731
+    one = plots.compare_plots(one_run(vcs=("vcA",), queues=(5.0,)), tmp_path / "one")
+    assert names(one) == ["gpu_utilization.png", "jct_cdf.png", "pending_jobs.png"]
+    assert not (tmp_path / "one" / "queue_per_vc.png").exists()
+    assert "queue_per_vc.png" in names(plots.compare_plots(one_run(), tmp_path / "two"))
+
+
+def test_titles_say_the_semantics_mode_and_the_overrides(tmp_path):
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(
+        ["+experiment=venus", "policy=srtf", "sim.compat=lucid", "hydra.run.dir=/tmp/x"]))
+    (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump({"sim": {"compat": "lucid"}}))
+    assert plots.run_overrides(run) == ["+experiment=venus", "policy=srtf", "sim.compat=lucid"]
+    assert plots.run_compat(run) == "lucid" and plots.run_compat(tmp_path) is None
+    title = plots.run_description("venus_synth: srtf / consolidate", plots.run_compat(run), plots.run_overrides(run))
+    assert title == "venus_synth: srtf / consolidate, compat=lucid\n+experiment=venus policy=srtf sim.compat=lucid"
+    fig = plots.over_time(one_run(), ["gpu_utilization"], "fraction of GPUs busy", "GPU utilisation (cluster)", title)
+    assert fig.axes[0].get_title() == "GPU utilisation (cluster)\n" + title
+    long = plots.run_description("x", "clean", [f"+trace.reader_options.k{i}=value{i}" for i in range(20)])
+    assert len(long.splitlines()[1]) <= plots.OVERRIDES_WIDTH and long.endswith(" ...")
+    assert plots.run_description("x") == "x"
 
 
 def test_tables_name_their_units():

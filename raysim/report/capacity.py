@@ -19,10 +19,10 @@ def has_capacity(series) -> bool:
     return all(c in column_names(series) for c in CAPACITY_COLUMNS)
 
 
-def down_plot(series_path, out: Path, interval: int, *, top: int = 8, points: int = 2000) -> Path:
+def down_plot(series_path, out: Path, interval: int, *, top: int = 8, points: int = 2000, title: str = "") -> Path:
     """GPUs out of service over time, stacked for the `top` VCs with the most down GPU-hours and the
-    others (PNG); `interval`: the series' sampling interval in seconds."""
-    from raysim.report.plots import plt, save_figure  # (pyplot with the Agg backend)
+    others (PNG); `interval`: the series' sampling interval in seconds; `title`: what was run."""
+    from raysim.report.plots import plt, save_figure, set_title  # (pyplot with the Agg backend)
 
     hours = column_hours(series_path, CAPACITY_COLUMNS, interval)
     names = [vc for vc in sorted(hours, key=lambda vc: -hours[vc][0]) if hours[vc][0] > 0][:top]
@@ -49,7 +49,7 @@ def down_plot(series_path, out: Path, interval: int, *, top: int = 8, points: in
                   title=f"cluster: {sum(v[0] for v in hours.values()):,.0f} GPU-h", title_fontsize=7)
     ax.set_xlabel("simulated time (days)")
     ax.set_ylabel("GPUs out of service")
-    ax.set_title("GPUs on nodes that are down, stacked per VC")
+    set_title(ax, "GPUs on nodes that are down, stacked per VC", title)
     ax.grid(alpha=0.3)
     return save_figure(fig, out)
 
@@ -86,10 +86,10 @@ def lost_by_cause(jobs: pa.Table) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["vc", "cause", "interruptions", "lost_gpu_h"])
 
 
-def write_lost_by_cause(jobs: pa.Table, run_dir: Path) -> None:
+def write_lost_by_cause(jobs: pa.Table, run_dir: Path, title: str = "") -> None:
     """`lost_by_cause.csv` (lost_by_cause) and `plots/lost_by_cause.png`: the cluster's lost
-    GPU-hours per cause, with each cause's interruptions."""
-    from raysim.report.plots import plt, save_figure  # (pyplot with the Agg backend)
+    GPU-hours per cause, with each cause's interruptions; `title`: what was run."""
+    from raysim.report.plots import plt, save_figure, set_title  # (pyplot with the Agg backend)
 
     table = lost_by_cause(jobs)
     table.to_csv(run_dir / "lost_by_cause.csv", index=False)
@@ -100,7 +100,7 @@ def write_lost_by_cause(jobs: pa.Table, run_dir: Path) -> None:
         ax.annotate(f"{hours:,.0f}" + ("" if pd.isna(n) else f" ({int(n)} stops)"), (hours, y), fontsize=7,
                     xytext=(3, -3), textcoords="offset points")
     ax.set_xlabel("GPU-hours of work lost (since the last completed checkpoint)")
-    ax.set_title("work lost per cause of interruption, whole cluster", fontsize=10)
+    set_title(ax, "work lost per cause of interruption, whole cluster", title)
     ax.tick_params(axis="y", labelsize=7)
     ax.grid(alpha=0.3, axis="x")
     ax.margins(x=0.15)

@@ -23,10 +23,10 @@ def loan_gpu_hours(series, interval: int) -> dict[str, tuple[float, float]]:
     return {vc: (float(v[0]), float(v[1])) for vc, v in column_hours(series, LOAN_COLUMNS, interval).items()}
 
 
-def loans_plot(series_path, out: Path, interval: int, *, top: int = 8, points: int = 2000) -> Path:
+def loans_plot(series_path, out: Path, interval: int, *, top: int = 8, points: int = 2000, title: str = "") -> Path:
     """Cumulative borrowed (solid) and lent (dashed) GPU-hours over time of the `top` VCs that
-    borrowed or lent most (PNG); `interval` as for loan_gpu_hours."""
-    from raysim.report.plots import plt, save_figure  # (pyplot with the Agg backend)
+    borrowed or lent most (PNG); `interval` as for loan_gpu_hours; `title`: what was run."""
+    from raysim.report.plots import plt, save_figure, set_title  # (pyplot with the Agg backend)
 
     hours = loan_gpu_hours(series_path, interval)
     names = sorted(hours, key=lambda vc: -(hours[vc][0] + hours[vc][1]))[:top]
@@ -47,7 +47,7 @@ def loans_plot(series_path, out: Path, interval: int, *, top: int = 8, points: i
             ax.plot(days[pick], gpu_h, style, color=color, label=f"{name} {column.split('_')[0]}")
     ax.set_xlabel("simulated time (days)")
     ax.set_ylabel("GPU-hours (cumulative)")
-    ax.set_title("borrowed (solid) and lent (dashed) GPU-hours per VC")
+    set_title(ax, "borrowed (solid) and lent (dashed) GPU-hours per VC", title)
     if names:
         ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)

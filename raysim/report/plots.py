@@ -1,11 +1,15 @@
 """Plots people look at: JCT CDF, queue per VC, GPU utilisation (per GPU type too) and pending jobs
-over time (PNG). Each plot's title says what was run; axes are labelled with their units; time axes
-start where the activity starts and pick their unit from its span (a two-minute burst is not drawn
-on 145 days of axis); the queue per VC stays legible with dozens of VCs (horizontal bars, one row
-per VC); a legend appears only to tell several runs apart, outside the data."""
+over time (PNG). Each plot's title says what it shows and what was run (`run_description`: the
+policy, the semantics mode, the command-line overrides); axes are labelled with their units; time
+axes start where the activity starts and pick their unit from its span (a two-minute burst is not
+drawn on 145 days of axis); a long series is drawn as the means of hourly (or coarser) bins, and
+says so, rather than as a block of round-by-round flips; the queue per VC stays legible with
+dozens of VCs (horizontal bars, one row per VC; no plot for a single VC) and shows a VC without
+queueing as "0"; a legend appears only to tell several runs apart, outside the data."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -14,35 +18,50 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+import yaml  # noqa: E402
 
 #: (longest span in seconds, unit name, seconds per unit) for time axes
 TIME_UNITS = ((2 * 3600, "minutes", 60.0), (3 * 86400, "hours", 3600.0), (float("inf"), "days", 86400.0))
+#: (bin width in seconds, name) of the bins a long series is averaged into: the narrowest that leaves
+#: at most MAX_POINTS bins; a series of at most MAX_POINTS samples is drawn as sampled.
+BINS = ((3600, "hourly"), (6 * 3600, "6-hour"), (86400, "daily"), (7 * 86400, "weekly"))
+MAX_POINTS = 1000
+#: Characters of overrides a title shows, at most (longer lists end in "...").
+OVERRIDES_WIDTH = 110
 
 
 def run_plots(jobs: pd.DataFrame, series: pd.DataFrame, summary: pd.DataFrame, out: Path, label: str = "",
               title: str = "") -> list[Path]:
-    """The plots of one run, into `out` (created); `title` says what was run."""
+    """The plots of one run, into `out` (created); `title` says what was run (run_description)."""
     return compare_plots({label or "run": (jobs, series, summary)}, out, title=title or label)
 
 
 def compare_plots(runs: dict[str, tuple], out: Path, title: str = "") -> list[Path]:
     """The same plots with one line/bar per run: {label: (jobs, series, summary)}; `title` (default:
-    the run labels) prefixes each plot's title."""
+    the run labels) is each plot's second line. The queue per VC is left out where there is one VC
+    (its one bar is the summary's avg_queue)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     what = title or ", ".join(runs)
-    paths = [jct_cdf({label: jobs["jct"] for label, (jobs, _, _) in runs.items()}, out / "jct_cdf.png",
-                     title=f"{what}: JCT distribution"),
-             _queue_per_vc(runs, out / "queue_per_vc.png", what),
-             _over_time(runs, "gpu_utilization", "fraction of GPUs busy", f"{what}: GPU utilisation (cluster)",
-                        out / "gpu_utilization.png"),
-             _over_time(runs, "pending_gpujob_num", "jobs waiting", f"{what}: pending jobs (cluster)",
-                        out / "pending_jobs.png")]
+    paths = [jct_cdf({label: jobs["jct"] for label, (jobs, _, _) in runs.items()}, out / "jct_cdf.png", title=what)]
+    if len(vc_names(runs)) > 1:
+        paths.append(save_figure(queue_per_vc(runs, what), out / "queue_per_vc.png"))
+    paths += [save_figure(over_time(runs, ["gpu_utilization"], "fraction of GPUs busy",
+                                    "GPU utilisation (cluster)", what), out / "gpu_utilization.png"),
+              save_figure(over_time(runs, ["pending_gpujob_num"], "jobs waiting", "pending jobs (cluster)", what),
+                          out / "pending_jobs.png")]
     series = next(iter(runs.values()))[1]
     per_type = [c for c in series.columns if c.startswith("gpu_utilization_")]
     if per_type and len(runs) == 1:
-        paths.append(_per_type(series, per_type, out / "gpu_utilization_per_type.png", what))
+        paths.append(save_figure(over_time(runs, per_type, "fraction of the type's GPUs busy",
+                                           "GPU utilisation per GPU type (cluster)", what),
+                                 out / "gpu_utilization_per_type.png"))
     return paths
+
+
+def vc_names(runs: dict[str, tuple]) -> list[str]:
+    """The VCs of the first run's summary, in its order ("all" left out)."""
+    return [vc for vc in next(iter(runs.values()))[2]["vc"] if vc != "all"]
 
 
 def time_axis(times) -> tuple[float, float, str]:
@@ -59,24 +78,30 @@ def time_axis(times) -> tuple[float, float, str]:
     return first, per, f"simulated time ({name} since {start})"
 
 
-def _per_type(series, columns, path, what):
-    """One run's cluster utilisation of each GPU type over time."""
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    s = series[series["vc"] == "all"]
-    origin, per, label = time_axis(s["time"])
-    for column in columns:
-        ax.plot((s["time"] - origin) / per, s[column], label=column[len("gpu_utilization_"):], linewidth=0.8)
-    ax.set_xlabel(label)
-    ax.set_ylabel("fraction of the type's GPUs busy")
-    ax.set_title(f"{what}: GPU utilisation per GPU type (cluster)", fontsize=9)
-    ax.grid(alpha=0.3)
-    _legend(ax, title="GPU type")
-    return save_figure(fig, path)
+def bin_width(times) -> tuple[float | None, str]:
+    """(seconds, name) of the BINS to average a series sampled at `times` into, or (None, "") to
+    draw it as sampled (at most MAX_POINTS samples)."""
+    times = np.asarray(times, dtype=float)
+    if len(times) <= MAX_POINTS:
+        return None, ""
+    span = float(times.max() - times.min())
+    return next(((w, name) for w, name in BINS if span / w <= MAX_POINTS), BINS[-1])
+
+
+def bin_means(times, values, width: float | None, origin: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(each bin's start, the mean of `values` in it) for bins of `width` seconds from `origin`
+    (empty bins left out); `width` None: the samples as they are."""
+    times, values = np.asarray(times, dtype=float), np.asarray(values, dtype=float)
+    if width is None:
+        return times, values
+    index = ((times - origin) // width).astype(np.int64)
+    bins, inverse = np.unique(index, return_inverse=True)
+    return origin + bins * width, np.bincount(inverse, weights=values) / np.bincount(inverse)
 
 
 def jct_cdf(jcts: dict, path: Path, title: str = "") -> Path:
     """Empirical CDF of job completion times (s, log scale), one line per {label: JCTs} (NaN: the
-    job never finished, left out)."""
+    job never finished, left out); `title`: what was run."""
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for label, values in jcts.items():
         jct = np.asarray(values, dtype=float)
@@ -86,18 +111,19 @@ def jct_cdf(jcts: dict, path: Path, title: str = "") -> Path:
     ax.set_xscale("log")
     ax.set_xlabel("job completion time (s, log scale)")
     ax.set_ylabel("fraction of jobs finished within it")
-    if title:
-        ax.set_title(title, fontsize=9)
+    set_title(ax, "JCT distribution", title)
     ax.grid(alpha=0.3)
     if len(jcts) > 1:
         _legend(ax)
     return save_figure(fig, path)
 
 
-def _queue_per_vc(runs, path, what):
+def queue_per_vc(runs, what):
     """Average queueing delay per VC: horizontal bars (one row per VC, a bar per run), so that any
-    number of VCs stays legible; a log scale from 1 s when the delays span orders of magnitude."""
-    vcs = [vc for vc in next(iter(runs.values()))[2]["vc"] if vc != "all"]
+    number of VCs stays legible; a symlog scale (linear below 1 s) when the delays span orders of
+    magnitude, said in the axis label; a VC whose jobs never waited is marked "0" (its bar has no
+    length)."""
+    vcs = vc_names(runs)
     height = 0.8 / max(1, len(runs))
     fig, ax = plt.subplots(figsize=(7, max(2.5, 0.5 + len(vcs) * 0.22 * max(1, len(runs) ** 0.5))))
     y = np.arange(len(vcs))
@@ -105,37 +131,83 @@ def _queue_per_vc(runs, path, what):
     for i, (label, (_, _, summary)) in enumerate(runs.items()):
         values = summary.set_index("vc")["avg_queue"].reindex(vcs).to_numpy(dtype=float)
         ax.barh(y + i * height, np.nan_to_num(values), height=height, label=label)
+        for row in np.flatnonzero(values == 0):
+            ax.annotate("0", (0, y[row] + i * height), xytext=(2, 0), textcoords="offset points", va="center",
+                        fontsize=7)
         top = max(top, float(np.nanmax(values)) if len(values) else 0.0)
     ax.set_yticks(y + height * (len(runs) - 1) / 2, vcs, fontsize=max(5, min(9, 400 // max(1, len(vcs)))))
     ax.invert_yaxis()
     positive = [v for _, (_, _, s) in runs.items() for v in s["avg_queue"] if v and v > 0]
+    scale = ""
     if positive and max(positive) / max(min(positive), 1.0) > 100:
         ax.set_xscale("symlog", linthresh=1.0)
+        scale = ", symlog scale: linear below 1 s"
     ax.set_xlim(0, top * 1.1 if top > 0 else 1)
-    ax.set_xlabel("average queueing delay (s)")
+    ax.set_xlabel(f"average queueing delay (s{scale})")
     ax.set_ylabel("VC")
-    ax.set_title(f"{what}: queueing delay per VC", fontsize=9)
+    set_title(ax, "queueing delay per VC", what)
     ax.grid(alpha=0.3, axis="x")
     if len(runs) > 1:
         _legend(ax)
-    return save_figure(fig, path)
+    return fig
 
 
-def _over_time(runs, column, ylabel, title, path):
+def over_time(runs, columns, ylabel, name, what):
+    """Cluster-wide `columns` over time, a line per run (per column where one run shows several,
+    labelled by the column's suffix: the GPU type); a long series as bin means (bin_width), said in
+    the axis label."""
     fig, ax = plt.subplots(figsize=(7, 3.5))
     times = np.concatenate([series.loc[series["vc"] == "all", "time"].to_numpy(dtype=float)
                             for _, series, _ in runs.values()])
+    width, means = bin_width(times)
     origin, per, label = time_axis(times)
-    for name, (_, series, _) in runs.items():
+    for run, (_, series, _) in runs.items():
         s = series[series["vc"] == "all"]
-        ax.plot((s["time"] - origin) / per, s[column], label=name, linewidth=0.8)
+        for column in columns:
+            start, values = bin_means(s["time"], s[column], width, origin)
+            ax.plot((start - origin) / per, values, label=column.removeprefix("gpu_utilization_") if len(columns) > 1
+                    else run, linewidth=0.8, drawstyle="steps-post" if width else "default")
     ax.set_xlabel(label)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
+    ax.set_ylabel(f"{ylabel} ({means} means)" if width else ylabel)
+    set_title(ax, name, what)
     ax.grid(alpha=0.3)
-    if len(runs) > 1:
-        _legend(ax)
-    return save_figure(fig, path)
+    if len(runs) > 1 or len(columns) > 1:
+        _legend(ax, **({"title": "GPU type"} if len(columns) > 1 else {}))
+    return fig
+
+
+def run_overrides(run_dir) -> list[str]:
+    """A run's command-line overrides (Hydra's hydra.overrides.task, from the run folder's
+    .hydra/overrides.yaml), hydra.* settings left out; [] for a folder without one."""
+    path = Path(run_dir) / ".hydra" / "overrides.yaml"
+    items = (yaml.safe_load(path.read_text()) or []) if path.exists() else []
+    return [o for o in items if not o.startswith("hydra.")]
+
+
+def run_compat(run_dir) -> str | None:
+    """A run's semantics mode (sim.compat, from its .hydra/config.yaml); None without one."""
+    path = Path(run_dir) / ".hydra" / "config.yaml"
+    cfg = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    return (cfg.get("sim") or {}).get("compat")
+
+
+def run_description(what: str, compat: str | None = None, overrides=()) -> str:
+    """What a plot's title says of the run(s) it shows: `what` (e.g. "venus_synth: fifo / consolidate"),
+    the semantics mode ("compat=lucid") and, on a second line, the command-line overrides,
+    shortened to OVERRIDES_WIDTH characters."""
+    head = f"{what}, compat={compat}" if compat else what
+    given = " ".join(overrides)
+    return head + ("\n" + textwrap.shorten(given, OVERRIDES_WIDTH, placeholder=" ...") if given else "")
+
+
+def set_title(target, name: str, run: str = "") -> None:
+    """Title an Axes (or a whole Figure of several): what it shows (`name`), then what was run
+    (`run`, see run_description). Every plot of a run or a sweep is titled here."""
+    text = f"{name}\n{run}" if run else name
+    if isinstance(target, matplotlib.figure.Figure):
+        target.suptitle(text, fontsize=9)
+    else:
+        target.set_title(text, fontsize=9)
 
 
 def _legend(ax, **kwargs):

@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 
 from raysim.errors import ConfigError
 from raysim.policy import policy_class
+from raysim.report.plots import run_description, run_overrides
 from raysim.report.settings import report_settings
 from raysim.report.summary import plural, summarize, to_markdown
 from raysim.run.config import check_cluster_config, estimates_from_config, load_from_config, spec_from_config
@@ -82,14 +83,14 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
         summary = with_harvest_figures(summary, Path(run_dir), int(cfg.sim.sample_interval))
     if policy_class(spec.policy).times_jobs and cfg.rounds.get("window") is not None:
         summary = with_window_jct(summary, run_dir / "jobs.parquet", cfg.rounds.window)
-    title = f"{Path(trace.source).parent.name or trace.source}: {spec.policy} / {spec.placer}" + (
-        f" / quota={spec.quota.mode}" if spec.quota.mode != "none" else "")
+    title = run_description(f"{Path(trace.source).parent.name or trace.source}: {spec.policy} / {spec.placer}" + (
+        f" / quota={spec.quota.mode}" if spec.quota.mode != "none" else ""), cfg.sim.compat, run_overrides(run_dir))
     write_plots(jobs, run_dir, summary, label=spec.policy, interval=int(cfg.sim.sample_interval), title=title)
     write_outputs(run_dir, summary, trace, spec, title=f"{spec.policy} / {spec.placer} / {cfg.sim.compat}")
     if spec.checkpoints and spec.capacity is not None:
         from raysim.report.capacity import write_lost_by_cause
 
-        write_lost_by_cause(jobs, run_dir)
+        write_lost_by_cause(jobs, run_dir, title)
     write_job_views(run_dir, report_settings(cfg), spec)
     overall = summary[summary.vc == "all"].iloc[0].to_dict()
     print(to_markdown(summary, title=f"raysim: {spec.policy}, {cfg.sim.compat} semantics"))

@@ -12,7 +12,8 @@ from raysim.report.summary import to_markdown
 def write_plots(jobs, run_dir: Path, summary, label: str, interval: int = 60, title: str = "") -> None:
     """JCT CDF, queueing per VC, utilisation (per GPU type too) and pending jobs over time; with
     quota=borrow also the borrowed and lent GPU-hours per VC, with capacity events the GPUs out of
-    service over time (time series sampled every `interval` s)."""
+    service over time (time series sampled every `interval` s); `title`: what was run
+    (raysim.report.plots.run_description)."""
     from raysim.report.capacity import down_plot, has_capacity
     from raysim.report.loans import has_loans, loans_plot
     from raysim.report.plots import run_plots
@@ -21,9 +22,9 @@ def write_plots(jobs, run_dir: Path, summary, label: str, interval: int = 60, ti
     run_plots(jobs.select(["jct"]).to_pandas(), cluster_series(series), summary, run_dir / "plots", label=label,
               title=title)
     if has_loans(series):
-        loans_plot(series, run_dir / "plots" / "loans.png", interval)
+        loans_plot(series, run_dir / "plots" / "loans.png", interval, title=title)
     if has_capacity(series):
-        down_plot(series, run_dir / "plots" / "capacity.png", interval)
+        down_plot(series, run_dir / "plots" / "capacity.png", interval, title=title)
 
 
 def write_outputs(run_dir: Path, summary, trace, spec, title: str) -> None:

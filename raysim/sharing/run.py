@@ -25,6 +25,7 @@ from omegaconf import DictConfig
 from raysim.errors import ConfigError
 from raysim.paths import original_cwd
 from raysim.run import unused
+from raysim.report.plots import run_description, run_overrides, set_title
 from raysim.report.summary import markdown_table
 from raysim.sharing.inflation import load_openb, run_inflation, workload_name
 
@@ -83,7 +84,7 @@ def run_fgd(cfg: DictConfig, run_dir: Path) -> dict:
     pd.DataFrame([row]).to_csv(run_dir / "fgd_summary.csv", index=False)
     if f.get("plots", True):
         curve_plot({run.label: (allo, frag)}, run_dir / "plots" / "fgd_curves.png",
-                   title=f"{run.workload}, seed {run.seed}")
+                   title=run_description(f"{run.workload}, seed {run.seed}", overrides=run_overrides(run_dir)))
     print(f"{run.label} on {run.workload} (seed {run.seed}, tune {run.tune}): {len(run.pod):,} arrivals, "
           f"{run.failed:,} failed; GPU allocation {row['allo_100']:.2f} % at 100 % arrived, "
           f"{row['allo_130']:.2f} % at 130 %; {run.wall_s:.2f} s")
@@ -107,11 +108,12 @@ def check_fgd_config(cfg: DictConfig) -> None:
         raise ConfigError("fgd.plots", "must be true or false", f.get("plots"))
 
 
-def summarize_fgd_sweep(sweep_dir: str | Path) -> pd.DataFrame:
+def summarize_fgd_sweep(sweep_dir: str | Path, title: str = "") -> pd.DataFrame:
     """Combine the runs of an FGD multirun: `analysis_allo_discrete.csv` and
     `analysis_frag_ratio_discrete.csv` (every run's row, the FGD simulator's layout),
     `fgd_sweep.md` (per policy: mean and spread over seeds at 100 % and 130 %) and
-    `plots/fgd_curves.png` (mean curve per policy). Returns the per-policy table."""
+    `plots/fgd_curves.png` (mean curve per policy; `title`: what was run, default the workloads).
+    Returns the per-policy table."""
     sweep_dir = Path(sweep_dir)
     runs = sorted(p.parent for p in sweep_dir.glob("*/allo.csv"))
     if not runs:
@@ -132,13 +134,13 @@ def summarize_fgd_sweep(sweep_dir: str | Path) -> pd.DataFrame:
         "arrived workload, mean (and standard deviation) over seeds.\n\n" + markdown_table(shown) + "\n")
     curves = {label: (allo[allo.sc_policy == label], frag[frag.sc_policy == label])
               for label in sorted(allo.sc_policy.unique())}
-    curve_plot(curves, sweep_dir / "plots" / "fgd_curves.png", title=", ".join(sorted(allo.workload.unique())))
+    curve_plot(curves, sweep_dir / "plots" / "fgd_curves.png", title=title or ", ".join(sorted(allo.workload.unique())))
     return table
 
 
 def curve_plot(curves: dict, path: Path, title: str = "") -> Path:
     """Allocation and fragmentation ratio against arrived workload, one line per label (mean of its
-    rows); x: percent of the cluster's GPUs requested so far."""
+    rows); x: percent of the cluster's GPUs requested so far; `title`: what was run."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -158,7 +160,7 @@ def curve_plot(curves: dict, path: Path, title: str = "") -> Path:
     for ax in (ax_a, ax_f):
         ax.grid(alpha=0.3)
     ax_a.legend(fontsize=8)
-    fig.suptitle(title)
+    set_title(fig, "GPU allocation and fragmentation against arrived workload", title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return path
