@@ -46,15 +46,21 @@ def test_sweep_summary_averages_seeds_per_policy(tmp_path):
     assert len(allo) == 3 and (sweep / "fgd_sweep.md").exists() and (sweep / "plots" / "fgd_curves.png").exists()
 
 
-def test_raysim_report_summarises_an_fgd_sweep(tmp_path):
-    """`raysim report <multirun>` on an FGD sweep: sweep_summary.csv/.md, the FGD curves and plots."""
+def test_raysim_report_summarises_an_fgd_sweep(tmp_path, capsys):
+    """`raysim report <multirun>` on an FGD sweep: sweep_summary.csv/.md, the FGD curves and plots,
+    and the table printed as sweep_summary.md shows it, with its units."""
     from raysim.report.cli import main as report
 
     sweep = tmp_path / "sweep"
     for i, policy in enumerate(["fgd", "bestfit"]):
         run(composed(tmp_path, f"fgd.policy={policy}", "seed=1"), sweep / str(i))
+    capsys.readouterr()
     assert report([str(sweep)]) == 0
     table = pd.read_csv(sweep / "sweep_summary.csv")
     assert sorted(table.sc_policy) == ["05-BestFit", "06-FGD"]
     assert (sweep / "sweep_summary.md").exists() and (sweep / "plots" / "fgd_curves.png").exists()
     assert (sweep / "plots" / "sweep_metrics.png").exists()
+    printed = capsys.readouterr().out
+    assert printed.startswith("| run | workload | sc_policy | seed | arrivals | failed | allo_100 |")
+    assert "allo_100, allo_130: % of GPUs allocated; frag_ratio_100, frag_ratio_130: % of idle" in printed
+    assert printed.split("\n\n")[0] in (sweep / "sweep_summary.md").read_text()

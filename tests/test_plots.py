@@ -9,6 +9,7 @@ import yaml
 
 from raysim.report import plots
 from raysim.report.summary import to_markdown, units_caption
+from raysim.report.sweep import metric_bars
 
 
 def one_run(vcs=("vcA", "vcB"), queues=(10.0, 20.0), days=1, columns=None):
@@ -68,6 +69,21 @@ def test_titles_say_the_semantics_mode_and_the_overrides(tmp_path):
     long = plots.run_description("x", "clean", [f"+trace.reader_options.k{i}=value{i}" for i in range(20)])
     assert len(long.splitlines()[1]) <= plots.OVERRIDES_WIDTH and long.endswith(" ...")
     assert plots.run_description("x") == "x"
+
+
+def test_fgd_bars_span_their_values_are_labelled_and_leave_wall_time_out():
+    table = pd.DataFrame({"run": ["fgd.policy=bestfit", "fgd.policy=fgd"], "allo_100": [86.7, 95.1],
+                          "allo_130": [88.0, 96.0], "frag_ratio_100": [0.2, 3.0], "frag_ratio_130": [9.0, 4.0],
+                          "wall_s": [12.0, 30.0]})
+    fig = metric_bars(table, "FGD inflation", "2 runs")
+    assert [ax.get_ylabel().split("\n")[0] for ax in fig.axes] == ["allo_100", "allo_130", "frag_ratio_100",
+                                                                   "frag_ratio_130"]
+    allo = fig.axes[0]
+    low, high = allo.get_ylim()
+    assert 80 < low < 86.7 and 95.1 < high < 100 and "axis not from 0" in allo.get_ylabel()
+    assert [t.get_text() for t in allo.texts] == ["86.7", "95.1"]
+    assert fig.axes[2].get_ylim()[0] == 0 and "axis not from 0" not in fig.axes[2].get_ylabel()
+    assert fig.axes[0].get_title() == "FGD inflation sweep: results per run\n2 runs"
 
 
 def test_tables_name_their_units():

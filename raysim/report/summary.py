@@ -192,7 +192,7 @@ UNITS = ((r"^gpu_utilization", "fraction of GPU time allocated, 0-1"),
          (r"^(ettr|efficiency|harvested_fraction)$", "fraction, 0-1"),
          (r"_gpu_h$", "GPU-hours"), (r"_node_hours$", "node-hours"), (r"_h$", "hours"),
          (r"^(avg_|p[\d.]+_)(jct|queue)|^makespan$|_s$", "seconds"),
-         (r"^allo_", "% of the cluster's GPUs allocated"), (r"^frag_ratio_", "% of idle GPU capacity"))
+         (r"^allo_", "% of GPUs allocated"), (r"^frag_ratio_", "% of idle GPU capacity"))
 
 
 def unit(column: str) -> str | None:

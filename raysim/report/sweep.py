@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
-import yaml
 from hydra.experimental.callback import Callback
 
-from raysim.report.plots import compare_plots
+from raysim.report.plots import (compare_plots, plt, run_compat, run_description, run_overrides, save_figure,
+                                 set_title)
 from raysim.report.timeseries import cluster_series
-from raysim.report.summary import markdown_table, units_caption
+from raysim.report.summary import markdown_table, plural, unit, units_caption
 
 METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queue", "p99.9_jct",
            "makespan", "gpu_utilization", "reclaims", "ran_elsewhere", "borrowed_gpu_h", "interruptions",
@@ -21,14 +21,24 @@ METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queu
 
 def run_labels(run_dirs: list[Path]) -> list[str]:
     """Label each run by the overrides that differ between the runs (e.g. "policy=srtf")."""
-    overrides = []
-    for run in run_dirs:
-        path = run / ".hydra" / "overrides.yaml"
-        items = yaml.safe_load(path.read_text()) or [] if path.exists() else []
-        overrides.append([o for o in items if not o.startswith("hydra.")])
-    common = set.intersection(*(set(o) for o in overrides)) if overrides else set()
-    labels = [",".join(o for o in items if o not in common) for items in overrides]
+    common = set(common_overrides(run_dirs))
+    labels = [",".join(o for o in run_overrides(run) if o not in common) for run in run_dirs]
     return [label or run.name for label, run in zip(labels, run_dirs)]
+
+
+def common_overrides(run_dirs: list[Path]) -> list[str]:
+    """The command-line overrides every run of the sweep has (the first run's order)."""
+    overrides = [run_overrides(run) for run in run_dirs]
+    return [o for o in overrides[0] if all(o in items for items in overrides[1:])] if overrides else []
+
+
+def sweep_description(run_dirs: list[Path], compat: bool = True) -> str:
+    """What a sweep's plots say was run (run_description): how many runs, their semantics mode
+    where they share one (`compat`: whether the runs have one; FGD inflation runs have none), and
+    the overrides they share; the legend tells the runs apart."""
+    modes = {run_compat(run) for run in run_dirs} if compat else set()
+    return run_description(plural(len(run_dirs), "run"), modes.pop() if len(modes) == 1 else None,
+                           common_overrides(run_dirs))
 
 
 def summarize_sweep(sweep_dir: str | Path, plots: bool = True) -> pd.DataFrame:
@@ -49,21 +59,22 @@ def summarize_sweep(sweep_dir: str | Path, plots: bool = True) -> pd.DataFrame:
     table = table[["run"] + [c for c in table.columns if c != "run"]]
     table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
     (sweep_dir / "sweep_summary.md").write_text(_markdown(table))
+    title = sweep_description(runs)
     if plots and data:
-        compare_plots(data, sweep_dir / "plots")
+        compare_plots(data, sweep_dir / "plots", title=title)
     if plots:
-        rate_figure(table, sweep_dir / "plots" / "avg_jct_vs_rate.png")
+        rate_figure(table, sweep_dir / "plots" / "avg_jct_vs_rate.png", title=title)
     return table
 
 
 RATE = "rounds.rate_jobs_per_hour="
 
 
-def rate_figure(table: pd.DataFrame, path: Path) -> bool:
+def rate_figure(table: pd.DataFrame, path: Path, title: str = "") -> bool:
     """Gavel's "average JCT vs input job rate" figure, for a sweep over `rounds.rate_jobs_per_hour`
     (+experiment=gavel_continuous): per policy (the other overrides but the seed), the average JCT
     of the measured window (`avg_jct_window`, else all jobs), mean over seeds. Returns whether it
-    was drawn (only when the sweep has several rates)."""
+    was drawn (only when the sweep has several rates); `title`: what was run."""
     overall = table[table["vc"] == "all"]
     metric = "avg_jct_window" if "avg_jct_window" in overall.columns else "avg_jct"
     points = []
@@ -75,23 +86,15 @@ def rate_figure(table: pd.DataFrame, path: Path) -> bool:
             points.append((label, rate, value))
     if len({rate for _, rate, _ in points}) < 2:
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     frame = pd.DataFrame(points, columns=["label", "rate", "value"]).groupby(["label", "rate"], as_index=False).mean()
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, part in frame.groupby("label"):
         ax.plot(part["rate"], part["value"] / 3600, marker="o", label=label)
     ax.set_xlabel("input job rate (jobs/hour)")
     ax.set_ylabel(("average JCT of the measured window" if metric == "avg_jct_window" else "average JCT") + " (hours)")
-    ax.set_title("Average JCT vs input job rate (mean over seeds)")
+    set_title(ax, "Average JCT vs input job rate (mean over seeds)", title)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
     return True
 
 
@@ -151,47 +154,48 @@ def report_sweep(sweep_dir: str | Path, plots: bool = True) -> pd.DataFrame:
     rows = [{"run": label, **pd.read_csv(run / name).iloc[0].to_dict()} for run, label in zip(runs, run_labels(runs))]
     table = pd.DataFrame(rows)
     table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
-    shown = table[["run"] + [m for m in FGD_METRICS if m in table.columns]]
     kind = "FGD inflation"
     (sweep_dir / "sweep_summary.md").write_text(f"# Sweep summary ({kind} runs)\n\n" + headline(table) + "\n")
     if plots:
         from raysim.sharing.run import summarize_fgd_sweep
 
-        summarize_fgd_sweep(sweep_dir)
-        _bar_plots(shown, sweep_dir / "plots" / "sweep_metrics.png", kind)
+        title = sweep_description(runs, compat=False)
+        summarize_fgd_sweep(sweep_dir, title)
+        fig = metric_bars(table, kind, title)
+        if fig is not None:
+            save_figure(fig, sweep_dir / "plots" / "sweep_metrics.png")
     return table
 
 
 #: What the sweep summaries of the FGD inflation experiment show, in order.
 FGD_METRICS = ["workload", "sc_policy", "seed", "arrivals", "failed", "allo_100", "allo_130", "frag_ratio_100",
                "frag_ratio_130", "wall_s"]
-#: Units of the metrics drawn by `_bar_plots`.
-UNITS = {"allo_100": "% of GPUs", "allo_130": "% of GPUs", "frag_ratio_100": "%", "frag_ratio_130": "%",
-         "wall_s": "seconds"}
+#: The results `metric_bars` draws (wall time is not a result of the experiment: it stays in the table).
+FGD_RESULTS = ["allo_100", "allo_130", "frag_ratio_100", "frag_ratio_130"]
 
 
-def _bar_plots(table: pd.DataFrame, path: Path, kind: str) -> None:
-    """One bar chart per numeric metric (with a unit in UNITS), runs on the x axis."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    metrics = [m for m in UNITS if m in table.columns and pd.api.types.is_numeric_dtype(table[m])]
+def metric_bars(table: pd.DataFrame, kind: str, title: str = ""):
+    """A bar chart per metric of FGD_RESULTS (with its unit), runs on the x axis, each bar labelled
+    with its value. The y axis spans the values, not from 0, so that 86.7 % and 95.1 % look apart;
+    its label says so. Returns the Figure (None without such a metric); `title`: what was run."""
+    metrics = [m for m in FGD_RESULTS if m in table.columns and pd.api.types.is_numeric_dtype(table[m])]
     if not metrics:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(6, 0.5 * len(table) + 3), 2.2 * len(metrics)),
-                             squeeze=False)
+        return None
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(6, 0.5 * len(table) + 3), 1.8 * len(metrics) + 1),
+                             squeeze=False, sharex=True)
     for ax, metric in zip(axes[:, 0], metrics):
-        ax.bar(range(len(table)), table[metric].astype(float))
-        ax.set_ylabel(f"{metric}\n({UNITS[metric]})", fontsize=8)
+        values = table[metric].to_numpy(dtype=float)
+        low, high = float(values.min()), float(values.max())
+        pad = (high - low) * 0.3 or max(abs(high) * 0.02, 0.5)
+        ax.bar_label(ax.bar(range(len(table)), values, color="C0"), fmt="%.1f", fontsize=7, padding=2)
+        bottom = max(0.0, low - pad) if low >= 0 else low - pad
+        ax.set_ylim(bottom, high + pad)
+        ax.set_ylabel(f"{metric}\n({unit(metric)}" + (";\naxis not from 0)" if bottom > 0 else ")"), fontsize=7)
         ax.set_xticks(range(len(table)))
         ax.set_xticklabels(table["run"], rotation=30, ha="right", fontsize=7)
-    axes[0, 0].set_title(f"{kind} sweep: {len(table)} runs")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+        ax.grid(alpha=0.3, axis="y")
+    set_title(axes[0, 0], f"{kind} sweep: results per run", title)
+    return fig
 
 
 class SweepSummary(Callback):
