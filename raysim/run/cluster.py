@@ -95,8 +95,8 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     overall = summary[summary.vc == "all"].iloc[0].to_dict()
     print(to_markdown(summary, title=f"raysim: {spec.policy}, {cfg.sim.compat} semantics"))
     ray_text = f"; Ray start-up {ray_s:.2f} s" if ray_s is not None else ""
-    print(f"avg JCT {overall['avg_jct']:.1f} s, avg queue {overall['avg_queue']:.1f} s over "
-          f"{overall['jobs']} jobs; simulated in {sim_wall:.2f} s{ray_text} ({time.perf_counter() - wall:.2f} s total)")
+    print(f"avg JCT {overall['avg_jct']:,.1f} s, avg queue {overall['avg_queue']:,.1f} s over "
+          f"{overall['jobs']:,} jobs; simulated in {sim_wall:.2f} s{ray_text} ({time.perf_counter() - wall:.2f} s total)")
     print(f"results: {run_dir}")
     return overall
 
