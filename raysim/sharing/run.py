@@ -112,7 +112,7 @@ def summarize_fgd_sweep(sweep_dir: str | Path, title: str = "") -> pd.DataFrame:
     """Combine the runs of an FGD multirun: `analysis_allo_discrete.csv` and
     `analysis_frag_ratio_discrete.csv` (every run's row, the FGD simulator's layout),
     `fgd_sweep.md` (per policy: mean and spread over seeds at 100 % and 130 %) and
-    `plots/fgd_curves.png` (mean curve per policy; `title`: what was run, default the workloads).
+    `plots/fgd_curves.png` (mean curve per policy, titled with the workloads and `title`: what was run).
     Returns the per-policy table."""
     sweep_dir = Path(sweep_dir)
     runs = sorted(p.parent for p in sweep_dir.glob("*/allo.csv"))
@@ -134,7 +134,8 @@ def summarize_fgd_sweep(sweep_dir: str | Path, title: str = "") -> pd.DataFrame:
         "arrived workload, mean (and standard deviation) over seeds.\n\n" + markdown_table(shown) + "\n")
     curves = {label: (allo[allo.sc_policy == label], frag[frag.sc_policy == label])
               for label in sorted(allo.sc_policy.unique())}
-    curve_plot(curves, sweep_dir / "plots" / "fgd_curves.png", title=title or ", ".join(sorted(allo.workload.unique())))
+    workloads = ", ".join(sorted(allo.workload.unique()))
+    curve_plot(curves, sweep_dir / "plots" / "fgd_curves.png", title=f"{workloads}: {title}" if title else workloads)
     return table
 
 
