@@ -72,7 +72,7 @@ GROUPS = {
     }),
     "failures": ("failed runs replayed from the trace (trace.failed=replay)", {
         "retries": "its runs that failed and were retried, as its trace shows (Philly's attempts)",
-        "failed": "it finished and its trace says its last run failed too (state FAILED or NODE_FAIL)",
+        "failed": "it finished and its trace says its last run failed too (state FAILED, NODE_FAIL or TIMEOUT)",
         "failed_gpu_s": "work of its runs that failed x its GPUs (GPU x job seconds)",
     }),
     "harvest": ("idle-node harvesting (policy=bftrainer, +experiment=harvest_summit): tasks are elastic", {

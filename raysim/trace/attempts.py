@@ -12,9 +12,10 @@ from __future__ import annotations
 
 #: The trace column.
 COLUMN = "attempts_s"
-#: Job states that mean the job's last run failed (``trace.failed=replay`` counts them); Slurm's
-#: NODE_FAIL is a failure too, TIMEOUT (the job's own time limit) and CANCELLED are not.
-FAILED_STATES = ("FAILED", "NODE_FAIL")
+#: Job states that mean the job's last run failed (``trace.failed=replay`` counts them): it ended
+#: without success and was not cancelled, as AcmeTrace's authors count failures (their completed,
+#: cancelled and failed shares add up to 1), so that the counts compare with their aggregates.
+FAILED_STATES = ("FAILED", "NODE_FAIL", "TIMEOUT")
 
 
 def parse_attempts(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
