@@ -33,7 +33,7 @@ class FreezeOnce(RayExecutor):
         if g == self.group:
             self.calls += 1
             if self.calls == self.window and self.frozen is None:
-                self.frozen = ray.get(self.actors[g].pid.remote())
+                self.frozen = ray.get(self.actors[g].pid.remote())[0]
                 os.kill(self.frozen, signal.SIGSTOP)
         return handle
 

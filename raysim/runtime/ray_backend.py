@@ -11,10 +11,12 @@ import logging
 import os
 import pickle
 import time
+from pathlib import Path
 
 import ray
 from ray.exceptions import RayActorError
 
+from raysim.errors import UserError
 from raysim.profiler import make_profiler
 from raysim.runtime.coordinator import GroupLost, StageLost
 from raysim.runtime.spec import RunSpec
@@ -33,10 +35,53 @@ def ensure_ray(address=None, num_cpus=None, namespace: str = "raysim") -> None:
         log.warning("RAY_AUTH_MODE=token but neither RAY_AUTH_TOKEN nor RAY_AUTH_TOKEN_PATH is set: "
                     "connecting will fail unless Ray finds the token in its default location")
     kwargs = {"namespace": namespace, "logging_level": logging.WARNING, "log_to_driver": True}
-    if address:
-        ray.init(address=address, **kwargs)
-    else:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, **kwargs)
+    try:
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, **kwargs)
+    except Exception as exc:  # (Ray raises plain exceptions: a start-up timeout, a refused connection)
+        if ray.is_initialized():
+            ray.shutdown()
+        raise RayStartError(address, exc) from exc
+
+
+class RayStartError(UserError):
+    """Ray could not start here, or not connect to the given address: one line saying what Ray
+    said and that runtime=local gives the same results."""
+
+    def __init__(self, address, cause: BaseException):
+        self.address, self.cause_text = address, _first_line(cause)
+        where = f"connect to the Ray cluster at {address}" if address else "start on this machine"
+        super().__init__(f"Ray could not {where} ({self.cause_text}); runtime=local runs the same "
+                         "simulation in one process and gives the same results")
+
+    def __reduce__(self):
+        return (_rebuilt, (self.address, self.cause_text))
+
+
+def _rebuilt(address, text: str) -> "RayStartError":
+    return RayStartError(address, RuntimeError(text))
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first non-empty line of what `exc` says (Ray's messages run to many lines), or its type."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+#: A slow window whose process used at least this share of one CPU since the last look is simulating.
+BUSY_SHARE = 0.1
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) process `pid` of this machine has used, from /proc; None where it
+    cannot be read (another system, a process gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class _GroupActor:
@@ -65,8 +110,9 @@ class _GroupActor:
     def finish(self, end):
         return self.group.finish(end)
 
-    def pid(self) -> int:
-        return os.getpid()
+    def pid(self) -> tuple[int, str]:
+        """(process id, Ray node id) of this actor."""
+        return os.getpid(), ray.get_runtime_context().get_node_id()
 
 
 class _ProfilerActor:
@@ -120,6 +166,7 @@ class RayExecutor:
         self.prof_cls = ray.remote(num_cpus=actor_cpus, max_restarts=0)(_ProfilerActor)
         self.actors: list = []
         self.pids: list[int] = []
+        self.local: list[bool] = []
         self.profiler = None
 
     def start(self, groups):
@@ -133,8 +180,15 @@ class RayExecutor:
         self.profiler = profilers[0]
         ray.get([a.reset.remote(self.spec, vcs) for a, vcs in zip(self.actors, groups)]
                 + [self._reset_stage(self.profiler)])
-        #: each group's actor process, named when a window of it looks hung (to inspect it)
-        self.pids = ray.get([a.pid.remote() for a in self.actors])
+        self._find_processes()
+
+    def _find_processes(self) -> None:
+        """Each group's actor process, named when a window of it is slow (to inspect it), and
+        whether it runs on this machine (where its CPU use tells a busy window from a hung one)."""
+        here = ray.get_runtime_context().get_node_id()
+        found = ray.get([a.pid.remote() for a in self.actors])
+        self.pids = [pid for pid, _ in found]
+        self.local = [node == here for _, node in found]
 
     def _reset_stage(self, actor):
         """Ref of `actor` starting the profiler stage afresh."""
@@ -183,7 +237,8 @@ class RayExecutor:
         the window's end or None); GroupLost if the actor died. The state lives in the object store,
         owned by the driver, so it outlives the actor."""
         out_ref, state_ref = handle
-        waited = self._wait(out_ref, f"VC group {g} ({','.join(self.groups[g])}; process {self.pids[g]})")
+        waited = self._wait(out_ref, f"VC group {g} ({','.join(self.groups[g])}; process {self.pids[g]})",
+                            self.pids[g] if self.local[g] else None)
         if waited is None:
             ray.kill(self.actors[g], no_restart=True)
             raise GroupLost(g, TimeoutError(f"no result after {self.lost_after_s:g} s (ray.lost_after_s)"))
@@ -194,19 +249,32 @@ class RayExecutor:
         self._slowest = max(self._slowest, waited)
         return out, run_s, state_s, state_ref
 
-    def _wait(self, ref, who: str) -> float | None:
-        """Seconds until `ref` is ready, warning once when it is far slower than the windows so far;
-        None when it is still not ready after lost_after_s."""
+    def _wait(self, ref, who: str, pid: int | None = None) -> float | None:
+        """Seconds until `ref` is ready; None when it is still not ready after lost_after_s. A window
+        far slower than the windows so far is looked at: while its actor's process (`pid`, on this
+        machine) keeps using CPU it is simulating, said in a progress line each such interval;
+        otherwise (idle, or a process elsewhere) it is warned of once as maybe hung."""
         start = time.perf_counter()
         warn_s = max(self.slow_min_s, self.slow_factor * self._slowest)
         if self.lost_after_s is not None:
             warn_s = min(warn_s, self.lost_after_s)
+        cpu = cpu_seconds(pid) if pid is not None else None
         ready, _ = ray.wait([ref], timeout=warn_s)
-        if not ready:
-            log.warning("%s: this window has run %.0f s, its windows so far took at most %.1f s; the actor may "
-                        "be hung (it counts as lost after ray.lost_after_s=%s)", who, time.perf_counter() - start,
-                        self._slowest, self.lost_after_s)
-            rest = None if self.lost_after_s is None else max(0.0, self.lost_after_s - (time.perf_counter() - start))
+        while not ready:
+            waited = time.perf_counter() - start
+            rest = None if self.lost_after_s is None else max(0.0, self.lost_after_s - waited)
+            used = cpu_seconds(pid) if cpu is not None else None
+            if used is not None and used - cpu >= BUSY_SHARE * warn_s and rest != 0.0:
+                log.info("%s: this window has run %.0f s (its windows so far took at most %.1f s) and is still "
+                         "simulating: its process used %.0f s of CPU in the last %.0f s", who, waited, self._slowest,
+                         used - cpu, warn_s)
+                cpu = used
+                ready, _ = ray.wait([ref], timeout=warn_s if rest is None else min(warn_s, rest))
+                continue
+            log.warning("%s: this window has run %.0f s, its windows so far took at most %.1f s, and its process %s; "
+                        "the actor may be hung (it counts as lost after ray.lost_after_s=%s)", who, waited,
+                        self._slowest, "is idle" if used is not None else "cannot be looked at from here",
+                        self.lost_after_s)
             ready, _ = ray.wait([ref], timeout=rest)
             if not ready:
                 return None
@@ -227,7 +295,8 @@ class RayExecutor:
             ray.get(actor.restore.remote(state))
         self.actors[g] = actor
         _pool()["groups"][g] = actor
-        self.pids[g] = ray.get(actor.pid.remote())
+        self.pids[g], node = ray.get(actor.pid.remote())
+        self.local[g] = node == ray.get_runtime_context().get_node_id()
 
     def finish(self, g, end):
         return ray.get(self.actors[g].finish.remote(end))
