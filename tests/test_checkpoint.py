@@ -227,12 +227,14 @@ def test_an_application_with_the_runs_settings_changes_nothing(tmp_path):
 
 @pytest.mark.parametrize("overrides, key", [
     (["checkpoint.column=model"], "checkpoint.column"),
-    (["+checkpoint.apps.bert.interval_s=20"], "checkpoint.apps"),
+    (["+checkpoint.apps.bert.interval_s=20"], "checkpoint.column"),
     (["checkpoint.column=model", "+checkpoint.apps.bert.interval_s=0"], "checkpoint.apps.bert.interval_s"),
     (["checkpoint.column=model", "+checkpoint.apps.bert.every=20"], "checkpoint.apps.bert.every"),
     (["checkpoint.column=model", "+checkpoint.apps.bart.interval_s=20"], "checkpoint.apps.bart"),
     (["checkpoint.column=app", "+checkpoint.apps.bert.interval_s=20"], "checkpoint.column"),
     (["checkpoint.column=model", "+checkpoint.apps.bert.restart_s=1e13"], "checkpoint.apps.bert.restart_s"),
+    (["checkpoint.column=model", "+checkpoint.apps.bert=7"], "checkpoint.apps.bert"),
+    (["checkpoint.apps=5"], "checkpoint.apps"),
 ])
 def test_a_bad_application_setting_is_one_line_naming_its_key(tmp_path, overrides, key):
     from raysim.errors import ConfigError

@@ -159,19 +159,27 @@ def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
     return default
 
 
-def _checkpointing(cfg: DictConfig, prefix: str) -> Checkpointing | None:
-    """The Checkpointing of `prefix`.interval_s/write_s/restart_s (None: interval_s null)."""
-    if value(cfg, f"{prefix}.interval_s") is None:
-        for key in (f"{prefix}.write_s", f"{prefix}.restart_s"):
-            if value(cfg, key) is not None:
-                raise ConfigError(key, f"needs {prefix}.interval_s (the work between checkpoints)", value(cfg, key))
-        return None
-    interval = integer(cfg, f"{prefix}.interval_s", minimum=1, hint="(seconds of work) or null")
-    write, restart = (0 if value(cfg, f"{prefix}.{k}") is None else
-                      integer(cfg, f"{prefix}.{k}", minimum=0, hint="(seconds) or null") for k in CHECKPOINT_KEYS[1:])
+def _checkpointing(cfg: DictConfig, prefix: str, shown: str | None = None) -> Checkpointing | None:
+    """The Checkpointing of `prefix`.interval_s/write_s/restart_s (None: interval_s null); errors
+    name the keys as `shown`.<key> (default: `prefix`)."""
+    shown = shown or prefix
+    try:
+        if value(cfg, f"{prefix}.interval_s") is None:
+            for k in CHECKPOINT_KEYS[1:]:
+                if value(cfg, f"{prefix}.{k}") is not None:
+                    raise ConfigError(f"{shown}.{k}", f"needs {shown}.interval_s (the work between checkpoints)",
+                                      value(cfg, f"{prefix}.{k}"))
+            return None
+        interval = integer(cfg, f"{prefix}.interval_s", minimum=1, hint="(seconds of work) or null")
+        write, restart = (0 if value(cfg, f"{prefix}.{k}") is None else
+                          integer(cfg, f"{prefix}.{k}", minimum=0, hint="(seconds) or null") for k in CHECKPOINT_KEYS[1:])
+    except ConfigError as err:
+        if not err.key.startswith(prefix + "."):
+            raise
+        raise ConfigError(shown + err.key[len(prefix):], err.message, err.value) from None
     for k, seconds in zip(CHECKPOINT_KEYS, (interval, write, restart)):
         if seconds > LARGEST:  # (a job's span must fit the engine's clock)
-            raise ConfigError(f"{prefix}.{k}", f"must be at most {LARGEST:.0e} seconds", value(cfg, f"{prefix}.{k}"))
+            raise ConfigError(f"{shown}.{k}", f"must be at most {LARGEST:.0e} seconds", value(cfg, f"{prefix}.{k}"))
     return Checkpointing(interval, write, restart)
 
 
@@ -188,8 +196,8 @@ def checkpoint_apps(cfg: DictConfig) -> dict:
             raise ConfigError("checkpoint.column", "needs checkpoint.apps (each application's settings)", column)
         return {}
     if not isinstance(column, str) or not column:
-        raise ConfigError("checkpoint.apps", "needs checkpoint.column (the trace column naming each job's "
-                          "application, e.g. model)", "set")
+        raise ConfigError("checkpoint.column", "must name the trace column that says each job's application "
+                          "(e.g. model): checkpoint.apps needs it", column)
     out = {}
     for name, entry in apps.items():
         prefix = f"checkpoint.apps.{name}"
@@ -201,10 +209,7 @@ def checkpoint_apps(cfg: DictConfig) -> dict:
         merged = {k: entry[k] if k in entry else value(cfg, f"checkpoint.{k}") for k in CHECKPOINT_KEYS}
         if "interval_s" in entry and entry["interval_s"] is None:  # it does not checkpoint: costs of its own only
             merged = {k: entry.get(k) for k in CHECKPOINT_KEYS}
-        try:
-            out[str(name)] = _checkpointing(OmegaConf.create({"app": merged}), "app")
-        except ConfigError as err:
-            raise ConfigError(err.key.replace("app.", f"{prefix}.", 1), err.message, err.value) from None
+        out[str(name)] = _checkpointing(OmegaConf.create({"app": merged}), "app", prefix)
     return out
 
 
