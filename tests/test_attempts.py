@@ -23,7 +23,7 @@ from raysim.paths import CONF_DIR
 from raysim.placement import make_placer
 from raysim.policy import make_policy
 from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
-from raysim.run.simulate import simulate, simulate_to, vc_groups
+from raysim.run.simulate import simulate, simulate_to
 from raysim.sim import SimParams, VCSimulator
 from raysim.sim.attempts import Attempts
 from raysim.sim.capacity import DOWN, UP, CapacityPlan, VCCapacity
@@ -219,17 +219,10 @@ def test_windows_and_packing_write_the_same_files(tmp_path, policy):
 
 
 def test_a_replay_resumes_from_its_checkpoint_identically(tmp_path):
-    from test_ray_runtime import StopAfter
+    from test_quota import assert_resumes_identically
 
-    trace, spec, extra = replay_spec(tmp_path)
-    whole, _ = simulate(trace, spec, None, job_extra=extra, window_s=3_600)
-    ckpt = tmp_path / "ckpt"
-    with pytest.raises(Exception):
-        simulate_to(tmp_path / "a", trace, spec, None, window_s=3_600, checkpoint_dir=ckpt, checkpoint_every=2,
-                    job_extra=extra, executor=StopAfter(spec, vc_groups(spec.vcs, 1), windows=9))
-    simulate_to(tmp_path / "b", trace, spec, None, window_s=3_600, checkpoint_dir=ckpt, resume=True,
-                job_extra=extra)
-    assert pq.read_table(tmp_path / "b" / "jobs.parquet").equals(whole)
+    trace, spec, _ = replay_spec(tmp_path)  # (its extra inputs are the defaults)
+    assert_resumes_identically(trace, spec, None, tmp_path)
 
 
 @pytest.mark.slow
