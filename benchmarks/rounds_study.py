@@ -65,8 +65,7 @@ def trace_overrides(trace: str, args) -> list[str]:
     if trace == "venus":
         base = ["+experiment=venus_real", "ray.vcs_per_actor=auto"]
         if args.venus_path:
-            v = Path(args.venus_path)
-            base += [f"trace.path={v}", f"estimator.path={v / 'lucid_artifacts' / 'duration_estimates_ebm.csv'}"]
+            base.append(f"trace.path={Path(args.venus_path)}")
         return base
     if trace == "helios":
         return ["+experiment=helios_synth", f"trace.synth.days={args.helios_days}"]  # vcs_per_actor=auto already
@@ -78,8 +77,8 @@ def lucid_overrides(trace: str, args) -> list[str]:
     if trace == "venus":
         if args.venus_path:
             v, p = Path(args.venus_path), Path(args.profiles_path) if args.profiles_path else None
-            out = ["estimator.source=file", "forecast.source=file",
-                   f"forecast.path={v / 'lucid_artifacts' / 'throughput_forecast.csv'}"]
+            out = ["estimator.source=file", f"estimator.path={v / 'lucid_artifacts' / 'duration_estimates_ebm.csv'}",
+                   "forecast.source=file", f"forecast.path={v / 'lucid_artifacts' / 'throughput_forecast.csv'}"]
             prof = (f"{p / 'colocate_info.csv'}", f"{p / 'single_data.csv'}") if p else \
                 ("data:lucid_profiles/colocate_info.csv", "data:lucid_profiles/single_data.csv")
             return out + [f"profiles.colocation={prof[0]}", f"profiles.single={prof[1]}"]
