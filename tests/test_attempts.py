@@ -66,6 +66,7 @@ def test_attempts_parse_and_check():
             parse_attempts(bad)
     assert check_attempts(["100 50 200", None, "", "10 5 10"], [300, 1, 1, 30]) == (
         [3], ["the runs do not add up to the job's duration"])
+    assert check_attempts(["100 99999999999999999999 200"], [300], 3600)[0] == [0]  # (a gap past the bound)
 
 
 def test_a_bad_attempts_value_is_one_line_naming_row_and_column(tmp_path):

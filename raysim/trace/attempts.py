@@ -50,9 +50,9 @@ def format_attempts(runs, gaps) -> str:
     return " ".join(out)
 
 
-def check_attempts(values, durations) -> tuple[list[int], list[str]]:
-    """The entries of `values` (``attempts_s`` texts or None) that are malformed or whose runs do
-    not add up to their job's duration: (indices, reasons)."""
+def check_attempts(values, durations, max_gap_s: float = float("inf")) -> tuple[list[int], list[str]]:
+    """The entries of `values` (``attempts_s`` texts or None) that are malformed, whose runs do not
+    add up to their job's duration, or with a gap longer than `max_gap_s`: (indices, reasons)."""
     bad, reasons = [], []
     for i, (text, duration) in enumerate(zip(values, durations)):
         try:
@@ -64,4 +64,7 @@ def check_attempts(values, durations) -> tuple[list[int], list[str]]:
         if got is not None and sum(got[0]) != duration:
             bad.append(i)
             reasons.append("the runs do not add up to the job's duration")
+        elif got is not None and got[1] and max(got[1]) > max_gap_s:
+            bad.append(i)
+            reasons.append(f"a gap between runs longer than trace.max_duration_s ({max_gap_s:,.0f} s)")
     return bad, reasons

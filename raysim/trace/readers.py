@@ -171,7 +171,7 @@ def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
     dup = pd.Series(np.where(bad, -1, parsed["job_id"])).duplicated(keep="first").to_numpy() & ~bad
     flag(dup, "duplicate job_id", "job_id", df["job_id"])
     if ATTEMPTS in df.columns:  # a job's runs (raysim.trace.attempts): well formed, adding up to its duration
-        wrong, reasons = check_attempts(df[ATTEMPTS].to_numpy(dtype=object), duration)
+        wrong, reasons = check_attempts(df[ATTEMPTS].to_numpy(dtype=object), duration, bounds.max_duration_s)
         for reason in dict.fromkeys(reasons):
             mask = np.zeros(n, dtype=bool)
             mask[[i for i, r in zip(wrong, reasons) if r == reason]] = True
