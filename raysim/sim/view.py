@@ -367,10 +367,7 @@ class PolicyView:
         cp = self.checkpointing(j) if self.checkpoints else None
         if cp is not None:
             stopped(cp, jobs, j, self._remain_at(j, now))
-            self._leave(j, now)
-            self._enqueue(j)
-            return
-        if overhead is None:  # from the beginning (of its current run, if its trace has several)
+        elif overhead is None:  # from the beginning (of its current run, if its trace has several)
             left = self._remain_at(j, now) if self.checkpoints else 0
             jobs.remain[j] = jobs.duration[j] if jobs.retry[j] is None else jobs.retry[j][0]
             if self.checkpoints:
