@@ -12,7 +12,8 @@ DATA_DIRS = {"raysim.conf": ("conf", ["*.yaml"]), "raysim.traces": ("traces", ["
 
 packages = find_packages(include=["raysim", "raysim.*"]) + ["hydra_plugins.raysim_launcher"]
 package_dir = {"raysim": "raysim", "hydra_plugins": "hydra_plugins"}
-package_data = {"raysim.data": ["registry.yaml"]}  # the dataset registry (raysim/data/registry.yaml)
+package_data = {"raysim.data": ["registry.yaml"],  # the dataset registry (raysim/data/registry.yaml)
+                "raysim.report": ["assets/*"]}  # report.html's styles and scripts (uPlot, with its licence)
 for name, (folder, patterns) in DATA_DIRS.items():
     package_dir[name] = folder
     for pkg in [name] + [f"{name}.{sub}" for sub in find_namespace_packages(folder)]:

@@ -171,7 +171,7 @@ def test_round_based_policies_place_with_the_runs_placer(tmp_path):
 
 def test_time_axes_follow_the_activity():
     """A two-minute burst 145 days into the trace is drawn on minutes from its start, not on days."""
-    from raysim.report.plots import time_axis
+    from raysim.report.describe import time_axis
 
     origin, per, label = time_axis([145 * 86400.0, 145 * 86400.0 + 120])
     assert (origin, per) == (145 * 86400.0, 60.0) and label == "simulated time (minutes since day 145.0 of the trace)"

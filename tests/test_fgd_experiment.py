@@ -64,3 +64,7 @@ def test_raysim_report_summarises_an_fgd_sweep(tmp_path, capsys):
     assert printed.startswith("| run | workload | sc_policy | seed | arrivals | failed | allo_100 |")
     assert "allo_100, allo_130: % of GPUs allocated; frag_ratio_100, frag_ratio_130: % of idle" in printed
     assert printed.split("\n\n")[0] in (sweep / "sweep_summary.md").read_text()
+    html = (sweep / "report.html").read_text()  # the sweep's page: its table, bars per result, the curves
+    for chart in ("metric_allo_100", "metric_frag_ratio_130", "fgd_allo", "fgd_frag_ratio"):
+        assert f'id="{chart}"' in html
+    assert f"{table.allo_130[0]:.3g}" in html

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from raysim.report import plots
+from raysim.report import describe, plots
 from raysim.report.summary import to_markdown, units_caption
 from raysim.report.sweep import metric_bars
 
@@ -60,15 +60,15 @@ def test_titles_say_the_semantics_mode_and_the_overrides(tmp_path):
     (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(
         ["+experiment=venus", "policy=srtf", "sim.compat=lucid", "hydra.run.dir=/tmp/x"]))
     (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump({"sim": {"compat": "lucid"}}))
-    assert plots.run_overrides(run) == ["+experiment=venus", "policy=srtf", "sim.compat=lucid"]
-    assert plots.run_compat(run) == "lucid" and plots.run_compat(tmp_path) is None
-    title = plots.run_description("venus_synth: srtf / consolidate", plots.run_compat(run), plots.run_overrides(run))
+    assert describe.run_overrides(run) == ["+experiment=venus", "policy=srtf", "sim.compat=lucid"]
+    assert describe.run_compat(run) == "lucid" and describe.run_compat(tmp_path) is None
+    title = describe.run_description("venus_synth: srtf / consolidate", describe.run_compat(run), describe.run_overrides(run))
     assert title == "venus_synth: srtf / consolidate, compat=lucid\n+experiment=venus policy=srtf sim.compat=lucid"
     fig = plots.over_time(one_run(), ["gpu_utilization"], "fraction of GPUs busy", "GPU utilisation (cluster)", title)
     assert fig.axes[0].get_title() == "GPU utilisation (cluster)\n" + title
-    long = plots.run_description("x", "clean", [f"+trace.reader_options.k{i}=value{i}" for i in range(20)])
-    assert len(long.splitlines()[1]) <= plots.OVERRIDES_WIDTH and long.endswith(" ...")
-    assert plots.run_description("x") == "x"
+    long = describe.run_description("x", "clean", [f"+trace.reader_options.k{i}=value{i}" for i in range(20)])
+    assert len(long.splitlines()[1]) <= describe.OVERRIDES_WIDTH and long.endswith(" ...")
+    assert describe.run_description("x") == "x"
 
 
 def test_fgd_bars_span_their_values_are_labelled_and_leave_wall_time_out():

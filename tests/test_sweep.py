@@ -26,7 +26,7 @@ def test_multirun_summary_and_report(tmp_path):
     assert "avg_queue per VC" in md and "policy=srtf" in md
     for name in ("jct_cdf", "queue_per_vc", "gpu_utilization", "pending_jobs"):
         assert (sweep / "plots" / f"{name}.png").stat().st_size > 1000
-        assert (sweep / "0" / "plots" / f"{name}.png").exists()
+    assert not (sweep / "0" / "plots").exists()  # report.plots=auto: a sweep's runs write no PNGs of their own
     (sweep / "sweep_summary.csv").unlink()
     rep = subprocess.run([sys.executable, "-m", "raysim", "report", str(sweep), "--no-plots"],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -39,6 +39,27 @@ def test_multirun_summary_and_report(tmp_path):
     assert printed[5].startswith("Units: avg_jct, avg_queue, p*_queue, p*_jct, makespan: seconds; gpu_utilization")
     assert not re.search(r"\d\.\d{4}", rep.stdout)  # no raw floats (26923.152838)
     assert "\n".join(printed[:6]) in md
+    check_sweep_page(sweep, table)  # last: its browser part skips where Chromium is absent
+
+
+def check_sweep_page(sweep: Path, table: pd.DataFrame) -> None:
+    """The sweep's report.html: the run x metric table with the varied setting and links to each
+    run's page; comparison charts; drawn in headless Chromium (where it is installed) without a
+    request for anything but the page."""
+    html = (sweep / "report.html").read_text()
+    assert '<a href="0/report.html">policy=fifo</a>' in html and (sweep / "0" / "report.html").exists()
+    overall = table[table.vc == "all"].set_index("run")
+    assert f"{overall.loc['policy=srtf', 'avg_queue']:,.1f}" in html
+    assert "<th>policy</th>" in html  # the varied setting as a column
+    for chart in ("metric_avg_jct", "metric_avg_queue", "per_vc_avg_queue", "jct_cdf", "series_gpu_utilization"):
+        assert f'id="{chart}"' in html
+    from browser_check import chromium, render
+
+    chromium()  # skips here, with its reason, where Chromium is absent
+    seen = render(sweep / "report.html")
+    assert seen.errors == [] and seen.requests == [(sweep / "report.html").resolve().as_uri()]
+    assert seen.charts == html.count('class="chart"') and seen.drawn == str(seen.charts)
+    assert f"{overall.loc['policy=fifo', 'avg_jct']:,.1f}" in seen.text
 
 
 def test_report_on_a_folder_without_runs_is_a_clear_error(tmp_path):

@@ -86,13 +86,15 @@ def lost_by_cause(jobs: pa.Table) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["vc", "cause", "interruptions", "lost_gpu_h"])
 
 
-def write_lost_by_cause(jobs: pa.Table, run_dir: Path, title: str = "") -> None:
-    """`lost_by_cause.csv` (lost_by_cause) and `plots/lost_by_cause.png`: the cluster's lost
-    GPU-hours per cause, with each cause's interruptions; `title`: what was run."""
-    from raysim.report.plots import plt, save_figure, set_title  # (pyplot with the Agg backend)
-
+def write_lost_by_cause(jobs: pa.Table, run_dir: Path, title: str = "", plot: bool = True) -> None:
+    """`lost_by_cause.csv` (lost_by_cause) and, with `plot`, `plots/lost_by_cause.png`: the
+    cluster's lost GPU-hours per cause, with each cause's interruptions; `title`: what was run."""
     table = lost_by_cause(jobs)
     table.to_csv(run_dir / "lost_by_cause.csv", index=False)
+    if not plot:
+        return
+    from raysim.report.plots import plt, save_figure, set_title  # (pyplot with the Agg backend)
+
     cluster = table[table.vc == "all"].iloc[::-1]
     fig, ax = plt.subplots(figsize=(7, 0.8 + 0.28 * len(cluster)))
     ax.barh(cluster.cause, cluster.lost_gpu_h, color="C3")

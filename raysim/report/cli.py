@@ -1,5 +1,6 @@
-"""`raysim report <folder>`: rebuild a sweep's comparison table and plots (a multirun folder), or a
-run's out_jobs.csv, Batsim's job table, where it is absent (a run folder)."""
+"""`raysim report <folder>`: rebuild a sweep's comparison table, plots and report.html (a multirun
+folder), or a run's report.html, and its out_jobs.csv (Batsim's job table) where it is absent (a
+run folder)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="raysim report", description=__doc__.splitlines()[0])
     ap.add_argument("folder", help="a Hydra multirun folder (trace replays, harvesting included, or FGD inflation "
                                    "runs), or a run folder (one with jobs.parquet)")
-    ap.add_argument("--no-plots", action="store_true", help="tables only")
+    ap.add_argument("--no-plots", action="store_true", help="no PNG plots (tables and report.html only)")
     args = ap.parse_args(argv)
     if (Path(args.folder) / "jobs.parquet").exists():
         return report_run(Path(args.folder))
@@ -22,17 +23,19 @@ def main(argv: list[str]) -> int:
     except FileNotFoundError as exc:
         ap.error(str(exc))
     print(headline(table))
-    print(f"wrote {args.folder}/sweep_summary.csv and sweep_summary.md")
+    print(f"wrote {args.folder}/sweep_summary.csv, sweep_summary.md and report.html")
     return 0
 
 
 def report_run(run_dir: Path) -> int:
-    """A run folder: write its out_jobs.csv where it is absent (a run with report.out_jobs=false, or
-    from before raysim wrote it)."""
+    """A run folder: rebuild its report.html, and write its out_jobs.csv where it is absent (a run
+    with report.out_jobs=false, or from before raysim wrote it)."""
     from raysim.report.batsim import FILE, write_out_jobs
+    from raysim.report.run_page import write_run_page
 
     if (run_dir / FILE).exists():
         print(f"{run_dir / FILE} is there already (delete it to rebuild it)")
-        return 0
-    print(f"wrote {write_out_jobs(run_dir)}")
+    else:
+        print(f"wrote {write_out_jobs(run_dir)}")
+    print(f"wrote {write_run_page(run_dir)}")
     return 0

@@ -9,7 +9,6 @@ queueing as "0"; a legend appears only to tell several runs apart, outside the d
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -18,16 +17,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import yaml  # noqa: E402
 
-#: (longest span in seconds, unit name, seconds per unit) for time axes
-TIME_UNITS = ((2 * 3600, "minutes", 60.0), (3 * 86400, "hours", 3600.0), (float("inf"), "days", 86400.0))
+from raysim.report.describe import time_axis  # noqa: E402
+
 #: (bin width in seconds, name) of the bins a long series is averaged into: the narrowest that leaves
 #: at most MAX_POINTS bins; a series of at most MAX_POINTS samples is drawn as sampled.
 BINS = ((3600, "hourly"), (6 * 3600, "6-hour"), (86400, "daily"), (7 * 86400, "weekly"))
 MAX_POINTS = 1000
-#: Characters of overrides a title shows, at most (longer lists end in "...").
-OVERRIDES_WIDTH = 110
 
 
 def run_plots(jobs: pd.DataFrame, series: pd.DataFrame, summary: pd.DataFrame, out: Path, label: str = "",
@@ -62,20 +58,6 @@ def compare_plots(runs: dict[str, tuple], out: Path, title: str = "") -> list[Pa
 def vc_names(runs: dict[str, tuple]) -> list[str]:
     """The VCs of the first run's summary, in its order ("all" left out)."""
     return [vc for vc in next(iter(runs.values()))[2]["vc"] if vc != "all"]
-
-
-def time_axis(times) -> tuple[float, float, str]:
-    """(origin, seconds per unit, axis label) for times in seconds: the axis starts at the earliest
-    time and counts minutes, hours or days, whichever suits the span."""
-    times = np.asarray(times, dtype=float)
-    if not len(times):
-        return 0.0, 86400.0, "simulated time (days)"
-    first, span = float(times.min()), float(times.max() - times.min())
-    name, per = next((name, per) for most, name, per in TIME_UNITS if span <= most)
-    if not first:
-        return first, per, f"simulated time ({name})"
-    start = f"day {first / 86400:.1f} of the trace" if first >= 86400 else f"t = {first:,.0f} s"
-    return first, per, f"simulated time ({name} since {start})"
 
 
 def bin_width(times) -> tuple[float | None, str]:
@@ -174,30 +156,6 @@ def over_time(runs, columns, ylabel, name, what):
     if len(runs) > 1 or len(columns) > 1:
         _legend(ax, **({"title": "GPU type"} if len(columns) > 1 else {}))
     return fig
-
-
-def run_overrides(run_dir) -> list[str]:
-    """A run's command-line overrides (Hydra's hydra.overrides.task, from the run folder's
-    .hydra/overrides.yaml), hydra.* settings left out; [] for a folder without one."""
-    path = Path(run_dir) / ".hydra" / "overrides.yaml"
-    items = (yaml.safe_load(path.read_text()) or []) if path.exists() else []
-    return [o for o in items if not o.startswith("hydra.")]
-
-
-def run_compat(run_dir) -> str | None:
-    """A run's semantics mode (sim.compat, from its .hydra/config.yaml); None without one."""
-    path = Path(run_dir) / ".hydra" / "config.yaml"
-    cfg = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
-    return (cfg.get("sim") or {}).get("compat")
-
-
-def run_description(what: str, compat: str | None = None, overrides=()) -> str:
-    """What a plot's title says of the run(s) it shows: `what` (e.g. "venus_synth: fifo / consolidate"),
-    the semantics mode ("compat=lucid") and, on a second line, the command-line overrides,
-    shortened to OVERRIDES_WIDTH characters."""
-    head = f"{what}, compat={compat}" if compat else what
-    given = " ".join(overrides)
-    return head + ("\n" + textwrap.shorten(given, OVERRIDES_WIDTH, placeholder=" ...") if given else "")
 
 
 def set_title(target, name: str, run: str = "") -> None:

@@ -1,5 +1,5 @@
 """The `report.*` settings of a trace replay (conf/config.yaml), checked once into a typed object:
-which extra result files a run writes (docs/outputs.md)."""
+which pages, plots and extra result files a run writes (docs/outputs.md)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,21 @@ from dataclasses import dataclass
 from omegaconf import DictConfig, ListConfig
 
 from raysim.errors import ConfigError
-from raysim.run.values import boolean, integer, value
+from raysim.run.values import boolean, choice, integer, value
+
+#: report.plots: which PNG plots are written (the HTML pages have their own charts either way)
+PLOTS = ("auto", "run", "sweep", "none")
 
 
 @dataclass(frozen=True)
 class ReportSettings:
-    """What a run writes besides its tables, summaries and plots."""
+    """What a run writes besides its tables and summaries."""
 
+    #: report.html, one self-contained page of the run (raysim.report.run_page)
+    html: bool = True
+    #: PNG plots: run (every run writes its own, a sweep its comparison too), sweep (a sweep's
+    #: comparison only, no per-run PNGs), none, or auto (run for one run, sweep in a multirun)
+    plots: str = "auto"
     #: out_jobs.csv, the jobs in Batsim's job table (raysim.report.batsim)
     out_jobs: bool = True
     #: timeline.json, the per-job timeline in Chrome's trace event format (raysim.report.timeline)
@@ -25,13 +33,22 @@ class ReportSettings:
     #: (t0, t1): only jobs that ran in this span (seconds on the trace clock); None: the whole run
     timeline_range: tuple[float, float] | None = None
 
+    def run_plots(self, multirun: bool) -> bool:
+        """Whether a run writes its own PNG plots (`multirun`: it is one job of a sweep)."""
+        return self.plots == "run" or (self.plots == "auto" and not multirun)
+
+    def sweep_plots(self) -> bool:
+        """Whether a sweep writes its comparison PNG plots."""
+        return self.plots != "none"
+
 
 def report_settings(cfg: DictConfig) -> ReportSettings:
     """The run's `report.*` settings; a bad value is a ConfigError naming its key (one line). A
     config without a `report` section gets the defaults."""
     if value(cfg, "report") is None:
         return ReportSettings()
-    return ReportSettings(out_jobs=boolean(cfg, "report.out_jobs"), timeline=boolean(cfg, "report.timeline"),
+    return ReportSettings(html=boolean(cfg, "report.html"), plots=choice(cfg, "report.plots", PLOTS),
+                          out_jobs=boolean(cfg, "report.out_jobs"), timeline=boolean(cfg, "report.timeline"),
                           timeline_max_jobs=integer(cfg, "report.timeline_max_jobs", minimum=1),
                           timeline_range=_span(value(cfg, "report.timeline_range")))
 

@@ -8,10 +8,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 from hydra.experimental.callback import Callback
 
-from raysim.report.plots import (compare_plots, plt, run_compat, run_description, run_overrides, save_figure,
-                                 set_title)
+from raysim.report.describe import run_labels
+from raysim.report.plots import compare_plots, plt, save_figure, set_title
 from raysim.report.timeseries import cluster_series
-from raysim.report.summary import markdown_table, plural, unit, units_caption
+from raysim.report.settings import report_settings
+from raysim.report.summary import markdown_table, unit, units_caption
+from raysim.report.sweep_page import sweep_description, write_sweep_page
 
 METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queue", "p99.9_jct",
            "makespan", "gpu_utilization", "reclaims", "ran_elsewhere", "borrowed_gpu_h", "interruptions",
@@ -19,30 +21,9 @@ METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queu
            "makespan_h", "efficiency", "harvested_fraction", "precost", "rescost"]
 
 
-def run_labels(run_dirs: list[Path]) -> list[str]:
-    """Label each run by the overrides that differ between the runs (e.g. "policy=srtf")."""
-    common = set(common_overrides(run_dirs))
-    labels = [",".join(o for o in run_overrides(run) if o not in common) for run in run_dirs]
-    return [label or run.name for label, run in zip(labels, run_dirs)]
-
-
-def common_overrides(run_dirs: list[Path]) -> list[str]:
-    """The command-line overrides every run of the sweep has (the first run's order)."""
-    overrides = [run_overrides(run) for run in run_dirs]
-    return [o for o in overrides[0] if all(o in items for items in overrides[1:])] if overrides else []
-
-
-def sweep_description(run_dirs: list[Path], compat: bool = True) -> str:
-    """What a sweep's plots say was run (run_description): how many runs, their semantics mode
-    where they share one (`compat`: whether the runs have one; FGD inflation runs have none), and
-    the overrides they share; the legend tells the runs apart."""
-    modes = {run_compat(run) for run in run_dirs} if compat else set()
-    return run_description(plural(len(run_dirs), "run"), modes.pop() if len(modes) == 1 else None,
-                           common_overrides(run_dirs))
-
-
-def summarize_sweep(sweep_dir: str | Path, plots: bool = True) -> pd.DataFrame:
-    """Build sweep_summary.csv/.md (run x metric, overall and per VC) and plots in `sweep_dir`."""
+def summarize_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True) -> pd.DataFrame:
+    """Build sweep_summary.csv/.md (run x metric, overall and per VC), the PNG plots (`plots`) and
+    report.html (`html`) in `sweep_dir`."""
     sweep_dir = Path(sweep_dir)
     runs = sorted(p.parent for p in sweep_dir.glob("*/summary.csv"))
     if not runs:
@@ -64,6 +45,8 @@ def summarize_sweep(sweep_dir: str | Path, plots: bool = True) -> pd.DataFrame:
         compare_plots(data, sweep_dir / "plots", title=title)
     if plots:
         rate_figure(table, sweep_dir / "plots" / "avg_jct_vs_rate.png", title=title)
+    if html:
+        write_sweep_page(sweep_dir, table, METRICS, METRICS)
     return table
 
 
@@ -138,14 +121,14 @@ def quota_change(table: pd.DataFrame, metric: str) -> pd.DataFrame | None:
     return pd.DataFrame(columns).reindex([vc for vc in vcs if vc != "all"] + ["all"]) if columns else None
 
 
-def report_sweep(sweep_dir: str | Path, plots: bool = True) -> pd.DataFrame:
-    """sweep_summary.csv/.md and plots for any multirun, by what its runs wrote: trace replays
-    (summary.csv: every policy, event-driven, round-based or harvesting) get `summarize_sweep`;
-    FGD inflation runs (fgd_summary.csv) one row per run, with the FGD curves
-    (raysim.sharing.run.summarize_fgd_sweep) and a bar chart per metric. Returns the table."""
+def report_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True) -> pd.DataFrame:
+    """sweep_summary.csv/.md, PNG plots (`plots`) and report.html (`html`) for any multirun, by what
+    its runs wrote: trace replays (summary.csv: every policy, event-driven, round-based or
+    harvesting) get `summarize_sweep`; FGD inflation runs (fgd_summary.csv) one row per run, with
+    the FGD curves (raysim.sharing.run.summarize_fgd_sweep) and a bar chart per metric. Returns the table."""
     sweep_dir = Path(sweep_dir)
     if any(sweep_dir.glob("*/summary.csv")):
-        return summarize_sweep(sweep_dir, plots=plots)
+        return summarize_sweep(sweep_dir, plots=plots, html=html)
     name = "fgd_summary.csv"
     runs = sorted(p.parent for p in sweep_dir.glob(f"*/{name}"))
     if not runs:
@@ -164,6 +147,8 @@ def report_sweep(sweep_dir: str | Path, plots: bool = True) -> pd.DataFrame:
         fig = metric_bars(table, kind, title)
         if fig is not None:
             save_figure(fig, sweep_dir / "plots" / "sweep_metrics.png")
+    if html:
+        write_sweep_page(sweep_dir, table, FGD_METRICS, FGD_RESULTS)
     return table
 
 
@@ -203,8 +188,10 @@ class SweepSummary(Callback):
 
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
+        settings = report_settings(config)
         try:
-            table = report_sweep(sweep_dir)
+            table = report_sweep(sweep_dir, plots=settings.sweep_plots(), html=settings.html)
         except FileNotFoundError:
             return  # no run finished
-        print(f"sweep summary ({len(table['run'].unique())} runs): {sweep_dir / 'sweep_summary.md'}")
+        print(f"sweep summary ({len(table['run'].unique())} runs): {sweep_dir / 'sweep_summary.md'}"
+              + (f", page: {sweep_dir / 'report.html'}" if settings.html else ""))

@@ -44,7 +44,20 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
     result = _run_mode(cfg, run_dir)
     if used:
         record_datasets(run_dir, used)
+    if cfg.mode == "cluster":
+        write_page(cfg, run_dir)
+        print(f"results: {run_dir}")
     return result
+
+
+def write_page(cfg: DictConfig, run_dir: Path) -> None:
+    """report.html of a trace replay, last (it shows the datasets recorded above), unless report.html=false."""
+    from raysim.report.settings import report_settings
+
+    if report_settings(cfg).html:
+        from raysim.report.run_page import write_run_page
+
+        print(f"page: {write_run_page(run_dir)}")
 
 
 def unread_inputs(cfg: DictConfig) -> tuple[str, ...]:

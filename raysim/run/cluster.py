@@ -16,19 +16,21 @@ from omegaconf import DictConfig
 
 from raysim.errors import ConfigError
 from raysim.policy import policy_class
-from raysim.report.plots import run_description, run_overrides
+from raysim.report.describe import run_description, run_overrides
 from raysim.report.settings import report_settings
 from raysim.report.summary import plural, summarize, to_markdown
 from raysim.run.config import check_cluster_config, estimates_from_config, load_from_config, spec_from_config
-from raysim.run.outputs import write_outputs, write_plots
+from raysim.run.outputs import record_wall, write_outputs, write_plots
 from raysim.run.simulate import simulate_to, vc_groups
+from raysim.run.unused import in_multirun
 from raysim.trace.errors import TraceError
 
 log = logging.getLogger("raysim")
 
 
 def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
-    """Run a trace replay as configured; returns the cluster-wide summary row as a dict."""
+    """Run a trace replay as configured; returns the cluster-wide summary row as a dict (the
+    caller, raysim.run.run, writes report.html and names the folder)."""
     check_cluster_config(cfg)  # every value checked before anything is loaded or Ray is started
     if policy_class(cfg.policy.name).needs_estimate and cfg.estimator.source == "none":
         raise ConfigError("estimator.source", f"policy={cfg.policy.name} ranks jobs by estimated duration: set "
@@ -49,6 +51,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
              trace.source, plural(trace.table.num_rows, "job"), plural(len(spec.layout), "VC"), gpu_counts(gpus),
              spec.policy, spec.placer, cfg.sim.compat, cfg.runtime.name, spec.quota.mode)
 
+    read_s = time.perf_counter() - wall
     check_local_ray_fits(cfg, spec.vcs)
     ray_s = start_ray(cfg)
     sim_start = time.perf_counter()
@@ -58,6 +61,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
                 checkpoint_dir=rt.checkpoint_dir, checkpoint_every=int(rt.checkpoint_every),
                 resume=bool(rt.resume), progress=True, job_extra=job_extra, estimator=online)
     sim_wall = time.perf_counter() - sim_start
+    settings = report_settings(cfg)
     columns = ["vc", "submit_time", "end_time", "queue", "jct", "preemptions", "finished"]
     if spec.quota.mode != "none":
         columns += ["ran_on_vc", "reclaims"]
@@ -85,19 +89,22 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
         summary = with_window_jct(summary, run_dir / "jobs.parquet", cfg.rounds.window)
     title = run_description(f"{Path(trace.source).parent.name or trace.source}: {spec.policy} / {spec.placer}" + (
         f" / quota={spec.quota.mode}" if spec.quota.mode != "none" else ""), cfg.sim.compat, run_overrides(run_dir))
-    write_plots(jobs, run_dir, summary, label=spec.policy, interval=int(cfg.sim.sample_interval), title=title)
+    plots = settings.run_plots(in_multirun())
+    if plots:
+        write_plots(jobs, run_dir, summary, label=spec.policy, interval=int(cfg.sim.sample_interval), title=title)
     write_outputs(run_dir, summary, trace, spec, title=f"{spec.policy} / {spec.placer} / {cfg.sim.compat}")
     if spec.checkpoints and spec.capacity is not None:
         from raysim.report.capacity import write_lost_by_cause
 
-        write_lost_by_cause(jobs, run_dir, title)
-    write_job_views(run_dir, report_settings(cfg), spec)
+        write_lost_by_cause(jobs, run_dir, title, plot=plots)
+    write_job_views(run_dir, settings, spec)
+    record_wall(run_dir, {"read_s": read_s, "ray_start_s": ray_s, "simulate_s": sim_wall,
+                          "write_s": time.perf_counter() - sim_start - sim_wall})
     overall = summary[summary.vc == "all"].iloc[0].to_dict()
     print(to_markdown(summary, title=f"raysim: {spec.policy}, {cfg.sim.compat} semantics"))
     ray_text = f"; Ray start-up {ray_s:.2f} s" if ray_s is not None else ""
     print(f"avg JCT {overall['avg_jct']:,.1f} s, avg queue {overall['avg_queue']:,.1f} s over "
           f"{overall['jobs']:,} jobs; simulated in {sim_wall:.2f} s{ray_text} ({time.perf_counter() - wall:.2f} s total)")
-    print(f"results: {run_dir}")
     return overall
 
 

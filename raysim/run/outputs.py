@@ -13,7 +13,7 @@ def write_plots(jobs, run_dir: Path, summary, label: str, interval: int = 60, ti
     """JCT CDF, queueing per VC, utilisation (per GPU type too) and pending jobs over time; with
     quota=borrow also the borrowed and lent GPU-hours per VC, with capacity events the GPUs out of
     service over time (time series sampled every `interval` s); `title`: what was run
-    (raysim.report.plots.run_description)."""
+    (raysim.report.describe.run_description)."""
     from raysim.report.capacity import down_plot, has_capacity
     from raysim.report.loans import has_loans, loans_plot
     from raysim.report.plots import run_plots
@@ -38,3 +38,12 @@ def write_outputs(run_dir: Path, summary, trace, spec, title: str) -> None:
         {"source": trace.source, "origin": trace.origin, "jobs": trace.table.num_rows,
          "vcs": trace.vc_nodes, "layout": layout, "from_cache": trace.from_cache,
          **trace.report.to_dict()}, indent=2))
+
+
+def record_wall(run_dir: Path, wall_s: dict) -> None:
+    """Add to trace_report.json the seconds each stage of the run took (`wall_s`: read_s,
+    ray_start_s (None under runtime=local), simulate_s, write_s), which report.html shows."""
+    path = run_dir / "trace_report.json"
+    report = json.loads(path.read_text())
+    report["wall_s"] = wall_s
+    path.write_text(json.dumps(report, indent=2))

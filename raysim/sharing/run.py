@@ -25,7 +25,8 @@ from omegaconf import DictConfig
 from raysim.errors import ConfigError
 from raysim.paths import original_cwd
 from raysim.run import unused
-from raysim.report.plots import run_description, run_overrides, set_title
+from raysim.report.describe import run_description, run_overrides
+from raysim.report.plots import set_title
 from raysim.report.summary import markdown_table
 from raysim.sharing.inflation import load_openb, run_inflation, workload_name
 

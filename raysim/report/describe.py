@@ -1,0 +1,68 @@
+"""What was run, in words, without plotting: a run's overrides and semantics mode (from its
+.hydra folder), the line a title or a page heading says of it, and the time axis a series is drawn on.
+Used by the PNG plots (raysim.report.plots), the HTML pages (raysim.report.page) and the run
+pipeline, none of which need matplotlib for it."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+#: (longest span in seconds, unit name, seconds per unit) for time axes
+TIME_UNITS = ((2 * 3600, "minutes", 60.0), (3 * 86400, "hours", 3600.0), (float("inf"), "days", 86400.0))
+#: Characters of overrides a title shows, at most (longer lists end in "...").
+OVERRIDES_WIDTH = 110
+
+
+def time_axis(times) -> tuple[float, float, str]:
+    """(origin, seconds per unit, axis label) for times in seconds: the axis starts at the earliest
+    time and counts minutes, hours or days, whichever suits the span."""
+    times = np.asarray(times, dtype=float)
+    if not len(times):
+        return 0.0, 86400.0, "simulated time (days)"
+    first, span = float(times.min()), float(times.max() - times.min())
+    name, per = next((name, per) for most, name, per in TIME_UNITS if span <= most)
+    if not first:
+        return first, per, f"simulated time ({name})"
+    start = f"day {first / 86400:.1f} of the trace" if first >= 86400 else f"t = {first:,.0f} s"
+    return first, per, f"simulated time ({name} since {start})"
+
+
+def run_overrides(run_dir) -> list[str]:
+    """A run's command-line overrides (Hydra's hydra.overrides.task, from the run folder's
+    .hydra/overrides.yaml), hydra.* settings left out; [] for a folder without one."""
+    path = Path(run_dir) / ".hydra" / "overrides.yaml"
+    items = (yaml.safe_load(path.read_text()) or []) if path.exists() else []
+    return [o for o in items if not o.startswith("hydra.")]
+
+
+def run_compat(run_dir) -> str | None:
+    """A run's semantics mode (sim.compat, from its .hydra/config.yaml); None without one."""
+    path = Path(run_dir) / ".hydra" / "config.yaml"
+    cfg = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    return (cfg.get("sim") or {}).get("compat")
+
+
+def run_description(what: str, compat: str | None = None, overrides=()) -> str:
+    """What a plot's title says of the run(s) it shows: `what` (e.g. "venus_synth: fifo / consolidate"),
+    the semantics mode ("compat=lucid") and, on a second line, the command-line overrides,
+    shortened to OVERRIDES_WIDTH characters."""
+    head = f"{what}, compat={compat}" if compat else what
+    given = " ".join(overrides)
+    return head + ("\n" + textwrap.shorten(given, OVERRIDES_WIDTH, placeholder=" ...") if given else "")
+
+
+def run_labels(run_dirs: list[Path]) -> list[str]:
+    """Label each run by the overrides that differ between the runs (e.g. "policy=srtf")."""
+    common = set(common_overrides(run_dirs))
+    labels = [",".join(o for o in run_overrides(run) if o not in common) for run in run_dirs]
+    return [label or run.name for label, run in zip(labels, run_dirs)]
+
+
+def common_overrides(run_dirs: list[Path]) -> list[str]:
+    """The command-line overrides every run of the sweep has (the first run's order)."""
+    overrides = [run_overrides(run) for run in run_dirs]
+    return [o for o in overrides[0] if all(o in items for items in overrides[1:])] if overrides else []

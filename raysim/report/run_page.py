@@ -1,0 +1,267 @@
+"""report.html of a trace replay: one self-contained page (raysim.report.page) with what was run, on
+which data, what came out (the summary per VC and for the cluster, interactive charts) and where the
+wall time went. Built from the run folder alone, so `raysim report <run folder>` rebuilds it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import yaml
+
+from raysim import __version__
+from raysim.report.describe import run_overrides, time_axis
+from raysim.report.page import Chart, Page, cards, esc, facts, table
+from raysim.report.page_data import cdf_points, largest_vcs, series_edges, vc_series
+from raysim.report.summary import plural
+from raysim.report.timeseries import column_names
+
+FILE = "report.html"
+#: What the wall-time table calls each stage a run records in trace_report.json's `wall_s`.
+STAGES = {"read_s": "reading the trace and inputs", "ray_start_s": "starting Ray", "simulate_s": "simulating",
+          "write_s": "writing results (tables, plots, job views)"}
+#: Trace files hashed for the page at most this size (bigger ones are named with their size only).
+HASH_MAX_BYTES = 2 << 30
+#: Over-time charts: (columns, y-axis label, chart title, fixed y range).
+SERIES_CHARTS = (("gpu_utilization", "fraction of GPUs busy", "GPU utilisation", [0, 1]),
+                 ("pending_gpujob_num", "jobs waiting", "Pending jobs", None),
+                 ("down_gpu_num", "GPUs out of service", "Capacity: GPUs down", None),
+                 ("borrowed_gpu_num", "GPUs borrowed from other VCs", "Quota: GPUs borrowed", None),
+                 ("shared_node_num", "nodes running two or more jobs", "Nodes shared by several jobs", None))
+
+
+def write_run_page(run_dir) -> Path:
+    """Write `run_dir`/report.html from the run's files; returns its path."""
+    run_dir = Path(run_dir)
+    path = run_dir / FILE
+    path.write_text(run_page(run_dir).render(), encoding="utf-8")
+    return path
+
+
+def run_page(run_dir: Path) -> Page:
+    """The page of a trace replay's folder (summary.csv, jobs.parquet, timeseries.parquet,
+    trace_report.json and Hydra's .hydra folder)."""
+    report = json.loads((run_dir / "trace_report.json").read_text())
+    config = read_yaml(run_dir / ".hydra" / "config.yaml")
+    summary = pd.read_csv(run_dir / "summary.csv")
+    what = run_name(report, config)
+    page = Page(title=f"raysim: {what}", subtitle=" ".join(run_overrides(run_dir)))
+    page.section("summary", "Summary", summary_html(summary))
+    page.section("plots", "Charts", charts_html(page, run_dir, report, summary))
+    page.section("run", "What was run", run_html(run_dir, report, config))
+    page.section("data", "Data", data_html(report))
+    page.section("time", "Wall time", wall_html(report.get("wall_s") or {}))
+    page.section("files", "Files", files_html(run_dir))
+    return page
+
+
+def read_yaml(path: Path) -> dict:
+    """A YAML file as a dict ({} when it is absent)."""
+    if not path.exists():
+        return {}
+    return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+
+
+def run_name(report: dict, config: dict) -> str:
+    """"venus_synth: fifo / consolidate, compat=clean" (with the quota where there is one)."""
+    source = Path(str(report.get("source", "")))
+    trace = source.parent.name if source.suffix else source.name
+    pick = lambda group, key: (config.get(group) or {}).get(key)  # noqa: E731
+    quota = pick("quota", "mode")
+    parts = [f"{trace or 'trace'}: {pick('policy', 'name')} / {pick('placer', 'name')}"]
+    if quota and quota != "none":
+        parts.append(f" / quota={quota}")
+    compat = pick("sim", "compat")
+    return "".join(parts) + (f", compat={compat}" if compat else "")
+
+
+def summary_html(summary: pd.DataFrame) -> str:
+    """Headline figures of the cluster, then the summary per VC (sortable)."""
+    overall = summary[summary["vc"] == "all"].iloc[0]
+    head = [("jobs", f"{int(overall['jobs']):,}"), ("average JCT", hours(overall["avg_jct"])),
+            ("average queueing delay", hours(overall["avg_queue"])),
+            ("p99 queueing delay", hours(overall.get("p99_queue", np.nan)))]
+    if "gpu_utilization" in overall:
+        head.append(("GPU utilisation", f"{overall['gpu_utilization']:.3f}"))
+    for key, name in (("interruptions", "interruptions"), ("retries", "retries of failed runs"),
+                      ("lost_gpu_h", "GPU-hours of work lost")):
+        if key in overall and pd.notna(overall[key]):
+            head.append((name, f"{overall[key]:,.0f}" if key != "lost_gpu_h" else f"{overall[key]:,.1f}"))
+    return cards(head) + table(summary, total="all")
+
+
+def hours(seconds) -> str:
+    """'7.48 h (26,923 s)'; '–' for a missing value."""
+    if seconds is None or pd.isna(seconds):
+        return "–"
+    return f"{seconds / 3600:,.2f} h ({seconds:,.0f} s)"
+
+
+def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) -> str:
+    """The run's charts: JCT and queueing-delay CDFs, the average queue per VC, and over time the
+    GPU utilisation (per GPU type too), pending jobs, and where the run has them GPUs down, GPUs
+    borrowed and nodes with shared GPUs, for the cluster and its largest VCs."""
+    jobs = pq.read_table(run_dir / "jobs.parquet", columns=["jct", "queue"])
+    jct, queue = (jobs.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in ("jct", "queue"))
+    parts = []
+    x, y = cdf_points(np.maximum(jct, 1.0))
+    parts.append(page.chart(Chart("jct_cdf", "JCT distribution", {"label": "job completion time (s, log scale)",
+                                                                  "log": True},
+                                  {"label": "fraction of jobs finished within it", "range": [0, 1]},
+                                  ["all jobs"], [x, y], caption=f"Empirical CDF over the {plural(int((~np.isnan(jct)).sum()), 'finished job')} "
+                                  "(JCTs under 1 s drawn at 1 s); hover for the fraction at a JCT.")))
+    x, y = cdf_points(queue)
+    parts.append(page.chart(Chart("queue_cdf", "Queueing delay distribution",
+                                  {"label": "queueing delay (s, asinh scale: linear below 1 s)", "asinh": True},
+                                  {"label": "fraction of jobs that waited at most this", "range": [0, 1]},
+                                  ["all jobs"], [x, y], caption="Empirical CDF over the jobs that started.")))
+    vcs = [vc for vc in summary["vc"] if vc != "all"]
+    if len(vcs) > 1:
+        values = summary.set_index("vc")["avg_queue"].reindex(vcs).to_numpy(dtype=float)
+        top = float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
+        parts.append(page.chart(Chart("queue_per_vc", "Average queueing delay per VC",
+                                      {"label": "VC", "categories": vcs},
+                                      {"label": "average queueing delay (s)", "range": [0, top * 1.08 or 1.0]},
+                                      ["avg_queue"], [np.arange(len(vcs)), values], kind="bars",
+                                      height=300 + 4 * min(len(vcs), 40),
+                                      caption="From the summary's avg_queue; a VC whose jobs never waited has no bar.")))
+    series_path = run_dir / "timeseries.parquet"
+    if series_path.exists():
+        parts += over_time_charts(page, series_path, largest_vcs(report.get("layout") or {}))
+    return "\n".join(parts)
+
+
+def over_time_charts(page: Page, path: Path, top: list[str]) -> list[str]:
+    """Over-time charts of a timeseries.parquet: each SERIES_CHARTS column it has (and that is not 0
+    throughout), the cluster in bold with its `top` VCs; the utilisation per GPU type where there
+    are several types."""
+    names = column_names(path)
+    edges, step = series_edges(path)
+    origin, per, label = time_axis(edges)
+    x = (edges[:-1] - origin) / per
+    span = float(edges[1] - edges[0])
+    means = f"each point: the mean over {duration(span)}" if span > step * 1.5 else f"sampled every {duration(step)}"
+    charts = [c for c in SERIES_CHARTS if c[0] in names]
+    types = [c for c in names if c.startswith("gpu_utilization_")]
+    data = vc_series(path, ["all", *top], [c[0] for c in charts] + types, edges)
+    vcs = [vc for vc in ["all", *top] if vc in data]
+    out = []
+    for column, ylabel, title, y_range in charts:
+        lines = [data[vc][column] for vc in vcs]
+        if column != "gpu_utilization" and not any(np.nansum(np.abs(v)) for v in lines):
+            continue  # nothing to see (no node ever down, no loan, no node shared)
+        shown = f"the cluster and its {len(top)} largest VCs" if len(top) > 1 else "the cluster"
+        out.append(page.chart(Chart(f"series_{column}", title, {"label": label}, {"label": ylabel, **(
+            {"range": y_range} if y_range else {})}, ["cluster" if vc == "all" else vc for vc in vcs],
+            [x, *lines], bold=0, caption=f"{title} of {shown} ({means}). Drag to zoom, double-click to zoom out.")))
+    if len(types) > 1:
+        out.append(page.chart(Chart("series_gpu_types", "GPU utilisation per GPU type", {"label": label},
+                                    {"label": "fraction of the type's GPUs busy", "range": [0, 1]},
+                                    [t.removeprefix("gpu_utilization_") for t in types],
+                                    [x, *(data["all"][t] for t in types)], caption=f"The cluster ({means}).")))
+    return out
+
+
+def duration(seconds: float) -> str:
+    """'60 s', '4.3 min', '2.0 h', '1.5 days'."""
+    if seconds < 120:
+        return f"{seconds:,.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:,.1f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:,.1f} h"
+    return f"{seconds / 86400:,.1f} days"
+
+
+def run_html(run_dir: Path, report: dict, config: dict) -> str:
+    """The command, the chosen plug-ins, seed, cluster and version; the whole composed config folded."""
+    overrides = read_yaml_list(run_dir / ".hydra" / "overrides.yaml")
+    pick = lambda group, key: (config.get(group) or {}).get(key)  # noqa: E731
+    layout = report.get("layout") or {}
+    gpus: dict[str, int] = {}
+    for pools in layout.values():
+        for p in pools:
+            gpus[p["gpu_type"]] = gpus.get(p["gpu_type"], 0) + p["gpus_per_node"] * p["nodes"]
+    items = [("command", f"<code>{esc(' '.join(['python -m raysim', *overrides]))}</code>"),
+             ("policy", esc(pick("policy", "name"))), ("placer", esc(pick("placer", "name"))),
+             ("quota", esc(pick("quota", "mode"))), ("runtime", esc(pick("runtime", "name"))),
+             ("semantics (sim.compat)", esc(pick("sim", "compat"))), ("seed", esc(config.get("seed"))),
+             ("trace", esc(report.get("source", ""))), ("jobs", f"{report.get('jobs', 0):,}"),
+             ("cluster", esc(f"{plural(len(layout), 'VC')}, " + ", ".join(f"{n:,} {t}" for t, n in gpus.items())
+                             + " GPUs")),
+             ("raysim version", esc(__version__)),
+             ("page written", esc(datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")))]
+    composed = yaml.safe_dump(config, sort_keys=False) if config else "(no .hydra/config.yaml in the run folder)"
+    return facts(items) + f"<details><summary>the whole configuration</summary><pre>{esc(composed)}</pre></details>"
+
+
+def read_yaml_list(path: Path) -> list:
+    """A YAML list file (Hydra's overrides.yaml) as a list ([] when absent)."""
+    if not path.exists():
+        return []
+    return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or []
+
+
+def data_html(report: dict) -> str:
+    """The trace file with its hash, the datasets read by name with theirs, and the rows skipped or
+    converted while reading, with why."""
+    source = Path(str(report.get("source", "")))
+    parts = [facts([("trace file", f"<code>{esc(source)}</code>"), ("sha256", f"<code>{esc(file_hash(source))}</code>"),
+                    ("read from raysim's trace cache", "yes" if report.get("from_cache") else "no")])]
+    datasets = report.get("datasets") or []
+    if datasets:
+        rows = [{"setting": d["key"], "dataset": d["dataset"], "file": f["file"], "sha256": f["sha256"],
+                 "pinned": "pinned" if f.get("pinned") else "trusted on first use"}
+                for d in datasets for f in d.get("files", [])]
+        parts.append("<h3>Datasets read by name</h3>" + table(pd.DataFrame(rows), caption=False))
+    counts, converted = report.get("counts") or {}, report.get("converted") or {}
+    if counts or converted:
+        rows = [{"what": "skipped", "reason": r, "rows": n, "columns": ", ".join((report.get("by_column") or {}).get(r, {})),
+                 "example": json.dumps((report.get("examples") or {}).get(r, ""))[:200]} for r, n in counts.items()]
+        rows += [{"what": "converted", "reason": r, "rows": n, "columns": "", "example": ""} for r, n in converted.items()]
+        parts.append("<h3>Rows skipped or converted while reading</h3>" + table(pd.DataFrame(rows), caption=False))
+    else:
+        parts.append("<p>Every row of the trace was read as it is: none skipped, none converted.</p>")
+    return "\n".join(parts)
+
+
+def file_hash(path: Path) -> str:
+    """The sha256 of a trace file (its size only where it is over HASH_MAX_BYTES; a folder or a
+    generated trace has none)."""
+    if not path.is_file():
+        return "(not a file: a folder or a generated trace)"
+    size = path.stat().st_size
+    if size > HASH_MAX_BYTES:
+        return f"(not hashed: {size:,} bytes)"
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def wall_html(wall: dict) -> str:
+    """Where the run's wall time went (trace_report.json's `wall_s`), each stage with its share."""
+    stages = [(STAGES.get(k, k), float(v)) for k, v in wall.items() if k in STAGES and v is not None]
+    if not stages:
+        return "<p>This run recorded no wall-time split (it was written by an older raysim).</p>"
+    total = sum(v for _, v in stages) or 1.0
+    rows = "".join(f'<tr><td>{esc(name)}</td><td class=n>{v:,.2f}</td><td class=n>{100 * v / total:.0f} %</td>'
+                   f'<td><span class="bar" style="width:{200 * v / total:.0f}px"></span></td></tr>' for name, v in stages)
+    return (f"<table><thead><tr><th>stage</th><th>seconds</th><th>share</th><th></th></tr></thead><tbody>{rows}"
+            f'<tr class=total><td>total</td><td class=n>{total:,.2f}</td><td></td><td></td></tr></tbody></table>'
+            '<p class="caption">Measured in the run\'s process; start-up (Python, imports, Hydra) and this '
+            "page are not included.</p>")
+
+
+def files_html(run_dir: Path) -> str:
+    """The run folder's result files, linked (relative links: the folder can be moved or copied)."""
+    files = sorted(p for p in run_dir.rglob("*") if p.is_file() and ".hydra" not in p.parts and p.name != FILE)
+    rows = "".join(f'<tr><td><a href="{esc(p.relative_to(run_dir).as_posix())}">{esc(p.relative_to(run_dir))}</a></td>'
+                   f"<td class=n>{p.stat().st_size:,}</td></tr>" for p in files)
+    return f"<table><thead><tr><th>file</th><th>bytes</th></tr></thead><tbody>{rows}</tbody></table>"
