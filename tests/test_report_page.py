@@ -46,6 +46,31 @@ def test_step_means_are_time_weighted():
     assert np.isnan(outside[0]) and outside[1:].tolist() == [1.0, 1.0]  # before the first row: no value
 
 
+def test_vc_series_splits_row_groups_with_their_own_dictionaries(tmp_path):
+    """A grid file whose row groups encode the VC names differently: each VC's spans come out right."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from raysim.report.page_data import series_edges, vc_series
+
+    def group(times, names, util):
+        return pa.table({"vc": pa.array(names).dictionary_encode(), "time": pa.array(times, pa.int64()),
+                         "gpu_utilization": pa.array(util, pa.float32())})
+
+    path = tmp_path / "timeseries.parquet"
+    with pq.ParquetWriter(path, group([0], ["a"], [0.0]).schema) as writer:
+        writer.write_table(group([0, 0, 0, 60, 60, 60], ["a", "b", "all", "a", "b", "all"], [0, 1, .5, 1, 1, 1]))
+        writer.write_table(group([120, 120, 120], ["all", "b", "a"], [1, 0.75, 0.5]))  # another dictionary
+    edges, step = series_edges(path)
+    assert step == 60 and edges.tolist() == [0, 60, 120, 180]
+    got = vc_series(path, ["all", "a", "b"], ["gpu_utilization"], edges)
+    assert got["a"]["gpu_utilization"].tolist() == [0, 1, 0.5]
+    assert got["b"]["gpu_utilization"].tolist() == [1, 1, 0.75]
+    assert got["all"]["gpu_utilization"].tolist() == [0.5, 1, 1]
+    coarse = vc_series(path, ["a"], ["gpu_utilization"], np.array([0.0, 180.0]))
+    assert coarse["a"]["gpu_utilization"].tolist() == [0.5]  # (0 + 1 + 0.5) / 3
+
+
 def test_page_is_self_contained_and_escapes_text():
     page = Page(title="a <b> & 'c'")
     page.section("s", "Section", page.chart(Chart("c1", "</script><script>alert(1)</script>", {"label": "x"},

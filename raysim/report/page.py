@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -32,10 +31,12 @@ def esc(text) -> str:
 
 def number_list(values) -> list:
     """Numbers for a chart's JSON: DIGITS significant digits, NaN and infinity as null (a gap)."""
-    out = []
-    for v in np.asarray(values, dtype=np.float64).tolist():
-        out.append(float(f"{v:.{DIGITS}g}") if math.isfinite(v) else None)
-    return out
+    v = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(v)
+    magnitude = np.floor(np.log10(np.abs(np.where(finite & (v != 0), v, 1.0))))
+    scale = 10.0 ** (DIGITS - 1 - magnitude)
+    rounded = np.round(np.where(finite, v, 0.0) * scale) / scale
+    return [x if ok else None for x, ok in zip(rounded.tolist(), finite.tolist())]
 
 
 @dataclass

@@ -32,7 +32,9 @@ SERIES_CHARTS = (("gpu_utilization", "fraction of GPUs busy", "GPU utilisation",
                  ("pending_gpujob_num", "jobs waiting", "Pending jobs", None),
                  ("down_gpu_num", "GPUs out of service", "Capacity: GPUs down", None),
                  ("borrowed_gpu_num", "GPUs borrowed from other VCs", "Quota: GPUs borrowed", None),
-                 ("shared_node_num", "nodes running two or more jobs", "Nodes shared by several jobs", None))
+                 ("shared_node_num", "nodes running two or more jobs", "Nodes shared by several jobs", None),
+                 ("used_gpu_milli", "GPU milli allocated (1,000 = one GPU)", "GPU shares allocated", None),
+                 ("frag_gpu_milli", "free GPU milli no typical request fits", "GPU fragmentation (FGD's measure)", None))
 
 
 def write_run_page(run_dir) -> Path:
@@ -133,6 +135,10 @@ def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) 
     series_path = run_dir / "timeseries.parquet"
     if series_path.exists():
         parts += over_time_charts(page, series_path, largest_vcs(report.get("layout") or {}))
+    lost = run_dir / "lost_by_cause.csv"
+    if lost.exists():
+        parts.append("<h3>Interruptions and work lost per cause</h3>"
+                     + table(pd.read_csv(lost).query("vc == 'all'").drop(columns="vc")))
     return "\n".join(parts)
 
 
