@@ -34,6 +34,8 @@ def test_one_run_writes_the_reference_layout(tmp_path):
     assert row["allo_130"] == allo.at[0, "130"] and 0 < row["allo_130"] <= 100
     assert allo.iloc[0, 5:].notna().all()  # every percent 0..130 has a value
     assert (tmp_path / "out" / "frag_ratio.csv").exists() and (tmp_path / "out" / "plots" / "fgd_curves.png").exists()
+    html = (tmp_path / "out" / "report.html").read_text()  # the run's page: its summary row and its curves
+    assert 'id="fgd_allo"' in html and 'id="fgd_frag_ratio"' in html and "05-BestFit" in html
 
 
 def test_sweep_summary_averages_seeds_per_policy(tmp_path):

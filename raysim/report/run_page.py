@@ -173,6 +173,45 @@ def over_time_charts(page: Page, path: Path, top: list[str]) -> list[str]:
     return out
 
 
+def fgd_curves(page: Page, runs: dict[str, Path]) -> list[str]:
+    """FGD inflation runs ({label: run folder}): the GPU allocation ratio and the fragmentation
+    ratio against the arrived workload, a line per run (allo.csv, frag_ratio.csv: one row each)."""
+    out = []
+    for file, ylabel, title in (("allo.csv", "GPUs allocated (%)", "GPU allocation ratio"),
+                                ("frag_ratio.csv", "idle GPU capacity fragmented (%)", "Fragmentation ratio")):
+        curves = {label: pd.read_csv(folder / file) for label, folder in runs.items() if (folder / file).exists()}
+        if not curves:
+            continue
+        points = [c for c in next(iter(curves.values())).columns if c.replace(".", "", 1).isdigit()]
+        out.append(page.chart(Chart(f"fgd_{file.split('.')[0]}", title,
+                                    {"label": "arrived workload (% of the cluster's GPUs)"}, {"label": ylabel},
+                                    list(curves), [np.array([float(c) for c in points]),
+                                                   *(c[points].iloc[0].to_numpy(float) for c in curves.values())],
+                                    caption="A line per run. Drag to zoom, double-click to zoom out.")))
+    return out
+
+
+def write_fgd_page(run_dir) -> Path:
+    """Write report.html of an FGD inflation run (mode=fgd): its summary row, its two curves and what
+    was run; returns its path."""
+    run_dir = Path(run_dir)
+    config = read_yaml(run_dir / ".hydra" / "config.yaml")
+    fgd = config.get("fgd") or {}
+    page = Page(title=f"raysim FGD inflation: {fgd.get('policy')} on {fgd.get('workload')}, seed {config.get('seed')}",
+                subtitle=" ".join(run_overrides(run_dir)))
+    page.section("summary", "Summary", table(pd.read_csv(run_dir / "fgd_summary.csv"), sortable=False))
+    page.section("plots", "Charts", "\n".join(fgd_curves(page, {"run": run_dir})))
+    overrides = read_yaml_list(run_dir / ".hydra" / "overrides.yaml")
+    page.section("run", "What was run", facts(
+        [("command", f"<code>{esc(' '.join(['python -m raysim', *overrides]))}</code>"),
+         *((key, esc(value)) for key, value in fgd.items()), ("seed", esc(config.get("seed"))),
+         ("raysim version", esc(__version__))]))
+    page.section("files", "Files", files_html(run_dir))
+    path = run_dir / FILE
+    path.write_text(page.render(), encoding="utf-8")
+    return path
+
+
 def duration(seconds: float) -> str:
     """'60 s', '4.3 min', '2.0 h', '1.5 days'."""
     if seconds < 120:

@@ -18,7 +18,7 @@ from raysim.report.describe import (common_overrides, run_compat, run_descriptio
                                     time_axis)
 from raysim.report.page import Chart, Page, esc, facts, table
 from raysim.report.page_data import CDF_POINTS, SERIES_POINTS, cdf_on, cdf_points, series_edges, vc_series
-from raysim.report.run_page import FILE, duration, read_yaml
+from raysim.report.run_page import FILE, duration, fgd_curves, read_yaml
 from raysim.report.summary import plural, unit
 
 #: The per-VC comparisons drawn (summary columns), where the runs have several VCs
@@ -64,7 +64,7 @@ def sweep_page(sweep_dir: Path, table_: pd.DataFrame, columns: list[str], charte
     if trace_replay:
         page.section("charts", "Comparison", replay_charts(page, table_, done, labels, charted))
     else:
-        page.section("charts", "Comparison", fgd_charts(page, table_, done, charted))
+        page.section("charts", "Comparison", fgd_charts(page, table_, done, labels, charted))
     page.section("sweep", "What was run", facts([
         ("command", f"<code>{esc(' '.join(['python -m raysim -m', *sweep_task(sweep_dir)]))}</code>"),
         ("folder", f"<code>{esc(sweep_dir)}</code>"), ("runs", f"{len(done)} with results, {len(missing)} without"),
@@ -207,22 +207,11 @@ def series_charts(page: Page, runs: list[Path], names: list[str]) -> list[str]:
     return out
 
 
-def fgd_charts(page: Page, table_: pd.DataFrame, runs: list[Path], metrics: list[str]) -> str:
-    """FGD inflation runs: a bar chart per result metric of `metrics`, and each run's GPU allocation ratio and
-    fragmentation ratio against the arrived workload (allo.csv, frag_ratio.csv)."""
+def fgd_charts(page: Page, table_: pd.DataFrame, runs: list[Path], labels: dict, metrics: list[str]) -> str:
+    """FGD inflation runs: a bar chart per result metric of `metrics`, and each run's GPU allocation
+    ratio and fragmentation ratio against the arrived workload (fgd_curves)."""
     indexed = table_.set_index("run")
-    names = list(table_["run"])
-    parts = [small_multiples([metric_chart(page, indexed, names, m) for m in metrics if m in indexed.columns])]
-    for file, ylabel, title in (("allo.csv", "GPUs allocated (%)", "GPU allocation ratio"),
-                                ("frag_ratio.csv", "idle GPU capacity fragmented (%)", "Fragmentation ratio")):
-        curves = {n: pd.read_csv(r / file) for r, n in zip(runs, names) if (r / file).exists()}
-        if not curves:
-            continue
-        first = next(iter(curves.values()))
-        points = [c for c in first.columns if c.replace(".", "", 1).isdigit()]
-        x = np.array([float(c) for c in points])
-        parts.append(page.chart(Chart(f"fgd_{file.split('.')[0]}", f"{title} per run", {"label": "arrived workload (% of the cluster's GPUs)"},
-                                      {"label": ylabel}, list(curves),
-                                      [x, *(c[points].iloc[0].to_numpy(float) for c in curves.values())],
-                                      caption="One line per run (its seed's curve). Drag to zoom, double-click to zoom out.")))
-    return "\n".join(parts)
+    names = [labels[r] for r in runs]
+    bars = small_multiples([metric_chart(page, indexed, names, m, short_names(runs, names)) for m in metrics
+                            if m in indexed.columns])
+    return "\n".join([bars, *fgd_curves(page, {labels[r]: r for r in runs})])

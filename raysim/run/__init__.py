@@ -46,7 +46,11 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
         record_datasets(run_dir, used)
     if cfg.mode == "cluster":
         write_page(cfg, run_dir)
-        print(f"results: {run_dir}")
+    else:  # an FGD inflation run always gets its page: it reads no report.* setting
+        from raysim.report.run_page import write_fgd_page
+
+        print(f"page: {write_fgd_page(run_dir)}")
+    print(f"results: {run_dir}")
     return result
 
 

@@ -89,7 +89,6 @@ def run_fgd(cfg: DictConfig, run_dir: Path) -> dict:
     print(f"{run.label} on {run.workload} (seed {run.seed}, tune {run.tune}): {len(run.pod):,} arrivals, "
           f"{run.failed:,} failed; GPU allocation {row['allo_100']:.2f} % at 100 % arrived, "
           f"{row['allo_130']:.2f} % at 130 %; {run.wall_s:.2f} s")
-    print(f"results: {run_dir}")
     return row
 
 
