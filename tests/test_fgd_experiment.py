@@ -36,6 +36,10 @@ def test_one_run_writes_the_reference_layout(tmp_path):
     assert (tmp_path / "out" / "frag_ratio.csv").exists() and (tmp_path / "out" / "plots" / "fgd_curves.png").exists()
     html = (tmp_path / "out" / "report.html").read_text()  # the run's page: its summary row and its curves
     assert 'id="fgd_allo"' in html and 'id="fgd_frag_ratio"' in html and "05-BestFit" in html
+    from raysim.report.cli import main as report
+
+    (tmp_path / "out" / "report.html").unlink()
+    assert report([str(tmp_path / "out")]) == 0 and (tmp_path / "out" / "report.html").exists()
 
 
 def test_sweep_summary_averages_seeds_per_policy(tmp_path):

@@ -13,11 +13,16 @@ from raysim.report.sweep import headline, report_sweep
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="raysim report", description=__doc__.splitlines()[0])
     ap.add_argument("folder", help="a Hydra multirun folder (trace replays, harvesting included, or FGD inflation "
-                                   "runs), or a run folder (one with jobs.parquet)")
+                                   "runs), or a run folder (one with jobs.parquet, or an FGD inflation run's)")
     ap.add_argument("--no-plots", action="store_true", help="no PNG plots (tables and report.html only)")
     args = ap.parse_args(argv)
     if (Path(args.folder) / "jobs.parquet").exists():
         return report_run(Path(args.folder))
+    if (Path(args.folder) / "fgd_summary.csv").exists():  # one FGD inflation run
+        from raysim.report.run_page import write_fgd_page
+
+        print(f"wrote {write_fgd_page(Path(args.folder))}")
+        return 0
     try:
         table = report_sweep(args.folder, plots=not args.no_plots)
     except FileNotFoundError as exc:
