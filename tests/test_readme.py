@@ -22,16 +22,25 @@ differ from a user's machine, and only these:
   only in those three datasets' file hashes and sizes.
 - A placeholder of PLACEHOLDERS (`<file.trace>`) is replaced by a small file made in the scratch folder.
 
-Scripts that take minutes (SLOW) are marked `slow`. Scripts made only of ALLOWED commands (installing,
-the test suite itself, a Ray cluster: tests/test_cluster.py runs that one) are not run, and a test
-checks that no other command hides among them. Identical scripts run once.
+Running the scripts takes minutes (each command is a process that imports raysim, and the quick
+start starts Ray), so every script runs in the slow step (`slow`; those needing ../shared are also
+`shared`). The main suite keeps a fast check of every one of them,
+`test_readme_command_is_well_formed`: the script is valid bash, every `raysim data fetch` names a
+dataset of the registry, every tool command (`raysim data|trace|models|report ...`) is accepted by
+the tool's own argument parser, and every simulation command (each run of a sweep) composes with
+the overrides the shim gives it and passes the run's config checks (`check_cluster_config`), all in
+this process. Scripts made only of ALLOWED commands (installing, the test suite itself, a Ray
+cluster: tests/test_cluster.py runs that one) are not run, and a test checks that no other command
+hides among them. Identical scripts run once.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -51,8 +60,6 @@ README = REPO / "README.md"
 #: command prefixes that are not run here (installing; the test suite itself; a Ray cluster, which
 #: tests/test_cluster.py starts under the `cluster` marker)
 ALLOWED = ("pip install ", "python -m pytest ", "export RAY_AUTH_MODE=", "ray start ", "ray job submit ")
-#: scripts containing one of these take minutes: marked slow
-SLOW = ("+experiment=saturn_synth", "+experiment=helios_synth", "+experiment=venus_elastic")
 #: run on Ray exactly as written (everything else gets runtime=local, see the module docstring)
 AS_WRITTEN = ("python -m raysim +experiment=venus",)
 #: placeholder -> file name made in the scratch folder (see make_placeholders)
@@ -134,12 +141,12 @@ def readme_scripts() -> tuple[list[Script], list[tuple[int, list[str]]]]:
 SCRIPTS, SKIPPED = readme_scripts()
 
 
-def param(s: Script):
-    marks = []
-    if set(s.datasets) & set(SHARED_COPIES):
-        marks += [pytest.mark.shared, pytest.mark.slow]  # (3-6 s each: kept out of the main suite)
-    elif any(k in s.text for k in SLOW):
-        marks.append(pytest.mark.slow)
+def param(s: Script, run: bool = True):
+    """The script as a test parameter: running it is `slow` (and `shared` where it fetches a copy of
+    ../shared); checking it (run=False) is neither."""
+    marks = [pytest.mark.slow] if run else []
+    if run and set(s.datasets) & set(SHARED_COPIES):
+        marks.append(pytest.mark.shared)
     first = s.text.strip().splitlines()[-1][:60]
     return pytest.param(s, marks=marks, id=f"{s.where}:{first}")
 
@@ -287,3 +294,89 @@ def test_readme_command_runs_as_written(script, sandbox, tmp_path, request):
     assert proc.returncode == 0, f"{script.where}\n{text}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
     if script.runs:
         assert (work / "outputs").is_dir() or (work / "multirun").is_dir(), proc.stdout[-2000:]
+
+
+# --------------------------------------------------------------------------- the fast check of each script
+
+class _Parsed(Exception):
+    """Raised by the patched ArgumentParser.parse_args once a tool's command line is parsed."""
+
+
+def _tool_args_parse(argv: list[str], monkeypatch) -> None:
+    """`raysim <tool> ...` (argv without `raysim`) is accepted by the tool's argument parser; the tool
+    itself does not run."""
+    import argparse
+    import importlib
+
+    from raysim.cli import TOOLS
+
+    assert argv and argv[0] in TOOLS, argv
+    original = argparse.ArgumentParser.parse_args
+
+    def parse_only(self, args=None, namespace=None):
+        original(self, args, namespace)  # a bad command line exits with status 2 here
+        raise _Parsed
+
+    with monkeypatch.context() as m:
+        m.setattr(argparse.ArgumentParser, "parse_args", parse_only)
+        with pytest.raises(_Parsed):
+            importlib.import_module(TOOLS[argv[0]]).main(argv[1:])
+
+
+def _run_passes_the_config_checks(argv: list[str], as_written: bool) -> None:
+    """`python -m raysim <argv>`: every run of it (each combination of a sweep's values), with the
+    shim's runtime=local where the shim adds it, composes and passes the run's config checks."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from raysim import cli  # noqa: F401  (the raysim_path resolver)
+    from raysim.paths import CONF_DIR
+    from raysim.run.config import check_cluster_config
+
+    args = [a for a in argv if a != "-m"]
+    assert all(not a.startswith("-") for a in args), argv
+    if not as_written and not any(a.startswith("runtime=") for a in args) and "+experiment=fgd_openb" not in args:
+        args.append("runtime=local")  # what the shim appends (see SHIM)
+    axes = []
+    for override in OverridesParser.create().parse_overrides(args):
+        key = override.get_key_element()
+        if key.startswith("hydra."):  # (where results go: Hydra's own settings)
+            continue
+        values = (list(override.sweep_string_iterator()) if override.is_sweep_override()
+                  else [override.get_value_element_as_str()])
+        axes.append([f"{key}={v}" for v in values])
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        for overrides in itertools.product(*axes):
+            cfg = compose(config_name="config", overrides=list(overrides))
+            if cfg.mode == "cluster":
+                check_cluster_config(cfg)
+
+
+@pytest.mark.parametrize("script", [param(s, run=False) for s in SCRIPTS])
+def test_readme_command_is_well_formed(script, tmp_path, monkeypatch):
+    """The main suite's stand-in for test_readme_command_runs_as_written (slow): see the module
+    docstring."""
+    from raysim.data import datasets
+
+    text = script.text
+    for placeholder, name in PLACEHOLDERS.items():
+        text = text.replace(placeholder, str(tmp_path / name))
+    syntax = subprocess.run(["bash", "-n", "-c", text], capture_output=True, text=True)
+    assert syntax.returncode == 0, (script.where, syntax.stderr)
+    assert set(script.datasets) <= set(datasets()), (script.where, script.datasets)
+    monkeypatch.setenv("RAYSIM_DATA", str(tmp_path / "cache"))  # data:NAME inputs are resolved by a run, not here
+    monkeypatch.chdir(tmp_path)
+    for line in commands(text):
+        inner = re.findall(r"\$\(([^)]*)\)", line)  # $(raysim data path ...): checked as a command of its own
+        for cmd in [*inner, re.sub(r"\$\([^)]*\)", "SUBSTITUTED", line)]:
+            words = shlex.split(cmd)
+            if words[:3] == ["python", "-m", "raysim"]:
+                argv = words[3:]
+            elif words[:1] == ["raysim"]:
+                argv = words[1:]
+            else:
+                pytest.fail(f"{script.where}: not a raysim command: {cmd}")
+            if argv and argv[0] in TOOLS:
+                _tool_args_parse(argv, monkeypatch)
+            else:
+                _run_passes_the_config_checks(argv, as_written=cmd.strip() in AS_WRITTEN)
