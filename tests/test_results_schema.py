@@ -1,6 +1,8 @@
 """One result schema: every experiment of conf/experiment/ runs on a small input and its jobs.parquet
 conforms to raysim.report.schema (docs/results.md). Experiments on public data read it through
-`data:` names from a cache filled from a mirror of ../shared (those are marked `shared`)."""
+`data:` names from a cache filled from a mirror of ../shared (those are marked `shared`), or, where
+the whole input takes many seconds, a cut of the cached copy (the first jobs, pods or nodes; see
+`data_cache`). Generated traces are a fraction of a day."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from raysim import cli  # noqa: F401  (the raysim_path resolver)
-from raysim.paths import CONF_DIR
+from raysim.paths import CONF_DIR, TRACES_DIR
 from raysim.report.schema import COMMON, GROUPS, check_jobs, groups_of, read_jobs
 from raysim.run import run
 
@@ -19,23 +21,24 @@ SHIPPED = {
     "venus": ([], []),
     "venus_maintenance": (["policy=tiresias"], ["capacity"]),
     "hetero_demo": ([], ["gpu_types"]),
-    "gavel_hetero_demo": (["policy=max_min_fairness"], ["gpu_types"]),
-    "helios_synth": (["trace.synth.days=1"], []),
-    "saturn_synth": (["trace.synth.days=2"], []),
+    "gavel_hetero_demo": (["policy=max_min_fairness", "trace.path=${oc.env:HETERO_300}"], ["gpu_types"]),  # (see hetero_300)
+    "helios_synth": (["trace.synth.days=0.2"], []),
+    "saturn_synth": (["trace.synth.days=0.5"], []),
     "venus_maintenance": (["policy=tiresias"], ["capacity"]),
 }
 ON_DATA = {
     "venus_real": (["policy=srtf"], []),
     "lucid": ([], []),
-    "gavel_trace": (["trace.path=${oc.env:GAVEL_TRACE}", "policy=gandiva"], ["gpu_types", "rounds"]),
-    "gavel_continuous": (["policy=fifo_perf", "rounds.generate.jobs=40"], ["gpu_types", "rounds"]),
-    "venus_gavel": (["policy=max_min_fairness_perf"], []),
-    "openb": (["+trace.reader_options.vcs=2"], ["gpu_types", "requests"]),
+    "gavel_trace": (["trace.path=${oc.env:GAVEL_TRACE}", "policy=gandiva"], ["gpu_types", "rounds"]),  # 40 jobs
+    "gavel_continuous": (["policy=fifo_perf", "rounds.generate.jobs=10"], ["gpu_types", "rounds"]),
+    "venus_gavel": (["policy=max_min_fairness_perf", "trace.path=null", "trace.synth={preset:venus,days:0.25,seed:0}"],
+                    []),
+    "openb": (["+trace.reader_options.vcs=2", "trace.path=${oc.env:OPENB_SMALL}"], ["gpu_types", "requests"]),
     "harvest_summit": (["harvest.max_jobs=3"], ["capacity", "harvest"]),
-    "harvest_summit_full": (["harvest.max_jobs=3", "harvest.nodes=64"], ["capacity", "harvest"]),
+    "harvest_summit_full": (["harvest.max_jobs=3", "harvest.nodes=16"], ["capacity", "harvest"]),
     "sia_saturn": (["trace.path=${oc.env:SIA_TRACE}"], ["gpu_types", "elastic"]),
-    "venus_elastic": (["policy=sia", "policy.round_s=900", "trace.path=null", "trace.synth={preset:venus,days:1,seed:0}"],
-                      ["elastic"]),
+    "venus_elastic": (["policy=sia", "policy.round_s=900", "trace.path=null",
+                       "trace.synth={preset:venus,days:0.25,seed:0}"], ["elastic"]),
 }
 #: experiments that write no jobs.parquet, and what they write instead
 NO_JOBS = {"fgd_openb": "allo.csv"}
@@ -57,8 +60,19 @@ def test_every_experiment_is_covered():
     assert names == set(SHIPPED) | set(ON_DATA) | set(NO_JOBS)
 
 
+@pytest.fixture(scope="module")
+def hetero_300(tmp_path_factory):
+    """HETERO_300: the first 300 jobs of the shipped heterogeneous demo trace (round-based policies
+    take seconds per thousand jobs)."""
+    path = tmp_path_factory.mktemp("hetero") / "jobs.csv"
+    path.write_text("\n".join((TRACES_DIR / "hetero_demo" / "jobs.csv").read_text().splitlines()[:301]) + "\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HETERO_300", str(path))
+        yield path
+
+
 @pytest.mark.parametrize("name", sorted(SHIPPED))
-def test_shipped_experiments_write_the_schema(name, tmp_path):
+def test_shipped_experiments_write_the_schema(name, tmp_path, hetero_300):
     overrides, groups = SHIPPED[name]
     run_experiment(name, overrides, tmp_path / "run")
     table = read_jobs(tmp_path / "run")
@@ -67,8 +81,12 @@ def test_shipped_experiments_write_the_schema(name, tmp_path):
 
 @pytest.fixture(scope="module")
 def data_cache(shared_dir, tmp_path_factory):
-    """RAYSIM_DATA: a cache of the public datasets, fetched from a mirror of ../shared; SIA_TRACE: the
-    first 16 jobs of Sia's Saturn workload 1 (the whole workload takes ~15 s)."""
+    """RAYSIM_DATA: a cache of the public datasets, fetched from a mirror of ../shared; and cuts of
+    inputs whose whole takes many seconds: SIA_TRACE, the first 8 jobs of Sia's Saturn workload 1
+    (the whole workload takes ~15 s); GAVEL_TRACE, the first 40 jobs of Gavel's seed-0 trace;
+    OPENB_SMALL, a folder with the first 400 pods of the cached Alibaba 2023 default pod list, its
+    GPU node list, and `openb_node_list_small.csv`, the first 200 of those nodes (the FGD experiment's
+    cluster)."""
     from test_data import shared_mirror
 
     from raysim.data import store
@@ -78,14 +96,24 @@ def data_cache(shared_dir, tmp_path_factory):
     names = ["venus", "lucid_profiles", "openb", "gavel_throughputs", "summit_nodes", "sia_profiles", "sia_workloads"]
     mirror = shared_mirror(shared_dir, root / "mirror", names)
     workload = (shared_dir / "references" / "sia" / "workloads" / "saturn" / "workload-1.csv").read_text().splitlines()
-    (root / "sia_16.csv").write_text("\n".join(workload[:17]) + "\n")
+    (root / "sia_8.csv").write_text("\n".join(workload[:9]) + "\n")
+    gavel = (shared_dir / "references" / "gavel" / "gavel_seed0_lam8000_n300.trace").read_text().splitlines()
+    (root / "gavel_40.trace").write_text("\n".join(gavel[:40]) + "\n")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RAYSIM_DATA", str(root / "cache"))
         mp.setenv("RAYSIM_DATA_MIRROR", str(mirror))
-        mp.setenv("GAVEL_TRACE", str(shared_dir / "references" / "gavel" / "gavel_seed0_lam8000_n300.trace"))
-        mp.setenv("SIA_TRACE", str(root / "sia_16.csv"))
+        mp.setenv("GAVEL_TRACE", str(root / "gavel_40.trace"))
+        mp.setenv("SIA_TRACE", str(root / "sia_8.csv"))
+        mp.setenv("OPENB_SMALL", str(root / "openb_small"))
         for name in names:
             store.fetch(datasets()[name], say=lambda *_: None)
+        openb, small = root / "cache" / "openb", root / "openb_small"
+        small.mkdir()
+        pods = (openb / "openb_pod_list_default.csv").read_text().splitlines()
+        (small / "openb_pod_list_default.csv").write_text("\n".join(pods[:401]) + "\n")
+        nodes = (openb / "openb_node_list_gpu_node.csv").read_text().splitlines()
+        (small / "openb_node_list_gpu_node.csv").write_text("\n".join(nodes) + "\n")
+        (small / "openb_node_list_small.csv").write_text("\n".join(nodes[:201]) + "\n")
         yield root / "cache"
 
 
@@ -109,7 +137,8 @@ def test_the_real_venus_experiments_write_the_schema(name, data_cache, tmp_path)
 
 @pytest.mark.shared
 def test_the_fgd_inflation_experiment_writes_its_curves(data_cache, tmp_path):
-    run_experiment("fgd_openb", ["fgd.plots=false"], tmp_path / "run")
+    run_experiment("fgd_openb", ["fgd.plots=false", "fgd.data_dir=${oc.env:OPENB_SMALL}",
+                                 "fgd.node_list=openb_node_list_small"], tmp_path / "run")
     assert (tmp_path / "run" / NO_JOBS["fgd_openb"]).exists() and not (tmp_path / "run" / "jobs.parquet").exists()
 
 
