@@ -17,13 +17,17 @@ What is pinned:
    (every column of the time series).
 3. The FGD inflation experiment (:func:`raysim.sharing.run_inflation`, tune 1.3) on the Alibaba GPU
    2023 ``default`` pod list, six policies x seeds 42 and 1: the text of ``allo.csv`` and
-   ``frag_ratio.csv`` as ``+experiment=fgd_openb`` writes them. Marked ``shared``.
+   ``frag_ratio.csv`` as ``+experiment=fgd_openb`` writes them. Marked ``shared``; seed 1 also
+   ``slow`` (the main suite keeps every policy at seed 42).
 4. The timed FGD experiment (taken from the former ``raysim.sharing.timed.run_timed``; now
    ``+experiment=openb`` on the VC engine with policy fifo or fifo_backfill and the same scored
    placer) on the same list, seed 42: six policies x backfill off/on at speedup 1 and 100,000
    (where pods queue), and fgd x backfill off/on at speedup 20. Two digests per run: ``start_end`` (per-pod start and end times; must stay) and
    ``placement`` (start, end, node, rejected; node numbers may legitimately change with a
-   renumbering). Marked ``shared``; fgd's runs above x1 also ``slow``.
+   renumbering). Marked ``shared``; each run takes 3-8 s, so all but FAST_TIMED are also ``slow``:
+   the main suite keeps the random placer at speedup 1 and, with and without backfill, at
+   100,000 (where the queue itself is pinned), and bestfit at 100,000; every placer's own
+   choices stay pinned in the main suite by section 3.
 
 The digest (:func:`digest`) hashes named columns in a fixed byte form (int64, float64, bool, str):
 it depends neither on Parquet encoding nor on pyarrow/numpy versions nor on integer/float widths.
@@ -202,7 +206,7 @@ def inflation_csv(alibaba):
 
 
 @pytest.mark.shared
-@pytest.mark.parametrize("seed", [42, 1])
+@pytest.mark.parametrize("seed", [42, pytest.param(1, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("policy", FGD_POLICIES)
 def test_fgd_inflation(inflation_csv, policy, seed):
     check(f"inflation/{policy}/{seed}", hashlib.sha256(inflation_csv(policy, seed).encode()).hexdigest())
@@ -213,15 +217,18 @@ def timed_id(run) -> str:
     return f"{policy}-{'backfill' if backfill else 'fifo'}-x{speedup}"
 
 
+#: The timed runs of the main suite (the others are slow; see the module docstring).
+FAST_TIMED = {("random", False, 1), ("random", False, 100_000), ("random", True, 100_000), ("bestfit", False, 100_000)}
+
+
 def timed_runs():
     """(policy, backfill, speedup), seed 42. At the trace's own times (and at x20) no pod ever waits
     (docs/sharing.md): start = submit and end = submit + duration whatever the policy, so only the
     nodes tell those runs apart. At x100000 the cluster fills and pods queue: those runs pin the
-    queueing itself. FGD's runs above x1 take 3-6 s each: slow."""
+    queueing itself. Each run takes 3-8 s: all but FAST_TIMED are slow."""
     runs = ([(p, b, 1) for p in FGD_POLICIES for b in (False, True)] + [("fgd", b, 20) for b in (False, True)]
             + [(p, b, 100_000) for p in FGD_POLICIES for b in (False, True)])
-    return [pytest.param(r, id=timed_id(r), marks=[pytest.mark.slow] if r[0] == "fgd" and r[2] > 1 else [])
-            for r in runs]
+    return [pytest.param(r, id=timed_id(r), marks=[] if r in FAST_TIMED else [pytest.mark.slow]) for r in runs]
 
 
 @pytest.fixture(scope="module")
