@@ -53,3 +53,22 @@ def random_jobs(rng, n, horizon, max_gpu=16, long_tail=False):
     est = rng.integers(-50, 500, n)
     est = np.where(est < 0, 1000, est)
     return [(int(s), int(d), int(g), float(e)) for s, d, g, e in zip(submit, duration, gpu, est)]
+
+
+#: Four VCs of the real Venus trace (1,780 of its 23,859 jobs) with queues, preemptions and multi-node
+#: jobs under every baseline policy. VCs without quotas are simulated independently, so a run of
+#: these VCs alone gives their jobs exactly the results of the whole trace's run (every per-job column
+#: but first_node; checked by tests/test_reference_venus.py): the main suite's stand-in for runs of
+#: the whole trace.
+VENUS_VCS = ("vchbv", "vcvlY", "vcLTP", "vchA3")
+
+
+def vc_subset(trace, vcs=VENUS_VCS):
+    """`trace` restricted to the VCs `vcs` (their jobs, in trace order, and their nodes)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from raysim.trace.load import Trace
+
+    table = trace.table.filter(pc.is_in(trace.table.column("vc"), value_set=pa.array(list(vcs))))
+    return Trace(table, {vc: trace.vc_nodes[vc] for vc in vcs}, trace.report, trace.source)

@@ -1,9 +1,10 @@
 """Conservation and sanity invariants for every policy, placer and semantic mode."""
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from simutil import random_jobs
+from simutil import random_jobs, vc_subset
 
 from raysim.cluster.layout import layout_from_vc_nodes
 
@@ -61,12 +62,15 @@ def check_invariants(trace, jobs, series, spec):
     else:
         assert (pre == 0).all()
         assert np.array_equal(end - submit, queue + work)
-    vc = series.column("vc").to_pylist()
+    vc = series.column("vc").combine_chunks()  # the VC of each row, as codes into its names
+    if not pa.types.is_dictionary(vc.type):
+        vc = pc.dictionary_encode(vc)
+    codes, names = vc.indices.to_numpy(zero_copy_only=False), vc.dictionary.to_pylist()
     idle = series.column("idle_gpu_num").to_numpy()
     total = series.column("total_gpu_num").to_numpy()
     assert (idle >= 0).all() and (idle <= total).all()
     for name, nodes in trace.vc_nodes.items():
-        rows = np.array([v == name for v in vc])
+        rows = codes == names.index(name) if name in names else np.zeros(len(codes), dtype=bool)
         assert (total[rows] == nodes * 8).all()
 
 
@@ -88,11 +92,30 @@ def test_deterministic_and_random_placer_seeded():
     assert a.equals(b)
 
 
+@pytest.fixture(scope="module")
+def venus(venus_dir, tmp_path_factory):
+    """The real Venus trace, read once for the module."""
+    return load_trace(venus_dir, cache_dir=tmp_path_factory.mktemp("c"))
+
+
+@pytest.mark.shared
+@pytest.mark.slow
+@pytest.mark.parametrize("compat", ["clean", "lucid"])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_invariants_venus(policy, compat, venus):
+    """The whole trace (a few seconds a run): slow; test_invariants_venus_vcs is the main suite's."""
+    check_venus(venus, policy, compat)
+
+
 @pytest.mark.shared
 @pytest.mark.parametrize("compat", ["clean", "lucid"])
 @pytest.mark.parametrize("policy", POLICIES)
-def test_invariants_venus(policy, compat, venus_dir, tmp_path_factory):
-    trace = load_trace(venus_dir, cache_dir=tmp_path_factory.mktemp("c"))
+def test_invariants_venus_vcs(policy, compat, venus):
+    """The same on four of its VCs (simutil.VENUS_VCS: queues, preemptions, multi-node jobs)."""
+    check_venus(vc_subset(venus), policy, compat)
+
+
+def check_venus(trace, policy, compat):
     est = trace.table.column("duration").to_numpy().astype(float)
     spec = RunSpec(policy, "consolidate", SimParams.for_mode(compat), layout_from_vc_nodes(trace.vc_nodes, 8))
     jobs, series = simulate(trace, spec, est)
