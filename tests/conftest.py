@@ -20,3 +20,34 @@ def shared_dir() -> Path:
 @pytest.fixture(scope="session")
 def venus_dir(shared_dir) -> Path:
     return shared_dir / "traces" / "venus_sept"
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """A local Ray with 2 CPUs, started once for the whole session (each start costs seconds) and
+    shut down at its end; tests that run on Ray without this fixture reuse it when it is up."""
+    import ray
+
+    from raysim.runtime.ray_backend import ensure_ray
+
+    ensure_ray(num_cpus=2)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def venus_day(tmp_path_factory) -> Path:
+    """A folder holding the first day of the shipped Venus-like week (traces/venus_synth: its jobs
+    submitted in the first 86,400 s, 1,096 of 6,412, and its vc_config.csv): for end-to-end runs whose
+    checks do not need the whole week."""
+    import shutil
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    week = REPO / "traces" / "venus_synth"
+    folder = tmp_path_factory.mktemp("venus_day")
+    jobs = pq.read_table(week / "jobs.parquet")
+    pq.write_table(jobs.filter(pc.less(jobs.column("submit_time"), 86_400)), folder / "jobs.parquet")
+    shutil.copy(week / "vc_config.csv", folder / "vc_config.csv")
+    return folder

@@ -263,7 +263,7 @@ def test_conservation_holds_per_vc_and_per_node_at_every_epoch(monkeypatch):
 
 @pytest.mark.parametrize("mode", ["borrow", "global"])
 def test_results_do_not_depend_on_window_size_or_packing(mode, tmp_path):
-    trace, est = synthetic_trace(seed=6)
+    trace, est = synthetic_trace(seed=6, n=200)  # (200 jobs: loans, reclaims and jobs run elsewhere, as with 600)
     spec = spec_of(trace, "tiresias", quota=borrow() if mode == "borrow" else {"mode": "global"})
     base, base_ts = simulate(trace, spec, est, runtime="local", window_s=300)
     for window_s, per_actor in ((100, 1), (300, 8), (604_800, 2), (604_800, 8), (7_000, 8)):
@@ -271,7 +271,7 @@ def test_results_do_not_depend_on_window_size_or_packing(mode, tmp_path):
         assert jobs.equals(base) and ts.equals(base_ts), (window_s, per_actor)
 
 
-def five_vcs(seed, n=500):
+def five_vcs(seed, n=250):
     """Five VCs in two cohorts, x = {v0, v1} and y = {v2, v3, v4}, busy enough to lend and reclaim."""
     from simutil import random_jobs
 
@@ -374,7 +374,7 @@ def test_the_global_queue_runs_every_job_on_any_vcs_nodes():
 
 
 def test_a_borrow_run_resumes_from_its_checkpoint_with_identical_results(tmp_path):
-    trace, est = synthetic_trace(seed=9)
+    trace, est = synthetic_trace(seed=9, n=200)  # (200 jobs: a reclaim and 20 jobs run elsewhere)
     assert_resumes_identically(trace, spec_of(trace, "tiresias", quota=borrow()), est, tmp_path)
 
 
@@ -414,14 +414,8 @@ def test_bad_quota_settings_are_one_line_errors_naming_the_key():
 
 # ---------------------------------------------------------------------- on Ray
 @pytest.fixture(scope="module")
-def ray_up():
-    import ray
-
-    from raysim.runtime.ray_backend import ensure_ray
-
-    ensure_ray(num_cpus=2)
-    yield
-    ray.shutdown()
+def ray_up(ray_session):
+    """Ray, started once for the session (tests/conftest.py)."""
 
 
 def parquet_bytes(table, path):
@@ -457,7 +451,7 @@ def test_a_killed_vc_actor_in_a_borrow_run_is_rebuilt_with_identical_results(ray
 
 
 # ---------------------------------------------------------------------- a whole run and a sweep
-def test_a_borrow_run_reports_loans_in_its_summary_and_plots(tmp_path):
+def test_a_borrow_run_reports_loans_in_its_summary_and_plots(tmp_path, venus_day):
     from hydra import compose, initialize_config_dir
 
     from raysim import cli  # noqa: F401  (the raysim_path resolver)
@@ -465,7 +459,8 @@ def test_a_borrow_run_reports_loans_in_its_summary_and_plots(tmp_path):
     from raysim.run.cluster import run_cluster
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        cfg = compose(config_name="config", overrides=["+experiment=venus", "runtime=local", "quota=borrow"])
+        cfg = compose(config_name="config", overrides=["+experiment=venus", "runtime=local", "quota=borrow",
+                                                       f"trace.path={venus_day}"])
     overall = run_cluster(cfg, tmp_path)
     summary = pd.read_csv(tmp_path / "summary.csv").set_index("vc")
     vcs = summary.drop(index="all")

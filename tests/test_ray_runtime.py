@@ -13,7 +13,7 @@ from raysim.run.simulate import simulate, vc_groups
 from raysim.runtime.coordinator import Coordinator
 from raysim.runtime.codec import jobs_batch
 from raysim.runtime.local import LocalExecutor
-from raysim.runtime.ray_backend import RayExecutor, ensure_ray
+from raysim.runtime.ray_backend import RayExecutor
 from raysim.runtime.sink import ResultSink, read_records
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
@@ -22,10 +22,8 @@ POLICIES = ["fifo", "sjf", "srtf", "qssf", "tiresias"]
 
 
 @pytest.fixture(scope="module")
-def ray_local():
-    ensure_ray(num_cpus=2)
-    yield
-    ray.shutdown()
+def ray_local(ray_session):
+    """Ray, started once for the session (tests/conftest.py)."""
 
 
 def spec_for(trace, policy, compat="clean", placer="consolidate"):
