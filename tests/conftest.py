@@ -51,3 +51,14 @@ def venus_day(tmp_path_factory) -> Path:
     pq.write_table(jobs.filter(pc.less(jobs.column("submit_time"), 86_400)), folder / "jobs.parquet")
     shutil.copy(week / "vc_config.csv", folder / "vc_config.csv")
     return folder
+
+
+@pytest.fixture(scope="session")
+def hetero_head(tmp_path_factory) -> Path:
+    """The first 300 jobs (about 14 hours) of the shipped heterogeneous demo trace
+    (traces/hetero_demo/jobs.csv, 1,500 jobs over three days): round-based policies take seconds per
+    thousand jobs."""
+    path = tmp_path_factory.mktemp("hetero_head") / "jobs.csv"
+    lines = (REPO / "traces" / "hetero_demo" / "jobs.csv").read_text().splitlines()
+    path.write_text("\n".join(lines[:301]) + "\n")
+    return path

@@ -273,12 +273,13 @@ def test_venus_under_tiresias_with_a_node_log(tmp_path):
     assert (out / "plots" / "capacity.png").stat().st_size > 10_000
 
 
-def test_failures_with_checkpoints_report_lost_work_by_cause_and_the_effective_training_time(tmp_path):
+def test_failures_with_checkpoints_report_lost_work_by_cause_and_the_effective_training_time(tmp_path, venus_day):
     out = tmp_path / "run"
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=[
             "+experiment=venus", "policy=tiresias", "runtime=local", "failures=llama3", "failures.gpu_mtbf_h=2000",
-            "checkpoint.interval_s=1800", "checkpoint.write_s=60", "checkpoint.restart_s=300"])
+            "checkpoint.interval_s=1800", "checkpoint.write_s=60", "checkpoint.restart_s=300",
+            f"trace.path={venus_day}"])
     run(cfg, out)
     jobs = read_jobs(out).to_pandas()
     causes = [c[len("lost_gpu_s_"):] for c in jobs.columns if c.startswith("lost_gpu_s_")]
@@ -299,20 +300,22 @@ def test_failures_with_checkpoints_report_lost_work_by_cause_and_the_effective_t
 
 
 @pytest.mark.parametrize("policy", ["max_min_fairness_perf", "gavel_fifo"])
-def test_round_based_jobs_interrupted_mid_round_run_again(tmp_path, policy):
-    """Gavel's demo cluster (VCs vcA and vcB over V100, P100, K80): nodes go down and come back."""
+def test_round_based_jobs_interrupted_mid_round_run_again(tmp_path, policy, hetero_head):
+    """Gavel's demo cluster (VCs vcA and vcB over V100, P100, K80): nodes go down and come back
+    while the demo trace's first 300 jobs run."""
     log = write(tmp_path, "time,vc,node,event\n1000,vcA,0,down\n1500,vcB,0,down\n5000,vcA,0,up\n"
                           "9000,vcB,0,up\n20000,vcA,1,down\n20100,vcA,1,up\n")
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=["+experiment=gavel_hetero_demo", f"policy={policy}",
-                                                       "runtime=local", f"cluster.capacity={log}"])
+                                                       "runtime=local", f"cluster.capacity={log}",
+                                                       f"trace.path={hetero_head}"])
     trace = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, trace)
     jobs, series = simulate(trace, spec, None, job_extra=extra)
     jobs = jobs.to_pandas()
     assert (jobs.start_time >= jobs.submit_time).all() and jobs.interruptions.sum() > 0
     fixed, _ = simulate(trace, replace(spec, capacity=None), None, job_extra=extra)
-    # every job finishes, but those Gavel's mechanism drops (5 failed micro-tasks) without node events too
+    # every job finishes, but those Gavel's mechanism drops (failed micro-tasks) without node events too
     assert jobs.finished.tolist() == fixed.column("finished").to_pylist()
     # same files in small windows (capacity events between windows) and in one
     small, _ = simulate(trace, spec, None, job_extra=extra, window_s=600)
@@ -376,11 +379,13 @@ def test_a_lent_node_that_goes_down_is_drained_back_at_once():
     assert a[0] == 3600  # (the drained node returns at 3300 and is taken back at the next epoch)
 
 
-def test_venus_with_quota_loans_and_a_node_log(tmp_path, policy="tiresias"):
+def test_venus_with_quota_loans_and_a_node_log(tmp_path, venus_day, policy="tiresias"):
+    """The shipped week's first day (its jobs run into the node log's events, which come after it)."""
     log = venus_log(tmp_path)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=["+experiment=venus", f"policy={policy}", "quota=borrow",
-                                                       "runtime=local", f"cluster.capacity={log}"])
+                                                       "runtime=local", f"cluster.capacity={log}",
+                                                       f"trace.path={venus_day}"])
     trace = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, trace)
     assert spec.quota.named_nodes
@@ -395,7 +400,7 @@ def test_venus_with_quota_loans_and_a_node_log(tmp_path, policy="tiresias"):
 def test_a_run_with_a_node_log_and_loans_resumes_from_its_checkpoint_with_identical_results(tmp_path):
     from test_invariants import synthetic_trace
 
-    trace, est = synthetic_trace(seed=9)  # VCs a (2 nodes), b (4) and c (1), 600 jobs over 40,000 s
+    trace, est = synthetic_trace(seed=9, n=300)  # VCs a (2 nodes), b (4) and c (1), 300 jobs over 40,000 s
     plan = CapacityPlan(("gpu",), {
         "a": VCCapacity(((3_000, 1, DOWN, 0), (9_000, 1, UP, 0), (20_000, 0, DOWN, 0), (20_500, 0, UP, 0)), (), 10**6),
         "b": VCCapacity(((5_000, 3, DOWN, 0), (30_000, 3, UP, 0)), (), 10**6), "c": VCCapacity((), (), 10**6)})

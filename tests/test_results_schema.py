@@ -12,7 +12,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from raysim import cli  # noqa: F401  (the raysim_path resolver)
-from raysim.paths import CONF_DIR, TRACES_DIR
+from raysim.paths import CONF_DIR
 from raysim.report.schema import COMMON, GROUPS, check_jobs, groups_of, read_jobs
 from raysim.run import run
 
@@ -61,14 +61,11 @@ def test_every_experiment_is_covered():
 
 
 @pytest.fixture(scope="module")
-def hetero_300(tmp_path_factory):
-    """HETERO_300: the first 300 jobs of the shipped heterogeneous demo trace (round-based policies
-    take seconds per thousand jobs)."""
-    path = tmp_path_factory.mktemp("hetero") / "jobs.csv"
-    path.write_text("\n".join((TRACES_DIR / "hetero_demo" / "jobs.csv").read_text().splitlines()[:301]) + "\n")
+def hetero_300(hetero_head):
+    """HETERO_300: the first 300 jobs of the shipped heterogeneous demo trace (tests/conftest.py)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HETERO_300", str(path))
-        yield path
+        mp.setenv("HETERO_300", str(hetero_head))
+        yield hetero_head
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
