@@ -1,5 +1,6 @@
 """Round-based policies on the VC engine: per VC and cluster-wide, the same files on every runtime,
-window size and actor packing, and a checkpointed run resumes to the same results."""
+window size and actor packing, and a checkpointed run resumes to the same results. The runs replay
+the heterogeneous demo's first 300 jobs (tests/conftest.py's hetero_head)."""
 
 import pyarrow.parquet as pq
 import pytest
@@ -12,11 +13,12 @@ from raysim.run.config import load_from_config, spec_from_config
 from raysim.run.simulate import simulate, simulate_to, vc_groups
 
 
-def demo(policy: str, *overrides):
-    """The heterogeneous demo (2 VCs over V100, P100 and K80) under round-based `policy`."""
+def demo(jobs, policy: str, *overrides):
+    """The heterogeneous demo (2 VCs over V100, P100 and K80) under round-based `policy`, replaying
+    `jobs` (hetero_head)."""
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=["+experiment=gavel_hetero_demo", f"policy={policy}",
-                                                       "runtime=local", *overrides])
+                                                       "runtime=local", f"trace.path={jobs}", *overrides])
     trace = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, trace)
     return trace, spec, extra
@@ -24,8 +26,8 @@ def demo(policy: str, *overrides):
 
 @pytest.mark.parametrize("policy,quota", [("max_min_fairness_perf", "none"), ("gavel_fifo", "global")])
 def test_round_policies_write_the_same_files_on_every_runtime_window_and_packing(policy, quota, ray_local,
-                                                                                 tmp_path):
-    trace, spec, extra = demo(policy, f"quota={quota}")
+                                                                                 tmp_path, hetero_head):
+    trace, spec, extra = demo(hetero_head, policy, f"quota={quota}")
     assert spec.params.ticks_per_s == 1_000_000 and len(spec.layout) == (1 if quota == "global" else 2)
     simulate_to(tmp_path / "local", trace, spec, None, runtime="local", job_extra=extra)
     jobs = pq.read_table(tmp_path / "local" / "jobs.parquet").to_pandas()
@@ -39,9 +41,9 @@ def test_round_policies_write_the_same_files_on_every_runtime_window_and_packing
             assert (out / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), (name, runtime, window_s)
 
 
-def test_round_policies_use_every_vcs_own_gpus():
+def test_round_policies_use_every_vcs_own_gpus(hetero_head):
     """Per VC, each VC runs its own rounds on its own GPUs: a job never runs on another VC's types."""
-    trace, spec, extra = demo("max_min_fairness_perf")
+    trace, spec, extra = demo(hetero_head, "max_min_fairness_perf")
     jobs, series = simulate(trace, spec, None, job_extra=extra)
     assert jobs.column("finished").to_pandas().all()
     used = series.to_pandas().groupby("vc").used_gpus.max() if "used_gpus" in series.column_names else None
@@ -50,8 +52,8 @@ def test_round_policies_use_every_vcs_own_gpus():
         assert all(used[vc] <= totals[vc] for vc in totals)
 
 
-def test_interrupted_round_based_run_resumes_from_checkpoint(tmp_path):
-    trace, spec, extra = demo("max_min_fairness")
+def test_interrupted_round_based_run_resumes_from_checkpoint(tmp_path, hetero_head):
+    trace, spec, extra = demo(hetero_head, "max_min_fairness")
     full, full_ts = simulate(trace, spec, None, job_extra=extra, window_s=3_600)
     ckpt = tmp_path / "ckpt"
     groups = vc_groups(spec.vcs, 1)
@@ -64,9 +66,23 @@ def test_interrupted_round_based_run_resumes_from_checkpoint(tmp_path):
     assert resumed.equals(full) and resumed_ts.equals(full_ts)
 
 
+def test_every_venus_job_has_a_gavel_job_type(shared_dir):
+    """+experiment=venus_gavel: every (model, batch size) of the Venus-like week maps to a job type of
+    Gavel's table (the run's set-up refuses a job without one). The fast stand-in of the run below;
+    tests/test_results_schema.py runs the experiment end to end on a generated quarter day."""
+    table = shared_dir / "references" / "gavel" / "simulation_throughputs.json"
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["+experiment=venus_gavel", "policy=max_min_fairness_perf",
+                                                       "runtime=local", f"cluster.throughput={table}"])
+    trace = load_from_config(cfg)
+    assert trace.table.num_rows == 6412
+    spec_from_config(cfg, trace)
+
+
+@pytest.mark.slow
 def test_venus_jobs_run_as_gavel_job_types(shared_dir, tmp_path):
     """+experiment=venus_gavel: every (model, batch size) of the Venus-like trace maps to a job type
-    of Gavel's table; Gavel's heterogeneity-aware LAS runs per VC."""
+    of Gavel's table; Gavel's heterogeneity-aware LAS runs per VC (the whole week: slow)."""
     from raysim.run import run
 
     table = shared_dir / "references" / "gavel" / "simulation_throughputs.json"
