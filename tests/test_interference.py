@@ -191,12 +191,30 @@ def test_train_colocation_command(tmp_path, capsys):
 # --- the real profiles (../shared) ------------------------------------------------------------------
 
 @pytest.mark.shared
+@pytest.mark.slow
 def test_colocation_cv_bounds_on_lucid_profiles(shared_dir):
+    """Both learned models (EBM's five fits take over a minute: slow; the test below is the main
+    suite's check of the rest)."""
     prof = shared_dir / "profiles"
     m, _ = itf.cross_validate(prof / "colocate_info.csv", prof / "single_data.csv")
     assert m["n_pairs"] == 1388 and m["folds"] == 5
     assert m["mae_speed1"] == pytest.approx(0.0973, abs=5e-4)
     assert m["mae_learned_lightgbm"] <= 0.055 and m["mae_learned_ebm"] <= 0.055
+    assert m["tier_accuracy"] >= 0.75
+    assert m["mae_analytic"] <= 0.075
+    assert m["mae_analytic"] < m["mae_speed1"] and m["mae_learned_lightgbm"] < m["mae_analytic"]
+
+
+@pytest.mark.shared
+def test_colocation_cv_bounds_on_lucid_profiles_without_ebm(shared_dir, monkeypatch):
+    """The same cross-validation and bounds with LightGBM as the only learned model (seconds)."""
+    monkeypatch.setattr(itf, "KINDS", ("lightgbm",))
+    prof = shared_dir / "profiles"
+    m, _ = itf.cross_validate(prof / "colocate_info.csv", prof / "single_data.csv")
+    assert "mae_learned_ebm" not in m
+    assert m["n_pairs"] == 1388 and m["folds"] == 5
+    assert m["mae_speed1"] == pytest.approx(0.0973, abs=5e-4)
+    assert m["mae_learned_lightgbm"] <= 0.055
     assert m["tier_accuracy"] >= 0.75
     assert m["mae_analytic"] <= 0.075
     assert m["mae_analytic"] < m["mae_speed1"] and m["mae_learned_lightgbm"] < m["mae_analytic"]
