@@ -159,12 +159,14 @@ def test_ray_task_sweep_prints_each_table_once_and_reports_the_failed_job(tiny_t
     assert res.stdout.count("results: ") == 2
 
 
-def test_round_based_policies_place_with_the_runs_placer(tmp_path):
+def test_round_based_policies_place_with_the_runs_placer(tmp_path, hetero_head):
     """Round-based policies are VC-engine policies: the run's placer places their jobs (here FGD's
-    scored one); Gavel's mechanism counts GPUs per type, so JCTs do not depend on it."""
-    out = raysim("+experiment=gavel_hetero_demo", "placer=fgd", "runtime=local", f"hydra.run.dir={tmp_path / 'run'}")
+    scored one); Gavel's mechanism counts GPUs per type, so JCTs do not depend on it. (The demo's
+    first 300 jobs: tests/conftest.py's hetero_head.)"""
+    demo = ["+experiment=gavel_hetero_demo", f"trace.path={hetero_head}", "runtime=local"]
+    out = raysim(*demo, "placer=fgd", f"hydra.run.dir={tmp_path / 'run'}")
     assert out.returncode == 0, out.stderr
-    first = raysim("+experiment=gavel_hetero_demo", "runtime=local", f"hydra.run.dir={tmp_path / 'run2'}")
+    first = raysim(*demo, f"hydra.run.dir={tmp_path / 'run2'}")
     jct = [pq.read_table(tmp_path / d / "jobs.parquet").column("jct").to_pylist() for d in ("run", "run2")]
     assert first.returncode == 0 and jct[0] == jct[1]
 
