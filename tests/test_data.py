@@ -298,6 +298,31 @@ def test_the_registry_hashes_are_those_of_the_shared_copies(shared_dir):
 
 
 @pytest.mark.shared
+def test_venus_real_and_fgd_openb_resolve_from_a_mirror_through_data_names(shared_dir, tmp_path, monkeypatch,
+                                                                           capsys):
+    """The fast stand-in of the test below (whose two runs, the whole Venus trace and FGD's
+    experiment, are slow): fetched and verified from a mirror, both experiments' data: names
+    resolve to the cache and name the files read, with their hashes."""
+    monkeypatch.setenv("RAYSIM_DATA", str(tmp_path / "cache"))
+    monkeypatch.setenv("RAYSIM_DATA_MIRROR", str(shared_mirror(shared_dir, tmp_path / "mirror", ["venus", "openb"])))
+    code, out, err = data("fetch", "venus", "openb", capsys=capsys)
+    assert code == 0, err
+    assert data("verify", capsys=capsys)[1].splitlines() == ["venus: ok (6 files re-hashed)", "openb: ok (26 files re-hashed)"]
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        venus = compose(config_name="config", overrides=["+experiment=venus_real", "runtime=local", "policy=srtf",
+                                                         "sim.compat=lucid"])
+        fgd = compose(config_name="config", overrides=["+experiment=fgd_openb", "fgd.plots=false"])
+    assert venus.trace.path == "data:venus" and fgd.fgd.data_dir == "data:openb"
+    used = {u["key"]: u for u in resolve_config(venus)}
+    assert venus.trace.path == str(tmp_path / "cache" / "venus") and used["trace.path"]["dataset"] == "venus"
+    full_log = next(f for f in used["trace.path"]["files"] if f["file"] == "cluster_full_log.csv")
+    assert full_log == {"file": "cluster_full_log.csv", "sha256": datasets()["venus"].file("cluster_full_log.csv").sha256,
+                        "pinned": False}
+    assert [u["dataset"] for u in resolve_config(fgd)] == ["openb"] and fgd.fgd.data_dir == str(tmp_path / "cache" / "openb")
+
+
+@pytest.mark.shared
+@pytest.mark.slow
 def test_venus_real_and_fgd_openb_run_from_a_mirror_through_data_names(shared_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("RAYSIM_DATA", str(tmp_path / "cache"))
     monkeypatch.setenv("RAYSIM_DATA_MIRROR", str(shared_mirror(shared_dir, tmp_path / "mirror", ["venus", "openb"])))
