@@ -246,12 +246,17 @@ def compose_harvest(overrides, experiment="harvest_summit"):
         return compose(config_name="config", overrides=[f"+experiment={experiment}", *overrides])
 
 
+#: What replay's runs skip: their plots and report.html, which no caller reads (most of a small run's
+#: time); test_a_harvest_run_writes_the_common_run_folder_with_relative_paths writes them all.
+NO_PAGES = ("report.plots=none", "report.html=false")
+
+
 def replay(tmp_path, log, tasks, *overrides, name="run"):
     """Run `tasks` on `log` (all nodes, from its first row) as a cluster run under policy=bftrainer:
     (jobs.parquet by task row, the summary's "all" row, the cluster-wide time series)."""
     data = write_data(tmp_path / f"{name}-data", log, tasks)
     cfg = compose_harvest([f"harvest.data_dir={data}", "harvest.task_set=synth", "harvest.nodes=all",
-                           "harvest.start_row=0", "runtime=local", *overrides])
+                           "harvest.start_row=0", "runtime=local", *NO_PAGES, *overrides])
     out = tmp_path / name
     run(cfg, out)
     jobs = read_jobs(out).to_pandas().sort_values("job_id").reset_index(drop=True)
@@ -410,7 +415,7 @@ def _with(cfg, **values):
 
 def test_ray_and_local_runs_are_byte_identical_and_resume_from_a_checkpoint(synth_data, tmp_path):
     base = [f"harvest.data_dir={synth_data}", "harvest.task_set=synth", "harvest.start_row=0", "harvest.nodes=all",
-            "runtime.window_s=3600"]
+            "runtime.window_s=3600", *NO_PAGES]
     run(compose_harvest([*base, "runtime=local"]), tmp_path / "local")
     ckpt = tmp_path / "ckpt"
     run(compose_harvest([*base, "runtime=local", f"runtime.checkpoint_dir={ckpt}"]), tmp_path / "first")
@@ -423,7 +428,7 @@ def test_ray_and_local_runs_are_byte_identical_and_resume_from_a_checkpoint(synt
 @pytest.mark.slow
 def test_a_harvest_run_on_ray_equals_the_local_one(synth_data, tmp_path):
     base = [f"harvest.data_dir={synth_data}", "harvest.task_set=synth", "harvest.start_row=0", "harvest.nodes=all",
-            "runtime.window_s=3600"]
+            "runtime.window_s=3600", *NO_PAGES]
     run(compose_harvest([*base, "runtime=local"]), tmp_path / "local")
     run(compose_harvest([*base, "runtime=ray", "ray.num_cpus=1"]), tmp_path / "ray")
     for name in ("jobs.parquet", "timeseries.parquet"):
