@@ -36,7 +36,7 @@ def ray_session():
 
 
 @pytest.fixture(scope="session")
-def venus_day(tmp_path_factory) -> Path:
+def venus_first_day(tmp_path_factory) -> Path:
     """A folder holding the first day of the shipped Venus-like week (traces/venus_synth: its jobs
     submitted in the first 86,400 s, 1,096 of 6,412, and its vc_config.csv): for end-to-end runs whose
     checks do not need the whole week."""
@@ -46,7 +46,7 @@ def venus_day(tmp_path_factory) -> Path:
     import pyarrow.parquet as pq
 
     week = REPO / "traces" / "venus_synth"
-    folder = tmp_path_factory.mktemp("venus_day")
+    folder = tmp_path_factory.mktemp("venus_first_day")
     jobs = pq.read_table(week / "jobs.parquet")
     pq.write_table(jobs.filter(pc.less(jobs.column("submit_time"), 86_400)), folder / "jobs.parquet")
     shutil.copy(week / "vc_config.csv", folder / "vc_config.csv")

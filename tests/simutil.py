@@ -72,3 +72,10 @@ def vc_subset(trace, vcs=VENUS_VCS):
 
     table = trace.table.filter(pc.is_in(trace.table.column("vc"), value_set=pa.array(list(vcs))))
     return Trace(table, {vc: trace.vc_nodes[vc] for vc in vcs}, trace.report, trace.source)
+
+
+#: Overrides for a run whose plots and report.html no test reads: drawing them is most of a small
+#: run's time. Runs that check them (tests/test_plots.py, test_report_page.py, test_sweep.py, the
+#: plot checks of test_capacity.py and test_quota.py, ...) and the experiments of
+#: tests/test_results_schema.py keep them.
+NO_PAGES = ("report.plots=none", "report.html=false")

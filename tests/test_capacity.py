@@ -273,13 +273,13 @@ def test_venus_under_tiresias_with_a_node_log(tmp_path):
     assert (out / "plots" / "capacity.png").stat().st_size > 10_000
 
 
-def test_failures_with_checkpoints_report_lost_work_by_cause_and_the_effective_training_time(tmp_path, venus_day):
+def test_failures_with_checkpoints_report_lost_work_by_cause_and_the_effective_training_time(tmp_path, venus_first_day):
     out = tmp_path / "run"
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=[
             "+experiment=venus", "policy=tiresias", "runtime=local", "failures=llama3", "failures.gpu_mtbf_h=2000",
             "checkpoint.interval_s=1800", "checkpoint.write_s=60", "checkpoint.restart_s=300",
-            f"trace.path={venus_day}"])
+            f"trace.path={venus_first_day}"])
     run(cfg, out)
     jobs = read_jobs(out).to_pandas()
     causes = [c[len("lost_gpu_s_"):] for c in jobs.columns if c.startswith("lost_gpu_s_")]
@@ -379,13 +379,13 @@ def test_a_lent_node_that_goes_down_is_drained_back_at_once():
     assert a[0] == 3600  # (the drained node returns at 3300 and is taken back at the next epoch)
 
 
-def test_venus_with_quota_loans_and_a_node_log(tmp_path, venus_day, policy="tiresias"):
+def test_venus_with_quota_loans_and_a_node_log(tmp_path, venus_first_day, policy="tiresias"):
     """The shipped week's first day (its jobs run into the node log's events, which come after it)."""
     log = venus_log(tmp_path)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=["+experiment=venus", f"policy={policy}", "quota=borrow",
                                                        "runtime=local", f"cluster.capacity={log}",
-                                                       f"trace.path={venus_day}"])
+                                                       f"trace.path={venus_first_day}"])
     trace = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, trace)
     assert spec.quota.named_nodes

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from simutil import batch, pools
+from simutil import NO_PAGES, batch, pools
 
 from raysim.placement import make_placer
 from raysim.policy import make_policy
@@ -138,7 +138,7 @@ def test_venus_with_a_node_log_and_checkpoints(tmp_path):
                    "200000,vcEwI,1,up\n")
     out = tmp_path / "run"
     run(compose("policy=tiresias", f"cluster.capacity={log}", "checkpoint.interval_s=1800",
-                "checkpoint.write_s=60", "checkpoint.restart_s=120"), out)
+                "checkpoint.write_s=60", "checkpoint.restart_s=120", *NO_PAGES), out)
     jobs = read_jobs(out).to_pandas()  # (checked against the result schema: the checkpoint group)
     assert jobs.finished.all() and (jobs.overhead_gpu_s >= 0).all() and (jobs.lost_gpu_s >= 0).all()
     stopped = jobs[(jobs.interruptions > 0) | (jobs.preemptions > 0)]

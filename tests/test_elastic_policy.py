@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from elastic_util import write_app
 from hydra import compose, initialize_config_dir
+from simutil import NO_PAGES
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
@@ -54,9 +55,10 @@ def inputs(tmp_path_factory):
 
 
 def config(inputs, policy: str, *overrides):
+    """(The runs skip plots and report.html: simutil.NO_PAGES.)"""
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         return compose(config_name="config", overrides=[
-            "+experiment=sia_saturn", f"policy={policy}", "runtime=local", LAYOUT,
+            "+experiment=sia_saturn", f"policy={policy}", "runtime=local", LAYOUT, *NO_PAGES,
             f"trace.path={inputs / 'workload.csv'}", f"elastic.profiles={inputs / 'profiles'}",
             "+elastic.apps.alpha={max_epochs:2,restart_s:30,slowdown:1.2}",
             "+elastic.apps.beta={max_epochs:2,restart_s:60,slowdown:1.5}", *overrides])

@@ -105,17 +105,17 @@ def test_continuous_run_generates_gavels_jobs(tmp_path):
     assert row["avg_jct_window"] == pytest.approx(jobs.jct[10:20].mean())
 
 
-def test_event_driven_policies_run_on_gavel_traces_and_round_ones_on_raysim_traces(tmp_path, venus_day):
+def test_event_driven_policies_run_on_gavel_traces_and_round_ones_on_raysim_traces(tmp_path, venus_first_day):
     """One name per policy and every policy on every trace: Tiresias on Gavel's jobs (a job's
     duration is its steps' time on the reference V100), Gavel's LAS on the Venus-like trace (its
-    first day: tests/conftest.py's venus_day)."""
+    first day: tests/conftest.py's venus_first_day)."""
     trace = write_trace(tmp_path / "t.trace", [(20000, 1, 0.0), (40000, 2, 100.0), (10000, 8, 200.0)])
     table = gavel_table(tmp_path / "t.json")
     run(composed("+experiment=gavel_trace", f"trace.path={trace}", f"cluster.throughput={table}",
                  "policy=tiresias", "runtime=local"), tmp_path / "a")
     jobs = pq.read_table(tmp_path / "a" / "jobs.parquet").to_pandas()
     assert jobs.finished.all() and jobs.duration.tolist() == [20000 // 4, 40000 // 8, 10000 // 32 + 1]
-    run(composed("+experiment=venus", "policy=max_min_fairness", "runtime=local", f"trace.path={venus_day}"),
+    run(composed("+experiment=venus", "policy=max_min_fairness", "runtime=local", f"trace.path={venus_first_day}"),
         tmp_path / "b")
     assert pq.read_table(tmp_path / "b" / "jobs.parquet").column("finished").to_pandas().all()
     with pytest.raises(Exception, match="packing policies need a throughput table"):

@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from simutil import NO_PAGES
 
 from raysim.errors import ConfigError
 from raysim.harvest.allocators import choices, exact, heuristic
@@ -244,11 +245,6 @@ def compose_harvest(overrides, experiment="harvest_summit"):
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         return compose(config_name="config", overrides=[f"+experiment={experiment}", *overrides])
-
-
-#: What replay's runs skip: their plots and report.html, which no caller reads (most of a small run's
-#: time); test_a_harvest_run_writes_the_common_run_folder_with_relative_paths writes them all.
-NO_PAGES = ("report.plots=none", "report.html=false")
 
 
 def replay(tmp_path, log, tasks, *overrides, name="run"):

@@ -3,7 +3,7 @@
 import numpy as np
 import pyarrow as pa
 import pytest
-from simutil import batch, pools
+from simutil import NO_PAGES, batch, pools
 
 from raysim.cluster.layout import layout_from_vc_nodes
 
@@ -237,7 +237,7 @@ def _lucid_run(tmp_path, *overrides):
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=["+experiment=venus", "policy=lucid", "estimator.source=oracle",
-                                                       "runtime=local", "trace.cache=false", *overrides])
+                                                       "runtime=local", "trace.cache=false", *NO_PAGES, *overrides])
     summary = run(cfg, tmp_path)
     return pq.read_table(tmp_path / "jobs.parquet").to_pandas(), summary
 

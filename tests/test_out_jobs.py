@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from simutil import NO_PAGES
 from hydra import compose, initialize_config_dir
 
 from raysim import cli  # noqa: F401  (the raysim_path resolver)
@@ -23,7 +24,7 @@ from raysim.run import run
 def run_venus(out, *overrides):
     """The shipped Venus-like week (traces/venus_synth), in-process, into `out`."""
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        cfg = compose(config_name="config", overrides=["+experiment=venus", "runtime=local", *overrides])
+        cfg = compose(config_name="config", overrides=["+experiment=venus", "runtime=local", *NO_PAGES, *overrides])
     run(cfg, out)
     return out
 

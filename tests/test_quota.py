@@ -451,7 +451,7 @@ def test_a_killed_vc_actor_in_a_borrow_run_is_rebuilt_with_identical_results(ray
 
 
 # ---------------------------------------------------------------------- a whole run and a sweep
-def test_a_borrow_run_reports_loans_in_its_summary_and_plots(tmp_path, venus_day):
+def test_a_borrow_run_reports_loans_in_its_summary_and_plots(tmp_path, venus_first_day):
     from hydra import compose, initialize_config_dir
 
     from raysim import cli  # noqa: F401  (the raysim_path resolver)
@@ -460,7 +460,7 @@ def test_a_borrow_run_reports_loans_in_its_summary_and_plots(tmp_path, venus_day
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=["+experiment=venus", "runtime=local", "quota=borrow",
-                                                       f"trace.path={venus_day}"])
+                                                       f"trace.path={venus_first_day}"])
     overall = run_cluster(cfg, tmp_path)
     summary = pd.read_csv(tmp_path / "summary.csv").set_index("vc")
     vcs = summary.drop(index="all")

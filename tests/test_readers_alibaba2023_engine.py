@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from simutil import NO_PAGES
 from hydra import compose, initialize_config_dir
 from test_readers_alibaba2023 import POD_HEADER, replace
 
@@ -78,7 +79,7 @@ def composed(*overrides):
 
 def run_jobs(run_dir, *overrides):
     """Run the VC engine as configured; its jobs.parquet and trace report."""
-    run(composed(*overrides), run_dir)
+    run(composed(*NO_PAGES, *overrides), run_dir)
     return pq.read_table(run_dir / "jobs.parquet"), json.loads((run_dir / "trace_report.json").read_text())
 
 

@@ -9,6 +9,7 @@ import logging
 
 import pyarrow.parquet as pq
 import pytest
+from simutil import NO_PAGES
 from hydra import compose, initialize_config_dir
 
 from raysim import cli  # noqa: F401  (the raysim_path resolver)
@@ -24,7 +25,7 @@ PHASE_FIELDS = {"X": ("dur", "args"), "i": ("s",), "M": ("args",)}
 def run_timeline(out, experiment="venus", *overrides):
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=[f"+experiment={experiment}", "runtime=local",
-                                                        "report.timeline=true", *overrides])
+                                                        "report.timeline=true", *NO_PAGES, *overrides])
     run(cfg, out)
     return json.loads((out / "timeline.json").read_text()), pq.read_table(out / "jobs.parquet").to_pandas()
 
