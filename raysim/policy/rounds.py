@@ -203,17 +203,15 @@ class RoundBased(SelfTimed):
             self.end_tick = self.wake = max(self._tick(self.round_end), t + 1)
 
 
+def __getattr__(attribute: str) -> type:
+    """`RoundBased_<name>`: the kernel policy of round-based policy <name> (raysim.rounds.policies),
+    made on first use and kept as a module attribute, so that checkpoints can pickle it."""
+    from raysim.rounds.policies import POLICIES
 
-def round_based(name: str) -> type:
-    """The kernel policy of round-based policy `name` (raysim.rounds.policies), a module-level class
-    (so checkpoints can pickle it)."""
-    cls = _CLASSES.get(name)
-    if cls is None:
-        label = f"RoundBased_{name}"
-        cls = type(label, (RoundBased,), {"name": name, "__doc__": f"Gavel's {name}, round-based.",
-                                          "__module__": __name__, "__qualname__": label})
-        _CLASSES[name] = globals()[label] = cls
+    name = attribute.removeprefix("RoundBased_")
+    if name == attribute or name not in POLICIES:
+        raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
+    cls = type(attribute, (RoundBased,), {"name": name, "__doc__": f"Gavel's {name}, round-based.",
+                                          "__module__": __name__, "__qualname__": attribute})
+    globals()[attribute] = cls
     return cls
-
-
-_CLASSES: dict[str, type] = {}
