@@ -23,6 +23,11 @@ One round, at time ``now`` (floats, seconds; the engine's clock only orders the 
    allocation does not contain take GPUs in that pass but get none (Gavel: those GPUs idle).
 5. Each chosen job runs ``min(int(throughput * round_s), remaining)`` steps, finishing at
    ``now + steps / throughput``; the round ends at the latest finish.
+
+A round whose choice provably repeats the last one (:meth:`RoundState.repeats`: every candidate
+took GPUs, so priorities could not change the choice, and nothing joins, finishes, fails or is
+recomputed) needs no priorities: the kernel policy runs such rounds in one step
+(raysim.policy.rounds), each with the same operations as above, so results do not change.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ from raysim.rounds.policies.base import AllocationInput, Combo, RoundPolicy
 MAX_FAILURES = 5
 #: Priority of a combination with allocation > 0 that has not run on the type since the recompute.
 UNSERVED_PRIORITY = 1e9
+#: An allocation at least this far from 0 keeps a priority > 0 whatever share of time it received
+#: (allocation / share cannot underflow to 0): FIFO policies' eligible combinations then stay so.
+FAR_FROM_ZERO = 1e-250
 
 
 @dataclass
@@ -96,6 +104,11 @@ class RoundState:
     `rates(j)` gives job j's whole-job throughput on each of the `n_types` GPU types (0: cannot run
     there), `pair_rates(a, b)` the (types x 2) throughputs of a packed pair (packing policies only).
     `order` is the greedy pass's type order (indices), `reference` the reference type's index."""
+
+    #: the last round's choice, and whether later rounds repeat it (see choose); class defaults for
+    #: states pickled before they existed
+    chosen: list[tuple[Combo, int]] | tuple = ()
+    fixed = False
 
     def __init__(self, policy: RoundPolicy, n_types: int, *, rates, steps, weight, arrival, round_s: float,
                  reset_min_s: float, order: list[int], reference: int, seed: int, pair_rates=None):
@@ -178,6 +191,7 @@ class RoundState:
                     pair = (min(other, j), max(other, j))
                     self.table.add(pair, np.zeros(self.n_types), (self.pair_rates(*pair) > 0).all(axis=1), scale)
         self.need_update = True
+        self.fixed = False
 
     def remove(self, j: int) -> None:
         del self.active[j]
@@ -188,27 +202,33 @@ class RoundState:
         del self.failures[j]
         self.table.remove_job(j)
         self.need_update = True
+        self.fixed = False
 
     # -- steps 3-4: allocation, priorities, the greedy pass ---------------------------------
     def choose(self, now: float, gpus: np.ndarray) -> list[tuple[Combo, int]]:
-        """The (combination, type) pairs that run this round on `gpus` GPUs per type."""
+        """The (combination, type) pairs that run this round on `gpus` GPUs per type.
+
+        Sets `fixed`: whether every later round repeats this choice until the table, the allocation
+        or the GPUs change. So it is when every candidate of every type took GPUs (which priorities
+        only order), candidates stay candidates (FIFO: every allocation is FAR_FROM_ZERO), and the
+        type order cannot matter (it is not reshuffled, or no combination is a candidate on two
+        types); packing policies' pairs compete for their jobs, so never for them."""
         priority = self._update_priorities(now, gpus)
-        order = list(self.order)
-        if self.policy.shuffle_types:
-            self.shuffler.shuffle(order)
+        order = self._type_order()
         t = self.table
-        left = gpus.copy()
         taken: set[int] = set()                       # packing: jobs taken (alone or in a pair)
         chosen = []
         eligible = t.runnable & (priority > 0) if self.policy.fifo else t.runnable
         combos, scales, allocated = t.combos, t.scale.tolist(), t.allocated.tolist()
         packing = self.policy.packing
         untaken = np.ones(len(combos), dtype=bool)    # singles: rows whose job is not yet taken
+        every = not packing                           # every candidate so far took GPUs
         for k in order:
             # descending (priority, deficit, allocation); ties keep the priority order (stable)
             ranked = np.lexsort((-t.x[:, k], -t.deficit[:, k], -priority[:, k]))
-            room = int(left[k])
+            room = int(gpus[k])
             candidates = ranked[eligible[ranked, k]] if packing else ranked[eligible[ranked, k] & untaken[ranked]]
+            took = 0
             for i in candidates.tolist():
                 scale = scales[i]
                 if scale > room:
@@ -221,12 +241,48 @@ class RoundState:
                 else:
                     untaken[i] = False
                 room -= scale
+                took += 1
                 if allocated[i]:
                     chosen.append((combo, k))
                 if room == 0:
                     break
-            left[k] = room
+            every = every and took == len(candidates)
+        self.chosen = chosen
+        self.fixed = every and (not self.policy.fifo or not ((t.x > 0) & (t.x < FAR_FROM_ZERO)).any()) and (
+            not self.policy.shuffle_types or not len(combos) or eligible.sum(axis=1).max() <= 1)
         return chosen
+
+    def _type_order(self) -> list[int]:
+        """The greedy pass's type order this round (reshuffled every round for agnostic policies)."""
+        order = list(self.order)
+        if self.policy.shuffle_types:
+            self.shuffler.shuffle(order)
+        return order
+
+    def repeats(self, tasks: list[MicroTask], now: float) -> bool:
+        """Whether the round starting at `now`, where `tasks` (the last round's micro-tasks) complete,
+        chooses what the last one chose: its choice is `fixed`, no job of `tasks` finishes, fails or
+        has left, and no allocation recompute is due. Arrivals and node changes are the caller's to
+        rule out. Such a round is run by `repeat`."""
+        if not self.fixed or self.need_update and (now - self.last_reset >= self.reset_min_s or self.last_reset == 0):
+            return False
+        start = self.round_end if self.round_end is not None else self.round_start
+        active, total, done = self.active, self.total, self.done
+        for task in tasks:
+            if task.interrupted or not all(j in active for j in task.combo):
+                return False
+            scale = self.scale[task.combo[0]]
+            if not (task.finish - start > 0 and all(_splits(n, scale) for n in task.steps)):
+                return False  # (it fails)
+            if any(total[j] - (done[j] + n) <= 0 for n, j in zip(task.steps, task.combo)):
+                return False  # (a job finishes)
+        return True
+
+    def repeat(self) -> list[tuple[Combo, int]]:
+        """The choice of a round that `repeats` the last one (the type order is drawn as every round
+        draws it)."""
+        self._type_order()
+        return self.chosen
 
     def _update_priorities(self, now: float, gpus: np.ndarray) -> np.ndarray:
         """Recompute the allocation if due, then each combination's priority on each type."""
