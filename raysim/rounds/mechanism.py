@@ -60,7 +60,14 @@ class MicroTask:
 
 class ComboTable:
     """Per-combination state, rows in Gavel's priority order (a job, then its new pairs, by arrival):
-    time run on each type since the last recompute, deficits, allocation, runnable types, size."""
+    time run on each type since the last recompute, deficits, allocation, runnable types, size.
+
+    What the rounds' priorities and greedy pass derive from the rows and the allocation (which
+    combinations are served, their priority before they run, the sort keys) is kept until either
+    changes, with the buffers each round computes into (`derived`): a round allocates no arrays
+    for them."""
+
+    _derived = None  # (a class default: tables pickled before it existed)
 
     def __init__(self, n_types: int):
         self.combos: list[Combo] = []
@@ -71,6 +78,7 @@ class ComboTable:
         self.allocated = np.zeros(0, dtype=bool)       # in the current allocation at all
         self.runnable = np.zeros((0, n_types), dtype=bool)
         self.scale = np.zeros(0, dtype=np.int64)
+        self._derived: Derived | None = None
 
     def add(self, combo: Combo, time_so_far: np.ndarray, runnable: np.ndarray, scale: int) -> None:
         self.row[combo] = len(self.combos)
@@ -81,6 +89,7 @@ class ComboTable:
         self.allocated = np.append(self.allocated, False)
         self.runnable = np.vstack([self.runnable, runnable])
         self.scale = np.append(self.scale, scale)
+        self._derived = None
 
     def remove_job(self, j: int) -> None:
         keep = np.array([j not in c for c in self.combos], dtype=bool)
@@ -88,14 +97,42 @@ class ComboTable:
         self.row = {c: i for i, c in enumerate(self.combos)}
         for name in ("time_so_far", "deficit", "x", "allocated", "runnable", "scale"):
             setattr(self, name, getattr(self, name)[keep])
+        self._derived = None
 
     def set_allocation(self, allocation: dict) -> None:
+        """The allocation of a recompute (deficits were updated just before)."""
         self.x[:] = 0.0
         self.allocated[:] = False
         for combo, i in self.row.items():
             if combo in allocation:
                 self.x[i] = allocation[combo]
                 self.allocated[i] = True
+        self._derived = None
+
+    @property
+    def derived(self) -> Derived:
+        if self._derived is None:
+            self._derived = Derived(self)
+        return self._derived
+
+
+class Derived:
+    """What a ComboTable's rows and allocation give the rounds until either changes: `serve` (a
+    combination with allocation > 0 on a type it can run on), its priority before it runs there
+    (`unserved`: allocation x UNSERVED_PRIORITY, else 0), the greedy pass's secondary sort keys per
+    type (negated deficit and allocation, contiguous), and buffers for a round's share of time,
+    priorities and masks."""
+
+    def __init__(self, t: ComboTable):
+        self.serve = t.allocated[:, None] & (t.x != 0) & t.runnable
+        self.unserved = np.where(self.serve, t.x * UNSERVED_PRIORITY, 0.0)
+        self.neg_x = [np.ascontiguousarray(-t.x[:, k]) for k in range(t.x.shape[1])]
+        self.neg_deficit = [np.ascontiguousarray(-t.deficit[:, k]) for k in range(t.x.shape[1])]
+        self.share = np.empty_like(t.x)
+        self.priority = np.empty_like(t.x)
+        self.mask = np.empty_like(t.runnable)
+        self.eligible = np.empty_like(t.runnable)
+        self.neg_priority = np.empty(len(t.x))
 
 
 class RoundState:
@@ -216,16 +253,19 @@ class RoundState:
         priority = self._update_priorities(now, gpus)
         order = self._type_order()
         t = self.table
+        d = t.derived
         taken: set[int] = set()                       # packing: jobs taken (alone or in a pair)
         chosen = []
-        eligible = t.runnable & (priority > 0) if self.policy.fifo else t.runnable
+        eligible = t.runnable
+        if self.policy.fifo:
+            eligible = np.logical_and(t.runnable, np.greater(priority, 0.0, out=d.eligible), out=d.eligible)
         combos, scales, allocated = t.combos, t.scale.tolist(), t.allocated.tolist()
         packing = self.policy.packing
         untaken = np.ones(len(combos), dtype=bool)    # singles: rows whose job is not yet taken
         every = not packing                           # every candidate so far took GPUs
         for k in order:
             # descending (priority, deficit, allocation); ties keep the priority order (stable)
-            ranked = np.lexsort((-t.x[:, k], -t.deficit[:, k], -priority[:, k]))
+            ranked = np.lexsort((d.neg_x[k], d.neg_deficit[k], np.negative(priority[:, k], out=d.neg_priority)))
             room = int(gpus[k])
             candidates = ranked[eligible[ranked, k]] if packing else ranked[eligible[ranked, k] & untaken[ranked]]
             took = 0
@@ -295,11 +335,13 @@ class RoundState:
             self.allocations += 1
             self.need_update = False
         t = self.table
-        share = np.divide(t.time_so_far, self.worker_time, out=np.zeros_like(t.time_so_far),
-                          where=self.worker_time != 0)
-        serve = t.allocated[:, None] & (t.x != 0) & t.runnable
-        priority = np.where(serve, t.x * UNSERVED_PRIORITY, 0.0)
-        np.divide(t.x, share, out=priority, where=serve & (share > 0))
+        d = t.derived
+        share, priority = d.share, d.priority
+        share.fill(0.0)
+        np.divide(t.time_so_far, self.worker_time, out=share, where=self.worker_time != 0)
+        np.copyto(priority, d.unserved)
+        np.divide(t.x, share, out=priority, where=np.logical_and(d.serve, np.greater(share, 0.0, out=d.mask),
+                                                                 out=d.mask))
         return priority
 
     def _reset_time(self, now: float) -> None:
