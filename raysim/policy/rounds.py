@@ -205,10 +205,9 @@ class RoundBased(SelfTimed):
             if keep.get(seq) != held:
                 plan.ends.append(seq)
                 del self.lease[seq]
-        names = self.inputs.types
-        for combo, k in sorted(chosen, key=lambda c: -state.scale[c[0][0]]):  # the largest jobs first (Gavel)
-            if self.lease.get(combo[0]) == (combo, k):
-                continue
+        names, lease = self.inputs.types, self.lease
+        starting = [(combo, k) for combo, k in chosen if lease.get(combo[0]) != (combo, k)]  # (not extended)
+        for combo, k in sorted(starting, key=lambda c: -state.scale[c[0][0]]):  # the largest jobs first (Gavel)
             plan.starts.append(Start(combo[0], names[k]))
             self.lease[combo[0]] = (combo, k)
             for seq in combo[1:]:  # a packed pair: its second job shares the first one's GPUs
