@@ -89,13 +89,14 @@ def test_the_check_finds_a_circle():
 
 def test_the_run_pipeline_imports_no_policy_until_one_is_asked_for():
     code = ("import sys, json; import raysim.run.config, raysim.run.simulate; from raysim.policy import policy_class; "
-            "before = sorted(sys.modules); policy_class('fifo_perf'); print(json.dumps([before, sorted(sys.modules)]))")
+            "from raysim.rounds.policies import round_policy; before = sorted(sys.modules); "
+            "policy_class('fifo_perf'), round_policy('fifo_perf'); print(json.dumps([before, sorted(sys.modules)]))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
     before, after = (set(names) for names in json.loads(out))
     heavy = {"ray", "scipy.optimize", "raysim.elastic", "raysim.harvest", "raysim.policy.bftrainer",
              "raysim.policy.sia", "raysim.rounds.lp"}
     assert not heavy & before and not any(m.startswith("raysim.policy.") for m in before - {"raysim.policy.base"})
-    assert "raysim.policy.rounds" in after and not heavy & after  # (fifo_perf solves no LP)
+    assert "raysim.policy.rounds" in after and not heavy & after  # (fifo_perf solves no LP: no solver imported)
 
 
 def test_every_registry_entry_names_its_class():

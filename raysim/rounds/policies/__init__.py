@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from raysim.registry import LazyRegistry
-from raysim.rounds.policies.base import AllocationInput, RoundPolicy
+from raysim.rounds.policies.base import LP_METHODS, AllocationInput, RoundPolicy
 
 #: name -> RoundPolicy subclass, each module imported when its policy is first used
 POLICIES: LazyRegistry = LazyRegistry({name: f"raysim.rounds.policies.{module}:{cls}" for name, module, cls in (
@@ -21,12 +21,10 @@ POLICIES: LazyRegistry = LazyRegistry({name: f"raysim.rounds.policies.{module}:{
 def round_policy(name: str, seed: int = 0, lp_method: str = "ipm", **constants) -> RoundPolicy:
     """An instance of the round-based policy `name` solving its LPs with `lp_method`; ValueError
     listing the known ones."""
-    from raysim.rounds.lp import METHODS
-
     if name not in POLICIES:
         raise ValueError(f"unknown round-based policy {name!r}; known: {', '.join(sorted(POLICIES))}")
-    if lp_method not in METHODS:
-        raise ValueError(f"rounds.lp_method must be one of {', '.join(METHODS)}, not {lp_method!r}")
+    if lp_method not in LP_METHODS:
+        raise ValueError(f"rounds.lp_method must be one of {', '.join(LP_METHODS)}, not {lp_method!r}")
     policy = POLICIES[name](seed=seed, **constants)
     policy.lp_method = lp_method
     return policy
