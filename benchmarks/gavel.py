@@ -6,6 +6,12 @@ result to compare JCTs with), for the "ten policies x two traces" total.
 
     python benchmarks/gavel.py [--policies gavel_fifo max_min_fairness_perf ...] [--repeat 3]
                                [--lp-method ipm|simplex] [--second-trace] [--json]
+    python benchmarks/gavel.py --write-second-trace FILE
+
+`--write-second-trace` writes the second trace as a file in Gavel's format (whole steps, as Gavel's
+scripts/utils/generate_trace.py writes them: from seed 0 this gives the jobs of Gavel's trace
+file, their types, steps, sizes and arrivals), for the multirun commands of benchmarks/README.md,
+and stops.
 
 Timing: `raysim.rounds.run.run_gavel_jobs` (Gavel's jobs -> raysim trace -> VC engine ->
 jobs table), the best of --repeat runs in this process, after one untimed warm-up run (imports,
@@ -24,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -33,7 +40,7 @@ from raysim.cluster.throughput import read_gavel_throughputs  # noqa: E402
 from raysim.rounds import lp  # noqa: E402
 from raysim.rounds.generate import generate_jobs  # noqa: E402
 from raysim.rounds.run import run_gavel_jobs  # noqa: E402
-from raysim.trace.gavel import read_gavel_trace  # noqa: E402
+from raysim.trace.gavel import read_gavel_trace, write_gavel_trace  # noqa: E402
 
 SHARED = Path(os.environ.get("RAYSIM_SHARED", REPO.parent / "shared"))
 #: raysim's name -> Gavel's (results_seed0.csv)
@@ -46,6 +53,17 @@ CONSTANTS = {"gavel_fifo": {"type_choice": "gavel"}}
 LAYOUT = {"cluster": [Pool(t, 4, 2) for t in ("V100", "P100", "K80")]}
 #: Gavel's simulator, the twenty runs (ten policies x two traces) on a 2-core machine (issue figure)
 GAVEL_TWENTY_S = 160.0
+
+
+def second_trace(table):
+    """Gavel's generator (its continuous multi-GPU workload) with seed 1: the jobs of the second trace."""
+    from omegaconf import OmegaConf
+
+    from raysim.paths import CONF_DIR
+
+    conf = OmegaConf.load(CONF_DIR / "experiment" / "gavel_continuous.yaml")
+    templates = [(t["model"], t["distributed"]) for t in conf.rounds.generate.templates]
+    return generate_jobs(table, templates, jobs=300, lam_s=8000, seed=1, reference_type="v100")
 
 
 def one_run(name: str, jobs, table, lp_method: str):
@@ -64,21 +82,22 @@ def main() -> int:
     parser.add_argument("--lp-method", default="ipm", choices=["ipm", "simplex"])
     parser.add_argument("--second-trace", action="store_true", help="also Gavel's generator, seed 1")
     parser.add_argument("--json", action="store_true", help="print one JSON line per policy instead of a table")
+    parser.add_argument("--write-second-trace", metavar="FILE", help="write the seed-1 trace in Gavel's format and stop")
     args = parser.parse_args()
     folder = SHARED / "references" / "gavel"
     if not (folder / "results_seed0.csv").exists():
         print(f"Gavel's reference results not found in {folder} (set RAYSIM_SHARED)", file=sys.stderr)
         return 2
     table = read_gavel_throughputs(folder / "simulation_throughputs.json")
+    if args.write_second_trace:
+        jobs = second_trace(table)
+        steps = jobs.schema.get_field_index("total_steps")
+        whole = pa.array([float(int(n)) for n in jobs.column(steps).to_pylist()], jobs.schema.field(steps).type)
+        print(write_gavel_trace(jobs.set_column(steps, jobs.schema.field(steps), whole), args.write_second_trace))
+        return 0
     traces = {"seed0": read_gavel_trace(folder / "gavel_seed0_lam8000_n300.trace")}
     if args.second_trace:
-        from omegaconf import OmegaConf
-
-        from raysim.paths import CONF_DIR
-
-        conf = OmegaConf.load(CONF_DIR / "experiment" / "gavel_continuous.yaml")
-        templates = [(t["model"], t["distributed"]) for t in conf.rounds.generate.templates]
-        traces["seed1"] = generate_jobs(table, templates, jobs=300, lam_s=8000, seed=1, reference_type="v100")
+        traces["seed1"] = second_trace(table)
     reference = pd.read_csv(folder / "results_seed0.csv").set_index("policy")
     one_run("fifo_perf", traces["seed0"], table, args.lp_method)  # warm-up
     rows = []

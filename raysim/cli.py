@@ -35,8 +35,10 @@ from raysim.resolvers import register_resolvers
 register_resolvers()
 
 # raysim's Hydra launcher (hydra/launcher=raysim_ray): importing it registers its config, and
-# main() registers the class, which an editable install hides from Hydra's own plugin scan.
+# main() registers the class, which an editable install hides from Hydra's own plugin scan; the
+# same for its sweeper (conf/config.yaml's hydra.sweeper).
 from hydra_plugins.raysim_launcher.ray_tasks import register as register_launcher  # noqa: E402
+from hydra_plugins.raysim_launcher.sweeper import register as register_sweeper  # noqa: E402
 
 #: `raysim <word> ...` -> module whose main(argv) handles the rest of the command line.
 TOOLS = {"trace": "raysim.trace.cli", "models": "raysim.models.cli", "report": "raysim.report.cli",
@@ -89,6 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     verbose = "--verbose" in argv or os.environ.get("HYDRA_FULL_ERROR") == "1"
     argv = [a for a in argv if a != "--verbose"]
     register_launcher()
+    register_sweeper()
     quiet_ray_notices()
     if argv and argv[0] in TOOLS:
         tool = importlib.import_module(TOOLS[argv[0]])

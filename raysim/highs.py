@@ -11,8 +11,6 @@ import ctypes
 import os
 import sys
 
-from scipy import optimize
-
 _LIBC = ctypes.CDLL(None)
 
 
@@ -35,5 +33,7 @@ def quiet():
 
 def milp(*args, **kwargs):
     """scipy.optimize.milp (same arguments and result), with HiGHS's output left out (`quiet`)."""
+    from scipy import optimize  # (slow to import, and only the policies that solve MILPs need it)
+
     with quiet():
         return optimize.milp(*args, **kwargs)

@@ -1,8 +1,12 @@
-"""House rule: no import circles among raysim's modules (module-level and function-level imports;
-imports under `if TYPE_CHECKING:` are annotations only and do not count)."""
+"""House rules: no import circles among raysim's modules (module-level and function-level imports;
+imports under `if TYPE_CHECKING:` are annotations only and do not count), and a run imports what
+its runtime and policy use, not every policy's solvers or Ray."""
 
 import ast
 import collections
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -81,3 +85,23 @@ def test_no_import_circles():
 
 def test_the_check_finds_a_circle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_run_pipeline_imports_no_policy_until_one_is_asked_for():
+    code = ("import sys, json; import raysim.run.config, raysim.run.simulate; from raysim.policy import policy_class; "
+            "from raysim.rounds.policies import round_policy; before = sorted(sys.modules); "
+            "policy_class('fifo_perf'), round_policy('fifo_perf'); print(json.dumps([before, sorted(sys.modules)]))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    before, after = (set(names) for names in json.loads(out))
+    heavy = {"ray", "scipy.optimize", "raysim.elastic", "raysim.harvest", "raysim.policy.bftrainer",
+             "raysim.policy.sia", "raysim.rounds.lp"}
+    assert not heavy & before and not any(m.startswith("raysim.policy.") for m in before - {"raysim.policy.base"})
+    assert "raysim.policy.rounds" in after and not heavy & after  # (fifo_perf solves no LP: no solver imported)
+
+
+def test_every_registry_entry_names_its_class():
+    from raysim.policy import POLICIES
+    from raysim.rounds.policies import POLICIES as ROUND_POLICIES
+
+    assert all(cls.name == name for name, cls in POLICIES.items())
+    assert all(cls.name == name for name, cls in ROUND_POLICIES.items())

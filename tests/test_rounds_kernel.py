@@ -9,6 +9,7 @@ from test_ray_runtime import Interrupt, StopAfter, ray_local  # noqa: F401  (a f
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
 from raysim.paths import CONF_DIR
+from raysim.rounds.mechanism import RoundState
 from raysim.run.config import load_from_config, spec_from_config
 from raysim.run.simulate import simulate, simulate_to, vc_groups
 
@@ -39,6 +40,26 @@ def test_round_policies_write_the_same_files_on_every_runtime_window_and_packing
                     job_extra=extra)
         for name in ("jobs.parquet", "timeseries.parquet"):
             assert (out / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), (name, runtime, window_s)
+
+
+@pytest.mark.parametrize("policy,quota", [("fifo_perf", "none"), ("gavel_fifo", "none"),
+                                          ("max_sum_throughput_perf", "global")])
+def test_rounds_that_repeat_run_in_one_step_and_write_the_same_files(policy, quota, hetero_head, tmp_path,
+                                                                    monkeypatch):
+    """Rounds that provably repeat the last one (RoundState.repeats) run in one engine step; the
+    files are those of running each round on its own, whatever the window."""
+    trace, spec, extra = demo(hetero_head, policy, f"quota={quota}")
+    repeated = []
+    repeat = RoundState.repeat
+    monkeypatch.setattr(RoundState, "repeat", lambda state: repeated.append(1) or repeat(state))
+    simulate_to(tmp_path / "steps", trace, spec, None, runtime="local", job_extra=extra)
+    assert len(repeated) > 100
+    monkeypatch.setattr(RoundState, "repeats", lambda state, tasks, now: False)
+    for window_s in (3_600, 7 * 86_400):
+        out = tmp_path / f"rounds{window_s}"
+        simulate_to(out, trace, spec, None, runtime="local", window_s=window_s, job_extra=extra)
+        for name in ("jobs.parquet", "timeseries.parquet"):
+            assert (out / name).read_bytes() == (tmp_path / "steps" / name).read_bytes(), (name, window_s)
 
 
 def test_round_policies_use_every_vcs_own_gpus(hetero_head):

@@ -62,6 +62,43 @@ def check_sweep_page(sweep: Path, table: pd.DataFrame) -> None:
     assert f"{overall.loc['policy=fifo', 'avg_jct']:,.1f}" in seen.text
 
 
+class FakeLoader:
+    """Stands in for Hydra's config loader: a job's config is its overrides; counts compositions."""
+
+    def __init__(self):
+        self.calls = []
+
+    def load_sweep_config(self, master, overrides):
+        self.calls.append(tuple(overrides))
+        return {"job": tuple(overrides)}
+
+
+def test_the_sweeper_composes_each_job_config_once():
+    import pickle
+
+    from hydra_plugins.raysim_launcher.sweeper import ComposedConfigs
+
+    loader = ComposedConfigs(FakeLoader())
+    batch = [["policy=fifo"], ["policy=srtf"]]
+    for overrides in batch:  # the batch's check, before any job runs
+        loader.keep({}, overrides)
+    assert [loader.load_sweep_config({}, o) for o in batch] == [{"job": ("policy=fifo",)}, {"job": ("policy=srtf",)}]
+    assert loader.calls == [("policy=fifo",), ("policy=srtf",)] and not loader.kept
+    loader.keep({}, ["policy=sjf"])
+    shipped = pickle.loads(pickle.dumps(loader))  # (raysim_ray ships the loader with each task: not the configs)
+    assert shipped.kept == {} and loader.kept
+    assert loader.load_sweep_config({}, ["policy=fifo"]) == {"job": ("policy=fifo",)} and len(loader.calls) == 4
+
+
+def test_a_sweep_stops_before_any_job_when_one_does_not_compose(tmp_path):
+    sweep = tmp_path / "sweep"
+    res = subprocess.run([sys.executable, "-m", "raysim", "-m", "+experiment=venus", "runtime=local",
+                          "policy=fifo,bogus", f"hydra.sweep.dir={sweep}"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and "Could not find 'policy/bogus'" in res.stderr
+    assert not (sweep / "0").exists()
+
+
 def test_report_on_a_folder_without_runs_is_a_clear_error(tmp_path):
     rep = subprocess.run([sys.executable, "-m", "raysim", "report", str(tmp_path)], cwd=REPO,
                          capture_output=True, text=True, timeout=300)

@@ -6,11 +6,13 @@ import json
 
 import pytest
 
+from raysim.cluster import throughput
 from raysim.cluster.throughput import (
     UNKNOWN_RATIO,
     ThroughputTable,
     read_gavel_throughputs,
     read_throughput_csv,
+    read_throughput_table,
 )
 from raysim.trace.errors import TraceError
 
@@ -200,6 +202,25 @@ def test_gavel_file_errors(tmp_path, text, fragment):
         read_gavel_throughputs(_json(tmp_path, text))
     with pytest.raises(TraceError, match="Gavel throughput file not found"):
         read_gavel_throughputs(tmp_path / "nope.json")
+
+
+def test_a_content_is_parsed_once_and_each_reader_records_its_own_misses(tmp_path, monkeypatch):
+    monkeypatch.setattr(throughput, "_PARSED", type(throughput._PARSED)())  # (none parsed by other tests)
+    parsed, parse = [], throughput._gavel_table
+    monkeypatch.setattr(throughput, "_gavel_table", lambda name, data: parsed.append(name) or parse(name, data))
+    first = read_throughput_table(_json(tmp_path, _gavel()))
+    copy = tmp_path / "elsewhere.json"
+    copy.write_text(json.dumps(_gavel()))
+    second = read_throughput_table(copy)  # same content, another file: not parsed again
+    assert len(parsed) == 1 and second.get("ResNet-50 (batch size 64)", "v100") == 12.0
+    assert first.ratio("gpt2", "v100", "k80") == UNKNOWN_RATIO
+    assert first.missing() == [("gpt2", "k80"), ("gpt2", "v100")] and second.missing() == []
+    data = _gavel()
+    data["v100"][R50]["null"] = 13.0
+    assert read_throughput_table(_json(tmp_path, data)).get("ResNet-50 (batch size 64)", "v100") == 13.0
+    assert len(parsed) == 2
+    with pytest.raises(TraceError, match="Gavel throughput file not found"):
+        read_throughput_table(tmp_path / "nope.json")
 
 
 @pytest.mark.shared

@@ -8,13 +8,20 @@ Default for unknown pairs (:data:`UNKNOWN_RATIO`): when the table has no through
 type on the GPU type or on the reference type, :meth:`ThroughputTable.ratio` returns 1.0, i.e. the
 job runs as fast as on its reference type, and remembers the pair; :meth:`ThroughputTable.missing`
 lists them so a caller can report which job types lacked an entry for which GPU type.
+
+:func:`read_throughput_table` parses a file's content once per process: a run reads its table in
+several steps, and a sweep's runs in one process read the same one (Gavel's JSON has ~11,000
+entries). Each call gets its own table (sharing the parsed entries), so recorded misses never leak
+from one run into another.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import math
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -32,6 +39,10 @@ GAVEL_VARIANT_SUFFIX = "_unconsolidated"
 
 #: (job_type, gpu_type, scale_factor)
 Key = tuple[str, str, int]
+
+#: Tables parsed in this process, by their file's content (SHA-256) and kind; the last few only.
+_PARSED: OrderedDict[tuple[bytes, bool], ThroughputTable] = OrderedDict()
+PARSED_KEPT = 4
 
 
 class ThroughputTable:
@@ -56,6 +67,13 @@ class ThroughputTable:
         self._missing: set[tuple[str, str]] = set()
         #: GPU type names matched case-insensitively (Gavel's table says v100, layouts V100)
         self._gpu = {gpu.lower(): gpu for _, gpu, _ in self._rates}
+
+    def copy(self) -> ThroughputTable:
+        """The same table (its entries shared, not copied) with no misses recorded yet."""
+        table = object.__new__(ThroughputTable)
+        table._rates, table._pairs, table._gpu = self._rates, self._pairs, self._gpu
+        table._missing = set()
+        return table
 
     def __len__(self) -> int:
         """Number of (job type, GPU type, scale factor) entries."""
@@ -137,8 +155,22 @@ def read_throughput_csv(path: str | Path) -> ThroughputTable:
 
 
 def read_throughput_table(path: str | Path) -> ThroughputTable:
-    """Gavel's JSON when `path` ends in ``.json``, else a throughput CSV."""
-    return read_gavel_throughputs(path) if Path(path).suffix == ".json" else read_throughput_csv(path)
+    """Gavel's JSON when `path` ends in ``.json``, else a throughput CSV; a content this process
+    parsed before is not parsed again (see the module docs)."""
+    gavel = Path(path).suffix == ".json"
+    try:
+        content = Path(path).read_bytes()
+    except FileNotFoundError:  # (the reader says so in its own words)
+        return read_gavel_throughputs(path) if gavel else read_throughput_csv(path)
+    key = (hashlib.sha256(content).digest(), gavel)
+    table = _PARSED.get(key)
+    if table is None:
+        table = _gavel_table(str(path), _json_object(str(path), content)) if gavel else read_throughput_csv(path)
+        _PARSED[key] = table
+        while len(_PARSED) > PARSED_KEPT:
+            _PARSED.popitem(last=False)
+    _PARSED.move_to_end(key)
+    return table.copy()
 
 
 def read_gavel_throughputs(path: str | Path) -> ThroughputTable:
@@ -149,23 +181,39 @@ def read_gavel_throughputs(path: str | Path) -> ThroughputTable:
     ending in :data:`GAVEL_VARIANT_SUFFIX` (placement variants) are skipped; 0 means "does not fit".
     """
     name = str(path)
-    data = _load_json(name)
+    try:
+        content = Path(name).read_bytes()
+    except FileNotFoundError:
+        raise TraceError(name, "Gavel throughput file not found") from None
+    return _gavel_table(name, _json_object(name, content))
+
+
+def _gavel_table(name: str, data: dict) -> ThroughputTable:
+    """The table of Gavel's JSON object `data` (read_gavel_throughputs) read from file `name`."""
     rates: dict[Key, float] = {}
     pairs: dict[tuple[str, str, str, int], tuple[float, float]] = {}
+    keys: dict[str, tuple[str, int]] = {}  # each job key's parse (~80 distinct keys, ~11,000 uses)
+
+    def job_of(gpu_type: str, text: str) -> tuple[str, int]:
+        job = keys.get(text)
+        if job is None:
+            job = keys[text] = _gavel_job(name, gpu_type, text)
+        return job
+
     for gpu_type, jobs in data.items():
         if gpu_type.endswith(GAVEL_VARIANT_SUFFIX):
             continue
         if not isinstance(jobs, dict):
             raise TraceError(name, f"[{gpu_type!r}]: expected an object of job types")
         for text, entry in jobs.items():
-            job, scale = _gavel_job(name, gpu_type, text)
+            job, scale = job_of(gpu_type, text)
             where = f"[{gpu_type!r}][{text!r}]"
             if not isinstance(entry, dict) or "null" not in entry:
                 raise TraceError(name, f"{where}: expected an object with the isolated throughput 'null'")
             rates[(job, gpu_type, scale)] = _json_rate(name, where + "['null']", entry["null"])
             for other_text, both in entry.items():
                 if other_text != "null":
-                    other, other_scale = _gavel_job(name, gpu_type, other_text)
+                    other, other_scale = job_of(gpu_type, other_text)
                     pairs[(job, other, gpu_type, scale)] = _gavel_pair(
                         name, f"{where}[{other_text!r}]", both, other_scale == scale)
     if not rates:
@@ -214,12 +262,10 @@ def _csv_rate(name: str, row: int, text: str) -> float:
     return value
 
 
-def _load_json(name: str) -> dict:
-    """The top-level object of a JSON file, as a TraceError when missing or malformed."""
+def _json_object(name: str, content: bytes) -> dict:
+    """The top-level object of JSON file `name`'s `content`, as a TraceError when malformed."""
     try:
-        data = json.loads(Path(name).read_text())
-    except FileNotFoundError:
-        raise TraceError(name, "Gavel throughput file not found") from None
+        data = json.loads(content.decode())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise TraceError(name, f"not a readable JSON file: {exc}") from None
     if not isinstance(data, dict):

@@ -8,24 +8,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from raysim.policy.bftrainer import BFTrainer
-from raysim.policy.fifo import FIFO
-from raysim.policy.fifo_backfill import FIFOBackfill
-from raysim.policy.lucid import Lucid
-from raysim.policy.qssf import QSSF
-from raysim.policy.rounds import round_based
-from raysim.policy.gavel_elastic import GavelElastic
-from raysim.policy.pollux import Pollux
-from raysim.policy.sia import Sia
-from raysim.policy.sjf import SJF
-from raysim.policy.srtf import SRTF
-from raysim.policy.tiresias import Tiresias
+from raysim.registry import LazyRegistry
 from raysim.rounds.policies import POLICIES as ROUND_POLICIES
 
-POLICIES = {cls.name: cls for cls in (FIFO, FIFOBackfill, SJF, SRTF, QSSF, Tiresias, Lucid, Sia, Pollux, GavelElastic,
-                                    BFTrainer)}
-#: Gavel's round-based family (raysim.rounds.policies), each a RoundBased kernel policy.
-POLICIES.update({name: round_based(name) for name in ROUND_POLICIES})
+#: name -> Policy subclass, each module imported when its policy is first used (raysim.registry);
+#: Gavel's round-based family (raysim.rounds.policies) as RoundBased kernel policies.
+POLICIES: LazyRegistry = LazyRegistry({
+    **{name: f"raysim.policy.{module}:{cls}" for name, module, cls in (
+        ("fifo", "fifo", "FIFO"), ("fifo_backfill", "fifo_backfill", "FIFOBackfill"), ("sjf", "sjf", "SJF"),
+        ("srtf", "srtf", "SRTF"), ("qssf", "qssf", "QSSF"), ("tiresias", "tiresias", "Tiresias"),
+        ("lucid", "lucid", "Lucid"), ("sia", "sia", "Sia"), ("pollux", "pollux", "Pollux"),
+        ("gavel_elastic", "gavel_elastic", "GavelElastic"), ("bftrainer", "bftrainer", "BFTrainer"))},
+    **{name: f"raysim.policy.rounds:RoundBased_{name}" for name in ROUND_POLICIES}})
 
 
 def register_policy(cls) -> type:

@@ -25,6 +25,7 @@ VIEW = frozenset({
     "jobs", "pending", "running", "pending_gpus", "free_gpus", "total_gpus", "free_by_type",
     "arrived_now", "params", "remaining", "attained", "demand", "borrowed_idle", "num_nodes",
     "max_node_gpus", "joinable", "gpu_quota", "name", "gpus_by_type", "nodes_down", "capacity_changes",
+    "quiet_until",
     # actions
     "try_start", "start_on", "preempt", "share", "set_rate_factor", "borrow_node", "lend_node",
     "start_on_type", "end_lease", "finish", "drop", "nodes_by_type", "resize",

@@ -118,11 +118,7 @@ class RoundBased(SelfTimed):
             if t < self.end_tick:
                 return  # mid-round: arrivals wait for the round's end
             now = self.round_end
-            state = self.state
-            if state.round_end is not None:
-                state.round_start = state.round_end
-            state.round_end = now
-            self._complete(view, t, now)
+            self._end_round(view, t, now)
         elif self.waiting:
             now = self.inputs.arrival[self.waiting[0]]  # nothing ran: time jumps to the next arrival
         elif replan and self.state.active:
@@ -148,8 +144,30 @@ class RoundBased(SelfTimed):
                 raise NoProgress(f"{view.name}: policy {self.name} gives no GPU to the {len(self.state.active)} "
                                  f"waiting job(s) (at {now:.0f} s); the run cannot progress")
             self.state.last_reset = 0.0
+        self._repeat_rounds(view)
 
     # -- one round ----------------------------------------------------------------------------
+    def _end_round(self, view, t: int, now: float) -> None:
+        """The round in progress ends at `now` (tick `t`): its micro-tasks complete."""
+        state = self.state
+        if state.round_end is not None:
+            state.round_start = state.round_end
+        state.round_end = now
+        self._complete(view, t, now)
+
+    def _repeat_rounds(self, view) -> None:
+        """Run the rounds that provably repeat the one just launched (RoundState.repeats: the same
+        jobs on the same GPUs, only steps and time counters move) as long as each starts before
+        anything else happens on the VC (view.quiet_until): the engine then wakes once for all of
+        them rather than once a round. Each runs exactly as a round of its own would."""
+        if not self.tasks or self.waiting or not self.state.fixed:
+            return
+        quiet = view.quiet_until()
+        while self.end_tick < quiet and self.state.repeats(self.tasks, self.round_end):
+            t, now = self.end_tick, self.round_end
+            self._end_round(view, t, now)
+            self._launch(view, t, now, self.state.repeat())
+
     def _complete(self, view, t: int, now: float) -> None:
         """The last round's micro-tasks complete (latest finish first)."""
         tick = self._tick
@@ -173,7 +191,11 @@ class RoundBased(SelfTimed):
         if self.capacity is None:
             gpus = view.gpus_by_type()
             self.capacity = np.array([gpus.get(name, 0) for name in self.inputs.types])
-        chosen = state.choose(now, self.capacity)
+        self._launch(view, t, now, state.choose(now, self.capacity))
+
+    def _launch(self, view, t: int, now: float, chosen: list) -> None:
+        """The `chosen` (combination, type) pairs get GPUs (leases not extended end) and run."""
+        state = self.state
         keep = {}
         for combo, k in chosen:
             for seq in combo:
@@ -183,10 +205,9 @@ class RoundBased(SelfTimed):
             if keep.get(seq) != held:
                 plan.ends.append(seq)
                 del self.lease[seq]
-        names = self.inputs.types
-        for combo, k in sorted(chosen, key=lambda c: -state.scale[c[0][0]]):  # the largest jobs first (Gavel)
-            if self.lease.get(combo[0]) == (combo, k):
-                continue
+        names, lease = self.inputs.types, self.lease
+        starting = [(combo, k) for combo, k in chosen if lease.get(combo[0]) != (combo, k)]  # (not extended)
+        for combo, k in sorted(starting, key=lambda c: -state.scale[c[0][0]]):  # the largest jobs first (Gavel)
             plan.starts.append(Start(combo[0], names[k]))
             self.lease[combo[0]] = (combo, k)
             for seq in combo[1:]:  # a packed pair: its second job shares the first one's GPUs
@@ -203,17 +224,15 @@ class RoundBased(SelfTimed):
             self.end_tick = self.wake = max(self._tick(self.round_end), t + 1)
 
 
+def __getattr__(attribute: str) -> type:
+    """`RoundBased_<name>`: the kernel policy of round-based policy <name> (raysim.rounds.policies),
+    made on first use and kept as a module attribute, so that checkpoints can pickle it."""
+    from raysim.rounds.policies import POLICIES
 
-def round_based(name: str) -> type:
-    """The kernel policy of round-based policy `name` (raysim.rounds.policies), a module-level class
-    (so checkpoints can pickle it)."""
-    cls = _CLASSES.get(name)
-    if cls is None:
-        label = f"RoundBased_{name}"
-        cls = type(label, (RoundBased,), {"name": name, "__doc__": f"Gavel's {name}, round-based.",
-                                          "__module__": __name__, "__qualname__": label})
-        _CLASSES[name] = globals()[label] = cls
+    name = attribute.removeprefix("RoundBased_")
+    if name == attribute or name not in POLICIES:
+        raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
+    cls = type(attribute, (RoundBased,), {"name": name, "__doc__": f"Gavel's {name}, round-based.",
+                                          "__module__": __name__, "__qualname__": attribute})
+    globals()[attribute] = cls
     return cls
-
-
-_CLASSES: dict[str, type] = {}

@@ -24,11 +24,10 @@ from scipy.linalg import lapack
 
 from raysim.blas import one_blas_thread
 from raysim.highs import quiet
+from raysim.rounds.policies.base import LP_METHODS as METHODS  # "ipm" (interior point, no crossover) or "simplex"
 
 #: Seconds spent building and solving LPs, and the number solved, since reset_solve_time().
 SOLVE_TIME = {"seconds": 0.0, "lps": 0}
-#: The LP methods: "ipm" (interior point, no crossover) or "simplex".
-METHODS = ("ipm", "simplex")
 
 
 def reset_solve_time() -> None:

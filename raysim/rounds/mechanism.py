@@ -23,6 +23,11 @@ One round, at time ``now`` (floats, seconds; the engine's clock only orders the 
    allocation does not contain take GPUs in that pass but get none (Gavel: those GPUs idle).
 5. Each chosen job runs ``min(int(throughput * round_s), remaining)`` steps, finishing at
    ``now + steps / throughput``; the round ends at the latest finish.
+
+A round whose choice provably repeats the last one (:meth:`RoundState.repeats`: every candidate
+took GPUs, so priorities could not change the choice, and nothing joins, finishes, fails or is
+recomputed) needs no priorities: the kernel policy runs such rounds in one step
+(raysim.policy.rounds), each with the same operations as above, so results do not change.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ from raysim.rounds.policies.base import AllocationInput, Combo, RoundPolicy
 MAX_FAILURES = 5
 #: Priority of a combination with allocation > 0 that has not run on the type since the recompute.
 UNSERVED_PRIORITY = 1e9
+#: An allocation at least this far from 0 keeps a priority > 0 whatever share of time it received
+#: (allocation / share cannot underflow to 0): FIFO policies' eligible combinations then stay so.
+FAR_FROM_ZERO = 1e-250
 
 
 @dataclass
@@ -52,7 +60,14 @@ class MicroTask:
 
 class ComboTable:
     """Per-combination state, rows in Gavel's priority order (a job, then its new pairs, by arrival):
-    time run on each type since the last recompute, deficits, allocation, runnable types, size."""
+    time run on each type since the last recompute, deficits, allocation, runnable types, size.
+
+    What the rounds' priorities and greedy pass derive from the rows and the allocation (which
+    combinations are served, their priority before they run, the sort keys) is kept until either
+    changes, with the buffers each round computes into (`derived`): a round allocates no arrays
+    for them."""
+
+    _derived = None  # (a class default: tables pickled before it existed)
 
     def __init__(self, n_types: int):
         self.combos: list[Combo] = []
@@ -63,6 +78,7 @@ class ComboTable:
         self.allocated = np.zeros(0, dtype=bool)       # in the current allocation at all
         self.runnable = np.zeros((0, n_types), dtype=bool)
         self.scale = np.zeros(0, dtype=np.int64)
+        self._derived: Derived | None = None
 
     def add(self, combo: Combo, time_so_far: np.ndarray, runnable: np.ndarray, scale: int) -> None:
         self.row[combo] = len(self.combos)
@@ -73,6 +89,7 @@ class ComboTable:
         self.allocated = np.append(self.allocated, False)
         self.runnable = np.vstack([self.runnable, runnable])
         self.scale = np.append(self.scale, scale)
+        self._derived = None
 
     def remove_job(self, j: int) -> None:
         keep = np.array([j not in c for c in self.combos], dtype=bool)
@@ -80,14 +97,42 @@ class ComboTable:
         self.row = {c: i for i, c in enumerate(self.combos)}
         for name in ("time_so_far", "deficit", "x", "allocated", "runnable", "scale"):
             setattr(self, name, getattr(self, name)[keep])
+        self._derived = None
 
     def set_allocation(self, allocation: dict) -> None:
+        """The allocation of a recompute (deficits were updated just before)."""
         self.x[:] = 0.0
         self.allocated[:] = False
         for combo, i in self.row.items():
             if combo in allocation:
                 self.x[i] = allocation[combo]
                 self.allocated[i] = True
+        self._derived = None
+
+    @property
+    def derived(self) -> Derived:
+        if self._derived is None:
+            self._derived = Derived(self)
+        return self._derived
+
+
+class Derived:
+    """What a ComboTable's rows and allocation give the rounds until either changes: `serve` (a
+    combination with allocation > 0 on a type it can run on), its priority before it runs there
+    (`unserved`: allocation x UNSERVED_PRIORITY, else 0), the greedy pass's secondary sort keys per
+    type (negated deficit and allocation, contiguous), and buffers for a round's share of time,
+    priorities and masks."""
+
+    def __init__(self, t: ComboTable):
+        self.serve = t.allocated[:, None] & (t.x != 0) & t.runnable
+        self.unserved = np.where(self.serve, t.x * UNSERVED_PRIORITY, 0.0)
+        self.neg_x = [np.ascontiguousarray(-t.x[:, k]) for k in range(t.x.shape[1])]
+        self.neg_deficit = [np.ascontiguousarray(-t.deficit[:, k]) for k in range(t.x.shape[1])]
+        self.share = np.empty_like(t.x)
+        self.priority = np.empty_like(t.x)
+        self.mask = np.empty_like(t.runnable)
+        self.eligible = np.empty_like(t.runnable)
+        self.neg_priority = np.empty(len(t.x))
 
 
 class RoundState:
@@ -96,6 +141,11 @@ class RoundState:
     `rates(j)` gives job j's whole-job throughput on each of the `n_types` GPU types (0: cannot run
     there), `pair_rates(a, b)` the (types x 2) throughputs of a packed pair (packing policies only).
     `order` is the greedy pass's type order (indices), `reference` the reference type's index."""
+
+    #: the last round's choice, and whether later rounds repeat it (see choose); class defaults for
+    #: states pickled before they existed
+    chosen: list[tuple[Combo, int]] | tuple = ()
+    fixed = False
 
     def __init__(self, policy: RoundPolicy, n_types: int, *, rates, steps, weight, arrival, round_s: float,
                  reset_min_s: float, order: list[int], reference: int, seed: int, pair_rates=None):
@@ -178,6 +228,7 @@ class RoundState:
                     pair = (min(other, j), max(other, j))
                     self.table.add(pair, np.zeros(self.n_types), (self.pair_rates(*pair) > 0).all(axis=1), scale)
         self.need_update = True
+        self.fixed = False
 
     def remove(self, j: int) -> None:
         del self.active[j]
@@ -188,27 +239,36 @@ class RoundState:
         del self.failures[j]
         self.table.remove_job(j)
         self.need_update = True
+        self.fixed = False
 
     # -- steps 3-4: allocation, priorities, the greedy pass ---------------------------------
     def choose(self, now: float, gpus: np.ndarray) -> list[tuple[Combo, int]]:
-        """The (combination, type) pairs that run this round on `gpus` GPUs per type."""
+        """The (combination, type) pairs that run this round on `gpus` GPUs per type.
+
+        Sets `fixed`: whether every later round repeats this choice until the table, the allocation
+        or the GPUs change. So it is when every candidate of every type took GPUs (which priorities
+        only order), candidates stay candidates (FIFO: every allocation is FAR_FROM_ZERO), and the
+        type order cannot matter (it is not reshuffled, or no combination is a candidate on two
+        types); packing policies' pairs compete for their jobs, so never for them."""
         priority = self._update_priorities(now, gpus)
-        order = list(self.order)
-        if self.policy.shuffle_types:
-            self.shuffler.shuffle(order)
+        order = self._type_order()
         t = self.table
-        left = gpus.copy()
+        d = t.derived
         taken: set[int] = set()                       # packing: jobs taken (alone or in a pair)
         chosen = []
-        eligible = t.runnable & (priority > 0) if self.policy.fifo else t.runnable
+        eligible = t.runnable
+        if self.policy.fifo:
+            eligible = np.logical_and(t.runnable, np.greater(priority, 0.0, out=d.eligible), out=d.eligible)
         combos, scales, allocated = t.combos, t.scale.tolist(), t.allocated.tolist()
         packing = self.policy.packing
         untaken = np.ones(len(combos), dtype=bool)    # singles: rows whose job is not yet taken
+        every = not packing                           # every candidate so far took GPUs
         for k in order:
             # descending (priority, deficit, allocation); ties keep the priority order (stable)
-            ranked = np.lexsort((-t.x[:, k], -t.deficit[:, k], -priority[:, k]))
-            room = int(left[k])
+            ranked = np.lexsort((d.neg_x[k], d.neg_deficit[k], np.negative(priority[:, k], out=d.neg_priority)))
+            room = int(gpus[k])
             candidates = ranked[eligible[ranked, k]] if packing else ranked[eligible[ranked, k] & untaken[ranked]]
+            took = 0
             for i in candidates.tolist():
                 scale = scales[i]
                 if scale > room:
@@ -221,12 +281,48 @@ class RoundState:
                 else:
                     untaken[i] = False
                 room -= scale
+                took += 1
                 if allocated[i]:
                     chosen.append((combo, k))
                 if room == 0:
                     break
-            left[k] = room
+            every = every and took == len(candidates)
+        self.chosen = chosen
+        self.fixed = every and (not self.policy.fifo or not ((t.x > 0) & (t.x < FAR_FROM_ZERO)).any()) and (
+            not self.policy.shuffle_types or not len(combos) or eligible.sum(axis=1).max() <= 1)
         return chosen
+
+    def _type_order(self) -> list[int]:
+        """The greedy pass's type order this round (reshuffled every round for agnostic policies)."""
+        order = list(self.order)
+        if self.policy.shuffle_types:
+            self.shuffler.shuffle(order)
+        return order
+
+    def repeats(self, tasks: list[MicroTask], now: float) -> bool:
+        """Whether the round starting at `now`, where `tasks` (the last round's micro-tasks) complete,
+        chooses what the last one chose: its choice is `fixed`, no job of `tasks` finishes, fails or
+        has left, and no allocation recompute is due. Arrivals and node changes are the caller's to
+        rule out. Such a round is run by `repeat`."""
+        if not self.fixed or self.need_update and (now - self.last_reset >= self.reset_min_s or self.last_reset == 0):
+            return False
+        start = self.round_end if self.round_end is not None else self.round_start
+        active, total, done = self.active, self.total, self.done
+        for task in tasks:
+            if task.interrupted or not all(j in active for j in task.combo):
+                return False
+            scale = self.scale[task.combo[0]]
+            if not (task.finish - start > 0 and all(_splits(n, scale) for n in task.steps)):
+                return False  # (it fails)
+            if any(total[j] - (done[j] + n) <= 0 for n, j in zip(task.steps, task.combo)):
+                return False  # (a job finishes)
+        return True
+
+    def repeat(self) -> list[tuple[Combo, int]]:
+        """The choice of a round that `repeats` the last one (the type order is drawn as every round
+        draws it)."""
+        self._type_order()
+        return self.chosen
 
     def _update_priorities(self, now: float, gpus: np.ndarray) -> np.ndarray:
         """Recompute the allocation if due, then each combination's priority on each type."""
@@ -239,11 +335,13 @@ class RoundState:
             self.allocations += 1
             self.need_update = False
         t = self.table
-        share = np.divide(t.time_so_far, self.worker_time, out=np.zeros_like(t.time_so_far),
-                          where=self.worker_time != 0)
-        serve = t.allocated[:, None] & (t.x != 0) & t.runnable
-        priority = np.where(serve, t.x * UNSERVED_PRIORITY, 0.0)
-        np.divide(t.x, share, out=priority, where=serve & (share > 0))
+        d = t.derived
+        share, priority = d.share, d.priority
+        share.fill(0.0)
+        np.divide(t.time_so_far, self.worker_time, out=share, where=self.worker_time != 0)
+        np.copyto(priority, d.unserved)
+        np.divide(t.x, share, out=priority, where=np.logical_and(d.serve, np.greater(share, 0.0, out=d.mask),
+                                                                 out=d.mask))
         return priority
 
     def _reset_time(self, now: float) -> None:

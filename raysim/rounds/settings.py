@@ -11,13 +11,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from raysim.cluster.throughput import ThroughputTable, read_throughput_table
 from raysim.errors import ConfigError, UserError
+from raysim.rounds.policies.base import LP_METHODS
 from raysim.trace.errors import SkipReport, TraceError
 
 log = logging.getLogger("raysim")
 
 TABLE_HELP = ("Gavel's throughput table is public: github.com/stanford-futuredata/gavel, file "
               "scheduler/simulation_throughputs.json (MIT); docs/gavel.md")
-LP_METHODS = ("ipm", "simplex")
 
 
 def throughput_table(cfg: DictConfig, *, required: bool = True) -> ThroughputTable | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -36,15 +37,14 @@ RESULT_FILES = ("jobs.parquet", "timeseries.parquet")
 def vc_groups(vcs: list[str], vcs_per_actor: int | str, quota: QuotaSettings | None = None) -> list[list[str]]:
     """VCs in layout order, packed `vcs_per_actor` to a group (one process/actor per group).
 
-    "auto" packs them into as many groups as the Ray cluster has CPUs (one group without Ray);
-    with quota lending (`quota` mode borrow) it keeps every cohort in one group, so that its
-    loans are decided there rather than by a coordinator window per epoch (raysim.quota.cohorts).
-    Packing never changes results, only how the work is spread over processes."""
+    "auto" packs them into as many groups as the Ray cluster has CPUs (one group without Ray,
+    which is not imported for this); with quota lending (`quota` mode borrow) it keeps every cohort
+    in one group, so that its loans are decided there rather than by a coordinator window per epoch
+    (raysim.quota.cohorts). Packing never changes results, only how the work is spread over processes."""
     names = list(vcs)
     if vcs_per_actor == "auto":
-        import ray
-
-        cpus = int(ray.cluster_resources().get("CPU", 1)) if ray.is_initialized() else 1
+        ray = sys.modules.get("ray")  # (not imported: Ray is not running)
+        cpus = int(ray.cluster_resources().get("CPU", 1)) if ray is not None and ray.is_initialized() else 1
         if quota is not None and quota.borrow:
             return cohort_groups(quota, names, max(1, cpus))
         vcs_per_actor = -(-len(names) // max(1, cpus))

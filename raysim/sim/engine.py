@@ -54,6 +54,9 @@ class VCSimulator(PolicyView):
     that ran several times in their trace fail after each run but the last and arrive again after
     the trace's gap."""
 
+    #: the end of the stretch `run` simulates now (a class default: simulators pickled before it existed)
+    _until = NEVER
+
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
                  *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_loans: bool = False,
                  pool_homes: list[str] | None = None, resources: bool = False, fragmentation=None,
@@ -245,6 +248,7 @@ class VCSimulator(PolicyView):
     def run(self, until: float = NEVER) -> float:
         """Process every event at a time < `until` (all of them by default); returns the time of
         the next event (next_event_time())."""
+        self._until = until
         jobs, policy = self.jobs, self.policy
         heap = self._completions
         while True:

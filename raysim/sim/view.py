@@ -71,6 +71,21 @@ class PolicyView:
         """GPUs per GPU type (of the nodes the VC has now)."""
         return dict(zip(self.vc.types, self.vc.type_total))
 
+    def quiet_until(self) -> float:
+        """The tick before which nothing happens on this VC but what its policy does at its own
+        wake-ups: the next arrival, completion, returning job, node loan or capacity event the VC
+        knows of, and at most the end of the stretch being simulated (`run`'s `until`: later
+        arrivals are not known yet). Now, while the VC owes or lends nodes (each event may move one)."""
+        if self._node_debt or self.loans is not None:
+            return self.now
+        t, jobs = self._until, self.jobs
+        for heap in (self._completions, self._returns, self._node_events, self._cap_heap):
+            if heap and heap[0][0] < t:
+                t = heap[0][0]  # (a stale entry makes it earlier, never later)
+        if self._next_arrival < jobs.n and jobs.submit[self._next_arrival] < t:
+            t = jobs.submit[self._next_arrival]
+        return t
+
     def nodes_by_type(self) -> dict[str, list[tuple[int, int]]]:
         """(node, GPUs) of the VC's nodes now, per GPU type, in node order: for policies that
         place jobs on nodes themselves (elastic ones)."""

@@ -19,6 +19,10 @@ import numpy as np
 
 Combo = tuple  # (j,) or (a, b) with a < b: job positions
 
+#: How the LPs are solved (rounds.lp_method; raysim.rounds.lp): interior point or simplex. Here, so
+#: that checking a setting does not import the solver.
+LP_METHODS = ("ipm", "simplex")
+
 
 @dataclass
 class AllocationInput:
@@ -43,7 +47,7 @@ class RoundPolicy:
     shuffle_types = False
     fifo = False
     packing = False
-    #: how its LPs are solved (raysim.rounds.lp.METHODS; rounds.lp_method)
+    #: how its LPs are solved (LP_METHODS; rounds.lp_method)
     lp_method = "ipm"
 
     def __init__(self, seed: int = 0, **constants):

@@ -1,0 +1,75 @@
+"""raysim's sweeper (conf/config.yaml's `hydra.sweeper`): Hydra's basic sweeper, composing each
+job's config once instead of twice.
+
+Hydra's BasicSweeper composes the config of every job of a batch before launching it (so that an
+override that does not compose stops the sweep before any job runs), then its launcher composes
+each config again to run the job: two compositions per job, each reading and merging every YAML
+file of the run's config tree. This sweeper checks the batch the same way and keeps what it
+composed; the launcher (Hydra's basic one, or raysim_ray) is handed each kept config on its first
+request, as Hydra would have composed it then (`load_sweep_config` is deterministic: the sweep's
+resolved values, such as `${now:...}`, come from the master config). At most KEPT configs are
+kept at a time; the launcher composes the others itself.
+
+No `from __future__ import annotations` here: Hydra's plugin scan executes this module without
+registering it in sys.modules (see ray_tasks)."""
+
+from dataclasses import replace
+from typing import Any, Dict, List, Sequence
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig
+
+#: Job configs kept between the check and the launch at most (each takes ~0.2 MB of memory).
+KEPT = 128
+
+
+class ComposedConfigs:
+    """A config loader that hands out the job configs composed for the sweep's check (`keep`), each
+    once, and composes any other itself; everything else is the wrapped loader's."""
+
+    def __init__(self, loader: Any):
+        self.loader = loader
+        self.kept: Dict[tuple, DictConfig] = {}
+
+    def keep(self, master_config: DictConfig, sweep_overrides: List[str]) -> None:
+        """Compose the job config of `sweep_overrides` (raising what composing it raises) and keep it
+        while fewer than KEPT are kept."""
+        config = self.loader.load_sweep_config(master_config, list(sweep_overrides))
+        if len(self.kept) < KEPT:
+            self.kept[tuple(sweep_overrides)] = config
+
+    def load_sweep_config(self, master_config: DictConfig, sweep_overrides: List[str]) -> DictConfig:
+        config = self.kept.pop(tuple(sweep_overrides), None)
+        return config if config is not None else self.loader.load_sweep_config(master_config, sweep_overrides)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.loader, name)
+
+    def __reduce__(self):
+        return ComposedConfigs, (self.loader,)  # (a launcher that ships the context ships no kept config)
+
+
+class ComposeOnceSweeper(BasicSweeper):
+    """Hydra's BasicSweeper (same settings and batches) whose launcher runs the configs its batch
+    check composed (see the module docs)."""
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        context = replace(hydra_context, config_loader=ComposedConfigs(hydra_context.config_loader))
+        super().setup(hydra_context=context, task_function=task_function, config=config)
+
+    def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
+        assert self.hydra_context is not None and self.config is not None
+        for overrides in batch:
+            self.hydra_context.config_loader.keep(self.config, list(overrides))
+
+
+def register() -> None:
+    """Make the sweeper known to Hydra (see ray_tasks.register)."""
+    from hydra.core.plugins import Plugins
+
+    name = f"{ComposeOnceSweeper.__module__}.{ComposeOnceSweeper.__name__}"
+    plugins = Plugins.instance()
+    if name not in plugins.class_name_to_class:
+        plugins.register(ComposeOnceSweeper)
+
