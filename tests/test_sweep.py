@@ -12,10 +12,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_multirun_summary_and_report(tmp_path):
+    """Run from a folder of the user's (not the checkout: there Hydra's plugin scan sees
+    hydra_plugins as files, elsewhere through the editable install's import hook)."""
     sweep = tmp_path / "sweep"
     res = subprocess.run([sys.executable, "-m", "raysim", "-m", "+experiment=venus", "runtime=local",
                           "policy=fifo,srtf", f"hydra.sweep.dir={sweep}"],
-                         cwd=REPO, capture_output=True, text=True, timeout=600)
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     table = pd.read_csv(sweep / "sweep_summary.csv")
     assert sorted(table["run"].unique()) == ["policy=fifo", "policy=srtf"]
@@ -94,7 +96,7 @@ def test_a_sweep_stops_before_any_job_when_one_does_not_compose(tmp_path):
     sweep = tmp_path / "sweep"
     res = subprocess.run([sys.executable, "-m", "raysim", "-m", "+experiment=venus", "runtime=local",
                           "policy=fifo,bogus", f"hydra.sweep.dir={sweep}"],
-                         cwd=REPO, capture_output=True, text=True, timeout=300)
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert res.returncode == 2 and "Could not find 'policy/bogus'" in res.stderr
     assert not (sweep / "0").exists()
 

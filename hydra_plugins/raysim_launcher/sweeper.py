@@ -10,13 +10,19 @@ request, as Hydra would have composed it then (`load_sweep_config` is determinis
 resolved values, such as `${now:...}`, come from the master config). At most KEPT configs are
 kept at a time; the launcher composes the others itself.
 
+The sweeper wraps a BasicSweeper rather than subclassing it: Hydra's plugin scan executes Hydra's
+own plugin modules again, so a BasicSweeper class imported before the scan is no longer the one
+whose `__init__` names itself in `super(BasicSweeper, self)` (a subclass of the old one fails
+there), whereas the wrapped one is made from the module as the scan left it.
+
 No `from __future__ import annotations` here: Hydra's plugin scan executes this module without
 registering it in sys.modules (see ray_tasks)."""
 
 from dataclasses import replace
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.utils import JobReturn
+from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
@@ -50,18 +56,30 @@ class ComposedConfigs:
         return ComposedConfigs, (self.loader,)  # (a launcher that ships the context ships no kept config)
 
 
-class ComposeOnceSweeper(BasicSweeper):
+class ComposeOnceSweeper(Sweeper):
     """Hydra's BasicSweeper (same settings and batches) whose launcher runs the configs its batch
     check composed (see the module docs)."""
 
+    def __init__(self, max_batch_size: Optional[int] = None, params: Optional[Dict[str, str]] = None) -> None:
+        from hydra._internal.core_plugins import basic_sweeper  # the module as Hydra's plugin scan left it
+
+        super().__init__()
+        self.basic = basic_sweeper.BasicSweeper(max_batch_size=max_batch_size, params=params)
+        self.basic.validate_batch_is_legal = self.validate_batch_is_legal  # its check of each batch: ours
+        self.configs: Optional[ComposedConfigs] = None
+
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
-        context = replace(hydra_context, config_loader=ComposedConfigs(hydra_context.config_loader))
-        super().setup(hydra_context=context, task_function=task_function, config=config)
+        self.configs = ComposedConfigs(hydra_context.config_loader)
+        context = replace(hydra_context, config_loader=self.configs)
+        self.basic.setup(hydra_context=context, task_function=task_function, config=config)
+
+    def sweep(self, arguments: List[str]) -> List[Sequence[JobReturn]]:
+        return self.basic.sweep(arguments)
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
-        assert self.hydra_context is not None and self.config is not None
+        assert self.configs is not None and self.basic.config is not None
         for overrides in batch:
-            self.hydra_context.config_loader.keep(self.config, list(overrides))
+            self.configs.keep(self.basic.config, list(overrides))
 
 
 def register() -> None:
