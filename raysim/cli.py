@@ -25,7 +25,7 @@ from pathlib import Path
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from raysim.errors import FAILURES, Failure, record_failure, user_error_message
 from raysim.paths import CONF_DIR

@@ -159,7 +159,7 @@ def test_an_http_mirror_and_a_download_cut_off_midway(tiny, tmp_path, monkeypatc
         monkeypatch.setenv("RAYSIM_DATA_MIRROR", server.url)
         code, _, err = data("fetch", "tiny", capsys=capsys)
         assert code == 2 and len(err.strip().splitlines()) == 1
-        assert err.startswith(f"raysim: error: dataset 'tiny': ") and "vc_config.csv" in err
+        assert err.startswith("raysim: error: dataset 'tiny': ") and "vc_config.csv" in err
         assert "tiny/vc_config.csv" not in cache_files(tmp_path) and not [f for f in cache_files(tmp_path) if "tmp" in f]
     finally:
         server.close()

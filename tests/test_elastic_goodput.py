@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from elastic_util import TOY_PLACEMENTS, TOY_SCALABILITY, toy_times, write_toy
+from elastic_util import toy_times, write_toy
 
 from raysim.elastic.goodput import (GoodputModel, GradParams, PerfParams, _objective, _observations,
                                     fit_perf_params, speedup)

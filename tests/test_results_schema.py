@@ -24,7 +24,6 @@ SHIPPED = {
     "gavel_hetero_demo": (["policy=max_min_fairness", "trace.path=${oc.env:HETERO_300}"], ["gpu_types"]),  # (see hetero_300)
     "helios_synth": (["trace.synth.days=0.2"], []),
     "saturn_synth": (["trace.synth.days=0.5"], []),
-    "venus_maintenance": (["policy=tiresias"], ["capacity"]),
 }
 ON_DATA = {
     "venus_real": (["policy=srtf"], []),

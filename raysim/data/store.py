@@ -225,7 +225,7 @@ def _fetch_file(ds: Dataset, f: DataFile, say, notices: list[str]) -> None:
     entry = _record(target, sha, pinned=f.pinned, source=src, fetched=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     if not f.pinned:
         entry["trusted_on_first_use"] = True
-        same = f" (the copy raysim was tested with)" if sha == f.sha256 else ""
+        same = " (the copy raysim was tested with)" if sha == f.sha256 else ""
         note = (f"{ds.name}: {f.path} is not pinned: recorded sha256 {sha} on first download, trusted on first "
                 f"use{same}; later uses are checked against it")
         if f.sha256 and sha != f.sha256:

@@ -14,11 +14,11 @@ class GavelElastic(Elastic):
     @classmethod
     def check_constants(cls, policy) -> None:
         from raysim.errors import ConfigError
-        from raysim.rounds.lp import METHODS
+        from raysim.rounds.policies.base import LP_METHODS
 
         super().check_constants(policy)
-        if policy.lp_method not in METHODS:
-            raise ConfigError("policy.lp_method", f"must be one of {', '.join(METHODS)}", policy.lp_method)
+        if policy.lp_method not in LP_METHODS:
+            raise ConfigError("policy.lp_method", f"must be one of {', '.join(LP_METHODS)}", policy.lp_method)
 
     def make_allocator(self, kinds):
         return GavelAllocator(kinds, round_s=self.round_s, **self.constants)

@@ -24,7 +24,6 @@ from scipy.linalg import lapack
 
 from raysim.blas import one_blas_thread
 from raysim.highs import quiet
-from raysim.rounds.policies.base import LP_METHODS as METHODS  # "ipm" (interior point, no crossover) or "simplex"
 
 #: Seconds spent building and solving LPs, and the number solved, since reset_solve_time().
 SOLVE_TIME = {"seconds": 0.0, "lps": 0}
@@ -37,7 +36,7 @@ def reset_solve_time() -> None:
 def max_min(coefficients: np.ndarray, scale: np.ndarray, gpus: np.ndarray,
             method: str = "ipm") -> tuple[np.ndarray, float]:
     """Maximise min_j sum_k c_jk x_jk under the base constraints; returns (x, the optimal minimum).
-    `method`: one of METHODS (``"simplex"``: the optimum to machine precision, where the interior
+    `method`: one of raysim.rounds.policies.base.LP_METHODS (``"simplex"``: the optimum to machine precision, where the interior
     point without crossover stops up to a few 1e-3 below it).
 
     Built column by column (the hot LP of the fairness policies): x_jk has s_j in capacity row k, 1
