@@ -70,3 +70,26 @@ def test_cpu_seconds_of_this_process_grow():
     after = cpu_seconds(os.getpid())
     assert before is not None and after > before
     assert cpu_seconds(2**22 + 12345) is None  # (no such process)
+
+
+STOP_AND_START_AGAIN = """
+import ray
+from raysim.runtime.ray_backend import ensure_ray, stop_ray_in_background
+assert ensure_ray(num_cpus=1) is True   # started here: the run's to stop
+assert ensure_ray(num_cpus=1) is False  # already up (a sweep's later runs)
+stop_ray_in_background()
+assert ensure_ray(num_cpus=1) is True   # waits for the stop, then starts afresh
+assert ray.get(ray.put(7)) == 7
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_a_run_stops_the_ray_it_started_and_the_next_start_waits_for_it():
+    """A single run stops the Ray it started while it writes its results; a Ray started while that
+    stop is under way (the next run in the same process) waits for it and starts afresh."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", STOP_AND_START_AGAIN], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]

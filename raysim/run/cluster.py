@@ -53,7 +53,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
 
     read_s = time.perf_counter() - wall
     check_local_ray_fits(cfg, spec.vcs)
-    ray_s = start_ray(cfg)
+    ray_s, own_ray = start_ray(cfg)
     sim_start = time.perf_counter()
     rt = cfg.runtime
     simulate_to(run_dir, trace, spec, estimates, runtime=rt.name, window_s=int(rt.window_s),
@@ -61,6 +61,10 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
                 checkpoint_dir=rt.checkpoint_dir, checkpoint_every=int(rt.checkpoint_every),
                 resume=bool(rt.resume), progress=True, job_extra=job_extra, estimator=online)
     sim_wall = time.perf_counter() - sim_start
+    if own_ray and not in_multirun():  # a sweep's runs share the Ray its first run started
+        from raysim.runtime.ray_backend import stop_ray_in_background
+
+        stop_ray_in_background()
     settings = report_settings(cfg)
     columns = ["vc", "submit_time", "end_time", "queue", "jct", "preemptions", "finished"]
     if spec.quota.mode != "none":
@@ -142,16 +146,17 @@ def gpu_counts(gpus: dict) -> str:
     return ", ".join(f"{n:,} {t}" for t, n in gpus.items()) + " GPUs"
 
 
-def start_ray(cfg: DictConfig) -> float | None:
+def start_ray(cfg: DictConfig) -> tuple[float | None, bool]:
     """With runtime=ray: start (or connect to) Ray now, so that its start-up is not counted as
-    simulation; returns the seconds it took (None for runtime=local)."""
+    simulation. Returns the seconds it took (None for runtime=local) and whether this run started
+    it (False where it was up already, e.g. started by an earlier run of a sweep)."""
     if cfg.runtime.name != "ray":
-        return None
+        return None, False
     from raysim.runtime.ray_backend import ensure_ray
 
     start = time.perf_counter()
-    ensure_ray(cfg.ray.address, cfg.ray.num_cpus)
-    return time.perf_counter() - start
+    started = ensure_ray(cfg.ray.address, cfg.ray.num_cpus)
+    return time.perf_counter() - start, started
 
 
 def check_not_empty(trace) -> None:

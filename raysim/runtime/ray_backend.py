@@ -1,8 +1,9 @@
-"""The Ray executor: one actor per VC group (one VC each by default) plus one profiler actor.
+"""The Ray executor: one actor per VC group, plus one profiler actor when Lucid's profiling pool
+runs (the pass-through stage of every other policy only routes jobs: the driver does it).
 
-Jobs travel as Arrow tables by object reference: the profiler actor's per-group outputs are passed
-to the VC actors as refs, never fetched by the driver. Actors are kept in a pool and reset between
-runs in the same driver, so a Hydra sweep pays for their start-up once.
+Jobs travel as Arrow tables by object reference: the profiler stage's per-group outputs are passed
+to the VC actors as refs; the driver never fetches those of a profiler actor. Actors are kept in a
+pool and reset between runs in the same driver, so a Hydra sweep pays for their start-up once.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import threading
 import time
 from pathlib import Path
 
@@ -25,10 +27,15 @@ from raysim.runtime.vcgroup import VCGroup
 log = logging.getLogger("raysim")
 
 
-def ensure_ray(address=None, num_cpus=None, namespace: str = "raysim") -> None:
-    """Start a local Ray instance, or connect to `address` ("auto" or host:port); never re-initialise."""
+def ensure_ray(address=None, num_cpus=None, namespace: str = "raysim") -> bool:
+    """Start a local Ray instance, or connect to `address` ("auto" or host:port); never re-initialise.
+    True when this call did it (then stopping or leaving Ray is the caller's to do), False when Ray
+    was already initialised in this process."""
+    if _STOPPING["thread"] is not None:  # a run's Ray still stopping: wait, then start afresh
+        _STOPPING["thread"].join()
+        _STOPPING["thread"] = None
     if ray.is_initialized():
-        return
+        return False
     # RAY_AUTH_MODE=token clusters need RAY_AUTH_TOKEN (or its file) in this environment; say so clearly.
     if os.environ.get("RAY_AUTH_MODE", "").lower() == "token" and not (
             os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")):
@@ -44,6 +51,21 @@ def ensure_ray(address=None, num_cpus=None, namespace: str = "raysim") -> None:
         if ray.is_initialized():
             ray.shutdown()
         raise RayStartError(address, exc) from exc
+    return True
+
+
+def stop_ray_in_background() -> threading.Thread:
+    """Stop the Ray this process started (or leave the cluster it connected to) in a thread, and
+    return the thread: a local Ray's processes take a second or two to go, which the run's writing
+    of results overlaps (Python waits for the thread before it exits, and ensure_ray before it
+    starts Ray again)."""
+    thread = threading.Thread(target=ray.shutdown, name="raysim-ray-shutdown")
+    thread.start()
+    _STOPPING["thread"] = thread
+    return thread
+
+
+_STOPPING: dict = {"thread": None}  # the thread stopping Ray after a run, until ensure_ray waits for it
 
 
 class RayStartError(UserError):
@@ -167,19 +189,26 @@ class RayExecutor:
         self.actors: list = []
         self.pids: list[int] = []
         self.local: list[bool] = []
-        self.profiler = None
+        self.profiler = None  # the profiler actor (Lucid's profiling pool)
+        #: the pass-through stage, run in the driver: an actor of its own would only add a process
+        #: to start and a round trip per window
+        self.stage_here = None
 
     def start(self, groups):
         pool = _pool()["groups"]
         while len(pool) < len(groups):
             pool.append(self.group_cls.remote())
         self.actors = pool[: len(groups)]
-        profilers = _pool()["profiler"]
-        if not profilers:
-            profilers.append(self.prof_cls.remote())
-        self.profiler = profilers[0]
-        ray.get([a.reset.remote(self.spec, vcs) for a, vcs in zip(self.actors, groups)]
-                + [self._reset_stage(self.profiler)])
+        resets = [a.reset.remote(self.spec, vcs) for a, vcs in zip(self.actors, groups)]
+        if self.spec.profiler:
+            profilers = _pool()["profiler"]
+            if not profilers:
+                profilers.append(self.prof_cls.remote())
+            self.profiler = profilers[0]
+            resets.append(self._reset_stage(self.profiler))
+        else:
+            self.stage_here = make_profiler(None, self._routing(), len(self.groups), self.spec.t0)
+        ray.get(resets)
         self._find_processes()
 
     def _find_processes(self) -> None:
@@ -190,21 +219,31 @@ class RayExecutor:
         self.pids = [pid for pid, _ in found]
         self.local = [node == here for _, node in found]
 
+    def _routing(self) -> dict[str, int]:
+        """VC -> index of the group simulating it."""
+        return {vc: g for g, vcs in enumerate(self.groups) for vc in vcs}
+
     def _reset_stage(self, actor):
         """Ref of `actor` starting the profiler stage afresh."""
-        routing = {vc: g for g, vcs in enumerate(self.groups) for vc in vcs}
-        return actor.reset.remote(self.spec.profiler, routing, len(self.groups), self.spec.t0)
+        return actor.reset.remote(self.spec.profiler, self._routing(), len(self.groups), self.spec.t0)
 
     def profile(self, jobs, t_start, t_end):
-        """(per-group output refs, refs of the stage's status and state): the driver never fetches
-        the outputs, and the state only to write a checkpoint or rebuild a lost stage."""
+        """(per-group output refs, handle of the stage's status and state). A profiler actor's
+        outputs are never fetched by the driver, and its state only to write a checkpoint or
+        rebuild a lost stage; the pass-through stage routes in the driver (status, no snapshot)."""
+        if self.stage_here is not None:
+            outputs, status = self.stage_here.process(jobs, t_start, t_end)
+            return [ray.put(out) for out in outputs], (status, None)
         refs = self.profiler.process.options(num_returns=len(self.groups) + 2).remote(
             ray.put(jobs), t_start, t_end)
         return list(refs[:-2]), (refs[-2], refs[-1])
 
     def profile_status(self, handle):
         """(status, ref to the stage's state after the window); StageLost if the actor died. The
-        state lives in the object store, owned by the driver, so it outlives the actor."""
+        state lives in the object store, owned by the driver, so it outlives the actor. The driver's
+        pass-through stage: (status, None)."""
+        if self.stage_here is not None:
+            return handle
         status_ref, state_ref = handle
         if self._wait(status_ref, "the profiler stage") is None:
             ray.kill(self.profiler, no_restart=True)
@@ -223,10 +262,15 @@ class RayExecutor:
 
     def stage_state(self, snapshot) -> bytes | None:
         """The profiler stage's state for a checkpoint: the one it returned with its last window
-        (None: it has not run a window yet)."""
+        (None: it has not run a window yet); the driver's pass-through stage as it is now."""
+        if self.stage_here is not None:
+            return pickle.dumps(self.stage_here, protocol=pickle.HIGHEST_PROTOCOL)
         return self.materialize(None, snapshot)
 
     def restore_stage(self, state: bytes) -> None:
+        if self.stage_here is not None:
+            self.stage_here = pickle.loads(state)  # noqa: S301 - written by stage_state() of this run
+            return
         ray.get(self.profiler.restore.remote(state))
 
     def run_window(self, g, batch_ref, t_end, snapshot: bool = True, orders: dict | None = None):
