@@ -22,7 +22,7 @@ def has_capacity(series) -> bool:
 def down_plot(series_path, out: Path, interval: int, *, top: int = 8, points: int = 2000, title: str = "") -> Path:
     """GPUs out of service over time, stacked for the `top` VCs with the most down GPU-hours and the
     others (PNG); `interval`: the series' sampling interval in seconds; `title`: what was run."""
-    from raysim.report.plots import plt, save_figure, set_title  # (pyplot with the Agg backend)
+    from raysim.report.plots import save_figure, set_title, subplots
 
     hours = column_hours(series_path, CAPACITY_COLUMNS, interval)
     names = [vc for vc in sorted(hours, key=lambda vc: -hours[vc][0]) if hours[vc][0] > 0][:top]
@@ -34,7 +34,7 @@ def down_plot(series_path, out: Path, interval: int, *, top: int = 8, points: in
     vcs = np.asarray(vc.dictionary.to_pylist(), dtype=object)[vc.indices.to_numpy(zero_copy_only=False)]
     time = table.column("time").to_numpy()
     down = table.column(CAPACITY_COLUMNS[0]).to_numpy().astype(np.float64)
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = subplots(figsize=(8, 4.5))
     if names:  # stacked per VC (the VCs beyond `top` as "other"): the top edge is the cluster's
         first = vcs == names[0]
         stack = [down[vcs == name] for name in names]
@@ -93,10 +93,10 @@ def write_lost_by_cause(jobs: pa.Table, run_dir: Path, title: str = "", plot: bo
     table.to_csv(run_dir / "lost_by_cause.csv", index=False)
     if not plot:
         return
-    from raysim.report.plots import plt, save_figure, set_title  # (pyplot with the Agg backend)
+    from raysim.report.plots import save_figure, set_title, subplots
 
     cluster = table[table.vc == "all"].iloc[::-1]
-    fig, ax = plt.subplots(figsize=(7, 0.8 + 0.28 * len(cluster)))
+    fig, ax = subplots(figsize=(7, 0.8 + 0.28 * len(cluster)))
     ax.barh(cluster.cause, cluster.lost_gpu_h, color="C3")
     for y, (hours, n) in enumerate(zip(cluster.lost_gpu_h, cluster.interruptions)):
         ax.annotate(f"{hours:,.0f}" + ("" if pd.isna(n) else f" ({int(n)} stops)"), (hours, y), fontsize=7,

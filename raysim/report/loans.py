@@ -26,7 +26,7 @@ def loan_gpu_hours(series, interval: int) -> dict[str, tuple[float, float]]:
 def loans_plot(series_path, out: Path, interval: int, *, top: int = 8, points: int = 2000, title: str = "") -> Path:
     """Cumulative borrowed (solid) and lent (dashed) GPU-hours over time of the `top` VCs that
     borrowed or lent most (PNG); `interval` as for loan_gpu_hours; `title`: what was run."""
-    from raysim.report.plots import plt, save_figure, set_title  # (pyplot with the Agg backend)
+    from raysim.report.plots import save_figure, set_title, subplots
 
     hours = loan_gpu_hours(series_path, interval)
     names = sorted(hours, key=lambda vc: -(hours[vc][0] + hours[vc][1]))[:top]
@@ -35,7 +35,7 @@ def loans_plot(series_path, out: Path, interval: int, *, top: int = 8, points: i
     if layout.changes:  # a long span: about `points` samples, each standing for `every` seconds
         every = layout.interval * max(1, -(-layout.samples // points))
     table = read_timeseries(series_path, vcs=names, columns=list(LOAN_COLUMNS), every=every)
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = subplots(figsize=(8, 4.5))
     vcs = np.asarray(table.column("vc").to_pylist(), dtype=object)
     time = table.column("time").to_numpy()
     days = (time - (time.min() if len(time) else 0)) / 86_400

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from raysim.report.describe import time_axis  # noqa: E402
+from raysim.report.describe import time_axis
 
 #: (bin width in seconds, name) of the bins a long series is averaged into: the narrowest that leaves
 #: at most MAX_POINTS bins; a series of at most MAX_POINTS samples is drawn as sampled.
@@ -84,7 +81,7 @@ def bin_means(times, values, width: float | None, origin: float = 0.0) -> tuple[
 def jct_cdf(jcts: dict, path: Path, title: str = "") -> Path:
     """Empirical CDF of job completion times (s, log scale), one line per {label: JCTs} (NaN: the
     job never finished, left out); `title`: what was run."""
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig, ax = subplots(figsize=(6.5, 4))
     for label, values in jcts.items():
         jct = np.asarray(values, dtype=float)
         jct = np.sort(jct[~np.isnan(jct)])
@@ -107,7 +104,7 @@ def queue_per_vc(runs, what):
     length)."""
     vcs = vc_names(runs)
     height = 0.8 / max(1, len(runs))
-    fig, ax = plt.subplots(figsize=(7, max(2.5, 0.5 + len(vcs) * 0.22 * max(1, len(runs) ** 0.5))))
+    fig, ax = subplots(figsize=(7, max(2.5, 0.5 + len(vcs) * 0.22 * max(1, len(runs) ** 0.5))))
     y = np.arange(len(vcs))
     top = 0.0
     for i, (label, (_, _, summary)) in enumerate(runs.items()):
@@ -138,7 +135,7 @@ def over_time(runs, columns, ylabel, name, what):
     """Cluster-wide `columns` over time, a line per run (per column where one run shows several,
     labelled by the column's suffix: the GPU type); a long series as bin means (bin_width), said in
     the axis label."""
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, ax = subplots(figsize=(7, 3.5))
     times = np.concatenate([series.loc[series["vc"] == "all", "time"].to_numpy(dtype=float)
                             for _, series, _ in runs.values()])
     width, means = bin_width(times)
@@ -162,7 +159,7 @@ def set_title(target, name: str, run: str = "") -> None:
     """Title an Axes (or a whole Figure of several): what it shows (`name`), then what was run
     (`run`, see run_description). Every plot of a run or a sweep is titled here."""
     text = f"{name}\n{run}" if run else name
-    if isinstance(target, matplotlib.figure.Figure):
+    if isinstance(target, Figure):
         target.suptitle(text, fontsize=9)
     else:
         target.set_title(text, fontsize=9)
@@ -173,10 +170,16 @@ def _legend(ax, **kwargs):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False, **kwargs)
 
 
+def subplots(nrows: int = 1, ncols: int = 1, **kwargs):
+    """(figure, axes) as pyplot.subplots makes them, without pyplot: a bare Figure drawn by Agg when
+    saved (no pyplot import or backend set-up, no global list of open figures to close)."""
+    fig = Figure(figsize=kwargs.pop("figsize", None))
+    return fig, fig.subplots(nrows, ncols, **kwargs)
+
+
 def save_figure(fig, path):
-    """Write `fig` to `path` (its folder made if need be) and close it."""
+    """Write `fig` to `path` (its folder made if need be)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
     return path

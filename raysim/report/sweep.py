@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 from hydra.experimental.callback import Callback
 
 from raysim.report.describe import run_labels
-from raysim.report.plots import compare_plots, plt, save_figure, set_title
+from raysim.report.plots import compare_plots, save_figure, set_title, subplots
 from raysim.report.timeseries import cluster_series
 from raysim.report.settings import report_settings
 from raysim.report.summary import markdown_table, unit, units_caption
@@ -70,7 +70,7 @@ def rate_figure(table: pd.DataFrame, path: Path, title: str = "") -> bool:
     if len({rate for _, rate, _ in points}) < 2:
         return False
     frame = pd.DataFrame(points, columns=["label", "rate", "value"]).groupby(["label", "rate"], as_index=False).mean()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = subplots(figsize=(6, 4))
     for label, part in frame.groupby("label"):
         ax.plot(part["rate"], part["value"] / 3600, marker="o", label=label)
     ax.set_xlabel("input job rate (jobs/hour)")
@@ -166,8 +166,8 @@ def metric_bars(table: pd.DataFrame, kind: str, title: str = ""):
     metrics = [m for m in FGD_RESULTS if m in table.columns and pd.api.types.is_numeric_dtype(table[m])]
     if not metrics:
         return None
-    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(6, 0.5 * len(table) + 3), 1.8 * len(metrics) + 1),
-                             squeeze=False, sharex=True)
+    fig, axes = subplots(len(metrics), 1, figsize=(max(6, 0.5 * len(table) + 3), 1.8 * len(metrics) + 1),
+                         squeeze=False, sharex=True)
     for ax, metric in zip(axes[:, 0], metrics):
         values = table[metric].to_numpy(dtype=float)
         low, high = float(values.min()), float(values.max())

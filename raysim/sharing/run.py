@@ -26,7 +26,7 @@ from raysim.errors import ConfigError
 from raysim.paths import original_cwd
 from raysim.run import unused
 from raysim.report.describe import run_description, run_overrides
-from raysim.report.plots import set_title
+from raysim.report.plots import set_title, subplots
 from raysim.report.summary import markdown_table
 from raysim.sharing.inflation import load_openb, run_inflation, workload_name
 
@@ -142,13 +142,8 @@ def summarize_fgd_sweep(sweep_dir: str | Path, title: str = "") -> pd.DataFrame:
 def curve_plot(curves: dict, path: Path, title: str = "") -> Path:
     """Allocation and fragmentation ratio against arrived workload, one line per label (mean of its
     rows); x: percent of the cluster's GPUs requested so far; `title`: what was run."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig = Figure(figsize=(10, 4))
-    FigureCanvasAgg(fig)
-    ax_a, ax_f = fig.subplots(1, 2)
+    fig, (ax_a, ax_f) = subplots(1, 2, figsize=(10, 4))
     for label, (allo, frag) in curves.items():
         cols = [c for c in allo.columns if c.isdigit()]
         x = np.array([int(c) for c in cols])
