@@ -11,8 +11,10 @@
 "after" is `--tree` (default: that repository's working tree, uncommitted changes included). The
 benchmark runs `--repeat` times alternating before, after, before, after, ... so that machine noise
 hits both alike. Each run is a fresh process `python <tree>/<script> <args>` with cwd=<tree> and
-PYTHONPATH=<tree>, so each tree imports its own `raysim` (and, through raysim/paths.py, its own
-conf/ and traces/); this is checked before any run and the comparison aborts if it does not hold.
+PYTHONPATH=<tree> (`--script-from-after`: the after tree's script in both, for a script newer than
+the ref that runs raysim's commands as processes), so each tree imports its own `raysim` (and,
+through raysim/paths.py, its own conf/ and traces/); this is checked before any run and the
+comparison aborts if it does not hold.
 
 The benchmark must print JSON lines (pass it `--json`). Rows are grouped into cases by every
 non-numeric field plus the numeric keys given by `--key` (default: months, jobs, days, seed,
@@ -164,6 +166,9 @@ def main() -> int:
     ap.add_argument("--worktree-dir", default=None,
                     help="folder to create the 'before' worktree in (default: the repository's parent)")
     ap.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
+    ap.add_argument("--script-from-after", action="store_true",
+                    help="run the 'after' tree's copy of the script in both trees (a script newer than --ref "
+                         "that only runs raysim's commands, e.g. benchmarks/commands.py)")
     args, unknown = ap.parse_known_args(own)
     if unknown:
         ap.error(f"unrecognized arguments: {' '.join(unknown)} (the benchmark and its arguments go after `--`)")
@@ -191,9 +196,10 @@ def main() -> int:
         worktree = Path(tempfile.mkdtemp(prefix=f".before-after-{commit[:10]}-", dir=parent))
         git(repo, "worktree", "add", "--detach", str(worktree), commit)
         trees = {"before": worktree, "after": after}
+        scripts = {name: (after if args.script_from_after else tree) / script for name, tree in trees.items()}
         for name, tree in trees.items():
-            if not (tree / script).is_file():
-                raise Failure(f"{name}: {script} does not exist in {tree}")
+            if not scripts[name].is_file():
+                raise Failure(f"{name}: {script} does not exist in {scripts[name].parent}")
         info = {}
         for name, tree in trees.items():
             where = check_import(name, tree, args.python)
@@ -214,7 +220,7 @@ def main() -> int:
             counted = i >= args.warmup
             for name, tree in trees.items():
                 tag = f"[{name} {i - args.warmup + 1}/{args.repeat}]" if counted else f"[{name} warm-up {i + 1}]"
-                cmd = [args.python, str(tree / script), *script_args]
+                cmd = [args.python, str(scripts[name]), *script_args]
                 rc, out, err, took = run_in(tree, cmd, args.timeout)
                 if rc != 0:
                     raise Failure(f"{tag} {' '.join(cmd)} (cwd {tree}) exited with status {rc}; "

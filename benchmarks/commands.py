@@ -1,0 +1,111 @@
+"""Time raysim as a user runs it: whole commands, each a fresh process timed from start to exit.
+
+    python benchmarks/commands.py [--cases quick_ray quick_local ...] [--repeat 1] [--json]
+        [--gavel-trace ../shared/references/gavel/gavel_seed0_lam8000_n300.trace]
+        [--gavel-second-trace /tmp/gavel_seed1_lam8000_n300.trace]
+        [--gavel-throughput ../shared/references/gavel/simulation_throughputs.json]
+
+Cases (issue 36's before/after table):
+  quick_ray, quick_local  `python -m raysim +experiment=venus` on Ray (the default) and with
+                          runtime=local: the quick start
+  gavel_seed0, gavel_seed1  the ten Gavel policies as one multirun on Gavel's seed-0 trace and on the
+                          seed-1 trace (`python benchmarks/gavel.py --write-second-trace FILE`)
+  helios_fifo, helios_tiresias  `+experiment=helios_synth` (six months, 1.58M jobs) under FIFO and
+                          Tiresias, default runtime (Ray)
+  sia_saturn              `+experiment=sia_saturn` (Sia on Saturn workload 1; its data by name,
+                          `raysim data fetch sia_workloads sia_profiles` first)
+
+Each run writes into a temporary folder that is removed afterwards. Wall time is the process's,
+CPU time is user + system of the process and the children it waited for (Ray's own processes
+are not its children: a Ray run's CPU time undercounts). Cases repeat in turn (all cases once,
+then again), so that machine noise hits each alike. With `--json` each run is one JSON line,
+which `benchmarks/before_after.py` compares between two source trees:
+
+    python benchmarks/before_after.py --ref 324105d --repeat 3 -- benchmarks/commands.py --json \\
+        --cases quick_ray quick_local
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GAVEL_POLICIES = ("gavel_fifo,fifo_perf,isolated,max_min_fairness,max_min_fairness_perf,finish_time_fairness,"
+                  "finish_time_fairness_perf,max_sum_throughput_perf,min_total_duration_perf,gandiva")
+SHARED_GAVEL = Path("../shared/references/gavel")
+
+
+def case_args(name: str, opts) -> list[str]:
+    """The raysim command line of case `name` (after `python -m raysim`), output folder aside."""
+    if name == "quick_ray":
+        return ["+experiment=venus"]
+    if name == "quick_local":
+        return ["+experiment=venus", "runtime=local"]
+    if name in ("gavel_seed0", "gavel_seed1"):
+        trace = opts.gavel_trace if name == "gavel_seed0" else opts.gavel_second_trace
+        if trace is None or not Path(trace).exists():
+            raise SystemExit(f"{name}: no trace file {trace} (gavel_seed1: write it with "
+                             "`python benchmarks/gavel.py --write-second-trace FILE` and pass --gavel-second-trace)")
+        return ["-m", "+experiment=gavel_trace", "runtime=local", f"trace.path={Path(trace).resolve()}",
+                f"cluster.throughput={Path(opts.gavel_throughput).resolve()}", f"policy={GAVEL_POLICIES}"]
+    if name in ("helios_fifo", "helios_tiresias"):
+        return ["+experiment=helios_synth", f"policy={name.split('_')[1]}"]
+    if name == "sia_saturn":
+        return ["+experiment=sia_saturn"]
+    raise SystemExit(f"unknown case {name!r}")
+
+
+CASES = ("quick_ray", "quick_local", "gavel_seed0", "gavel_seed1", "helios_fifo", "helios_tiresias", "sia_saturn")
+
+
+def run_once(name: str, opts) -> dict:
+    """Run case `name` once as a process; its wall and CPU seconds and exit status."""
+    args = case_args(name, opts)
+    out = Path(tempfile.mkdtemp(prefix=f"raysim_bench_{name}_"))
+    where = "hydra.sweep.dir" if "-m" in args else "hydra.run.dir"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "raysim", *args, f"{where}={out}"], capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    shutil.rmtree(out, ignore_errors=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{name} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return {"case": name, "wall_s": round(wall, 3),
+            "cpu_s": round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 3)}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="+", default=["quick_ray", "quick_local"], choices=CASES)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--gavel-trace", default=str(SHARED_GAVEL / "gavel_seed0_lam8000_n300.trace"))
+    parser.add_argument("--gavel-second-trace", default=None)
+    parser.add_argument("--gavel-throughput", default=str(SHARED_GAVEL / "simulation_throughputs.json"))
+    parser.add_argument("--json", action="store_true", help="one JSON line per run")
+    opts = parser.parse_args(argv)
+    runs: dict[str, list[dict]] = {name: [] for name in opts.cases}
+    for _ in range(opts.repeat):
+        for name in opts.cases:
+            row = run_once(name, opts)
+            runs[name].append(row)
+            print(json.dumps(row) if opts.json else f"{name}: {row['wall_s']:.2f} s wall, {row['cpu_s']:.2f} s CPU",
+                  flush=True)
+    if not opts.json and opts.repeat > 1:
+        for name, rows in runs.items():
+            print(f"{name}: median {statistics.median(r['wall_s'] for r in rows):.2f} s wall, "
+                  f"{statistics.median(r['cpu_s'] for r in rows):.2f} s CPU over {len(rows)} runs")
+    print(f"(load average {os.getloadavg()[0]:.2f} at the end)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
