@@ -13,7 +13,7 @@ scripts/utils/generate_trace.py writes them: from seed 0 this gives the jobs of 
 file, their types, steps, sizes and arrivals), for the multirun commands of benchmarks/README.md,
 and stops.
 
-Timing: `raysim.rounds.run.run_gavel_jobs` (Gavel's jobs -> raysim trace -> VC engine ->
+Timing: `raysim.run.rounds.run_gavel_jobs` (Gavel's jobs -> raysim trace -> VC engine ->
 jobs table), the best of --repeat runs in this process, after one untimed warm-up run (imports,
 HiGHS start-up). Gavel's figure is its `simulate()`.
 """
@@ -39,7 +39,7 @@ from raysim.cluster.layout import Pool  # noqa: E402
 from raysim.cluster.throughput import read_gavel_throughputs  # noqa: E402
 from raysim.rounds import lp  # noqa: E402
 from raysim.rounds.generate import generate_jobs  # noqa: E402
-from raysim.rounds.run import run_gavel_jobs  # noqa: E402
+from raysim.run.rounds import run_gavel_jobs  # noqa: E402
 from raysim.trace.gavel import read_gavel_trace, write_gavel_trace  # noqa: E402
 
 SHARED = Path(os.environ.get("RAYSIM_SHARED", REPO.parent / "shared"))

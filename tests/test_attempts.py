@@ -18,7 +18,7 @@ from simutil import batch, pools
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
-from raysim.errors import ConfigError
+from raysim.errors import ConfigError, TraceError
 from raysim.paths import CONF_DIR
 from raysim.placement import make_placer
 from raysim.policy import make_policy
@@ -28,7 +28,6 @@ from raysim.sim import SimParams, VCSimulator
 from raysim.sim.attempts import Attempts
 from raysim.sim.capacity import DOWN, UP, CapacityPlan, VCCapacity
 from raysim.trace.attempts import check_attempts, parse_attempts
-from raysim.trace.errors import TraceError
 
 HEADER = "job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state,attempts_s\n"
 #: job 1 runs 100 s, fails, waits 50 s, runs 200 s; job 2 fails at its end; job 3 runs once

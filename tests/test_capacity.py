@@ -25,7 +25,7 @@ from test_quota import TWO_VCS, assert_resumes_identically, borrow, hand_trace, 
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
-from raysim.errors import ConfigError
+from raysim.errors import ConfigError, TraceError
 from raysim.models.forecast import PackingSwitch
 from raysim.paths import CONF_DIR
 from raysim.placement import make_placer
@@ -37,7 +37,6 @@ from raysim.run.simulate import simulate, simulate_to
 from raysim.sim import SimParams, VCSimulator
 from raysim.sim.capacity import (DEFAULT_CAUSE, DOWN, RESTART, UP, CapacityPlan, VCCapacity, plan_from_node_log,
                                  read_node_log)
-from raysim.trace.errors import TraceError
 
 MAINT, FAIL = 0, 1  # cause indices of the hand-built cases
 

@@ -21,7 +21,7 @@ from raysim.cluster.layout import (
 )
 from raysim.paths import TRACES_DIR
 from raysim.trace.cluster import read_vc_config
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 GOOD = """\
 # two VCs, three GPU types, 4- and 8-GPU nodes

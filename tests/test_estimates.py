@@ -5,7 +5,7 @@ import pytest
 from test_trace_validation import GOOD, write
 
 from raysim.models.estimates import estimates_for
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 from raysim.trace.load import load_trace
 
 

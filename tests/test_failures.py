@@ -183,7 +183,7 @@ def test_a_failure_trace_replays_per_node_in_time_then_file_order(tmp_path):
 ])
 def test_a_bad_failure_trace_is_one_line_naming_the_file_row_and_column(tmp_path, text, where):
     from raysim.sim.failure_trace import read_failure_trace
-    from raysim.trace.errors import TraceError
+    from raysim.errors import TraceError
 
     path = trace_file(tmp_path, text)
     with pytest.raises(TraceError) as err:

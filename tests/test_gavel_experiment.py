@@ -10,7 +10,7 @@ from hydra import compose, initialize_config_dir
 from raysim import cli  # noqa: F401  (the raysim_path resolver)
 from raysim.paths import CONF_DIR
 from raysim.run import run
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 from raysim.trace.gavel import read_gavel_trace, write_gavel_trace
 
 LINE = "ResNet-18 (batch size 64)\tpython3 main.py\timage_classification/cifar10\t--num_steps\t1\t{steps}\t{scale}\t1\t-1.000000\t{arrival}"

@@ -12,7 +12,7 @@ from raysim.rounds.inputs import round_inputs
 from raysim.rounds.mechanism import RoundState
 from raysim.rounds.policies import AllocationInput, round_policy
 from raysim.rounds.policies.min_total_duration_perf import gavel_bisection
-from raysim.rounds.run import run_gavel_jobs
+from raysim.run.rounds import run_gavel_jobs
 from raysim.trace.gavel import SCHEMA
 
 # job type -> throughput (steps/s of the whole job) on v100 and k80, one GPU

@@ -8,7 +8,7 @@ import pytest
 from raysim.cluster.layout import Pool
 from raysim.cluster.throughput import read_gavel_throughputs
 from raysim.rounds.generate import generate_jobs
-from raysim.rounds.run import run_gavel_jobs
+from raysim.run.rounds import run_gavel_jobs
 from raysim.trace.gavel import read_gavel_trace
 
 #: Gavel's names -> raysim's (Gavel's FIFO is gavel_fifo: raysim's fifo is event-driven)

@@ -203,7 +203,7 @@ def test_catalog_from_a_trace_and_a_throughput_table():
 
 
 def test_catalog_rejects_what_can_never_run():
-    from raysim.trace.errors import TraceError
+    from raysim.errors import TraceError
 
     layout = {"a": MIXED}
     base = {"vc": ["a"], "gpu_num": pa.array([16], pa.int32())}

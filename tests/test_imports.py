@@ -105,3 +105,19 @@ def test_every_registry_entry_names_its_class():
 
     assert all(cls.name == name for name, cls in POLICIES.items())
     assert all(cls.name == name for name, cls in ROUND_POLICIES.items())
+
+
+#: Packages of the simulation's lower layers, and the layers above them they must not import.
+LOWER = ("raysim.cluster", "raysim.sim", "raysim.trace", "raysim.placement")
+UPPER = ("raysim.report", "raysim.run", "raysim.policy")
+
+
+def test_lower_layers_import_nothing_from_the_layers_above():
+    """cluster/, sim/, trace/ and placement/ read their inputs and simulate; what they share with
+    every layer (errors, CSV input, tables for people) lives in the base modules below them."""
+    def within(module, packages):
+        return any(module == p or module.startswith(p + ".") for p in packages)
+
+    upward = sorted((m, t) for m, targets in import_graph().items() if within(m, LOWER)
+                    for t in targets if within(t, UPPER))
+    assert upward == []

@@ -12,7 +12,7 @@ from raysim.run.simulate import simulate
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
 from raysim.trace.load import Trace, load_trace
-from raysim.trace.errors import SkipReport
+from raysim.errors import SkipReport
 from raysim.trace.schema import conform, with_metadata
 
 POLICIES = ["fifo", "sjf", "srtf", "qssf", "tiresias"]

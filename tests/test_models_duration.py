@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from raysim.models import duration as dur
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 ORIGIN = "2020-09-01T00:00:00"
 

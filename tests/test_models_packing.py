@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from raysim.models import packing as pk
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 
 def synthetic_single(n_models: int = 15) -> pd.DataFrame:

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from raysim.models import throughput as tp
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 
 def synthetic_series(days: int = 25, start: str = "2020-08-09", seed: int = 0) -> pd.DataFrame:

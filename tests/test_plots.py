@@ -8,7 +8,7 @@ import pandas as pd
 import yaml
 
 from raysim.report import describe, plots
-from raysim.report.summary import to_markdown, units_caption
+from raysim.tables import to_markdown, units_caption
 from raysim.report.sweep import metric_bars
 
 

@@ -11,7 +11,7 @@ import pytest
 from test_invariants import synthetic_trace
 
 from raysim.cluster.layout import layout_from_vc_nodes
-from raysim.errors import ConfigError
+from raysim.errors import ConfigError, SkipReport
 from raysim.quota import GLOBAL_VC, merged_layout
 from raysim.quota.exchange import EpochExchange, LoanBook, LoanError
 from raysim.quota.ledger import PoolShape, check_conservation
@@ -21,7 +21,6 @@ from raysim.run.simulate import simulate
 from raysim.runtime.local import LocalExecutor
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
-from raysim.trace.errors import SkipReport
 from raysim.trace.load import Trace
 from raysim.trace.schema import conform, with_metadata
 

@@ -3,7 +3,7 @@ small stand-ins (the rows of its README's examples, and more)."""
 
 import pytest
 
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 from raysim.trace.load import load_trace
 from raysim.trace.schema import metadata
 

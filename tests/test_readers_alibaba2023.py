@@ -9,7 +9,7 @@ import pytest
 
 from raysim.cluster.layout import Pool
 from raysim.trace import alibaba2023 as ob
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model"
 NODES = [

@@ -18,7 +18,7 @@ from raysim.run import run
 from raysim.trace import alibaba2023_jobs as jobs
 from raysim.trace.alibaba2023 import pod_durations, read_openb_pods
 from raysim.trace.cli import main as trace_main
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 from raysim.trace.load import load_trace
 
 NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 from raysim.trace.helios import read_gpu_numbers
 from raysim.trace.load import load_trace
 from raysim.trace.schema import JOB_SCHEMA, metadata

@@ -2,7 +2,7 @@
 
 import pytest
 
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 from raysim.trace.load import load_trace
 from raysim.trace.schema import JOB_SCHEMA
 from reader_samples import DAY1, PAI_JOBS as JOBS, PAI_TASKS as TASKS, write_pai as write

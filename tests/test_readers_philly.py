@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 from raysim.trace.load import load_trace
 from raysim.trace.schema import JOB_SCHEMA
 from reader_samples import PHILLY_JOBS as JOBS, write_philly as write

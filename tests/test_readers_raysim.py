@@ -3,7 +3,7 @@
 import pyarrow.parquet as pq
 import pytest
 
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 from raysim.trace.load import load_trace
 from raysim.trace.presets import VENUS
 from raysim.trace.synth import generate, write_trace

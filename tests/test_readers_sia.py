@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 
 from raysim.cluster.layout import Pool, gpu_types, layout_from_config, total_gpus
 from raysim.paths import CONF_DIR
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 from raysim.trace.load import READERS, auto_format, load_trace
 from raysim.trace.readers import Bounds
 from raysim.trace.schema import JOB_SCHEMA, metadata

@@ -14,7 +14,7 @@ from raysim.cluster.throughput import (
     read_throughput_csv,
     read_throughput_table,
 )
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 GOOD = """\
 # illustrative numbers

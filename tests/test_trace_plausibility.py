@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from raysim.trace.csvfile import RAGGED
-from raysim.trace.errors import TraceError
+from raysim.csvfile import RAGGED
+from raysim.errors import TraceError
 from raysim.trace.load import load_trace
 from raysim.trace.readers import Bounds
 

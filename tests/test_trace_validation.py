@@ -2,7 +2,7 @@
 
 import pytest
 
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 from raysim.trace.load import load_trace
 
 HEADER = "job_id,user,vc,jobname,gpu_num,cpu_num,state,submit_time,duration,model,gpu_util,gmem\n"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 
 @dataclass(frozen=True)

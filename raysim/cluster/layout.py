@@ -3,7 +3,7 @@
 A layout comes from a CSV file (:func:`read_layout_csv`; :func:`write_layout_csv` writes one), a
 Hydra list (:func:`layout_from_config`) or today's one-pool-per-VC ``vc_config.csv``
 (:func:`layout_from_vc_nodes`). Bad input fails with
-one line naming the file, row and column (CSV, :class:`~raysim.trace.errors.TraceError`) or the
+one line naming the file, row and column (CSV, :class:`~raysim.errors.TraceError`) or the
 entry index and key (config, ``ValueError``).
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from raysim.trace.csvfile import csv_rows
-from raysim.trace.errors import TraceError
+from raysim.csvfile import csv_rows
+from raysim.errors import TraceError
 
 #: GPU type of the pools built from a ``vc_config.csv`` (which names no type).
 DEFAULT_GPU_TYPE = "gpu"

@@ -25,8 +25,8 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 
-from raysim.trace.csvfile import csv_rows
-from raysim.trace.errors import TraceError
+from raysim.csvfile import csv_rows
+from raysim.errors import TraceError
 
 #: ratio() when a throughput is unknown: the job runs as fast as on its reference GPU type.
 UNKNOWN_RATIO = 1.0

@@ -130,7 +130,7 @@ def _load(log_path: str, tasks_path: str, nodes: int | None, start_row: int, sta
 
 def harvest_trace(cfg: DictConfig):
     """The task set as the run's trace (see the module doc), with the harvested machine as its layout."""
-    from raysim.trace.errors import SkipReport
+    from raysim.errors import SkipReport
     from raysim.trace.load import Trace
     from raysim.trace.schema import conform, with_metadata
 

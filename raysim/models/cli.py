@@ -30,7 +30,7 @@ from raysim.models import packing as pk
 from raysim.models import throughput as tp
 from raysim.models.features import EBM_SETTINGS, KINDS, accuracy, macro_f1, mae
 from raysim.models.plots import plot_importances, plot_shapes
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 #: files the report reads, relative to --shared (the Lucid artifact files are optional)
 THROUGHPUT_CSV = "traces/venus_sept/cluster_throughput.csv"

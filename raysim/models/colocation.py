@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from raysim.trace.csvfile import read_csv_columns
+from raysim.csvfile import read_csv_columns
 
 KEY = ("model", "dataset", "batchsize", "amp")
 #: Models the reference never measured in pairs; it treats their pairs as free of interference.

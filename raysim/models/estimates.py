@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from raysim.trace.csvfile import read_csv_columns
-from raysim.trace.errors import TraceError
+from raysim.csvfile import read_csv_columns
+from raysim.errors import TraceError
 
 SOURCES = ("none", "file", "oracle", "model")
 

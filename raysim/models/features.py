@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 KINDS = ("ebm", "lightgbm")
 

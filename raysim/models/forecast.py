@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from raysim.trace.csvfile import read_csv_columns
-from raysim.trace.errors import TraceError
+from raysim.csvfile import read_csv_columns
+from raysim.errors import TraceError
 
 COLUMNS = ("time", "pred_gpu_job", "pred_gpu_num")
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from raysim.models.features import (TabularModel, as_frame, check_kind, numeric_column,
                                     require_columns)
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 KEY = ("model", "dataset", "batchsize", "amp")
 FEATURES = ("amp", "batchsize", "gpu_util", "gmem_util", "gmem")

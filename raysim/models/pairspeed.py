@@ -16,7 +16,7 @@ import pandas as pd
 
 from raysim.models.features import TabularModel, check_kind, numeric_column
 from raysim.models.packing import FEATURES, KEY, read_single
-from raysim.trace.csvfile import read_csv_columns
+from raysim.csvfile import read_csv_columns
 
 SIDES = ("a", "b")
 

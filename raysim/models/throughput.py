@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from raysim.models.features import TabularModel, calendar, check_kind, mae, require_columns
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 #: target column -> forecast column, as in Lucid's throughput_forecast.csv
 TARGETS = {"submit_gpu_job": "pred_gpu_job", "submit_gpu_num": "pred_gpu_num"}

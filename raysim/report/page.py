@@ -16,7 +16,7 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
-from raysim.report.summary import cell, units_caption
+from raysim.tables import cell, units_caption
 
 #: What the page may load: nothing from anywhere (its scripts and styles are inline, images data: URIs)
 POLICY = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
@@ -106,7 +106,7 @@ def asset(name: str) -> str:
 
 def table(frame: pd.DataFrame, *, sortable: bool = True, total: str | None = None, links: dict | None = None,
           caption: bool = True) -> str:
-    """`frame` as an HTML table: numbers rounded for people (raysim.report.summary.cell) and right
+    """`frame` as an HTML table: numbers rounded for people (raysim.tables.cell) and right
     aligned, each cell's exact value kept for sorting; a row whose first cell is `total` set apart
     (the cluster); `links`: {column: {value: href}} to link cells; `caption`: the units line under it."""
     links = links or {}

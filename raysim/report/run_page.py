@@ -18,7 +18,7 @@ from raysim import __version__
 from raysim.report.describe import run_overrides, time_axis
 from raysim.report.page import Chart, Page, cards, esc, facts, table
 from raysim.report.page_data import cdf_points, largest_vcs, series_edges, vc_series
-from raysim.report.summary import plural
+from raysim.tables import plural
 from raysim.report.timeseries import column_names
 
 FILE = "report.html"

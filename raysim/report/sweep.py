@@ -12,7 +12,7 @@ from raysim.report.describe import run_labels
 from raysim.report.plots import compare_plots, save_figure, set_title, subplots
 from raysim.report.timeseries import cluster_series
 from raysim.report.settings import report_settings
-from raysim.report.summary import markdown_table, unit, units_caption
+from raysim.tables import markdown_table, unit, units_caption
 from raysim.report.sweep_page import sweep_description, write_sweep_page
 
 METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queue", "p99.9_jct",

@@ -19,7 +19,7 @@ from raysim.report.describe import (common_overrides, run_compat, run_descriptio
 from raysim.report.page import Chart, Page, esc, facts, table
 from raysim.report.page_data import CDF_POINTS, SERIES_POINTS, cdf_on, cdf_points, series_edges, vc_series
 from raysim.report.run_page import FILE, duration, fgd_curves, read_yaml
-from raysim.report.summary import plural, unit
+from raysim.tables import plural, unit
 
 #: The per-VC comparisons drawn (summary columns), where the runs have several VCs
 PER_VC = ("avg_queue", "avg_jct")

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from raysim.report.batsim import simulated_vc
-from raysim.report.summary import plural
+from raysim.tables import plural
 from raysim.sim.capacity import DOWN, RESTART, UP
 
 log = logging.getLogger("raysim")

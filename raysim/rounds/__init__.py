@@ -12,7 +12,7 @@ drives the mechanism from the engine's events); this package holds what they com
   Gavel's traces as raysim traces.
 - :mod:`raysim.rounds.settings`: the `rounds:` settings and `cluster.throughput` of a configured run.
 - :mod:`raysim.rounds.generate`: Gavel's continuous job generator (Poisson arrivals, its job mix).
-- :mod:`raysim.rounds.run`: round-based runs without a config (tests, benchmarks, scripts).
+- :mod:`raysim.run.rounds`: round-based runs without a config (tests, benchmarks, scripts).
 
 Pure Python + numpy + HiGHS; no Ray. docs/gavel.md says what is implemented and how it differs
 from Gavel's simulator.

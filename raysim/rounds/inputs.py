@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from raysim.cluster.throughput import ThroughputTable
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 from raysim.trace.schema import DICT_STR, JOB_SCHEMA, arrival_seconds, with_metadata
 
 #: Columns a Gavel trace adds to the raysim schema: its steps, priority weights and exact arrivals.

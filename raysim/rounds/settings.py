@@ -10,9 +10,8 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from raysim.cluster.throughput import ThroughputTable, read_throughput_table
-from raysim.errors import ConfigError, UserError
+from raysim.errors import ConfigError, SkipReport, TraceError, UserError
 from raysim.rounds.policies.base import LP_METHODS
-from raysim.trace.errors import SkipReport, TraceError
 
 log = logging.getLogger("raysim")
 

@@ -14,16 +14,16 @@ import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 from omegaconf import DictConfig
 
-from raysim.errors import ConfigError
+from raysim.errors import ConfigError, TraceError
 from raysim.policy import policy_class
 from raysim.report.describe import run_description, run_overrides
 from raysim.report.settings import report_settings
-from raysim.report.summary import plural, summarize, to_markdown
+from raysim.report.summary import summarize
+from raysim.tables import plural, to_markdown
 from raysim.run.config import check_cluster_config, estimates_from_config, load_from_config, spec_from_config
 from raysim.run.outputs import record_wall, write_outputs, write_plots
 from raysim.run.simulate import simulate_to, vc_groups
 from raysim.run.unused import in_multirun
-from raysim.trace.errors import TraceError
 
 log = logging.getLogger("raysim")
 

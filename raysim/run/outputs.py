@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from raysim.report.timeseries import cluster_series
-from raysim.report.summary import to_markdown
+from raysim.tables import to_markdown
 
 
 def write_plots(jobs, run_dir: Path, summary, label: str, interval: int = 60, title: str = "") -> None:

@@ -27,7 +27,7 @@ from raysim.paths import original_cwd
 from raysim.run import unused
 from raysim.report.describe import run_description, run_overrides
 from raysim.report.plots import set_title, subplots
-from raysim.report.summary import markdown_table
+from raysim.tables import markdown_table
 from raysim.sharing.inflation import load_openb, run_inflation, workload_name
 
 DATA_HELP = ("The Alibaba GPU 2023 trace (openb) is public: github.com/alibaba/clusterdata, folder "

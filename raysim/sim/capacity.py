@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 #: What can happen to a node.
 EVENTS = ("down", "up", "join", "leave")

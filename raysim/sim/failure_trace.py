@@ -21,7 +21,7 @@ import numpy as np
 
 from raysim.sim.capacity import DOWN, LARGEST, RESTART, UP, LogStream, node_counts, read_event_table, whole_numbers
 from raysim.sim.failures import MergesLog, node_homes, with_log
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 #: A failure trace's columns.
 COLUMNS = ("time", "vc", "node", "category", "repair_s")

@@ -28,8 +28,8 @@ import pandas as pd
 import pyarrow as pa
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
-from raysim.trace.csvfile import read_csv_text
-from raysim.trace.errors import SkipReport
+from raysim.csvfile import read_csv_text
+from raysim.errors import SkipReport
 from raysim.trace.layout import trace_layout, with_layout
 from raysim.trace.mapping import Source, csv_row_checks, validate_mapped
 from raysim.trace.readers import Bounds

@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from raysim.cluster.layout import Pool
-from raysim.trace.errors import SkipReport, TraceError
+from raysim.errors import SkipReport, TraceError
 
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")

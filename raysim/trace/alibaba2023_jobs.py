@@ -53,11 +53,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE, Pool, total_gpus
-from raysim.errors import ConfigError
+from raysim.errors import ConfigError, SkipReport, TraceError
 from raysim.sim.resources import Nodes, ResourceState
 from raysim.trace.alibaba2023 import (DEFAULT_NODE_LIST, node_list_path, pod_durations, pod_list_path,
                                       read_openb_nodes, read_openb_pods)
-from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.layout import with_pools
 from raysim.trace.mapping import RowChecks, Source, validate_mapped
 from raysim.trace.readers import Bounds

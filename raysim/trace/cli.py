@@ -18,7 +18,7 @@ from pathlib import Path
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.trace.alibaba2023_jobs import write_pods
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 from raysim.trace.load import LAYOUT_FILE, READERS, Trace, auto_format, load_trace
 from raysim.trace.stats import format_stats, trace_stats
 from raysim.trace.synth import load_synth, main as synth_main, write_trace
@@ -93,7 +93,7 @@ def _convert(args) -> int:
     gpus = sum(trace.vc_gpus().values())
     shape = (f"at {DEFAULT_GPUS_PER_NODE} per node" if trace.layout is None
              else f"in {sum(len(pools) for pools in trace.layout.values())} node pools")
-    from raysim.report.summary import plural
+    from raysim.tables import plural
 
     print(f"wrote {plural(trace.table.num_rows, 'job')}, {plural(len(trace.vc_nodes), 'VC')} "
           f"({plural(gpus, 'GPU')} {shape}) to {folder}: {', '.join(files)} "

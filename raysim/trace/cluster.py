@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 
 def read_vc_config(path: str | Path) -> dict[str, int]:

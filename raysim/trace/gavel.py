@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 #: The fields of one trace line, in Gavel's order.
 FIELDS = ("job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir", "total_steps",

@@ -22,12 +22,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE, Layout
-from raysim.errors import ConfigError
+from raysim.errors import ConfigError, SkipReport, TraceError
 from raysim.trace.alibaba2023 import (DEFAULT_NODE_LIST, DEFAULT_WORKLOAD, NODE_PREFIX, POD_PREFIX,
                                       list_file_name, pod_list_path)
 from raysim.trace.alibaba2023_jobs import read_alibaba2023
 from raysim.trace.cluster import read_vc_config
-from raysim.trace.errors import SkipReport, TraceError
 from raysim.trace.helios import GPU_NUMBER_FILE, read_helios
 from raysim.trace.layout import recorded_pools
 from raysim.trace.pai import TASK_FILE, read_pai

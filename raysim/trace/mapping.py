@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from raysim.trace.csvfile import RAGGED
-from raysim.trace.errors import SkipReport, TraceError
+from raysim.csvfile import RAGGED
+from raysim.errors import SkipReport, TraceError
 from raysim.trace.readers import validate_frame
 
 _ROW = re.compile(r"row (\d+) \(line \d+\)")

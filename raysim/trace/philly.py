@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.trace.attempts import COLUMN as ATTEMPTS, format_attempts
-from raysim.trace.errors import SkipReport, TraceError
+from raysim.errors import SkipReport, TraceError
 from raysim.trace.layout import trace_layout, with_layout
 from raysim.trace.mapping import RowChecks, Source, validate_mapped
 from raysim.trace.readers import Bounds

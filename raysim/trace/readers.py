@@ -20,8 +20,8 @@ import pandas as pd
 import pyarrow as pa
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
-from raysim.trace.csvfile import RAGGED, read_csv_text
-from raysim.trace.errors import SkipReport, TraceError
+from raysim.csvfile import RAGGED, read_csv_text
+from raysim.errors import SkipReport, TraceError
 from raysim.trace.attempts import COLUMN as ATTEMPTS, check_attempts
 from raysim.trace.schema import (GPU_TYPE_COLUMNS, OPENB_COLUMNS, OPTIONAL, REQUIRED, conform, metadata,
                                  with_metadata)

@@ -39,8 +39,8 @@ import pandas as pd
 import pyarrow as pa
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
-from raysim.trace.csvfile import RAGGED, read_csv_text
-from raysim.trace.errors import SkipReport, TraceError
+from raysim.csvfile import RAGGED, read_csv_text
+from raysim.errors import SkipReport, TraceError
 from raysim.trace.layout import nodes_from_gpus, with_layout
 from raysim.trace.mapping import RowChecks, Source, validate_mapped
 from raysim.trace.readers import Bounds

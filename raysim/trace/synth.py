@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from raysim.cluster.layout import Layout, write_layout_csv
-from raysim.trace.errors import SkipReport
+from raysim.errors import SkipReport
 from raysim.trace.load import LAYOUT_FILE, Trace, read_cache, write_cache
 from raysim.trace.presets import (
     COMBINED,
@@ -403,7 +403,7 @@ def main(argv=None, prog: str = "python -m raysim.trace.synth") -> int:
     load = offered_load(table, vc_nodes, args.days, gpus_per_node)
     gpus = sum(vc_nodes.values()) * gpus_per_node
     total = sum(load[v] * n for v, n in vc_nodes.items()) * gpus_per_node / gpus
-    from raysim.report.summary import plural
+    from raysim.tables import plural
 
     print(f"wrote {plural(table.num_rows, 'job')}, {plural(len(vc_nodes), 'VC')}, {plural(gpus, 'GPU')}, "
           f"offered load {total:.2f} to {folder}")

@@ -12,7 +12,7 @@ from raysim.policy.rounds import RoundBased
 from raysim.rounds.inputs import gavel_trace_table, round_inputs, run_types
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
-from raysim.trace.errors import SkipReport
+from raysim.errors import SkipReport
 
 
 def round_spec(trace: pa.Table, layout: dict, table: ThroughputTable | None, policy: str, *, seed: int = 0,

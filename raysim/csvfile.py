@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from raysim.trace.errors import TraceError
+from raysim.errors import TraceError
 
 #: The reason a row with too few or too many values is flagged (its value says how many it had).
 RAGGED = "wrong number of values in the row (truncated or ragged line)"
