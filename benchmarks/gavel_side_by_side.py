@@ -97,9 +97,9 @@ def trace_jobs(trace: Path) -> int:
 def parse_gavel(out: Path, jobs: int) -> dict:
     """Gavel's printed results, or RunFailed if it did not print them for every job."""
     text = out.read_text(errors="replace")
-    avg = re.search(r"^Average job completion time: ([0-9.]+) seconds", text, re.M)
-    total = re.search(r"^Total duration: ([0-9.]+) seconds", text, re.M)
-    jct = {int(m[1]): float(m[2]) for m in re.finditer(r"^Job (\d+): ([0-9.]+)$", text, re.M)}
+    avg = re.search(r"^Average job completion time: ([0-9.]+) seconds", text, re.MULTILINE)
+    total = re.search(r"^Total duration: ([0-9.]+) seconds", text, re.MULTILINE)
+    jct = {int(m[1]): float(m[2]) for m in re.finditer(r"^Job (\d+): ([0-9.]+)$", text, re.MULTILINE)}
     if not (avg and total) or len(jct) != jobs:
         raise RunFailed(f"no results from Gavel ({len(jct)} of {jobs} job lines)")
     window = [jct[i] for i in WINDOW if i in jct]
@@ -283,7 +283,7 @@ def main() -> int:
     print(f"\n{started:%Y-%m-%d %H:%M %Z}, {platform.node()}, {os.cpu_count()} CPUs, "
           f"load {load_before[0]:.2f} before, {load_after[0]:.2f} after; {len(args.policies)} policies x "
           f"{len(traces)} traces ({', '.join(traces)})")
-    print(f"\n| repetition | Gavel wall | Gavel CPU | raysim wall | raysim CPU |\n|---|---|---|---|---|")
+    print("\n| repetition | Gavel wall | Gavel CPU | raysim wall | raysim CPU |\n|---|---|---|---|---|")
     for i, r in enumerate(reps, 1):
         print(f"| {i} | {r['gavel']['wall_s']:.1f} s | {r['gavel']['cpu_s']:.1f} s | "
               f"{r['raysim']['wall_s']:.1f} s | {r['raysim']['cpu_s']:.1f} s |")
