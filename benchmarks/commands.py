@@ -13,7 +13,8 @@ Cases (issue 36's before/after table):
   helios_fifo, helios_tiresias  `+experiment=helios_synth` (six months, 1.58M jobs) under FIFO and
                           Tiresias, default runtime (Ray)
   sia_saturn              `+experiment=sia_saturn` (Sia on Saturn workload 1; its data by name,
-                          `raysim data fetch sia_workloads sia_profiles` first)
+                          `raysim data fetch sia_workloads sia_profiles` first, or from `--sia DIR`,
+                          a folder with Sia's workloads/ and profiles/)
 
 Each run writes into a temporary folder that is removed afterwards. Wall time is the process's,
 CPU time is user + system of the process and the children it waited for (Ray's own processes
@@ -60,7 +61,9 @@ def case_args(name: str, opts) -> list[str]:
     if name in ("helios_fifo", "helios_tiresias"):
         return ["+experiment=helios_synth", f"policy={name.split('_')[1]}"]
     if name == "sia_saturn":
-        return ["+experiment=sia_saturn"]
+        local = [] if opts.sia is None else [f"trace.path={Path(opts.sia).resolve() / 'workloads/saturn/workload-1.csv'}",
+                                             f"elastic.profiles={Path(opts.sia).resolve() / 'profiles'}"]
+        return ["+experiment=sia_saturn", *local]
     raise SystemExit(f"unknown case {name!r}")
 
 
@@ -91,6 +94,7 @@ def main(argv=None) -> None:
     parser.add_argument("--gavel-trace", default=str(SHARED_GAVEL / "gavel_seed0_lam8000_n300.trace"))
     parser.add_argument("--gavel-second-trace", default=None)
     parser.add_argument("--gavel-throughput", default=str(SHARED_GAVEL / "simulation_throughputs.json"))
+    parser.add_argument("--sia", default=None, help="folder with Sia's workloads/ and profiles/ (default: data: names)")
     parser.add_argument("--json", action="store_true", help="one JSON line per run")
     opts = parser.parse_args(argv)
     runs: dict[str, list[dict]] = {name: [] for name in opts.cases}
