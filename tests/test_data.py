@@ -174,6 +174,24 @@ def test_an_http_mirror_and_a_download_cut_off_midway(tiny, tmp_path, monkeypatc
         server.close()
 
 
+def test_verify_reports_deleted_files_as_missing(tiny, tmp_path, capsys):
+    """A cached file deleted by hand fails `raysim data verify`, with or without names, even when it
+    was the dataset's last file (its manifest still records it: it is not merely "not cached")."""
+    assert data("fetch", "tiny", capsys=capsys)[0] == 0
+    folder = tmp_path / "cache" / "tiny"
+    (folder / "jobs.csv").unlink()
+    code, out, err = data("verify", capsys=capsys)
+    assert code == 2 and "tiny: jobs.csv: missing from the cache" in out and "failed verification" in err
+    for path in ("vc_config.csv", "more/notes.txt"):
+        (folder / path).unlink()
+    for argv in ([], ["tiny"]):
+        code, out, err = data("verify", *argv, capsys=capsys)
+        assert code == 2, out
+        assert out.splitlines() == [f"tiny: {p}: missing from the cache" for p in ("jobs.csv", "vc_config.csv",
+                                                                                    "more/notes.txt")]
+        assert err.count("\n") == 1 and "1 dataset(s) failed verification" in err
+
+
 def test_unpinned_files_are_trusted_on_first_use_then_checked(tiny, tmp_path, capsys):
     other = b"other notes\n"
     (tiny / "more" / "notes.txt").write_bytes(other)

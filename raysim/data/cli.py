@@ -58,8 +58,10 @@ def _path(args) -> int:
 
 
 def _verify(args) -> int:
+    # every dataset the cache holds or records: one whose files were all deleted is still recorded
+    # in its manifest, and fails as missing rather than passing as "not cached"
     todo = [dataset(n) for n in args.names] if args.names else \
-        [ds for ds in datasets().values() if store.status(ds) != "not cached"]
+        [ds for ds in datasets().values() if store.status(ds) != "not cached" or store.cached_files(ds)]
     if not todo:
         print("no dataset is cached (raysim data fetch NAME)")
         return 0
