@@ -107,6 +107,31 @@ def test_report_on_a_folder_without_runs_is_a_clear_error(tmp_path):
     assert rep.returncode == 2 and "no run folder with a summary.csv" in rep.stderr
 
 
+def test_report_names_the_run_folders_without_results(tmp_path):
+    """A multirun whose run left no summary.csv (failed, stopped, still running): `raysim report`
+    summarises the others and names that folder, with its swept setting, on stderr and in
+    sweep_summary.md."""
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    (trace / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n"
+                                    "1,vcA,u1,1,4,0,100,COMPLETED\n2,vcA,u2,2,4,10,200,COMPLETED\n")
+    (trace / "vc_config.csv").write_text(",num\nvcA,1\n")
+    sweep = tmp_path / "sweep"
+    res = subprocess.run([sys.executable, "-m", "raysim", "-m", "runtime=local", f"trace.path={trace / 'jobs.csv'}",
+                          "trace.cache=false", "report.plots=none", "report.html=false", "seed=0,1,2",
+                          f"hydra.sweep.dir={sweep}"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    (sweep / "1" / "summary.csv").unlink()
+    rep = subprocess.run([sys.executable, "-m", "raysim", "report", str(sweep), "--no-plots"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert rep.returncode == 0, rep.stderr[-2000:]
+    assert sorted(pd.read_csv(sweep / "sweep_summary.csv")["run"].unique()) == ["seed=0", "seed=2"]
+    lines = rep.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("raysim report: warning: 1 run folder(s) without results")
+    assert lines[0].endswith(f"left out of the sweep summary: {sweep / '1'} (seed=1)")
+    assert f"{sweep / '1'} (seed=1)" in (sweep / "sweep_summary.md").read_text()
+
+
 @pytest.mark.slow
 def test_multirun_jobs_as_parallel_ray_tasks(tmp_path):
     """hydra/launcher=raysim_ray runs each job of the sweep as a Ray task."""

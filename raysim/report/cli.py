@@ -5,9 +5,10 @@ run folder)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from raysim.report.sweep import headline, report_sweep
+from raysim.report.sweep import headline, missing_runs_line, report_sweep
 
 
 def main(argv: list[str]) -> int:
@@ -29,6 +30,9 @@ def main(argv: list[str]) -> int:
         ap.error(str(exc))
     print(headline(table))
     print(f"wrote {args.folder}/sweep_summary.csv, sweep_summary.md and report.html")
+    missing = missing_runs_line(args.folder)
+    if missing:
+        print(f"raysim report: warning: {missing}", file=sys.stderr)
     return 0
 
 

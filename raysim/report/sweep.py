@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from hydra.experimental.callback import Callback
 
-from raysim.report.describe import run_labels
+from raysim.report.describe import common_overrides, run_labels, run_overrides
 from raysim.report.plots import compare_plots, save_figure, set_title, subplots
 from raysim.report.timeseries import cluster_series
 from raysim.report.settings import report_settings
@@ -19,6 +19,29 @@ METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queu
            "makespan", "gpu_utilization", "reclaims", "ran_elsewhere", "borrowed_gpu_h", "interruptions",
            # harvesting runs (raysim.harvest.metrics)
            "makespan_h", "efficiency", "harvested_fraction", "precost", "rescost"]
+
+
+#: What a finished run leaves in its folder, by kind of run (trace replay, FGD inflation).
+RESULT_FILES = ("summary.csv", "fgd_summary.csv")
+
+
+def runs_without_results(sweep_dir: str | Path) -> list[Path]:
+    """The run folders of a multirun (those Hydra made: a `.hydra` folder) that hold none of
+    RESULT_FILES: runs that failed, were stopped or are still running, which a sweep summary leaves out."""
+    runs = sorted(p.parent for p in Path(sweep_dir).glob("*/.hydra"))
+    return [run for run in runs if not any((run / name).exists() for name in RESULT_FILES)]
+
+
+def missing_runs_line(sweep_dir: str | Path) -> str | None:
+    """One line naming the run folders without results (`runs_without_results`), or None."""
+    missing = runs_without_results(sweep_dir)
+    if not missing:
+        return None
+    common = set(common_overrides(sorted(p.parent for p in Path(sweep_dir).glob("*/.hydra"))))
+    swept = {run: " ".join(o for o in run_overrides(run) if o not in common) for run in missing}
+    named = ", ".join(f"{run}" + (f" ({swept[run]})" if swept[run] else "") for run in missing)
+    return (f"{len(missing)} run folder(s) without results (no summary.csv: the run failed, was stopped or is "
+            f"still running), left out of the sweep summary: {named}")
 
 
 def summarize_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True) -> pd.DataFrame:
@@ -39,7 +62,8 @@ def summarize_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True
     table = pd.concat(frames, ignore_index=True)
     table = table[["run"] + [c for c in table.columns if c != "run"]]
     table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
-    (sweep_dir / "sweep_summary.md").write_text(_markdown(table))
+    missing = missing_runs_line(sweep_dir)
+    (sweep_dir / "sweep_summary.md").write_text(_markdown(table) + (f"\n{missing}\n" if missing else ""))
     title = sweep_description(runs)
     if plots and data:
         compare_plots(data, sweep_dir / "plots", title=title)
@@ -138,7 +162,9 @@ def report_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True) -
     table = pd.DataFrame(rows)
     table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
     kind = "FGD inflation"
-    (sweep_dir / "sweep_summary.md").write_text(f"# Sweep summary ({kind} runs)\n\n" + headline(table) + "\n")
+    missing = missing_runs_line(sweep_dir)
+    (sweep_dir / "sweep_summary.md").write_text(f"# Sweep summary ({kind} runs)\n\n" + headline(table) + "\n"
+                                                + (f"\n{missing}\n" if missing else ""))
     if plots:
         from raysim.sharing.run import summarize_fgd_sweep
 
