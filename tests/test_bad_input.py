@@ -474,6 +474,38 @@ def _(root):
                 [str(root / "nope.csv"), "not found", "error: "], prefix="")
 
 
+# hostile input on the newer surfaces (issue 35): each refused in one line, nothing that looks like a result written
+
+#: What a finished run writes (trace replays, FGD inflation runs): none of it may be left by a refused run.
+RESULTS = ("jobs.parquet", "summary.csv", "summary.md", "fgd_summary.csv", "allo.csv", "report.html")
+
+
+def refused(run_dir: Path, *parts: str) -> Callable:
+    """A check: one error line holding `parts`, exit status 2, and no result file in `run_dir`."""
+    def check(res):
+        one_error_line(res, *parts)
+        left = [name for name in RESULTS if (run_dir / name).exists()]
+        assert not left, f"a refused run wrote {left}"
+    return check
+
+
+NODE_LIST = "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,P100\nn1,96000,786432,8,V100M32\n"
+POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+
+
+def fgd(root: Path, name: str, node_list: str, pod_list: str) -> Case:
+    d = folder(root, name, {"openb_node_list_gpu_node.csv": node_list, "openb_pod_list_default.csv": pod_list})
+    run_dir = root / "runs" / name
+    path = d / ("openb_pod_list_default.csv" if node_list == NODE_LIST else "openb_node_list_gpu_node.csv")
+    return Case(["+experiment=fgd_openb", f"fgd.data_dir={d}", "fgd.plots=false", f"hydra.run.dir={run_dir}"],
+                check=refused(run_dir, str(path), "no pods" if node_list == NODE_LIST else "no node with GPUs"))
+
+
+case("fgd_empty_pod_list")(lambda root: fgd(root, "fgd_no_pods", NODE_LIST, POD_HEADER))
+case("fgd_node_list_without_gpus")(lambda root: fgd(root, "fgd_no_gpus", NODE_LIST.splitlines()[0] + "\n",
+                                                    POD_HEADER + "p0,1000,1024,1,1000,,LS,Running,0,10,0\n"))
+
+
 # not user errors; sweeps; the harness itself
 
 PLANT = "import raysim.run.cluster as c\ndef run_cluster(cfg, run_dir):\n    raise {}\nc.run_cluster = run_cluster"

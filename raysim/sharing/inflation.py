@@ -259,9 +259,17 @@ def load_openb(folder, workload: str = "default", node_list: str = "openb_node_l
     """Nodes and pods of the Alibaba GPU 2023 trace from `folder` (the reference uses the GPU nodes
     only: ``openb_node_list_gpu_node``). `workload` is a pod list name such as ``default``."""
     from raysim.trace.alibaba2023 import pod_list_path, read_openb_pods
+    from raysim.errors import TraceError
 
     nodes = load_openb_nodes(folder, node_list)
-    pt, _ = read_openb_pods(pod_list_path(Path(folder), workload))
+    if not nodes.total_gpus:  # arrivals stop at tune x the cluster's GPUs: none would arrive
+        raise TraceError(str(Path(folder) / f"{node_list.removesuffix('.csv')}.csv"),
+                         "no node with GPUs (the FGD experiment places pods until their GPUs reach fgd.tune x "
+                         "the cluster's)")
+    path = pod_list_path(Path(folder), workload)
+    pt, _ = read_openb_pods(path)
+    if pt.num_rows == 0:
+        raise TraceError(str(path), "no pods: the pod list has no data rows")
     pods = Pods(pt.column("cpu_milli").to_numpy(), pt.column("memory_mib").to_numpy(),
                 pt.column("num_gpu").to_numpy(), pt.column("gpu_milli").to_numpy(),
                 np.array(pt.column("gpu_spec").to_pylist(), dtype=object), tuple(pt.column("name").to_pylist()))
