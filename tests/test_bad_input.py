@@ -506,6 +506,26 @@ case("fgd_node_list_without_gpus")(lambda root: fgd(root, "fgd_no_gpus", NODE_LI
                                                     POD_HEADER + "p0,1000,1024,1,1000,,LS,Running,0,10,0\n"))
 
 
+# round settings: checked before the trace is read (gavel_hetero_demo: shipped data; sia: no input read yet)
+
+for _name, _overrides, _parts in [
+    ("round_nan", ["rounds.round_s=nan"], ["rounds.round_s: must be a finite number", "(value nan)"]),
+    ("round_inf", ["rounds.round_s=inf"], ["rounds.round_s: must be a finite number", "(value inf)"]),
+    ("round_nanosecond", ["rounds.round_s=1e-9"], ["rounds.round_s: must be at least 1 second", "(value 1e-09)"]),
+    ("reset_inf", ["rounds.reset_min_s=inf"], ["rounds.reset_min_s: must be a finite number"]),
+    ("window_reversed", ["rounds.window=[199,100]"], ["rounds.window: first job id after the last", "[199, 100]"]),
+    ("window_one_id", ["rounds.window=[100]"], ["rounds.window: must be [first, last]"]),
+    ("elastic_round_nanosecond", ["policy=sia", "policy.round_s=1e-9"], ["policy.round_s: must be at least 1 second"]),
+    ("elastic_round_inf", ["policy=pollux", "policy.round_s=inf"], ["policy.round_s: must be a finite number"]),
+]:
+    def _build(root, name=f"rounds_{_name}", overrides=_overrides, parts=_parts):
+        run_dir = root / "runs" / name
+        policy = [] if any(o.startswith("policy=") for o in overrides) else ["policy=max_min_fairness_perf"]
+        return Case(["+experiment=gavel_hetero_demo", "runtime=local", "trace.cache=false", *policy, *overrides,
+                     f"hydra.run.dir={run_dir}"], check=refused(run_dir, *parts))
+    case(f"rounds_{_name}")(_build)
+
+
 # not user errors; sweeps; the harness itself
 
 PLANT = "import raysim.run.cluster as c\ndef run_cluster(cfg, run_dir):\n    raise {}\nc.run_cluster = run_cluster"

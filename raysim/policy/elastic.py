@@ -17,6 +17,7 @@ the round and pays a restart when it runs again.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -25,6 +26,9 @@ from raysim.elastic.configs import Kinds, configurations, node_runs, spread
 from raysim.elastic.job import ElasticJob
 from raysim.policy.base import NEVER
 from raysim.policy.selftimed import Plan, SelfTimed, Start
+
+#: The shortest round (seconds): shorter ones only multiply rounds (a nanosecond's never end).
+MIN_ROUND_S = 1.0
 
 
 class Elastic(SelfTimed):
@@ -76,11 +80,17 @@ class Elastic(SelfTimed):
         from raysim.errors import ConfigError
 
         for key in cls.positive:
-            if not policy[key] > 0:
-                raise ConfigError(f"policy.{key}", "must be above 0", policy[key])
+            value = policy[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ConfigError(f"policy.{key}", "must be a finite number", value)
+            if not value > 0:
+                raise ConfigError(f"policy.{key}", "must be above 0", value)
         for key in cls.nonzero:
             if policy[key] == 0:
                 raise ConfigError(f"policy.{key}", "must not be 0", policy[key])
+        if policy["round_s"] < MIN_ROUND_S:  # a shorter round is a step count that never ends
+            raise ConfigError("policy.round_s", f"must be at least {MIN_ROUND_S:g} second (Sia's rounds: 60 s)",
+                              policy["round_s"])
 
     def make_allocator(self, kinds: Kinds):
         raise NotImplementedError

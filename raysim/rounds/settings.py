@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from raysim.cluster.throughput import ThroughputTable, read_throughput_table
 from raysim.errors import ConfigError, SkipReport, TraceError, UserError
@@ -49,6 +49,37 @@ def reference_type(cfg: DictConfig, types) -> str:
     return types[0]
 
 
+#: The shortest round: the trace clock counts whole seconds, and a job's micro-task of a shorter round
+#: makes too few steps to progress (a nanosecond round finished no job).
+MIN_ROUND_S = 1.0
+
+
+def check_round_settings(cfg: DictConfig) -> None:
+    """The round mechanism's settings that need no input (`rounds.round_s`, `reset_min_s`,
+    `lp_method`, `window`), checked before anything is read: a ConfigError naming the key."""
+    from raysim.run.values import choice, number
+
+    round_s = number(cfg, "rounds.round_s", above=0)
+    if round_s < MIN_ROUND_S:
+        raise ConfigError("rounds.round_s", f"must be at least {MIN_ROUND_S:g} second (the trace clock counts "
+                          "whole seconds; shorter rounds make no progress)", OmegaConf.select(cfg, "rounds.round_s"))
+    number(cfg, "rounds.reset_min_s", minimum=0)
+    choice(cfg, "rounds.lp_method", LP_METHODS)
+    window = OmegaConf.select(cfg, "rounds.window")
+    if window is not None:
+        items = list(window) if isinstance(window, (list, ListConfig)) else None
+        whole = items is not None and len(items) == 2 and all(
+            not isinstance(v, bool) and isinstance(v, (int, float)) and float(v).is_integer() for v in items)
+        if not whole:
+            raise ConfigError("rounds.window", "must be [first, last]: two job ids", _shown(window))
+        if items[0] > items[1]:
+            raise ConfigError("rounds.window", "first job id after the last: write [first, last]", _shown(window))
+
+
+def _shown(value):
+    return OmegaConf.to_container(value) if isinstance(value, ListConfig) else value
+
+
 def round_options(cfg: DictConfig, trace, spec, *, packing: bool) -> dict:
     """The round-based policy's run options: its inputs (raysim.rounds.inputs.RoundInputs) and the
     mechanism's settings (`rounds:`), each checked (one line naming the key)."""
@@ -56,12 +87,7 @@ def round_options(cfg: DictConfig, trace, spec, *, packing: bool) -> dict:
 
     r = cfg.rounds
     types = run_types(spec.layout)
-    for key, least in (("round_s", "positive"), ("reset_min_s", "non-negative")):
-        value = r.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or least == "positive" and not value:
-            raise ConfigError(f"rounds.{key}", f"must be a {least} number of seconds", value)
-    if r.lp_method not in LP_METHODS:
-        raise ConfigError("rounds.lp_method", f"must be one of {', '.join(LP_METHODS)}", r.lp_method)
+    check_round_settings(cfg)
     order = list(r.type_order) if r.get("type_order") else None
     if order:
         try:

@@ -294,6 +294,12 @@ def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
     node log times) cannot be combined with, refused in one line naming the key."""
     name = cfg.policy.name
     kind = "timed by its node log (harvesting)" if name == "bftrainer" else "round-based"
+    if getattr(policy_class(name), "elastic", False):
+        policy_class(name).check_constants(cfg.policy)  # its rounds: policy.round_s
+    elif name != "bftrainer":
+        from raysim.rounds.settings import check_round_settings
+
+        check_round_settings(cfg)
     if quota == "borrow":
         raise ConfigError("quota", f"{name} is round-based: its rounds run per VC (quota=none) or cluster-wide "
                           "(quota=global); lending nodes between VCs' rounds is not supported", quota)

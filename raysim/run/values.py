@@ -50,8 +50,10 @@ def number(cfg: DictConfig, key: str, *, minimum: float | None = None, above: fl
             num = float(raw)
         except ValueError:
             num = None
-    if num is None or not np.isfinite(num):
+    if num is None:
         raise ConfigError(key, "must be a number", raw)
+    if not np.isfinite(num):
+        raise ConfigError(key, "must be a finite number", raw)
     if above is not None and not num > above:
         raise ConfigError(key, f"must be greater than {above:g}", raw)
     if minimum is not None and num < minimum:
