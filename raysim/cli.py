@@ -157,6 +157,9 @@ def _run_hydra(verbose: bool = False) -> int:
     re-raise), so `guarded` decides. Returns 2 after the jobs if some stopped on a user error.
     An override under a renamed group is refused before Hydra reads it."""
     refuse_old_name(arg for arg in sys.argv[1:] if not arg.startswith("-"))
+    from raysim.run.unused import refuse_retired
+
+    refuse_retired(None, [arg for arg in sys.argv[1:] if not arg.startswith("-")])  # before Hydra's "not in struct"
     FAILURES.clear()
     saved = os.environ.get("HYDRA_FULL_ERROR")
     os.environ["HYDRA_FULL_ERROR"] = "1"

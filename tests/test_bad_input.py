@@ -526,6 +526,36 @@ for _name, _overrides, _parts in [
     case(f"rounds_{_name}")(_build)
 
 
+# old setting names: refused wherever they are set (Hydra adds an unknown key from a file or a `+` without a word)
+
+for _name, _overrides, _parts in [
+    ("throughputs_added", ["+rounds.throughputs=/t.json"], ["rounds.throughputs: renamed to cluster.throughput"]),
+    ("throughputs", ["rounds.throughputs=/t.json"], ["rounds.throughputs: renamed to cluster.throughput"]),
+    ("round_constants", ["policy=min_total_duration_perf", "+policy.round.min_s=10"],
+     ["policy.round.min_s: the constants of round-based policies are policy.<constant> now"]),
+    ("cpus_per_node", ["+cluster.cpus_per_node=96"], ["cluster.cpus_per_node: removed", "cpu_milli"]),
+    ("unknown_constant", ["policy=max_min_fairness_perf", "+policy.bogus=3"],
+     ["policy.bogus: not a constant of policy max_min_fairness_perf"]),
+]:
+    def _build(root, name=f"old_name_{_name}", overrides=_overrides, parts=_parts):
+        run_dir = root / "runs" / name
+        return Case(["+experiment=gavel_hetero_demo", "runtime=local", "trace.cache=false", *overrides,
+                     f"hydra.run.dir={run_dir}"], check=refused(run_dir, *parts))
+    case(f"old_name_{_name}")(_build)
+
+
+@case("old_name_in_an_experiment_file")
+def _(root):
+    """The throughput table under its old name in an experiment file: the run would go on with the
+    default table (Gavel's), or with none."""
+    conf = folder(root, "old_rounds_conf/experiment", {"old_rounds.yaml": (
+        "# @package _global_\ndefaults:\n  - gavel_hetero_demo\n  - _self_\n"
+        "rounds:\n  throughputs: /somewhere/throughputs.csv\n")})
+    run_dir = root / "runs" / "old_rounds_file"
+    return Case(["runtime=local", f"hydra.searchpath=[file://{conf.parent}]", "+experiment=old_rounds",
+                 f"hydra.run.dir={run_dir}"], check=refused(run_dir, "rounds.throughputs: renamed to cluster.throughput"))
+
+
 # not user errors; sweeps; the harness itself
 
 PLANT = "import raysim.run.cluster as c\ndef run_cluster(cfg, run_dir):\n    raise {}\nc.run_cluster = run_cluster"

@@ -88,8 +88,9 @@ def check_settings(cfg: DictConfig) -> None:
     """The whole config of a run checked before anything is read: a ConfigError naming the first
     setting the mode (or, in cluster mode, the policy, runtime, ...) does not use, or the first
     bad value of one it uses."""
-    from raysim.run.unused import refuse_unused, refuse_unused_by_run
+    from raysim.run.unused import refuse_retired, refuse_unused, refuse_unused_by_run
 
+    refuse_retired(cfg)  # an old name, wherever it is set, before it is taken for an unused setting
     mode = cfg.get("mode")
     if mode in MOVED:
         raise ConfigError("mode", MOVED[mode], mode)

@@ -89,6 +89,7 @@ def check_cluster_config(cfg: DictConfig) -> None:
         checked_constants(name, policy_constants_of(cfg))
     except ValueError as exc:  # checked_constants only raises for constants of the wrong type
         raise UserError(str(exc)) from exc
+    refuse_unknown_constants(cfg, name)
     choice(cfg, "placer.name", sorted(PLACERS), what="placer")
     if cfg.placer.get("type_order") is not None:
         choice(cfg, "placer.type_order", TYPE_ORDERS)
@@ -311,6 +312,21 @@ def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
     if value(cfg, "sim.compat") != "clean":
         raise ConfigError("sim.compat", f"{name} is {kind}: Lucid's compatibility switches do not apply",
                           value(cfg, "sim.compat"))
+
+
+def refuse_unknown_constants(cfg: DictConfig, name: str) -> None:
+    """A ConfigError naming a key of the `policy` group that is no constant of policy `name`
+    (`+policy.bogus=3`, a misspelt or old name): the policy would refuse it with a traceback."""
+    from raysim.paths import CONF_DIR
+    from raysim.policy import policy_constants
+
+    if not (CONF_DIR / "policy" / f"{name}.yaml").exists():
+        return
+    known = policy_constants(name)
+    for key in policy_constants_of(cfg):
+        if key not in known:
+            raise ConfigError(f"policy.{key}", f"not a constant of policy {name} (conf/policy/{name}.yaml: "
+                              f"{', '.join(known) or 'none'})")
 
 
 def policy_constants_of(cfg: DictConfig) -> dict:

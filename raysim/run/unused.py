@@ -45,6 +45,42 @@ CHOICE_KEYS = {"policy": "name", "placer": "name", "runtime": "name", "quota": "
 ROUND_ONLY = ("round_s", "reset_min_s", "type_order", "lp_method", "window", "job_type_column", "job_type_map")
 
 
+#: Settings that were renamed or removed -> what to set instead. Refused wherever they are set: Hydra
+#: adds a key it does not know from an experiment file, or from `+key=value` on the command line,
+#: without a word, and the run would silently go on without it.
+RETIRED = {
+    "rounds.throughputs": "renamed to cluster.throughput (the throughput table of every policy)",
+    "rounds.plots": "renamed to report.plots (run, sweep, none or auto)",
+    "policy.round": "the constants of round-based policies are policy.<constant> now (e.g. policy.type_choice, "
+                    "policy.min_s)",
+    "cluster.cpus_per_node": "removed: give each node's CPUs as the cpu_milli column of a cluster.layout CSV "
+                             "(vc,gpu_type,gpus_per_node,nodes,cpu_milli,memory_mib)",
+}
+
+
+def _has(cfg: DictConfig, dotted: str) -> bool:
+    node = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, DictConfig) or part not in node:
+            return False
+        node = node._get_node(part)
+    return True
+
+
+def refuse_retired(cfg: DictConfig | None, overrides=None) -> None:
+    """A ConfigError naming the first setting of `RETIRED` given on the command line (default: this
+    run's overrides) or present in `cfg` (an experiment file; None: overrides only), with what to set
+    instead."""
+    for text in command_line_overrides() if overrides is None else overrides:
+        key = override_key(text)
+        for old, why in RETIRED.items():
+            if covers(old, key):
+                raise ConfigError(key, why)
+    for old, why in RETIRED.items():
+        if cfg is not None and _has(cfg, old):
+            raise ConfigError(old, why)
+
+
 def command_line_overrides() -> list[str]:
     """Hydra's command-line overrides of this run (none outside a Hydra run)."""
     from hydra.core.hydra_config import HydraConfig
