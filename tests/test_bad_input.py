@@ -526,6 +526,24 @@ for _name, _overrides, _parts in [
     case(f"rounds_{_name}")(_build)
 
 
+# huge pools and counts: refused instead of hanging or running out of memory
+
+for _name, _argv, _parts in [
+    ("profiler_pool", ["+experiment=venus", "policy=lucid", "estimator.source=oracle", "profiler.nodes=1000000000000"],
+     ["profiler.nodes: must be at most the cluster's 135 nodes"]),
+    ("generated_jobs", ["+experiment=gavel_continuous", "rounds.generate.jobs=1000000000000"],
+     ["rounds.generate.jobs: must be at most 1,000,000"]),
+    ("window", ["+experiment=venus", "runtime.window_s=1000000000000"], ["runtime.window_s: must be at most"]),
+    ("gpus_per_node", ["+experiment=venus", "cluster.gpus_per_node=1000000000000"],
+     ["cluster.gpus_per_node: must be at most 1,024"]),
+]:
+    def _build(root, name=f"huge_{_name}", argv=_argv, parts=_parts):
+        run_dir = root / "runs" / name
+        return Case(["runtime=local", "trace.cache=false", *argv, f"hydra.run.dir={run_dir}"],
+                    check=refused(run_dir, *parts))
+    case(f"huge_{_name}")(_build)
+
+
 # old setting names: refused wherever they are set (Hydra adds an unknown key from a file or a `+` without a word)
 
 for _name, _overrides, _parts in [

@@ -38,6 +38,12 @@ from raysim.trace.load import READERS, Trace, load_trace
 
 log = logging.getLogger("raysim")
 
+#: Bounds past which a run would not end or not fit in memory (a value of 1e12 hung or ran out of memory).
+TEN_YEARS_S = 10 * 365 * 86_400
+MAX_GPUS_PER_NODE = 1024
+MAX_GENERATED_JOBS = 1_000_000
+
+
 def check_cluster_config(cfg: DictConfig) -> None:
     """Check the values a trace replay uses, before anything is loaded or Ray is started: a bad one
     is a ConfigError naming its key (one line, exit status 2)."""
@@ -49,7 +55,7 @@ def check_cluster_config(cfg: DictConfig) -> None:
         number(cfg, "network.gbps_per_gpu", minimum=0)
         number(cfg, "network.duty", minimum=0, maximum=1)
     choice(cfg, "runtime.name", ("local", "ray"))
-    window = integer(cfg, "runtime.window_s", minimum=1)
+    window = integer(cfg, "runtime.window_s", minimum=1, maximum=TEN_YEARS_S, why_maximum="(ten years)")
     integer(cfg, "runtime.checkpoint_every", minimum=1)
     if boolean(cfg, "runtime.resume") and not value(cfg, "runtime.checkpoint_dir"):
         raise ConfigError("runtime.resume", "needs runtime.checkpoint_dir (the folder to resume from)", True)
@@ -105,7 +111,11 @@ def check_cluster_config(cfg: DictConfig) -> None:
     states = value(cfg, "trace.state_filter")
     if states is not None and (isinstance(states, str) or not isinstance(states, (list, ListConfig))):
         raise ConfigError("trace.state_filter", "must be a list of states, e.g. [COMPLETED]", states)
-    integer(cfg, "cluster.gpus_per_node", minimum=1)
+    integer(cfg, "cluster.gpus_per_node", minimum=1, maximum=MAX_GPUS_PER_NODE,
+            why_maximum="(GPUs of one node)")
+    if value(cfg, "rounds.generate") is not None:  # Gavel's generator, for any policy
+        integer(cfg, "rounds.generate.jobs", minimum=1, maximum=MAX_GENERATED_JOBS,
+                why_maximum="(jobs to generate)")
 
     if source == "file" and not value(cfg, "estimator.path"):
         raise ConfigError("estimator.path", "not set: estimator.source=file needs a CSV with job_id and "

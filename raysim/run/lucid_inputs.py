@@ -27,6 +27,10 @@ def lucid_inputs(cfg: DictConfig, trace: Trace, spec: RunSpec) -> tuple[RunSpec,
     prof = cfg.profiler
     layout = dict(spec.layout)
     profiling = int(prof.nodes) > 0  # profiler.nodes=0: no profiling stage, jobs go straight to their VCs
+    total = sum(p.nodes for pools in layout.values() for p in pools)
+    if int(prof.nodes) > total:  # a pool of 1e12 nodes hung building its nodes
+        raise ConfigError("profiler.nodes", f"must be at most the cluster's {total} nodes (the profiling pool is a "
+                          "few of them)", prof.nodes)
     for vc in (prof.take_from or []) if profiling else []:
         if vc not in layout:
             raise ConfigError("profiler.take_from", f"VC {vc!r} is not in the VC layout {sorted(layout)}", vc)

@@ -16,8 +16,10 @@ def value(cfg: DictConfig, key: str, default=None):
     return OmegaConf.select(cfg, key, default=default, throw_on_missing=True)
 
 
-def integer(cfg: DictConfig, key: str, *, minimum: int | None = None, hint: str = "") -> int:
-    """The integer at `key` (an int, a whole float or its decimal text), at least `minimum`."""
+def integer(cfg: DictConfig, key: str, *, minimum: int | None = None, maximum: int | None = None,
+            hint: str = "", why_maximum: str = "") -> int:
+    """The integer at `key` (an int, a whole float or its decimal text), at least `minimum` and at
+    most `maximum` (a bound past which a run would not end or not fit in memory: `why_maximum`)."""
     raw = value(cfg, key, _MISSING)
     if raw is _MISSING:
         raise ConfigError(key, "missing")
@@ -33,6 +35,8 @@ def integer(cfg: DictConfig, key: str, *, minimum: int | None = None, hint: str 
     kind = "a non-negative integer" if minimum == 0 else "a positive integer" if minimum == 1 else "an integer"
     if number_ is None or (minimum is not None and number_ < minimum):
         raise ConfigError(key, f"must be {kind}" + (f" {hint}" if hint else ""), raw)
+    if maximum is not None and number_ > maximum:
+        raise ConfigError(key, f"must be at most {maximum:,}" + (f" {why_maximum}" if why_maximum else ""), raw)
     return number_
 
 
