@@ -506,6 +506,57 @@ case("fgd_node_list_without_gpus")(lambda root: fgd(root, "fgd_no_gpus", NODE_LI
                                                     POD_HEADER + "p0,1000,1024,1,1000,,LS,Running,0,10,0\n"))
 
 
+# Sia profile folders (elastic.profiles): a missing file is an error naming the folder and the file
+
+
+def sia_run(root: Path, name: str, workload: list[str], change: Callable[[Path], None] | None = None) -> tuple:
+    """A sia run on two toy applications' profiles (tests/elastic_util.py: kinds fast and slow) and a
+    workload of Sia's format; `change(profiles)` damages the profiles first. (argv, run folder, profiles)."""
+    from elastic_util import write_app
+
+    d = root / name
+    validation = {32: [(3000, 100, 0.1, 1.0, 3.0), (6000, 200, 0.2, 0.5, 2.5)],
+                  64: [(3300, 60, 0.1, 2.0, 5.0), (6900, 120, 0.2, 1.0, 3.0)]}
+    write_app(d / "profiles", "alpha", {"fast": 2.0, "slow": 1.0}, validation=validation)
+    if change is not None:
+        change(d / "profiles")
+    trace = folder(d, "trace", {"workload.csv": "name,time,application,num_replicas,batch_size\n" + "\n".join(workload)
+                                + "\n"}) / "workload.csv"
+    run_dir = root / "runs" / name
+    layout = "cluster.layout=[{vc:cluster,gpu_type:fast,gpus_per_node:4,nodes:1},{vc:cluster,gpu_type:slow,gpus_per_node:4,nodes:2}]"
+    return (["+experiment=sia_saturn", "runtime=local", layout, f"trace.path={trace}", "trace.cache=false",
+             f"elastic.profiles={d / 'profiles'}", "+elastic.apps.alpha={max_epochs:2,restart_s:30,slowdown:1.2}",
+             f"hydra.run.dir={run_dir}"], run_dir, d / "profiles", trace)
+
+
+SIA_JOBS = ["alpha-0,0,alpha,1,32", "alpha-1,30,alpha,2,64"]
+
+
+@case("sia_profile_kind_file_missing")
+def _(root):
+    """Sia's layout: per-kind files and a kind-less placements.csv; the slow kind's file is gone."""
+    def change(profiles):
+        (profiles / "alpha" / "placements.csv").write_bytes((profiles / "alpha" / "placements-fast.csv").read_bytes())
+        (profiles / "alpha" / "placements-slow.csv").unlink()
+    argv, run_dir, profiles, _ = sia_run(root, "sia_no_kind_file", SIA_JOBS, change)
+    return Case(argv, check=refused(run_dir, f"{profiles / 'alpha'}: no placements-slow.csv (GPU kind 'slow')"))
+
+
+@case("sia_profile_file_missing")
+def _(root):
+    argv, run_dir, profiles, _ = sia_run(root, "sia_no_file", SIA_JOBS,
+                                         lambda p: (p / "alpha" / "scalability-fast.csv").unlink())
+    return Case(argv, check=refused(run_dir, str(profiles / "alpha" / "scalability-fast.csv"), "not found"))
+
+
+@case("sia_batch_size_without_validation_file")
+def _(root):
+    """A job's batch size beyond the validated ones (its validation file missing, or a bad row)."""
+    argv, run_dir, profiles, trace = sia_run(root, "sia_batch", [*SIA_JOBS, "alpha-2,60,alpha,2,128"])
+    return Case(argv, check=refused(run_dir, str(trace), "column 'batchsize'", "job 'alpha-2'",
+                                    "outside alpha's validated ones 32..64", "(value 128)"))
+
+
 # round settings: checked before the trace is read (gavel_hetero_demo: shipped data; sia: no input read yet)
 
 for _name, _overrides, _parts in [

@@ -79,6 +79,33 @@ def test_missing_file_is_a_user_error_naming_it(tmp_path):
         load_profile(tmp_path, "toy", "k", max_epochs=None, restart_s=30.0)
 
 
+def test_a_folder_of_per_kind_files_missing_this_kinds_is_an_error_not_the_plain_file(tmp_path):
+    """Sia's layout (placements-<kind>.csv for each kind, and a kind-less placements.csv beside them):
+    a kind whose file is missing would read the kind-less one's other measurements without a word."""
+    write_toy(tmp_path)  # placements-k.csv, scalability-k.csv
+    for stem in ("placements", "scalability"):
+        (tmp_path / "toy" / f"{stem}.csv").write_bytes((tmp_path / "toy" / f"{stem}-k.csv").read_bytes())
+    with pytest.raises(UserError, match=rf"^{tmp_path / 'toy'}: no placements-other\.csv \(GPU kind 'other'\); "
+                                        r"the folder profiles the kinds k "):
+        load_profile(tmp_path, "toy", "other", max_epochs=2, restart_s=5.0)
+
+
+def test_a_copy_of_sias_profile_missing_a_validation_file_is_an_error(tmp_path):
+    """Validation files that are some of Sia's published ones for the application (the registry's
+    sia_profiles): the missing ones would change the training curves without a word. A profile of
+    one's own (a batch size Sia's has not) is read as it is."""
+    write_toy(tmp_path)
+    app = tmp_path / "cifar10"
+    (tmp_path / "toy").rename(app)
+    (app / "validation-4.csv").rename(app / "validation-128.csv")
+    (app / "validation-12.csv").rename(app / "validation-256.csv")
+    with pytest.raises(UserError, match=rf"^{app}: no validation-512\.csv \(nor validation-1024\.csv, "
+                                        r"validation-2048\.csv, validation-4096\.csv\): Sia's published cifar10"):
+        load_profile(tmp_path, "cifar10", "k", max_epochs=2, restart_s=5.0)
+    (app / "validation-128.csv").rename(app / "validation-100.csv")
+    assert load_profile(tmp_path, "cifar10", "k", max_epochs=2, restart_s=5.0).batch_sizes == (100, 256)
+
+
 def test_bad_value_is_a_user_error_naming_file_row_and_column(tmp_path):
     write_toy(tmp_path)
     path = tmp_path / "toy" / "placements-k.csv"

@@ -94,6 +94,9 @@ def elastic_options(cfg: DictConfig, trace, spec) -> dict:
     batch_column = str(e.batch_size_column)
     if batch_column in table.column_names and not e.get("application_map"):
         batch = table.column(batch_column).to_numpy(zero_copy_only=False).astype(np.int64)
+        shown = [str(x) for x in table.column("job_name").to_pylist()] if "job_name" in table.column_names else names
+        _check_batches(batch, apps, shown, {a: profiles[a, kinds[0]] for a in set(apps)}, folder, trace.source,
+                       batch_column)
     else:  # mapped jobs: GPUs the application can use, and the smallest batch size they allow
         first = [profiles[a, kinds[0]] for a in apps]
         limit = np.array([min(min(p.max_batch_size // p.min_local_bsz, p.max_replicas)
@@ -110,6 +113,19 @@ def elastic_options(cfg: DictConfig, trace, spec) -> dict:
     if e.get("match_durations"):
         inputs.speed = _matching_speeds(inputs, table, kinds, reference_kind(cfg, spec, kinds), spec.layout)
     return {"inputs": inputs}
+
+
+def _check_batches(batch, apps, names, profiles: dict, folder, source: str, column: str) -> None:
+    """Each job's batch size within its application's validated ones (validation-<batch>.csv): one
+    outside them has no training curve (a validation file missing from the folder, or a bad row)."""
+    from raysim.errors import TraceError
+
+    for seq, (b, app) in enumerate(zip(batch, apps)):
+        p = profiles[app]
+        if not p.init_batch_size <= b <= p.max_batch_size:
+            raise TraceError(source, f"job {names[seq]!r}: batch size outside {app}'s validated ones "
+                             f"{p.init_batch_size}..{p.max_batch_size} (validation-<batch>.csv in {folder / app})",
+                             column=column, value=int(b))
 
 
 def reference_kind(cfg: DictConfig, spec, kinds) -> str:

@@ -16,6 +16,7 @@ A kind without its own placements or scalability file uses the plain ``placement
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,8 @@ from scipy.interpolate import LinearNDInterpolator, interp1d
 from scipy.spatial import QhullError
 
 from raysim.errors import UserError, one_line
+
+log = logging.getLogger("raysim")
 
 #: Node count at which Sia stops distinguishing placements it interpolates for.
 MAX_INTERPOLATED_NODES = 16
@@ -244,6 +247,11 @@ def load_profile(folder: Path, app: str, kind: str, *, max_epochs: int | None, r
     scalability = _read(_kind_file(app_folder, "scalability", kind), _SCALABILITY_COLUMNS, {
         "num_nodes": _POSITIVE_INTEGER, "num_replicas": _POSITIVE_INTEGER, "local_bsz": _POSITIVE_INTEGER,
         "step_time": _POSITIVE, "sync_time": _NON_NEGATIVE})
+    missing = missing_published_files(app_folder, app)
+    if missing:
+        raise UserError(f"{app_folder}: no {missing[0]}" + (f" (nor {', '.join(missing[1:])})" if missing[1:] else "")
+                        + f": Sia's published {app} profile has it, and without it the training curves would change "
+                        "(restore it, or use elastic.profiles=data:sia_profiles)")
     validation = {}
     for path in sorted(app_folder.glob("validation-*.csv")):
         name = _VALIDATION_NAME.fullmatch(path.name)
@@ -261,10 +269,37 @@ def load_profile(folder: Path, app: str, kind: str, *, max_epochs: int | None, r
 
 
 def _kind_file(app_folder: Path, stem: str, kind: str) -> Path:
-    """`<stem>-<kind>.csv`, else the kind-less `<stem>.csv` where that exists."""
+    """`<stem>-<kind>.csv`, else the kind-less `<stem>.csv` in a folder without per-kind files (a
+    folder with files of other kinds lacks this kind's: a UserError naming the folder and the file,
+    not the kind-less file's other measurements in its place)."""
     own = app_folder / f"{stem}-{kind}.csv"
     plain = app_folder / f"{stem}.csv"
-    return plain if not own.is_file() and plain.is_file() else own
+    if own.is_file() or not plain.is_file():
+        return own
+    others = sorted(p.name[len(stem) + 1:-4] for p in app_folder.glob(f"{stem}-*.csv"))
+    if others:
+        raise UserError(f"{app_folder}: no {own.name} (GPU kind {kind!r}); the folder profiles the kinds "
+                        f"{', '.join(others)} (the kind-less {plain.name} is read only by a folder without per-kind files)")
+    log.info("elastic.profiles: %s has no per-kind %s files: GPU kind %r reads %s", app_folder, stem, kind, plain)
+    return plain
+
+
+def missing_published_files(app_folder: Path, app: str) -> list[str]:
+    """The validation files of Sia's published profile of `app` (the registry's sia_profiles) that
+    `app_folder` lacks, where its validation files are some of those: a copy with a file missing,
+    whose training curves would silently be interpolated over the gap. [] for a profile of its own
+    (a validation file Sia's has not) or an application Sia's profiles do not have."""
+    from raysim.data.registry import DataError, dataset
+
+    try:
+        published = {f.path.split("/", 1)[1] for f in dataset("sia_profiles").files if f.path.startswith(app + "/")}
+    except DataError:  # a registry without Sia's profiles
+        return []
+    wanted = {name for name in published if _VALIDATION_NAME.fullmatch(name)}
+    have = {p.name for p in app_folder.glob("validation-*.csv")}
+    if not have or not wanted or not have <= wanted:
+        return []
+    return sorted(wanted - have, key=lambda name: int(_VALIDATION_NAME.fullmatch(name).group(1)))
 
 
 def _read(path: Path, columns: tuple[str, ...], checks: dict[str, _Check]) -> pd.DataFrame:
