@@ -70,14 +70,18 @@ def test_python_m_raysim_writes_results(tmp_path):
     assert json.loads((out / "trace_report.json").read_text())["jobs"] == jobs.num_rows
 
 
+@pytest.mark.slow
 def test_bad_trace_path_gives_a_clear_error(tmp_path):
+    """(The main suite checks this error, and the line, in tests/test_bad_input.py's trace_path_missing.)"""
     res = run_module(["+experiment=venus", "runtime=local", f"trace.path={tmp_path}/nope",
                       f"hydra.run.dir={tmp_path}/r"], cwd=REPO)
     assert res.returncode != 0
     assert "trace file not found" in res.stderr
 
 
+@pytest.mark.slow
 def test_qssf_without_estimates_explains_what_to_set(tmp_path):
+    """(The main suite checks this error, and the line, in tests/test_bad_input.py's config_policy=qssf.)"""
     res = run_module(["+experiment=venus", "runtime=local", "policy=qssf", f"hydra.run.dir={tmp_path}/r"], cwd=REPO)
     assert res.returncode != 0
     assert "estimator.source=file" in res.stderr

@@ -255,7 +255,7 @@ def _(root):
 @case("trace_path_missing")
 def _(root):
     path = root / "nowhere" / "jobs.csv"
-    return Case(replay(root, path, name="nowhere"), [str(path), "not found"])
+    return Case(replay(root, path, name="nowhere"), [str(path), "trace file not found"])
 
 
 @case("trace_folder_without_trace")
@@ -426,7 +426,7 @@ for _overrides, _parts in [
     (["runtime=ray", "ray.vcs_per_actor=0"], ["ray.vcs_per_actor:", "(value 0)"]),  # before Ray starts
     (["policy=srtf", "policy.overhead_s=abc"], ["policy.overhead_s", "conf/policy/srtf.yaml", "'abc'"]),
     (["placer.type_order=bogus"], ["placer.type_order:", "any, given, fastest, slowest"]),
-    (["policy=qssf"], ["estimator.source", "estimator.source=oracle"]),
+    (["policy=qssf"], ["estimator.source", "estimator.source=file", "estimator.source=oracle"]),
     (["policy=bogus"], ["Could not find 'policy/bogus'", "fifo, "]),
     (["+experiment=nope"], ["Could not find 'experiment/nope'", "venus"]),
     (["sim.compatt=lucid"], ["sim.compatt", "+sim.compatt=lucid"]),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from simutil import NO_PAGES
 
 REPO = Path(__file__).resolve().parent.parent
 JOBS = """job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state
@@ -163,7 +164,7 @@ def test_round_based_policies_place_with_the_runs_placer(tmp_path, hetero_head):
     """Round-based policies are VC-engine policies: the run's placer places their jobs (here FGD's
     scored one); Gavel's mechanism counts GPUs per type, so JCTs do not depend on it. (The demo's
     first 300 jobs: tests/conftest.py's hetero_head.)"""
-    demo = ["+experiment=gavel_hetero_demo", f"trace.path={hetero_head}", "runtime=local"]
+    demo = ["+experiment=gavel_hetero_demo", f"trace.path={hetero_head}", "runtime=local", *NO_PAGES]
     out = raysim(*demo, "placer=fgd", f"hydra.run.dir={tmp_path / 'run'}")
     assert out.returncode == 0, out.stderr
     first = raysim(*demo, f"hydra.run.dir={tmp_path / 'run2'}")

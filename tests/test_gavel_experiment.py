@@ -6,6 +6,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
+from simutil import NO_PAGES
 
 from raysim import cli  # noqa: F401  (the raysim_path resolver)
 from raysim.paths import CONF_DIR
@@ -150,7 +151,7 @@ def test_continuous_sweep_gives_the_rate_figure(tmp_path):
     for i, (policy, rate) in enumerate([("fifo_perf", 2.0), ("fifo_perf", 4.0), ("isolated", 2.0), ("isolated", 4.0)]):
         overrides = [f"policy={policy}", f"rounds.rate_jobs_per_hour={rate}"]
         cfg = composed("+experiment=gavel_continuous", f"cluster.throughput={table}", *overrides,
-                       "rounds.generate.jobs=30", "rounds.window=[10,19]", "runtime=local",
+                       "rounds.generate.jobs=30", "rounds.window=[10,19]", "runtime=local", *NO_PAGES,
                        "rounds.generate.templates=[{model: 'ResNet-18 (batch size 64)', distributed: true},"
                        "{model: 'LM (batch size 10)', distributed: true}]")
         run(cfg, sweep / str(i))

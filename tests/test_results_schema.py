@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
+from simutil import NO_PAGES
 
 from raysim import cli  # noqa: F401  (the raysim_path resolver)
 from raysim.paths import CONF_DIR
@@ -37,7 +38,7 @@ ON_DATA = {
     "harvest_summit_full": (["harvest.max_jobs=3", "harvest.nodes=16"], ["capacity", "harvest"]),
     "sia_saturn": (["trace.path=${oc.env:SIA_TRACE}"], ["gpu_types", "elastic"]),
     "venus_elastic": (["policy=sia", "policy.round_s=900", "trace.path=null",
-                       "trace.synth={preset:venus,days:0.25,seed:0}"], ["elastic"]),
+                       "trace.synth={preset:venus,days:0.1,seed:1}"], ["elastic"]),
 }
 #: experiments that write no jobs.parquet, and what they write instead
 NO_JOBS = {"fgd_openb": "allo.csv"}
@@ -47,10 +48,17 @@ NO_JOBS = {"fgd_openb": "allo.csv"}
 NO_RUNTIME = {"fgd_openb"}
 
 
+#: experiments whose runs here also write their plots and report.html: one of each kind of run
+#: (event-driven with capacity events, round-based, elastic, GPU shares, harvesting); the others
+#: skip them (simutil.NO_PAGES: most of a small run's time)
+WITH_PAGES = {"venus_maintenance", "gavel_hetero_demo", "sia_saturn", "openb", "harvest_summit"}
+
+
 def run_experiment(name: str, overrides, out):
     local = [] if name in NO_RUNTIME else ["runtime=local"]
+    pages = [] if name in WITH_PAGES | NO_JOBS.keys() else list(NO_PAGES)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        cfg = compose(config_name="config", overrides=[f"+experiment={name}", *local, *overrides])
+        cfg = compose(config_name="config", overrides=[f"+experiment={name}", *local, *pages, *overrides])
     return run(cfg, out)
 
 
