@@ -59,11 +59,11 @@ def gpu_ids(jobs_path: Path, layout: dict) -> GpuIds:
         table = pa.Table.from_batches([batch])
         last = (table.column("first_node").fill_null(-1).to_numpy().astype(np.int64)
                 + table.column("num_nodes").to_numpy())
-        vcs = _strings(table.column("vc"))
-        own_slots = ~_borrowed(table, vcs)
-        for vc in np.unique(vcs[own_slots]):
-            simulated = simulated_vc(str(vc), layout)
-            slots[simulated] = max(slots[simulated], int(last[own_slots & (vcs == vc)].max()))
+        codes, names = _codes(table.column("vc"))
+        own_slots = ~_borrowed(table)
+        for code in np.unique(codes[own_slots]):
+            simulated = simulated_vc(names[code], layout)
+            slots[simulated] = max(slots[simulated], int(last[own_slots & (codes == code)].max()))
     out, begin = {}, 0
     for vc, pools in layout.items():
         starts = np.concatenate([[0], np.cumsum([p["gpus_per_node"] for p in pools for _ in range(p["nodes"])])])
@@ -147,7 +147,7 @@ def allocated_resources(jobs: pa.Table, ids: GpuIds) -> pa.Array:
     modulo their GPUs (which of the lender's nodes it was is not recorded), and goes on over the
     cluster's next GPUs."""
     n = jobs.num_rows
-    vcs = _strings(jobs.column("vc"))
+    codes, names = _codes(jobs.column("vc"))
     first = jobs.column("first_node").fill_null(-2).to_numpy().astype(np.int64)
     gpus = jobs.column("gpu_num").to_numpy().astype(np.int64)
     offset = (jobs.column("first_gpu").fill_null(0).to_numpy().astype(np.int64)
@@ -155,22 +155,23 @@ def allocated_resources(jobs: pa.Table, ids: GpuIds) -> pa.Array:
     begin = np.full(n, ids.pool, np.int64)
     end = ids.pool + gpus  # Lucid's profiling pool (first_node -1): one range the pool's jobs share
     start = begin.copy()
-    for vc in np.unique(vcs):
-        rows = (vcs == vc) & (first >= 0)
+    for code, vc in enumerate(names):
+        rows = (codes == code) & (first >= 0)
         if not rows.any():
             continue
-        b, e, node_start, own_end, width = ids.vcs[simulated_vc(str(vc), ids.vcs)]
+        b, e, node_start, own_end, width = ids.vcs[simulated_vc(vc, ids.vcs)]
         k = first[rows]
         own = len(node_start)
         begin[rows], end[rows] = b, e
         start[rows] = np.where(k < own, node_start[np.minimum(k, own - 1)] if own else b, own_end + (k - own) * width)
-    lent = _borrowed(jobs, vcs) & (first >= 0)
+    lent = _borrowed(jobs) & (first >= 0)
     if lent.any():
-        lenders = _strings(jobs.column("ran_on_vc").fill_null(""))
-        for vc, lender in set(zip(vcs[lent], lenders[lent])):
-            own = len(ids.vcs[simulated_vc(str(vc), ids.vcs)][2])
-            rows = lent & (vcs == vc) & (lenders == lender) & (first >= own)  # its first node is a held one
-            b, _, _, own_end, width = ids.vcs[lender]
+        lender_codes, lenders = _codes(jobs.column("ran_on_vc").fill_null(""))
+        for code, lender_code in set(zip(codes[lent].tolist(), lender_codes[lent].tolist())):
+            own = len(ids.vcs[simulated_vc(names[code], ids.vcs)][2])
+            # its first node is a held one
+            rows = lent & (codes == code) & (lender_codes == lender_code) & (first >= own)
+            b, _, _, own_end, width = ids.vcs[lenders[lender_code]]
             begin[rows], end[rows] = 0, ids.pool  # a job on several lenders' nodes goes on past this one's
             start[rows] = b + ((first[rows] - own) * width) % max(own_end - b, 1)
     start = np.minimum(start + offset, end - 1)
@@ -189,18 +190,22 @@ def _interval(lo: np.ndarray, hi: np.ndarray) -> pa.Array:
     return pc.if_else(pa.array(lo == hi), lo_text, pc.binary_join_element_wise(lo_text, hi_text, "-"))
 
 
-def _borrowed(jobs: pa.Table, vcs: np.ndarray) -> np.ndarray:
+def _borrowed(jobs: pa.Table) -> np.ndarray:
     """Per job, whether its latest run used another VC's nodes lent under quota=borrow (`ran_on_vc`
     names another VC); all False for runs without loans."""
     if "ran_on_vc" not in jobs.column_names:
         return np.zeros(jobs.num_rows, bool)
-    ran_on = _strings(jobs.column("ran_on_vc").fill_null(""))
-    return (ran_on != "") & (ran_on != vcs)
+    ran_on = pc.cast(jobs.column("ran_on_vc").fill_null(""), pa.string())
+    borrowed = pc.and_(pc.not_equal(ran_on, ""), pc.not_equal(ran_on, pc.cast(jobs.column("vc"), pa.string())))
+    return np.asarray(borrowed.to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _strings(column) -> np.ndarray:
-    """A string column (plain or dictionary-encoded) as a numpy array of str."""
-    return np.asarray(pc.cast(column, pa.string()).to_numpy(zero_copy_only=False), dtype=object)
+def _codes(column) -> tuple[np.ndarray, list[str]]:
+    """A string column (plain or dictionary-encoded, without nulls) as (each row's index into the
+    names, the distinct names): rows are then told apart by integer, not string, comparisons."""
+    text = pc.cast(column, pa.string())
+    encoded = pc.dictionary_encode(text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text)
+    return encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_pylist()
 
 
 def _json_strings(column) -> pa.Array:
