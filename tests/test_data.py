@@ -315,12 +315,9 @@ def test_the_registry_hashes_are_those_of_the_shared_copies(shared_dir):
             assert p.stat().st_size == f.size and store.sha256_of(p) == f.sha256, (name, f.path)
 
 
-@pytest.mark.shared
-def test_venus_real_and_fgd_openb_resolve_from_a_mirror_through_data_names(shared_dir, tmp_path, monkeypatch,
-                                                                           capsys):
-    """The fast stand-in of the test below (whose two runs, the whole Venus trace and FGD's
-    experiment, are slow): fetched and verified from a mirror, both experiments' data: names
-    resolve to the cache and name the files read, with their hashes."""
+def venus_and_fgd_from_a_mirror(shared_dir, tmp_path, monkeypatch, capsys):
+    """The configs of +experiment=venus_real (SRTF, Lucid's semantics) and +experiment=fgd_openb,
+    their data: names fetched and verified from a mirror of ../shared into a cache under tmp_path."""
     monkeypatch.setenv("RAYSIM_DATA", str(tmp_path / "cache"))
     monkeypatch.setenv("RAYSIM_DATA_MIRROR", str(shared_mirror(shared_dir, tmp_path / "mirror", ["venus", "openb"])))
     code, out, err = data("fetch", "venus", "openb", capsys=capsys)
@@ -331,6 +328,16 @@ def test_venus_real_and_fgd_openb_resolve_from_a_mirror_through_data_names(share
                                                          "sim.compat=lucid"])
         fgd = compose(config_name="config", overrides=["+experiment=fgd_openb", "fgd.plots=false"])
     assert venus.trace.path == "data:venus" and fgd.fgd.data_dir == "data:openb"
+    return venus, fgd
+
+
+@pytest.mark.shared
+def test_venus_real_and_fgd_openb_resolve_from_a_mirror_through_data_names(shared_dir, tmp_path, monkeypatch,
+                                                                           capsys):
+    """The fast stand-in of the test below (whose two runs, the whole Venus trace and FGD's
+    experiment, are slow): fetched and verified from a mirror, both experiments' data: names
+    resolve to the cache and name the files read, with their hashes."""
+    venus, fgd = venus_and_fgd_from_a_mirror(shared_dir, tmp_path, monkeypatch, capsys)
     used = {u["key"]: u for u in resolve_config(venus)}
     assert venus.trace.path == str(tmp_path / "cache" / "venus") and used["trace.path"]["dataset"] == "venus"
     full_log = next(f for f in used["trace.path"]["files"] if f["file"] == "cluster_full_log.csv")
@@ -342,18 +349,9 @@ def test_venus_real_and_fgd_openb_resolve_from_a_mirror_through_data_names(share
 @pytest.mark.shared
 @pytest.mark.slow
 def test_venus_real_and_fgd_openb_run_from_a_mirror_through_data_names(shared_dir, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("RAYSIM_DATA", str(tmp_path / "cache"))
-    monkeypatch.setenv("RAYSIM_DATA_MIRROR", str(shared_mirror(shared_dir, tmp_path / "mirror", ["venus", "openb"])))
-    code, out, err = data("fetch", "venus", "openb", capsys=capsys)
-    assert code == 0, err
-    assert data("verify", capsys=capsys)[1].splitlines() == ["venus: ok (6 files re-hashed)", "openb: ok (26 files re-hashed)"]
     from raysim.run import run
 
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        venus = compose(config_name="config", overrides=["+experiment=venus_real", "runtime=local", "policy=srtf",
-                                                         "sim.compat=lucid"])
-        fgd = compose(config_name="config", overrides=["+experiment=fgd_openb", "fgd.plots=false"])
-    assert venus.trace.path == "data:venus" and fgd.fgd.data_dir == "data:openb"
+    venus, fgd = venus_and_fgd_from_a_mirror(shared_dir, tmp_path, monkeypatch, capsys)
     row = run(venus, tmp_path / "venus")
     assert (int(row["avg_jct"]), int(row["avg_queue"])) == (12609, 829)  # the reference's SRTF (docs/lucid.md)
     report = json.loads((tmp_path / "venus" / "trace_report.json").read_text())
