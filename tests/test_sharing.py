@@ -10,12 +10,12 @@ import math
 import numpy as np
 import pytest
 
-from raysim.sharing import (POLICIES, ResourceState, FragModel, Nodes, OverAllocation, PodKinds, Pods,
+from raysim.sharing import (SCORERS, ResourceState, FragModel, Nodes, OverAllocation, PodKinds, Pods,
                             run_inflation, target_workload)
 from raysim.placement.frag import CATEGORIES
 from raysim.sharing.inflation import InflationRun, arrival_order
-from raysim.placement.scored import make_policy, policy_class
-from raysim.placement.scored.fgd import FGDPolicy
+from raysim.placement.scored import make_scorer, scorer_class
+from raysim.placement.scored.fgd import FGDScorer
 
 MILLI = 1000
 
@@ -116,7 +116,7 @@ def test_gpu_spec_restricts_nodes():
     with pytest.raises(OverAllocation):
         st.place(0, 1000, 1, 1, 500, (0,), gpu_spec="B")
     pods = random_pods(400, seed=3, spec_share=0.6)
-    for name in POLICIES:
+    for name in SCORERS:
         run = run_inflation(nodes, pods, name, seed=5, tune=0, check=True)  # every pod once
         for step in np.flatnonzero(run.node >= 0):
             spec = pods.gpu_spec[run.pod[step]]
@@ -124,7 +124,7 @@ def test_gpu_spec_restricts_nodes():
                 assert nodes.models[nodes.model[run.node[step]]] in spec.split("|")
 
 
-@pytest.mark.parametrize("name", list(POLICIES))
+@pytest.mark.parametrize("name", list(SCORERS))
 def test_random_placements_never_over_allocate(name):
     nodes = small_cluster(max_pods=40)
     pods = random_pods(600, seed=11, spec_share=0.2)
@@ -222,7 +222,7 @@ def fgd_setup(states, kinds_rows):
             if m:
                 st.place(i, 0, 0, 1, m, (g,))
     kinds = PodKinds.of(pods_of(kinds_rows))
-    return st, FGDPolicy(st, FragModel(hand_workload(), ("A",)), kinds, rng())
+    return st, FGDScorer(st, FragModel(hand_workload(), ("A",)), kinds, rng())
 
 
 def test_fgd_scores_by_hand():
@@ -256,7 +256,7 @@ def test_fgd_scores_by_hand():
     # after a placement the row is recomputed
     st.place(0, 2000, 0, 1, 200, (0,))
     fgd.refresh(0)
-    assert fgd.score(share, np.array([0]))[0] == FGDPolicy(st, fgd.frag, fgd.kinds, rng()).score(share, np.array([0]))[0]
+    assert fgd.score(share, np.array([0]))[0] == FGDScorer(st, fgd.frag, fgd.kinds, rng()).score(share, np.array([0]))[0]
 
 
 # --------------------------------------------- literal transcription of the reference's rules
@@ -357,7 +357,7 @@ def test_frag_and_fgd_match_the_literal_reference(seed):
         assert cats[i] == pytest.approx(ref, abs=1e-6)
         assert amounts[i] == pytest.approx(sum(ref) - ref[2], abs=1e-6)
     kinds = PodKinds.of(pods)
-    fgd = FGDPolicy(st, fm, kinds, rng())
+    fgd = FGDScorer(st, fm, kinds, rng())
     checked = 0
     for k in range(len(kinds)):
         args = (int(kinds.cpu_milli[k]), 0, int(kinds.num_gpu[k]), int(kinds.gpu_milli[k]), kinds.gpu_spec[k])
@@ -376,7 +376,7 @@ def test_frag_and_fgd_match_the_literal_reference(seed):
 
 def policy_on(name, st, rows):
     kinds = PodKinds.of(pods_of(rows))
-    return make_policy(name, st, FragModel(hand_workload(), st.nodes.models), kinds, rng())
+    return make_scorer(name, st, FragModel(hand_workload(), st.nodes.models), kinds, rng())
 
 
 def test_gpu_packing_scores_match_the_reference_cases():
@@ -432,12 +432,12 @@ def test_random_policy_spreads_and_ties_follow_rank():
 
 
 def test_registry():
-    assert list(POLICIES) == ["random", "dotprod", "gpu_clustering", "gpu_packing", "bestfit", "fgd"]
-    assert [c.label for c in POLICIES.values()] == ["01-Random", "02-DotProd", "03-GpuClustering",
+    assert list(SCORERS) == ["random", "dotprod", "gpu_clustering", "gpu_packing", "bestfit", "fgd"]
+    assert [c.label for c in SCORERS.values()] == ["01-Random", "02-DotProd", "03-GpuClustering",
                                                     "04-GpuPacking", "05-BestFit", "06-FGD"]
-    assert policy_class("06-FGD") is policy_class("FGD") is POLICIES["fgd"]
+    assert scorer_class("06-FGD") is scorer_class("FGD") is SCORERS["fgd"]
     with pytest.raises(ValueError):
-        policy_class("nope")
+        scorer_class("nope")
 
 
 # --------------------------------------------------------------------- arrivals and analysis
@@ -552,8 +552,8 @@ def test_removal_updates_policy_caches_as_a_fresh_state_would():
     frag = FragModel(target_workload(pods), nodes.models)
     for name in ("fgd", "gpu_clustering"):
         st = ResourceState(nodes)
-        pol = make_policy(name, st, frag, kinds, np.random.default_rng(0))
-        ref = make_policy(name, ResourceState(nodes), frag, kinds, np.random.default_rng(0))
+        pol = make_scorer(name, st, frag, kinds, np.random.default_rng(0))
+        ref = make_scorer(name, ResourceState(nodes), frag, kinds, np.random.default_rng(0))
         for p, (node, gpus) in enumerate([(0, (1,)), (0, (2, 3)), (1, (0,))]):
             st.place(node, int(pods.cpu_milli[p]), 10, int(pods.num_gpu[p]), int(pods.gpu_milli[p]), gpus, pod=p)
             pol.refresh(node)

@@ -15,7 +15,7 @@ fragmentation ratio, in the reference's CSV layout.
 - :mod:`raysim.placement.frag`: the target workload (the most frequent pod shapes) and FGD's node
   fragmentation measure, vectorised over nodes.
 - :mod:`raysim.placement.scored`: Random, DotProd, GpuClustering, GpuPacking, BestFit and FGD, each
-  with its node score and its GPU choice inside the node (registry :data:`POLICIES`); the VC
+  with its node score and its GPU choice inside the node (registry :data:`SCORERS`); the VC
   engine's placers of the same names run them.
 - :mod:`raysim.sharing.inflation`: the experiment and the analysis (allocation and fragmentation
   ratio per percent of arrived workload).
@@ -29,11 +29,11 @@ the definitions and every known difference from the reference.
 from raysim.sim.resources import ResourceState, Nodes, OverAllocation, PodKinds, Pods
 from raysim.placement.frag import FragModel, TargetWorkload, target_workload
 from raysim.sharing.inflation import InflationRun, experiment, load_openb, run_inflation
-from raysim.placement.scored import POLICIES, make_policy
+from raysim.placement.scored import SCORERS, make_scorer
 
 __all__ = [
     "ResourceState", "Nodes", "Pods", "PodKinds", "OverAllocation",
     "FragModel", "TargetWorkload", "target_workload",
     "InflationRun", "run_inflation", "experiment", "load_openb",
-    "POLICIES", "make_policy",
+    "SCORERS", "make_scorer",
 ]

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from raysim.placement.frag import FragModel, TargetWorkload, target_workload
-from raysim.placement.scored import policy_class
+from raysim.placement.scored import scorer_class
 from raysim.placement.scored.placer import ScoredPlacer, Shapes
 from raysim.sim.demand import Demand
 from raysim.sim.params import SimParams
@@ -159,7 +159,7 @@ def pod_demands(pods: Pods, kinds: PodKinds, models: tuple[str, ...]) -> list[De
 def run_inflation(nodes: Nodes, pods: Pods, policy: str, seed: int, tune: float = DEFAULT_TUNE, *,
                   target: TargetWorkload | None = None, workload: str = "", check: bool = False) -> InflationRun:
     """One experiment: the scored placer of `policy` (a name or label of
-    :data:`raysim.placement.scored.POLICIES`) places the arrivals of `pods` on `nodes`. `target`
+    :data:`raysim.placement.scored.SCORERS`) places the arrivals of `pods` on `nodes`. `target`
     defaults to the target workload of `pods`. With `check`, :meth:`ResourceState.check` runs at
     the end.
 
@@ -168,7 +168,7 @@ def run_inflation(nodes: Nodes, pods: Pods, policy: str, seed: int, tune: float 
     where it says, or fails. The placer of VC 0 draws the node order and its own randomness from
     children 1 and 2 of ``SeedSequence(seed)``; child 0 orders the arrivals."""
     t0 = time.perf_counter()
-    cls = policy_class(policy)
+    cls = scorer_class(policy)
     kinds = PodKinds.of(pods)
     target = target if target is not None else target_workload(pods)
     frag = FragModel(target, nodes.models)

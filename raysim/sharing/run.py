@@ -94,12 +94,12 @@ def run_fgd(cfg: DictConfig, run_dir: Path) -> dict:
 
 def check_fgd_config(cfg: DictConfig) -> None:
     """Every `fgd.*` value and the seed checked before anything is read: one line naming the key."""
-    from raysim.placement.scored import POLICIES as SCORED_POLICIES
+    from raysim.placement.scored import SCORERS
     from raysim.run.values import choice, integer, number
 
     f = cfg.fgd
     integer(cfg, "seed", minimum=0)
-    choice(cfg, "fgd.policy", tuple(SCORED_POLICIES), what="policy of the FGD simulator")
+    choice(cfg, "fgd.policy", tuple(SCORERS), what="policy of the FGD simulator")
     number(cfg, "fgd.tune", above=0)
     for key in ("workload", "node_list", "data_dir"):
         if not isinstance(f.get(key), str) or not f.get(key).strip():

@@ -1,9 +1,10 @@
-"""FGD's placement policies: name -> class (:data:`POLICIES`), run by the scored placers
-(raysim.placement.scored.placer, ``placer=fgd_random|dotprod|...|fgd``).
+"""FGD's node scorers (its simulator calls them placement policies, `fgd.policy`): name -> class
+(:data:`SCORERS`), run by the scored placers (raysim.placement.scored.placer,
+``placer=fgd_random|dotprod|...|fgd``).
 
-Each policy scores the feasible nodes (:meth:`Policy.score`, integers, higher is better; ties go to
+Each scorer scores the feasible nodes (:meth:`NodeScorer.score`, integers, higher is better; ties go to
 a fixed random node order drawn once per run) and picks the GPUs inside the chosen node
-(:meth:`Policy.gpus`). Names and the reference's labels:
+(:meth:`NodeScorer.gpus`). Names and the reference's labels:
 
 ========================  ===================  ============================================
 name                      label (sc_policy)    module
@@ -21,35 +22,35 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.placement.scored.base import Policy, best_fit_gpus
-from raysim.placement.scored.bestfit import BestFitPolicy
-from raysim.placement.scored.dotprod import DotProdPolicy
-from raysim.placement.scored.fgd import FGDPolicy
-from raysim.placement.scored.gpu_clustering import GpuClusteringPolicy
-from raysim.placement.scored.gpu_packing import GpuPackingPolicy
-from raysim.placement.scored.random import RandomPolicy
+from raysim.placement.scored.base import NodeScorer, best_fit_gpus
+from raysim.placement.scored.bestfit import BestFitScorer
+from raysim.placement.scored.dotprod import DotProdScorer
+from raysim.placement.scored.fgd import FGDScorer
+from raysim.placement.scored.gpu_clustering import GpuClusteringScorer
+from raysim.placement.scored.gpu_packing import GpuPackingScorer
+from raysim.placement.scored.random import RandomScorer
 
-POLICIES: dict[str, type[Policy]] = {
-    cls.name: cls for cls in (RandomPolicy, DotProdPolicy, GpuClusteringPolicy, GpuPackingPolicy,
-                              BestFitPolicy, FGDPolicy)
+SCORERS: dict[str, type[NodeScorer]] = {
+    cls.name: cls for cls in (RandomScorer, DotProdScorer, GpuClusteringScorer, GpuPackingScorer,
+                              BestFitScorer, FGDScorer)
 }
 #: sc_policy label -> name (e.g. "06-FGD" -> "fgd").
-BY_LABEL = {cls.label: name for name, cls in POLICIES.items()}
+BY_LABEL = {cls.label: name for name, cls in SCORERS.items()}
 
 
-def policy_class(name: str) -> type[Policy]:
+def scorer_class(name: str) -> type[NodeScorer]:
     """The class of a policy given its name or its label (``"fgd"``, ``"06-FGD"``, ``"FGD"``)."""
     key = str(name).strip()
-    if key in POLICIES:
-        return POLICIES[key]
+    if key in SCORERS:
+        return SCORERS[key]
     for label, pname in BY_LABEL.items():
         if key in (label, label.split("-", 1)[1]) or key.lower() == label.split("-", 1)[1].lower():
-            return POLICIES[pname]
-    raise ValueError(f"unknown policy {name!r}; expected one of {', '.join(POLICIES)}")
+            return SCORERS[pname]
+    raise ValueError(f"unknown policy {name!r}; expected one of {', '.join(SCORERS)}")
 
 
-def make_policy(name: str, state, frag, kinds, rng: np.random.Generator) -> Policy:
-    return policy_class(name)(state, frag, kinds, rng)
+def make_scorer(name: str, state, frag, kinds, rng: np.random.Generator) -> NodeScorer:
+    return scorer_class(name)(state, frag, kinds, rng)
 
 
-__all__ = ["POLICIES", "BY_LABEL", "Policy", "policy_class", "make_policy", "best_fit_gpus"]
+__all__ = ["SCORERS", "BY_LABEL", "NodeScorer", "scorer_class", "make_scorer", "best_fit_gpus"]

@@ -1,9 +1,9 @@
-"""What every placement policy shares: node choice among feasible nodes and the default GPU choice.
+"""What every node scorer (a placement policy of FGD's simulator) shares: node choice among feasible
+nodes and the default GPU choice.
 
-The placer (raysim.placement.scored.placer.ScoredPlacer) passes a policy the indices of the nodes
+The placer (raysim.placement.scored.placer.ScoredPlacer) passes a scorer the indices of the nodes
 where the pod fits (never empty; with one feasible node the reference skips scoring and so does
-the placer). :meth:`Policy.select` scores them
-with integer scores as the reference's plugins do (Kubernetes node scores are int64 in 0..100) and
+the placer). :meth:`NodeScorer.select` scores them with integer scores as the reference's plugins do (Kubernetes node scores are int64 in 0..100) and
 takes the highest; equal scores go to the node of lowest `rank`. The reference's Kubernetes fork
 breaks ties by the smallest node name, and the simulator prefixes node names with a random
 permutation drawn once per run (``%04d-`` + name), so ties go to a random but fixed node order: the
@@ -29,12 +29,12 @@ MAX_SPEC_CPU = 128000
 MAX_SPEC_GPU = 8000
 
 
-class Policy:
+class NodeScorer:
     """A node score plus a GPU choice. Subclasses set `name`, `label` and :meth:`score`."""
 
     name = ""
     label = ""  # the reference's sc_policy, e.g. "06-FGD"
-    #: the policy keeps per-node caches that `refresh` must update after a node changes
+    #: the scorer keeps per-node caches that `refresh` must update after a node changes
     caches = False
 
     def __init__(self, state: ResourceState, frag: FragModel, kinds: PodKinds, rng: np.random.Generator):

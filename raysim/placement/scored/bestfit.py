@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.placement.scored.base import MAX_NODE_SCORE, MAX_SPEC_CPU, MAX_SPEC_GPU, Policy
+from raysim.placement.scored.base import MAX_NODE_SCORE, MAX_SPEC_CPU, MAX_SPEC_GPU, NodeScorer
 
 
-class BestFitPolicy(Policy):
+class BestFitScorer(NodeScorer):
     name = "bestfit"
     label = "05-BestFit"
 

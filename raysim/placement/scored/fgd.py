@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from raysim.sim.resources import MILLI
-from raysim.placement.scored.base import MAX_NODE_SCORE, Policy
+from raysim.placement.scored.base import MAX_NODE_SCORE, NodeScorer
 
 
 #: Go's math.Exp returns 1 + x below this magnitude.
@@ -37,7 +37,7 @@ def fgd_score(frag_old, frag_new) -> np.ndarray:
     return (1.0 / (1.0 + e) * float(MAX_NODE_SCORE)).astype(np.int64)
 
 
-class FGDPolicy(Policy):
+class FGDScorer(NodeScorer):
     name = "fgd"
     label = "06-FGD"
     caches = True

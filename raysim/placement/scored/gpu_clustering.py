@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from raysim.sim.resources import gpu_class
-from raysim.placement.scored.base import MAX_NODE_SCORE, MAX_SPEC_GPU, Policy, go_div
+from raysim.placement.scored.base import MAX_NODE_SCORE, MAX_SPEC_GPU, NodeScorer, go_div
 
 
-class GpuClusteringPolicy(Policy):
+class GpuClusteringScorer(NodeScorer):
     name = "gpu_clustering"
     label = "03-GpuClustering"
     caches = True

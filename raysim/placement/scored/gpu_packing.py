@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from raysim.sim.resources import MILLI
-from raysim.placement.scored.base import MAX_NODE_SCORE, Policy
+from raysim.placement.scored.base import MAX_NODE_SCORE, NodeScorer
 
 
-class GpuPackingPolicy(Policy):
+class GpuPackingScorer(NodeScorer):
     name = "gpu_packing"
     label = "04-GpuPacking"
 

@@ -1,6 +1,6 @@
 """FGD's scored policies as placers: ``placer=fgd`` (or fgd_random, dotprod, ... bestfit).
 
-A scored placer scores the nodes where a job fits (raysim.placement.scored.base.Policy) and takes
+A scored placer scores the nodes where a job fits (raysim.placement.scored.base.NodeScorer) and takes
 the best, ties to a node order drawn once per VC; inside the node the policy picks the GPUs. Its
 inputs, given once per run by :class:`Shapes` (built from the trace): the distinct request shapes
 (CPU, GPU count, GPU milli, allowed GPU models) that index its per-node score tables, and FGD's
@@ -29,7 +29,7 @@ import numpy as np
 from raysim.placement import resources
 from raysim.placement.consolidate import Consolidate
 from raysim.placement.frag import FragModel, TargetWorkload, target_workload
-from raysim.placement.scored import policy_class
+from raysim.placement.scored import scorer_class
 from raysim.placement.types import check_type_order, type_groups
 from raysim.sim.resources import PodKinds, Pods
 
@@ -56,7 +56,7 @@ class ScoredPlacer:
     def __init__(self, name: str, *, params, vc_index: int = 0, type_order: str = "any", shapes: Shapes | None):
         if shapes is None:
             raise ValueError(f"placer {name!r} needs the run's request shapes (raysim.placement.scored.placer.Shapes)")
-        self.cls = policy_class(name)
+        self.cls = scorer_class(name)
         self.shapes = shapes
         self.type_order = check_type_order(type_order)
         streams = np.random.SeedSequence(params.seed).spawn(3 * vc_index + 3)[3 * vc_index:]

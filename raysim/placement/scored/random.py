@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from raysim.sim.resources import MILLI
-from raysim.placement.scored.base import Policy
+from raysim.placement.scored.base import NodeScorer
 
 
-class RandomPolicy(Policy):
+class RandomScorer(NodeScorer):
     name = "random"
     label = "01-Random"
 
