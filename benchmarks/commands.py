@@ -61,8 +61,9 @@ def case_args(name: str, opts) -> list[str]:
     if name in ("helios_fifo", "helios_tiresias"):
         return ["+experiment=helios_synth", f"policy={name.split('_')[1]}"]
     if name == "sia_saturn":
-        local = [] if opts.sia is None else [f"trace.path={Path(opts.sia).resolve() / 'workloads/saturn/workload-1.csv'}",
-                                             f"elastic.profiles={Path(opts.sia).resolve() / 'profiles'}"]
+        sia = None if opts.sia is None else Path(opts.sia).resolve()
+        local = [] if sia is None else [f"trace.path={sia / 'workloads/saturn/workload-1.csv'}", "trace.cache=false",
+                                        f"elastic.profiles={sia / 'profiles'}"]  # (no cache file written beside it)
         return ["+experiment=sia_saturn", *local]
     raise SystemExit(f"unknown case {name!r}")
 
