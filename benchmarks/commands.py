@@ -16,9 +16,10 @@ Cases (issue 36's before/after table):
                           `raysim data fetch sia_workloads sia_profiles` first, or from `--sia DIR`,
                           a folder with Sia's workloads/ and profiles/)
 
-Each run writes into a temporary folder that is removed afterwards. Wall time is the process's,
-CPU time is user + system of the process and the children it waited for (Ray's own processes
-are not its children: a Ray run's CPU time undercounts). Cases repeat in turn (all cases once,
+Each run writes into a temporary folder that is removed afterwards (kept, with the run's output,
+when it fails). Each process is timed as gavel_side_by_side.py times it: wall time, and CPU time =
+user + system of the process and the children it waited for (Ray's own processes are not its
+children: a Ray run's CPU time undercounts). Cases repeat in turn (all cases once,
 then again), so that machine noise hits each alike. With `--json` each run is one JSON line,
 which `benchmarks/before_after.py` compares between two source trees:
 
@@ -31,17 +32,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-GAVEL_POLICIES = ("gavel_fifo,fifo_perf,isolated,max_min_fairness,max_min_fairness_perf,finish_time_fairness,"
-                  "finish_time_fairness_perf,max_sum_throughput_perf,min_total_duration_perf,gandiva")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gavel_side_by_side import POLICIES, tail, timed  # noqa: E402  (the ten Gavel policies; a process timed)
+
+GAVEL_POLICIES = ",".join(POLICIES.values())
 SHARED_GAVEL = Path("../shared/references/gavel")
 
 
@@ -72,20 +72,16 @@ CASES = ("quick_ray", "quick_local", "gavel_seed0", "gavel_seed1", "helios_fifo"
 
 
 def run_once(name: str, opts) -> dict:
-    """Run case `name` once as a process; its wall and CPU seconds and exit status."""
+    """Run case `name` once as a process; its wall and CPU seconds."""
     args = case_args(name, opts)
     out = Path(tempfile.mkdtemp(prefix=f"raysim_bench_{name}_"))
     where = "hydra.sweep.dir" if "-m" in args else "hydra.run.dir"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "raysim", *args, f"{where}={out}"], capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall, cpu, rc = timed([sys.executable, "-m", "raysim", *args, f"{where}={out / 'run'}"], Path.cwd(),
+                          out / "stdout", out / "stderr", dict(os.environ))
+    if rc != 0:
+        raise SystemExit(f"{name} failed (exit {rc}):\n{tail(out / 'stderr', 40)}")
     shutil.rmtree(out, ignore_errors=True)
-    if done.returncode != 0:
-        raise SystemExit(f"{name} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-    return {"case": name, "wall_s": round(wall, 3),
-            "cpu_s": round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 3)}
+    return {"case": name, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
 
 
 def main(argv=None) -> None:
