@@ -27,10 +27,6 @@ from raysim.elastic.job import ElasticJob
 from raysim.policy.base import NEVER
 from raysim.policy.selftimed import Plan, SelfTimed, Start
 
-#: The shortest round (seconds): shorter ones only multiply rounds (a nanosecond's never end).
-MIN_ROUND_S = 1.0
-
-
 class Elastic(SelfTimed):
     """Kernel side of an elastic policy; subclasses build their allocator (`allocator`).
 
@@ -78,6 +74,7 @@ class Elastic(SelfTimed):
     def check_constants(cls, policy) -> None:
         """A ConfigError naming the first constant out of its range (`positive`, `nonzero`)."""
         from raysim.errors import ConfigError
+        from raysim.rounds.settings import MIN_ROUND_S  # the round mechanism's shortest round, here too
 
         for key in cls.positive:
             value = policy[key]

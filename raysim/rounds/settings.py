@@ -49,8 +49,9 @@ def reference_type(cfg: DictConfig, types) -> str:
     return types[0]
 
 
-#: The shortest round: the trace clock counts whole seconds, and a job's micro-task of a shorter round
-#: makes too few steps to progress (a nanosecond round finished no job).
+#: The shortest round (rounds.round_s, and the elastic policies' policy.round_s): the trace clock
+#: counts whole seconds; a shorter round makes too few steps to progress (a nanosecond round
+#: finished no job) or only multiplies rounds (an elastic nanosecond round never ended).
 MIN_ROUND_S = 1.0
 
 
