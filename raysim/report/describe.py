@@ -66,3 +66,19 @@ def common_overrides(run_dirs: list[Path]) -> list[str]:
     """The command-line overrides every run of the sweep has (the first run's order)."""
     overrides = [run_overrides(run) for run in run_dirs]
     return [o for o in overrides[0] if all(o in items for items in overrides[1:])] if overrides else []
+
+
+#: What a finished run leaves in its folder, by kind of run (trace replay, FGD inflation).
+SUMMARY_FILES = ("summary.csv", "fgd_summary.csv")
+
+
+def run_folders(sweep_dir) -> list[Path]:
+    """A multirun's run folders (Hydra's numbered folders), in number order."""
+    folders = [p for p in Path(sweep_dir).iterdir() if p.is_dir() and p.name.isdigit()]
+    return sorted(folders, key=lambda p: int(p.name))
+
+
+def has_results(run_dir: Path) -> bool:
+    """Whether a run folder holds its summary (SUMMARY_FILES): a run that failed, was stopped or is
+    still running has none."""
+    return any((run_dir / name).exists() for name in SUMMARY_FILES)

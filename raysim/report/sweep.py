@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from hydra.experimental.callback import Callback
 
-from raysim.report.describe import common_overrides, run_labels, run_overrides
+from raysim.report.describe import common_overrides, has_results, run_folders, run_labels, run_overrides
 from raysim.report.plots import compare_plots, save_figure, set_title, subplots
 from raysim.report.timeseries import cluster_series
 from raysim.report.settings import report_settings
@@ -21,15 +21,10 @@ METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queu
            "makespan_h", "efficiency", "harvested_fraction", "precost", "rescost"]
 
 
-#: What a finished run leaves in its folder, by kind of run (trace replay, FGD inflation).
-RESULT_FILES = ("summary.csv", "fgd_summary.csv")
-
-
 def runs_without_results(sweep_dir: str | Path) -> list[Path]:
-    """The run folders of a multirun (those Hydra made: a `.hydra` folder) that hold none of
-    RESULT_FILES: runs that failed, were stopped or are still running, which a sweep summary leaves out."""
-    runs = sorted(p.parent for p in Path(sweep_dir).glob("*/.hydra"))
-    return [run for run in runs if not any((run / name).exists() for name in RESULT_FILES)]
+    """The run folders of a multirun without their summary: runs that failed, were stopped or are
+    still running, which a sweep summary leaves out."""
+    return [run for run in run_folders(sweep_dir) if not has_results(run)]
 
 
 def missing_runs_line(sweep_dir: str | Path) -> str | None:
@@ -37,7 +32,7 @@ def missing_runs_line(sweep_dir: str | Path) -> str | None:
     missing = runs_without_results(sweep_dir)
     if not missing:
         return None
-    common = set(common_overrides(sorted(p.parent for p in Path(sweep_dir).glob("*/.hydra"))))
+    common = set(common_overrides(run_folders(sweep_dir)))
     swept = {run: " ".join(o for o in run_overrides(run) if o not in common) for run in missing}
     named = ", ".join(f"{run}" + (f" ({swept[run]})" if swept[run] else "") for run in missing)
     return (f"{len(missing)} run folder(s) without results (no summary.csv: the run failed, was stopped or is "

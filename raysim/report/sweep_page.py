@@ -14,8 +14,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from raysim import __version__
-from raysim.report.describe import (common_overrides, run_compat, run_description, run_labels, run_overrides,
-                                    time_axis)
+from raysim.report.describe import (common_overrides, has_results, run_compat, run_description, run_folders,
+                                    run_labels, run_overrides, time_axis)
 from raysim.report.page import Chart, Page, esc, facts, table
 from raysim.report.page_data import CDF_POINTS, SERIES_POINTS, cdf_on, cdf_points, series_edges, vc_series
 from raysim.report.run_page import FILE, duration, fgd_curves, read_yaml
@@ -46,15 +46,9 @@ def sweep_description(run_dirs: list[Path], compat: bool = True) -> str:
                            common_overrides(run_dirs))
 
 
-def run_folders(sweep_dir: Path) -> list[Path]:
-    """The sweep's run folders (Hydra's numbered folders), in number order."""
-    folders = [p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()]
-    return sorted(folders, key=lambda p: int(p.name))
-
-
 def sweep_page(sweep_dir: Path, table_: pd.DataFrame, columns: list[str], charted: list[str]) -> Page:
     """The page of a sweep folder (see write_sweep_page)."""
-    done = [p for p in run_folders(sweep_dir) if (p / "summary.csv").exists() or (p / "fgd_summary.csv").exists()]
+    done = [p for p in run_folders(sweep_dir) if has_results(p)]
     missing = [p for p in run_folders(sweep_dir) if p not in done]
     labels = dict(zip(done, run_labels(done)))
     trace_replay = "vc" in table_.columns
