@@ -94,6 +94,8 @@ def main(argv=None) -> None:
     parser.add_argument("--sia", default=None, help="folder with Sia's workloads/ and profiles/ (default: data: names)")
     parser.add_argument("--json", action="store_true", help="one JSON line per run")
     opts = parser.parse_args(argv)
+    if opts.repeat < 1:
+        parser.error(f"--repeat must be at least 1 (not {opts.repeat})")
     runs: dict[str, list[dict]] = {name: [] for name in opts.cases}
     for _ in range(opts.repeat):
         for name in opts.cases:
