@@ -52,6 +52,8 @@ usage: raysim [--verbose] [-m] [KEY=VALUE ...]     run an experiment (Hydra over
        raysim data {list,fetch,path,verify} ...    public datasets by name (data:NAME in any input)
        raysim <tool> --help                        a tool's own options
 
+  The plug-ins (policies, placers, ...) and their settings are listed below, then Hydra's help.
+
   e.g. raysim +experiment=venus policy=srtf runtime=local
        raysim -m +experiment=venus policy=fifo,sjf,srtf
 
@@ -97,7 +99,10 @@ def main(argv: list[str] | None = None) -> None:
         tool = importlib.import_module(TOOLS[argv[0]])
         _exit(guarded(lambda: tool.main(argv[1:]), verbose), console)
     if "--help" in argv or "-h" in argv:
+        from raysim.plugins import help_text
+
         print(HELP)
+        print(help_text())
     sys.argv = ["raysim", *argv]
     _exit(guarded(lambda: _run_hydra(verbose), verbose), console)
 

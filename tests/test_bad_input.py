@@ -424,7 +424,7 @@ for _overrides, _parts in [
     (["seed=abc"], ["seed:", "(value 'abc')"]),
     (["runtime.window_s=-5"], ["runtime.window_s:", "(value -5)"]),
     (["runtime=ray", "ray.vcs_per_actor=0"], ["ray.vcs_per_actor:", "(value 0)"]),  # before Ray starts
-    (["policy=srtf", "policy.overhead_s=abc"], ["policy.overhead_s", "conf/policy/srtf.yaml", "'abc'"]),
+    (["policy=srtf", "policy.overhead_s=abc"], ["policy.overhead_s: must be an integer", "'abc'"]),
     (["placer.type_order=bogus"], ["placer.type_order:", "any, given, fastest, slowest"]),
     (["policy=qssf"], ["estimator.source", "estimator.source=file", "estimator.source=oracle"]),
     (["policy=bogus"], ["Could not find 'policy/bogus'", "fifo, "]),
@@ -566,7 +566,7 @@ for _name, _overrides, _parts in [
     ("reset_inf", ["rounds.reset_min_s=inf"], ["rounds.reset_min_s: must be a finite number"]),
     ("window_reversed", ["rounds.window=[199,100]"], ["rounds.window: first job id after the last", "[199, 100]"]),
     ("window_one_id", ["rounds.window=[100]"], ["rounds.window: must be [first, last]"]),
-    ("elastic_round_nanosecond", ["policy=sia", "policy.round_s=1e-9"], ["policy.round_s: must be at least 1 second"]),
+    ("elastic_round_nanosecond", ["policy=sia", "policy.round_s=1e-9"], ["policy.round_s: must be at least 1 (value 1e-09)"]),
     ("elastic_round_inf", ["policy=pollux", "policy.round_s=inf"], ["policy.round_s: must be a finite number"]),
 ]:
     def _build(root, name=f"rounds_{_name}", overrides=_overrides, parts=_parts):
@@ -604,7 +604,7 @@ for _name, _overrides, _parts in [
      ["policy.round.min_s: the constants of round-based policies are policy.<constant> now"]),
     ("cpus_per_node", ["+cluster.cpus_per_node=96"], ["cluster.cpus_per_node: removed", "cpu_milli"]),
     ("unknown_constant", ["policy=max_min_fairness_perf", "+policy.bogus=3"],
-     ["policy.bogus: not a constant of policy max_min_fairness_perf"]),
+     ["policy.bogus: not a setting of policy max_min_fairness_perf"]),
 ]:
     def _build(root, name=f"old_name_{_name}", overrides=_overrides, parts=_parts):
         run_dir = root / "runs" / name

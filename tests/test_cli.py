@@ -82,6 +82,8 @@ def test_help_lists_the_tools_and_hydras_help():
     for tool in ("raysim trace", "raysim models", "raysim report", "--verbose"):
         assert tool in res.stdout
     assert "== Configuration groups ==" in res.stdout and "policy: bftrainer, fifo" in res.stdout
+    # the plug-ins with their one-line docs and declared settings (raysim.plugins)
+    assert "plug-ins (" in res.stdout and "policy.overhead_s (int, >= 0; default 40)" in res.stdout
 
 
 def test_a_bad_value_is_one_line_and_exit_status_2(tiny_trace, tmp_path):

@@ -2,6 +2,7 @@
 policy is one class, one registry line and one set of constants from its conf."""
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ from raysim.paths import CONF_DIR
 from raysim.policy import POLICIES, policy_class, policy_constants, register_policy
 from raysim.policy.base import JOB_ATTRIBUTES, VIEW, BlockingQueuePolicy
 from raysim.run import run
+from raysim.settings import setting
 
 PACKAGE = Path(__file__).resolve().parent.parent / "raysim"
 POLICY_FILES = sorted((PACKAGE / "policy").glob("*.py")) + [PACKAGE / "profiler" / "lgf.py"]
@@ -60,17 +62,26 @@ def test_a_constant_of_the_wrong_type_is_one_clear_line():
     from raysim.runtime.spec import RunSpec
     from raysim.sim import SimParams
 
-    with pytest.raises(ValueError, match=r"^policy.period_s must be an integer \(conf/policy/tiresias.yaml has 60\), "
-                                         r"not 'abc'$"):
+    from raysim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^policy.period_s: must be an integer \(value 'abc'\)$"):
         RunSpec("tiresias", "consolidate", SimParams(), {}, policy_options={"period_s": "abc"})
     spec = RunSpec("tiresias", "consolidate", SimParams(), {}, policy_options={"period_s": 120})
     assert spec.policy_options["period_s"] == 120 and spec.policy_options["threshold_gpu_s"] == 18000
+
+
+@dataclass(frozen=True)
+class SmallestSettings:
+    """The toy policy's one constant."""
+
+    max_gpus: int = setting(64, "GPUs running at once at most", minimum=1)
 
 
 class Smallest(BlockingQueuePolicy):
     """A toy policy: fewest GPUs first, and never more than `max_gpus` running at once."""
 
     name = "toy_smallest"
+    Settings = SmallestSettings
 
     def __init__(self, params, *, max_gpus):
         super().__init__(params)
@@ -85,9 +96,22 @@ class Smallest(BlockingQueuePolicy):
 
 
 def test_a_toy_policy_plugs_in_from_a_test_module(tmp_path):
+    import pytest
+
+    from raysim.errors import ConfigError
+    from raysim.plugins import help_text
+    from raysim.policy import policy_settings
+
     register_policy(Smallest)  # the registry line
     try:
         assert policy_class("toy_smallest") is Smallest
+        # its typed setting: listed by `raysim --help`, checked, and refused under another policy
+        assert "toy_smallest" in help_text()
+        assert "policy.max_gpus (int, >= 1; default 64): GPUs running at once at most" in help_text()
+        with pytest.raises(ConfigError, match=r"^policy.max_gpus: must be at least 1 \(value 0\)$"):
+            policy_settings("toy_smallest", {"max_gpus": 0})
+        with pytest.raises(ConfigError, match=r"^policy.max_gpus: not a setting of policy fifo "):
+            policy_settings("fifo", {"max_gpus": 64})
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
             cfg = compose(config_name="config", overrides=["+experiment=venus", "runtime=local"])
         # the conf file's content: its name and its constant, routed into the constructor

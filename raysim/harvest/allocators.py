@@ -22,6 +22,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from raysim.harvest.milp import node_milp
 from raysim.harvest.problem import Problem
+from raysim.registry import Registry
 
 
 def choices(p: Problem, j: int) -> tuple[np.ndarray, np.ndarray]:
@@ -93,7 +94,8 @@ def heuristic(p: Problem) -> np.ndarray:
     return share
 
 
-ALLOCATORS = {"exact": exact, "heuristic": heuristic, "milp": node_milp}
+#: harvest.allocator -> its allocator (raysim.registry)
+ALLOCATORS = Registry({"exact": exact, "heuristic": heuristic, "milp": node_milp}, what="allocator")
 
 
 def get_allocator(name: str, *, milp_time_limit: float = 60.0):

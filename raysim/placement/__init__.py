@@ -15,16 +15,40 @@ policies of raysim.placement.scored) score every feasible node; they need the ru
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from raysim.placement.consolidate import Consolidate
 from raysim.placement.first_fit import FirstFit
 from raysim.placement.random_fit import RandomFit
+from raysim.placement.types import TYPE_ORDERS
+from raysim.registry import Registry
+from raysim.settings import parse, setting
 
 #: placer name -> the scored policy of raysim.placement.scored it runs (FGD's Random is "fgd_random",
 #: as raysim's own "random" placer came first)
 SCORED = {"fgd_random": "random", "dotprod": "dotprod", "gpu_clustering": "gpu_clustering",
           "gpu_packing": "gpu_packing", "bestfit": "bestfit", "fgd": "fgd"}
-#: every placer name -> its class (None for the scored ones: make_placer builds them from SCORED)
-PLACERS = {"consolidate": Consolidate, "first_fit": FirstFit, "random": RandomFit, **dict.fromkeys(SCORED)}
+#: every placer name -> its class; for the scored ones, their node scorer (raysim.placement.scored),
+#: which make_placer runs in a ScoredPlacer
+PLACERS = Registry({"consolidate": Consolidate, "first_fit": FirstFit, "random": RandomFit,
+                    **{name: f"raysim.placement.scored:{scorer}" for name, scorer in (
+                        ("fgd_random", "RandomScorer"), ("dotprod", "DotProdScorer"),
+                        ("gpu_clustering", "GpuClusteringScorer"), ("gpu_packing", "GpuPackingScorer"),
+                        ("bestfit", "BestFitScorer"), ("fgd", "FGDScorer"))}}, what="placer")
+
+
+@dataclass(frozen=True)
+class PlacerSettings:
+    """What every placer takes (conf/placer/<name>.yaml)."""
+
+    type_order: str = setting("any", "GPU types tried: any (all compete) | given (layout order) | fastest | "
+                              "slowest (the job's speed)", choices=TYPE_ORDERS)
+
+
+def placer_settings(name: str, values=None) -> PlacerSettings:
+    """Placer `name`'s checked settings (`values`: the composed `placer` group without its name); a
+    bad or unknown one is a ConfigError naming `placer.<key>`."""
+    return parse(PlacerSettings, values or {}, prefix="placer", owner=f"placer {name}")
 
 
 def make_placer(name: str, *, params, vc_index: int = 0, type_order: str = "any", shapes=None):
@@ -34,8 +58,4 @@ def make_placer(name: str, *, params, vc_index: int = 0, type_order: str = "any"
         from raysim.placement.scored.placer import ScoredPlacer
 
         return ScoredPlacer(SCORED[name], params=params, vc_index=vc_index, type_order=type_order, shapes=shapes)
-    try:
-        cls = PLACERS[name]
-    except KeyError:
-        raise ValueError(f"unknown placer {name!r}; choose one of {sorted(PLACERS)}") from None
-    return cls(params=params, vc_index=vc_index, type_order=type_order)
+    return PLACERS.get_known(name)(params=params, vc_index=vc_index, type_order=type_order)

@@ -1,25 +1,25 @@
 """Scheduling policies behind one small interface (`raysim.policy.base.Policy`).
 
-A new policy is one file with a Policy subclass, one line in POLICIES (or a `register_policy`
-call) and one conf file, `conf/policy/<name>.yaml`, holding its constants.
+A new policy is one file with a Policy subclass (its constants declared as `Settings`, see
+raysim.settings), one line in POLICIES (or a `register_policy` call) and one conf file,
+`conf/policy/<name>.yaml`, holding its constants' defaults for Hydra.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from raysim.registry import LazyRegistry
+from raysim.registry import Registry
 from raysim.rounds.policies import POLICIES as ROUND_POLICIES
+from raysim.settings import as_options, defaults, parse
 
 #: name -> Policy subclass, each module imported when its policy is first used (raysim.registry);
 #: Gavel's round-based family (raysim.rounds.policies) as RoundBased kernel policies.
-POLICIES: LazyRegistry = LazyRegistry({
+POLICIES: Registry = Registry({
     **{name: f"raysim.policy.{module}:{cls}" for name, module, cls in (
         ("fifo", "fifo", "FIFO"), ("fifo_backfill", "fifo_backfill", "FIFOBackfill"), ("sjf", "sjf", "SJF"),
         ("srtf", "srtf", "SRTF"), ("qssf", "qssf", "QSSF"), ("tiresias", "tiresias", "Tiresias"),
         ("lucid", "lucid", "Lucid"), ("sia", "sia", "Sia"), ("pollux", "pollux", "Pollux"),
         ("gavel_elastic", "gavel_elastic", "GavelElastic"), ("bftrainer", "bftrainer", "BFTrainer"))},
-    **{name: f"raysim.policy.rounds:RoundBased_{name}" for name in ROUND_POLICIES}})
+    **{name: f"raysim.policy.rounds:RoundBased_{name}" for name in ROUND_POLICIES}}, what="policy")
 
 
 def register_policy(cls) -> type:
@@ -30,47 +30,30 @@ def register_policy(cls) -> type:
 
 def policy_class(name: str):
     """The Policy subclass called `name`."""
-    try:
-        return POLICIES[name]
-    except KeyError:
-        raise ValueError(f"unknown policy {name!r}; choose one of {sorted(POLICIES)}") from None
+    return POLICIES.get_known(name)
 
 
-def policy_constants(name: str, conf_dir: str | Path | None = None) -> dict:
-    """The constants in `conf/policy/<name>.yaml` (everything but `name` and `kind`); {} without such
-    a file. This is where a policy's constants live: Hydra runs pass the composed `policy` group
-    the same way."""
-    from omegaconf import OmegaConf
+def policy_settings(name: str, values=None):
+    """The typed settings (the class's `Settings`) of policy `name`: `values` (a mapping of its
+    constants, e.g. the composed `policy` group without name and kind) over the declared defaults,
+    checked; a bad or unknown one is a ConfigError naming `policy.<key>`."""
+    return parse(policy_class(name).Settings, values or {}, prefix="policy", owner=f"policy {name}")
 
-    from raysim.paths import CONF_DIR
 
-    path = Path(conf_dir or CONF_DIR) / "policy" / f"{name}.yaml"
-    if not path.exists():
-        return {}
-    conf = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-    for key in ("name", "kind"):
-        conf.pop(key, None)
-    return conf
+def policy_constants(name: str) -> dict:
+    """The declared defaults of policy `name`'s constants (conf/policy/<name>.yaml holds the same)."""
+    return defaults(policy_class(name).Settings)
 
 
 def checked_constants(name: str, options: dict) -> dict:
-    """`options` over the constants of conf/policy/<name>.yaml, each of a conf constant's type (an
-    int where the conf has an int, a number where it has a float); a wrong one is a one-line error."""
-    defaults = policy_constants(name)
-    out = {**defaults, **options}
-    for key, default in defaults.items():
-        value = out[key]
-        if isinstance(default, bool) or not isinstance(default, (int, float)):
-            continue
-        want = int if isinstance(default, int) else float
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or want is int and value != int(value):
-            raise ValueError(f"policy.{key} must be {'an integer' if want is int else 'a number'} "
-                             f"(conf/policy/{name}.yaml has {default!r}), not {value!r}")
-    return out
+    """`options` with policy `name`'s constants checked against its declaration and filled with their
+    defaults; the other options (run inputs such as Lucid's pair speeds) are passed as they are."""
+    declared = policy_constants(name)
+    settings = policy_settings(name, {k: v for k, v in options.items() if k in declared})
+    return {**options, **as_options(settings)}
 
 
 def make_policy(name: str, *, params, **options):
-    """Build the policy called `name`: its constants from conf/policy/<name>.yaml, overridden by
-    `options` (which also carry run inputs such as Lucid's pair speeds)."""
-    cls = policy_class(name)
-    return cls(params, **{**policy_constants(name), **options})
+    """Build the policy called `name`: its declared constants, overridden by `options` (which also
+    carry run inputs such as Lucid's pair speeds), checked."""
+    return policy_class(name)(params, **checked_constants(name, options))

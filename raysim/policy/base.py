@@ -8,14 +8,19 @@ and the named actions (start, start on a given placement, preempt, share, set a 
 or lend a node). `tests/test_policy_api.py` checks every policy module against these lists.
 
 A policy declares what it needs as class attributes (`needs_estimate`, `countdown`, `period_s`,
-`preemptive`) and receives its constants (thresholds, periods, overheads) as keyword arguments,
-from `conf/policy/<name>.yaml` (see raysim.policy.make_policy).
+`preemptive`) and its constants (thresholds, periods, overheads) as a typed declaration, `Settings`
+(raysim.settings: default, one-line doc, bounds per field); `conf/policy/<name>.yaml` holds the same
+defaults for Hydra (a test keeps the two equal). The policy receives them, checked, as keyword
+arguments (see raysim.policy.make_policy).
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+from dataclasses import dataclass
+
+from raysim.settings import NoSettings, setting
 
 NEVER = math.inf
 
@@ -43,6 +48,8 @@ class Policy:
     """Base class. Subclasses implement `schedule`; the hooks default to doing nothing."""
 
     name = "policy"
+    #: The policy's constants: a frozen dataclass of raysim.settings.setting fields (none by default)
+    Settings: type = NoSettings
     #: The policy ranks jobs by an estimated duration (the run must supply `estimator.source`).
     needs_estimate = False
     #: Jobs count their remaining work down (needed to preempt and resume them, or to change speed).
@@ -150,6 +157,15 @@ class BlockingQueuePolicy(Policy):
             del self.queue[:placed]
 
 
+@dataclass(frozen=True)
+class PreemptionSettings:
+    """What preempting a job costs it, for policies that preempt (QuotaWalkPolicy)."""
+
+    overhead_s: int = setting(40, "work a preempted job redoes (checkpoint + cold start), seconds", minimum=0)
+    large_overhead_s: int = setting(60, "the same for jobs of more than large_above_gpus GPUs", minimum=0)
+    large_above_gpus: int = setting(8, "GPUs above which a job pays large_overhead_s", minimum=0)
+
+
 class QuotaWalkPolicy(Policy):
     """Preemptive: all pending and running jobs are walked in priority order against a quota equal to
     the VC's GPUs. A job that fits the remaining quota is kept (running) or selected (pending); a
@@ -163,6 +179,7 @@ class QuotaWalkPolicy(Policy):
 
     countdown = True
     preemptive = True
+    Settings = PreemptionSettings
 
     def __init__(self, params, *, overhead_s: int, large_overhead_s: int, large_above_gpus: int, **constants):
         super().__init__(params, **constants)

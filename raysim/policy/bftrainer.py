@@ -45,7 +45,9 @@ DONE_RTOL = 1e-9
 
 
 class BFTrainer(SelfTimed):
-    """Harvesting policy; its inputs come from the run (`prepare`, raysim.harvest.inputs)."""
+    """Idle-node harvesting (BFTrainer): elastic DNN tasks on the nodes a batch scheduler leaves idle.
+
+    Its inputs come from the run (`prepare`, raysim.harvest.inputs)."""
 
     name = "bftrainer"
     #: whole seconds (the node log's and the task sets' clock); precise runs count milliseconds

@@ -17,8 +17,7 @@ the round and pays a restart when it runs again.
 
 from __future__ import annotations
 
-import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -26,6 +25,21 @@ from raysim.elastic.configs import Kinds, configurations, node_runs, spread
 from raysim.elastic.job import ElasticJob
 from raysim.policy.base import NEVER
 from raysim.policy.selftimed import Plan, SelfTimed, Start
+from raysim.rounds.policies.base import MIN_ROUND_S
+from raysim.settings import setting
+
+
+def round_setting(default: float, doc: str):
+    """policy.round_s of an elastic policy: at least the round mechanism's shortest round."""
+    return setting(default, doc, minimum=MIN_ROUND_S)
+
+
+@dataclass(frozen=True)
+class ElasticSettings:
+    """The rounds of an elastic policy."""
+
+    round_s: float = round_setting(60.0, "seconds between rounds")
+
 
 class Elastic(SelfTimed):
     """Kernel side of an elastic policy; subclasses build their allocator (`allocator`).
@@ -39,9 +53,7 @@ class Elastic(SelfTimed):
     ticks_per_s = 1000
     tune_bsz = True
     pooled = False  # True: jobs keep one profile for all GPU kinds (heterogeneity-unaware)
-    #: constants (conf/policy/<name>.yaml) that must be above 0, and those that must not be 0
-    positive: tuple[str, ...] = ("round_s",)
-    nonzero: tuple[str, ...] = ()
+    Settings = ElasticSettings
 
     def __init__(self, params, *, inputs=None, round_s: float = 60.0, **constants):
         super().__init__(params)
@@ -65,29 +77,9 @@ class Elastic(SelfTimed):
         """The run's elastic inputs (profiles, per-job application and batch size) and its clock."""
         from raysim.elastic.inputs import elastic_options
 
-        cls.check_constants(cfg.policy)
         options = elastic_options(cfg, trace, spec)
         params = replace(spec.params, ticks_per_s=cls.ticks_per_s)
         return replace(spec, params=params, policy_options={**spec.policy_options, **options}), None
-
-    @classmethod
-    def check_constants(cls, policy) -> None:
-        """A ConfigError naming the first constant out of its range (`positive`, `nonzero`)."""
-        from raysim.errors import ConfigError
-        from raysim.rounds.settings import MIN_ROUND_S  # the round mechanism's shortest round, here too
-
-        for key in cls.positive:
-            value = policy[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ConfigError(f"policy.{key}", "must be a finite number", value)
-            if not value > 0:
-                raise ConfigError(f"policy.{key}", "must be above 0", value)
-        for key in cls.nonzero:
-            if policy[key] == 0:
-                raise ConfigError(f"policy.{key}", "must not be 0", policy[key])
-        if policy["round_s"] < MIN_ROUND_S:  # a shorter round is a step count that never ends
-            raise ConfigError("policy.round_s", f"must be at least {MIN_ROUND_S:g} second (Sia's rounds: 60 s)",
-                              policy["round_s"])
 
     def make_allocator(self, kinds: Kinds):
         raise NotImplementedError

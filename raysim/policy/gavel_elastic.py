@@ -3,22 +3,26 @@ Sia's comparison (raysim.elastic.gavel). Constants: conf/policy/gavel_elastic.ya
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from raysim.elastic.gavel import GavelAllocator
-from raysim.policy.elastic import Elastic
+from raysim.policy.elastic import Elastic, round_setting
+from raysim.rounds.policies.base import LP_METHODS
+from raysim.settings import setting
+
+
+@dataclass(frozen=True)
+class GavelElasticSettings:
+    """Gavel's rounds and LPs, as Sia's simulator runs its Gavel baseline."""
+
+    round_s: float = round_setting(360.0, "seconds between rounds (Sia's --interval=360 for Gavel)")
+    lp_method: str = setting("ipm", "ipm (interior point, like Gavel's ECOS) | simplex", choices=LP_METHODS)
 
 
 class GavelElastic(Elastic):
     name = "gavel_elastic"
+    Settings = GavelElasticSettings
     tune_bsz = False  # jobs keep their own batch size and GPU count
-
-    @classmethod
-    def check_constants(cls, policy) -> None:
-        from raysim.errors import ConfigError
-        from raysim.rounds.policies.base import LP_METHODS
-
-        super().check_constants(policy)
-        if policy.lp_method not in LP_METHODS:
-            raise ConfigError("policy.lp_method", f"must be one of {', '.join(LP_METHODS)}", policy.lp_method)
 
     def make_allocator(self, kinds):
         return GavelAllocator(kinds, round_s=self.round_s, **self.constants)

@@ -16,13 +16,33 @@ exclusive placement in priority order throughout); profiler.nodes=0 runs no prof
 from __future__ import annotations
 
 import bisect
+from dataclasses import dataclass
 
 from raysim.models.forecast import PackingSwitch, packing_switch
 from raysim.policy.base import NEVER, Policy
+from raysim.settings import setting
+
+
+@dataclass(frozen=True)
+class LucidSettings:
+    """Lucid's packing: who may share GPUs with whom, and when packing is on."""
+
+    memory_mb: int = setting(24576, "GPU memory two sharing jobs must fit in (RTX 3090, where pairs were "
+                             "measured), MiB", above=0)
+    switch_period_s: int = setting(100, "seconds between readings of the packing switch", minimum=1)
+    max_share_score: int = setting(2, "two jobs may share only if their share scores sum to at most this", minimum=0)
+    partner_priority_ratio: float = setting(2.0, "... and the partner's priority is at least the job's / this",
+                                            above=0)
+    packing: bool = setting(True, "false: the ablation \"packing off\": no job ever shares GPUs "
+                            "(docs/lucid_ablations.md)")
+    packing_threshold: float = setting(2.0, "packing is on while the mean forecast of submitted GPU jobs "
+                                       "exceeds this", minimum=0)
+    forecast_bins: int = setting(5, "... over the next this many forecast bins", minimum=1)
 
 
 class Lucid(Policy):
     name = "lucid"
+    Settings = LucidSettings
     needs_estimate = True
     countdown = True
 

@@ -232,7 +232,8 @@ def __getattr__(attribute: str) -> type:
     name = attribute.removeprefix("RoundBased_")
     if name == attribute or name not in POLICIES:
         raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
-    cls = type(attribute, (RoundBased,), {"name": name, "__doc__": f"Gavel's {name}, round-based.",
+    cls = type(attribute, (RoundBased,), {"name": name, "__doc__": POLICIES.summary(name) + " (round-based).",
+                                          "Settings": POLICIES[name].Settings,
                                           "__module__": __name__, "__qualname__": attribute})
     globals()[attribute] = cls
     return cls

@@ -9,7 +9,9 @@ from raysim.policy.base import NEVER, QuotaWalkPolicy
 
 
 class SRTF(QuotaWalkPolicy):
-    """Order by remaining time; ties: queue order (pending jobs first in compat mode, running first
+    """Shortest remaining time first with oracle durations; preemptive.
+
+    Order by remaining time; ties: queue order (pending jobs first in compat mode, running first
     in clean mode). Because running jobs' remaining time shrinks, the order changes between events;
     `next_wakeup` asks for a decision exactly when a running job overtakes a pending one."""
 

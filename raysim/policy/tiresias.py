@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
-from raysim.policy.base import NEVER, QuotaWalkPolicy
+from dataclasses import dataclass
+
+from raysim.policy.base import NEVER, PreemptionSettings, QuotaWalkPolicy
+from raysim.settings import setting
+
+
+@dataclass(frozen=True)
+class TiresiasSettings(PreemptionSettings):
+    """Tiresias's two queues and period, and what a preemption costs."""
+
+    threshold_gpu_s: int = setting(18000, "attained GPU-seconds above which a job drops to the low queue", minimum=0)
+    period_s: int = setting(60, "seconds between rescheduling decisions", minimum=1)
 
 
 class Tiresias(QuotaWalkPolicy):
-    """Attained service = GPU-seconds received. Every `period_s` seconds, jobs split into a high
+    """Tiresias: two-level discretised least-attained-service, rescheduled periodically; preemptive.
+
+    Attained service = GPU-seconds received. Every `period_s` seconds, jobs split into a high
     queue (attained <= `threshold_gpu_s`) and a low queue, each in submit order (running before
     pending on ties), high first; then the quota walk. No promotion or aging."""
 
     name = "tiresias"
+    Settings = TiresiasSettings
 
     def __init__(self, params, *, threshold_gpu_s: int, period_s: int, **preemption):
         super().__init__(params, **preemption)

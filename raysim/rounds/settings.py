@@ -11,7 +11,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from raysim.cluster.throughput import ThroughputTable, read_throughput_table
 from raysim.errors import ConfigError, SkipReport, TraceError, UserError
-from raysim.rounds.policies.base import LP_METHODS
+from raysim.rounds.policies.base import LP_METHODS, MIN_ROUND_S
 
 log = logging.getLogger("raysim")
 
@@ -47,12 +47,6 @@ def reference_type(cfg: DictConfig, types) -> str:
             except ValueError as exc:
                 raise ConfigError(key, str(exc).split(": ", 1)[1], name) from None
     return types[0]
-
-
-#: The shortest round (rounds.round_s, and the elastic policies' policy.round_s): the trace clock
-#: counts whole seconds; a shorter round makes too few steps to progress (a nanosecond round
-#: finished no job) or only multiplies rounds (an elastic nanosecond round never ended).
-MIN_ROUND_S = 1.0
 
 
 def check_round_settings(cfg: DictConfig) -> None:

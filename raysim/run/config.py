@@ -17,9 +17,8 @@ from raysim.cluster.layout import layout_from_config, layout_from_vc_nodes, read
 from raysim.errors import ConfigError, UserError
 from raysim.models.estimates import SOURCES as ESTIMATE_SOURCES
 from raysim.models.estimates import estimates_for
-from raysim.placement import PLACERS
-from raysim.placement.types import TYPE_ORDERS
-from raysim.policy import POLICIES, checked_constants, policy_class
+from raysim.placement import PLACERS, placer_settings
+from raysim.policy import POLICIES, policy_class, policy_settings
 from raysim.quota import merged_layout
 from raysim.quota.settings import MODES as QUOTA_MODES
 from raysim.quota.settings import quota_settings
@@ -91,14 +90,9 @@ def check_cluster_config(cfg: DictConfig) -> None:
         raise ConfigError("harvest", f"used by policy=bftrainer only (+experiment=harvest_summit), not {name}")
     if policy_class(name).times_jobs:
         check_round_config(cfg, quota, source)
-    try:
-        checked_constants(name, policy_constants_of(cfg))
-    except ValueError as exc:  # checked_constants only raises for constants of the wrong type
-        raise UserError(str(exc)) from exc
-    refuse_unknown_constants(cfg, name)
-    choice(cfg, "placer.name", sorted(PLACERS), what="placer")
-    if cfg.placer.get("type_order") is not None:
-        choice(cfg, "placer.type_order", TYPE_ORDERS)
+    policy_settings(name, policy_constants_of(cfg))
+    placer_settings(choice(cfg, "placer.name", sorted(PLACERS), what="placer"),
+                    {k: v for k, v in OmegaConf.to_container(cfg.placer, resolve=True).items() if k != "name"})
 
     t = cfg.trace
     from raysim.rounds.settings import is_gavel_input
@@ -131,7 +125,6 @@ def check_cluster_config(cfg: DictConfig) -> None:
     if name == "lucid":
         for key in ("profiler.nodes", "profiler.time_limit", "profiler.factor"):
             integer(cfg, key, minimum=0)  # profiler.nodes=0: no profiling stage
-        boolean(cfg, "policy.packing")  # false: the ablation "packing off"
     check_capacity_config(cfg, quota, name)
     checkpoint_settings(cfg)
     replays_failures(cfg)
@@ -305,9 +298,7 @@ def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
     node log times) cannot be combined with, refused in one line naming the key."""
     name = cfg.policy.name
     kind = "timed by its node log (harvesting)" if name == "bftrainer" else "round-based"
-    if getattr(policy_class(name), "elastic", False):
-        policy_class(name).check_constants(cfg.policy)  # its rounds: policy.round_s
-    elif name != "bftrainer":
+    if not getattr(policy_class(name), "elastic", False) and name != "bftrainer":  # elastic: policy.round_s
         from raysim.rounds.settings import check_round_settings
 
         check_round_settings(cfg)
@@ -322,21 +313,6 @@ def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
     if value(cfg, "sim.compat") != "clean":
         raise ConfigError("sim.compat", f"{name} is {kind}: Lucid's compatibility switches do not apply",
                           value(cfg, "sim.compat"))
-
-
-def refuse_unknown_constants(cfg: DictConfig, name: str) -> None:
-    """A ConfigError naming a key of the `policy` group that is no constant of policy `name`
-    (`+policy.bogus=3`, a misspelt or old name): the policy would refuse it with a traceback."""
-    from raysim.paths import CONF_DIR
-    from raysim.policy import policy_constants
-
-    if not (CONF_DIR / "policy" / f"{name}.yaml").exists():
-        return
-    known = policy_constants(name)
-    for key in policy_constants_of(cfg):
-        if key not in known:
-            raise ConfigError(f"policy.{key}", f"not a constant of policy {name} (conf/policy/{name}.yaml: "
-                              f"{', '.join(known) or 'none'})")
 
 
 def policy_constants_of(cfg: DictConfig) -> dict:

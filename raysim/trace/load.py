@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE, Layout
 from raysim.errors import ConfigError, SkipReport, TraceError
+from raysim.registry import Registry
 from raysim.trace.alibaba2023 import (DEFAULT_NODE_LIST, DEFAULT_WORKLOAD, NODE_PREFIX, POD_PREFIX,
                                       list_file_name, pod_list_path)
 from raysim.trace.alibaba2023_jobs import read_alibaba2023
@@ -39,9 +40,10 @@ from raysim.trace.schema import META_KEY, metadata
 #: Files looked for, in order, when trace.path is a folder.
 FOLDER_FILES = ("cluster_full_log.csv", "cluster_log.csv", "jobs.parquet", "cluster_job_log",
                 "pai_job_table.csv", f"{POD_PREFIX}{DEFAULT_WORKLOAD}.csv")
-READERS = {"lucid": read_csv_trace, "helios": read_helios, "philly": read_philly, "pai": read_pai,
-           "alibaba2023": read_alibaba2023, "csv": read_csv_trace, "parquet": read_parquet_trace,
-           "sia": read_sia, "acme": read_acme}
+#: trace.format -> its reader (raysim.registry)
+READERS = Registry({"lucid": read_csv_trace, "helios": read_helios, "philly": read_philly, "pai": read_pai,
+                    "alibaba2023": read_alibaba2023, "csv": read_csv_trace, "parquet": read_parquet_trace,
+                    "sia": read_sia, "acme": read_acme}, what="trace format")
 #: trace.format=auto: format by file name, then by name prefix (for .csv files), then by the header
 #: of a .csv file (Sia's workload columns: sia), else parquet by suffix, else csv.
 AUTO_FORMATS = {"cluster_log.csv": "helios", "cluster_job_log": "philly", "pai_job_table.csv": "pai",

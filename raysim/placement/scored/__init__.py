@@ -29,11 +29,12 @@ from raysim.placement.scored.fgd import FGDScorer
 from raysim.placement.scored.gpu_clustering import GpuClusteringScorer
 from raysim.placement.scored.gpu_packing import GpuPackingScorer
 from raysim.placement.scored.random import RandomScorer
+from raysim.registry import Registry
 
-SCORERS: dict[str, type[NodeScorer]] = {
+SCORERS: Registry = Registry({
     cls.name: cls for cls in (RandomScorer, DotProdScorer, GpuClusteringScorer, GpuPackingScorer,
                               BestFitScorer, FGDScorer)
-}
+}, what="node scorer")
 #: sc_policy label -> name (e.g. "06-FGD" -> "fgd").
 BY_LABEL = {cls.label: name for name, cls in SCORERS.items()}
 

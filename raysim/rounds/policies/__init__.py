@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from raysim.registry import LazyRegistry
+from raysim.registry import Registry
 from raysim.rounds.policies.base import LP_METHODS, AllocationInput, RoundPolicy
 
 #: name -> RoundPolicy subclass, each module imported when its policy is first used
-POLICIES: LazyRegistry = LazyRegistry({name: f"raysim.rounds.policies.{module}:{cls}" for name, module, cls in (
+POLICIES: Registry = Registry({name: f"raysim.rounds.policies.{module}:{cls}" for name, module, cls in (
     ("gavel_fifo", "fifo", "Fifo"), ("fifo_perf", "fifo_perf", "FifoPerf"), ("isolated", "isolated", "Isolated"),
     ("max_min_fairness", "max_min_fairness", "MaxMinFairness"),
     ("max_min_fairness_perf", "max_min_fairness_perf", "MaxMinFairnessPerf"),
@@ -15,7 +15,7 @@ POLICIES: LazyRegistry = LazyRegistry({name: f"raysim.rounds.policies.{module}:{
     ("finish_time_fairness_perf", "finish_time_fairness_perf", "FinishTimeFairnessPerf"),
     ("max_sum_throughput_perf", "max_sum_throughput_perf", "MaxSumThroughputPerf"),
     ("min_total_duration_perf", "min_total_duration_perf", "MinTotalDurationPerf"),
-    ("gandiva", "gandiva", "Gandiva"))})
+    ("gandiva", "gandiva", "Gandiva"))}, what="round-based policy")
 
 
 def round_policy(name: str, seed: int = 0, lp_method: str = "ipm", **constants) -> RoundPolicy:

@@ -17,11 +17,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from raysim.settings import NoSettings
+
 Combo = tuple  # (j,) or (a, b) with a < b: job positions
 
 #: How the LPs are solved (rounds.lp_method; raysim.rounds.lp): interior point or simplex. Here, so
 #: that checking a setting does not import the solver.
 LP_METHODS = ("ipm", "simplex")
+#: The shortest round (rounds.round_s, and the elastic policies' policy.round_s): the trace clock
+#: counts whole seconds; a shorter round makes too few steps to progress (a nanosecond round
+#: finished no job) or only multiplies rounds (an elastic nanosecond round never ended).
+MIN_ROUND_S = 1.0
 
 
 @dataclass
@@ -49,6 +55,8 @@ class RoundPolicy:
     packing = False
     #: how its LPs are solved (LP_METHODS; rounds.lp_method)
     lp_method = "ipm"
+    #: its constants (raysim.settings; conf/policy/<name>.yaml), keyword arguments of the constructor
+    Settings: type = NoSettings
 
     def __init__(self, seed: int = 0, **constants):
         if constants:

@@ -14,16 +14,27 @@ A job that would get a type it cannot run on (throughput 0) is left waiting and 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 import numpy as np
 
 from raysim.rounds.policies.base import AllocationInput, RoundPolicy
+from raysim.settings import setting
 
 TYPE_CHOICES = ("random", "gavel")
 
 
+@dataclass(frozen=True)
+class FifoSettings:
+    """Which GPU type a new job gets."""
+
+    type_choice: str = setting("gavel", "random (the drawn type) | gavel (Gavel's simulator: see the policy's "
+                               "docstring)", choices=TYPE_CHOICES)
+
+
 class Fifo(RoundPolicy):
     name = "gavel_fifo"
+    Settings = FifoSettings
     shuffle_types = True
     fifo = True
 

@@ -12,14 +12,28 @@ allocation is wherever the solver's iterations stop, and that function stops whe
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from raysim.rounds import lp
 from raysim.rounds.policies.base import AllocationInput, RoundPolicy, singles
+from raysim.settings import setting
+
+
+@dataclass(frozen=True)
+class MinTotalDurationSettings:
+    """Gavel's bisection on the makespan T."""
+
+    min_s: float = setting(100.0, "Gavel's bisection: starting interval for T (seconds) ...", above=0)
+    max_s: float = setting(1000000.0, "... multiplied by 10 while infeasible ...", above=0)
+    stop_ratio: float = setting(1.05, "... until max/min < this; the allocation is the one at the smallest "
+                                "feasible T", above=1)
 
 
 class MinTotalDurationPerf(RoundPolicy):
     name = "min_total_duration_perf"
+    Settings = MinTotalDurationSettings
 
     def __init__(self, seed: int = 0, min_s: float = 100.0, max_s: float = 1e6, stop_ratio: float = 1.05):
         super().__init__(seed)
