@@ -245,9 +245,9 @@ def overrides(policy: str, trace: Path, venus: Path, args) -> list[str]:
         arts = venus / "lucid_artifacts"
         p = Path(args.lucid_profiles_path) if args.lucid_profiles_path else None
         ov += ["estimator.source=file", f"estimator.path={arts / 'duration_estimates_ebm.csv'}",
-               "forecast.source=file", f"forecast.path={arts / 'throughput_forecast.csv'}",
-               f"profiles.colocation={p / 'colocate_info.csv' if p else 'data:lucid_profiles/colocate_info.csv'}",
-               f"profiles.single={p / 'single_data.csv' if p else 'data:lucid_profiles/single_data.csv'}"]
+               "policy.forecast.source=file", f"policy.forecast.path={arts / 'throughput_forecast.csv'}",
+               f"policy.profiles.colocation={p / 'colocate_info.csv' if p else 'data:lucid_profiles/colocate_info.csv'}",
+               f"policy.profiles.single={p / 'single_data.csv' if p else 'data:lucid_profiles/single_data.csv'}"]
     return ov + list(args.set)
 
 

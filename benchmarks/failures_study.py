@@ -143,7 +143,7 @@ def policy_overrides(policy: str, trace: str, args) -> list[str]:
     """The policy and its inputs (Lucid's as in rounds_study.py, without its profiling pool, whose
     runs outside the VCs keep no checkpoint)."""
     if policy == "lucid":
-        return ["policy=lucid", "profiler.nodes=0", *lucid_overrides(trace, args)]
+        return ["policy=lucid", "policy.profiler.nodes=0", *lucid_overrides(trace, args)]
     return [f"policy={policy}"]
 
 

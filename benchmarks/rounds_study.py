@@ -32,7 +32,7 @@ Lucid's inputs: on Venus the artifact's (EBM duration estimates, throughput fore
 pair speeds and share-score profiles; `+experiment=lucid sim.compat=clean`); on the Helios-like
 trace oracle durations (`estimator.source=oracle`), no forecast (packing always on), the measured
 profiles with the learned interference model for the pairs the table lacks
-(`profiles.interference=learned`: none of the synthetic workloads was measured) and a profiling
+(`policy.profiles.interference=learned`: none of the synthetic workloads was measured) and a profiling
 pool of each
 `--helios-lucid-nodes` size (Lucid's default 2 nodes, sized for Venus's 1,080 GPUs, and 12, the
 same share of Helios's 6,280). Everything runs in clean semantics.
@@ -78,21 +78,21 @@ def lucid_overrides(trace: str, args) -> list[str]:
         if args.venus_path:
             v, p = Path(args.venus_path), Path(args.profiles_path) if args.profiles_path else None
             out = ["estimator.source=file", f"estimator.path={v / 'lucid_artifacts' / 'duration_estimates_ebm.csv'}",
-                   "forecast.source=file", f"forecast.path={v / 'lucid_artifacts' / 'throughput_forecast.csv'}"]
+                   "policy.forecast.source=file", f"policy.forecast.path={v / 'lucid_artifacts' / 'throughput_forecast.csv'}"]
             prof = (f"{p / 'colocate_info.csv'}", f"{p / 'single_data.csv'}") if p else \
                 ("data:lucid_profiles/colocate_info.csv", "data:lucid_profiles/single_data.csv")
-            return out + [f"profiles.colocation={prof[0]}", f"profiles.single={prof[1]}"]
+            return out + [f"policy.profiles.colocation={prof[0]}", f"policy.profiles.single={prof[1]}"]
         # +experiment=lucid = venus_real + policy=lucid + the artifact's inputs; clean semantics like every run here
-        return ["estimator.source=file", "forecast.source=file",
-                "forecast.path=data:venus/lucid_artifacts/throughput_forecast.csv",
-                "profiles.colocation=data:lucid_profiles/colocate_info.csv",
-                "profiles.single=data:lucid_profiles/single_data.csv"]
+        return ["estimator.source=file", "policy.forecast.source=file",
+                "policy.forecast.path=data:venus/lucid_artifacts/throughput_forecast.csv",
+                "policy.profiles.colocation=data:lucid_profiles/colocate_info.csv",
+                "policy.profiles.single=data:lucid_profiles/single_data.csv"]
     p = Path(args.profiles_path) if args.profiles_path else None
     prof = (f"{p / 'colocate_info.csv'}", f"{p / 'single_data.csv'}") if p else \
         ("data:lucid_profiles/colocate_info.csv", "data:lucid_profiles/single_data.csv")
     # the synthetic workloads are not in the measured pair table: price their pairs with the learned model
-    return ["estimator.source=oracle", f"profiles.colocation={prof[0]}", f"profiles.single={prof[1]}",
-            "profiles.interference=learned"]
+    return ["estimator.source=oracle", f"policy.profiles.colocation={prof[0]}", f"policy.profiles.single={prof[1]}",
+            "policy.profiles.interference=learned"]
 
 
 def matrix(args) -> list[dict]:
@@ -110,7 +110,7 @@ def matrix(args) -> list[dict]:
                     if policy == "lucid":
                         ov += lucid_overrides(trace, args)
                         if nodes is not None:
-                            ov.append(f"profiler.nodes={nodes}")
+                            ov.append(f"policy.profiler.nodes={nodes}")
                             label = f"lucid (pool {nodes} nodes)"
                     ov += list(args.set)
                     name = policy + (f"_pool{nodes}" if nodes is not None else "") + f"_{mode}"

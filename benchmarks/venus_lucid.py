@@ -25,12 +25,11 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    from omegaconf import OmegaConf
-    from raysim.paths import CONF_DIR
 
     from raysim.cluster.layout import layout_from_vc_nodes
 
     from raysim.run.simulate import simulate
+    from raysim.policy import policy_settings
     from raysim.run.lucid_inputs import lucid_inputs
     from raysim.models.estimates import estimates_for
     from raysim.runtime.spec import RunSpec
@@ -40,15 +39,13 @@ def main() -> None:
     shared = Path(args.shared)
     venus = shared / "traces" / "venus_sept"
     trace = load_trace(venus)
-    cfg = OmegaConf.create({
-        "sim": {"compat": args.compat},
-        "profiler": {"nodes": 2, "time_limit": 200, "factor": 4, "take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn",
-                     "scaling": OmegaConf.load(CONF_DIR / "config.yaml").profiler.scaling},
+    settings = policy_settings("lucid", {
+        "profiler": {"take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn"},
         "forecast": {"source": "file", "path": str(venus / "lucid_artifacts" / "throughput_forecast.csv")},
         "profiles": {"colocation": str(shared / "profiles" / "colocate_info.csv"),
                      "single": str(shared / "profiles" / "single_data.csv")}})
     est = estimates_for(trace.table, source="file", path=venus / "lucid_artifacts" / "duration_estimates_ebm.csv")
-    spec, extra = lucid_inputs(cfg, trace, RunSpec("lucid", "consolidate", SimParams.for_mode(args.compat),
+    spec, extra = lucid_inputs(settings, trace, RunSpec("lucid", "consolidate", SimParams.for_mode(args.compat),
                                                    layout_from_vc_nodes(trace.vc_nodes, 8)))
     setup_s = time.perf_counter() - t0
     startup_s = 0.0

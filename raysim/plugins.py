@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from raysim.settings import Declared, NoSettings, describe
+from raysim.settings import Declared, NoSettings, leaves
 
 
 @dataclass(frozen=True)
@@ -30,17 +30,17 @@ class Group:
         module, _, attribute = self.registry.partition(":")
         return getattr(importlib.import_module(module), attribute)
 
-    def settings(self, name: str) -> list[Declared]:
-        """The settings plug-in `name` declares (its own, after the group's shared ones)."""
-        out = []
+    def settings(self, name: str) -> list[tuple[str, Declared]]:
+        """(dotted name, declaration) of each setting plug-in `name` reads (the group's shared ones,
+        or its own, sections' settings included)."""
         if self.shared:
             import importlib
 
             module, _, attribute = self.shared.partition(":")
-            out += describe(getattr(importlib.import_module(module), attribute))
-        if self.prefix and not self.shared:
-            out += describe(getattr(self.plugins()[name], "Settings", NoSettings))
-        return out
+            return leaves(getattr(importlib.import_module(module), attribute))
+        if self.prefix:
+            return leaves(getattr(self.plugins()[name], "Settings", NoSettings))
+        return []
 
 
 GROUPS = (
@@ -52,10 +52,11 @@ GROUPS = (
 )
 
 
-def setting_line(prefix: str, d: Declared, quote: str = "") -> str:
+def setting_line(prefix: str, setting: tuple[str, Declared], quote: str = "") -> str:
     """policy.p (float, not 0; default -0.5): fairness power ... (`quote`: around the key)"""
+    name, d = setting
     what = ", ".join(filter(None, (d.kind, d.constraint())))
-    return f"{quote}{prefix}.{d.name}{quote} ({what}; default {_shown(d.default)}): {d.doc}"
+    return f"{quote}{prefix}.{name}{quote} ({what}; default {_shown(d.default)}): {d.doc}"
 
 
 def _shown(value) -> str:
@@ -65,6 +66,8 @@ def _shown(value) -> str:
         return str(value).lower()
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {v:g}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(str, value)) + "]"
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 

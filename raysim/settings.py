@@ -9,7 +9,10 @@ be 0 (value 0)``). ``raysim --help`` and docs/configuration.md show the declarat
 (:func:`describe`), so every setting is documented where it is declared.
 
 Supported field types: ``int``, ``float``, ``bool``, ``str``, any of them ``| None`` (null allowed),
-and ``dict[str, float]`` (a table of numbers by name).
+``dict[str, float]`` (a table of numbers by name), ``list[str]`` (names), and another declaration,
+a *section* (:func:`section`: ``policy.profiler.nodes``), checked field by field. A plug-in receives
+its settings but its sections as keyword arguments (:func:`as_options`); sections are inputs its
+run reads (e.g. Lucid's profiling pool).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from raysim.errors import ConfigError
@@ -30,10 +33,16 @@ def setting(default, doc: str, *, minimum: float | None = None, above: float | N
     `minimum`, greater than `above`, at most `maximum`, not 0, or one of `choices`)."""
     meta = {"doc": doc, "minimum": minimum, "above": above, "maximum": maximum, "nonzero": nonzero,
             "choices": tuple(choices) if choices is not None else None}
-    if isinstance(default, dict):
-        frozen = dict(default)
-        return dataclasses.field(default_factory=lambda: dict(frozen), metadata=meta)
+    if isinstance(default, (dict, list)):
+        frozen = default.copy()
+        return dataclasses.field(default_factory=lambda: frozen.copy(), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
+
+
+def section(cls, doc: str):
+    """A declared field that is itself a declaration `cls` (its defaults by default)."""
+    meta = {"doc": doc, "minimum": None, "above": None, "maximum": None, "nonzero": False, "choices": None}
+    return dataclasses.field(default_factory=cls, metadata=meta)
 
 
 @dataclass(frozen=True)
@@ -46,7 +55,7 @@ class Declared:
     """One declared setting, as :func:`describe` shows it."""
 
     name: str
-    kind: str          # int, float, bool, str or dict[str, float]
+    kind: str          # int, float, bool, str, dict[str, float], list[str] or section
     optional: bool     # null allowed
     default: object
     doc: str
@@ -55,6 +64,7 @@ class Declared:
     maximum: float | None = None
     nonzero: bool = False
     choices: tuple | None = None
+    section: type | None = None  # kind "section": its declaration
 
     def constraint(self) -> str:
         """What a value must be, in words ("" when any value of its type will do)."""
@@ -85,6 +95,10 @@ def _kind(annotation) -> tuple[str, bool]:
         annotation = args[0]
     if typing.get_origin(annotation) is dict and typing.get_args(annotation) == (str, float):
         return "dict[str, float]", optional
+    if typing.get_origin(annotation) is list and typing.get_args(annotation) == (str,):
+        return "list[str]", optional
+    if dataclasses.is_dataclass(annotation) and not optional:
+        return "section", False
     if annotation in (int, float, bool, str):
         return annotation.__name__, optional
     raise TypeError(f"unsupported setting type {annotation!r}")
@@ -101,13 +115,23 @@ def describe(cls) -> list[Declared]:
         if "doc" not in meta:
             raise TypeError(f"{cls.__name__}.{f.name} is not declared with setting(default, doc)")
         out.append(Declared(f.name, kind, optional, default, meta["doc"], meta["minimum"], meta["above"],
-                            meta["maximum"], meta["nonzero"], meta["choices"]))
+                            meta["maximum"], meta["nonzero"], meta["choices"],
+                            hints[f.name] if kind == "section" else None))
+    return out
+
+
+def leaves(cls, prefix: str = "") -> list[tuple[str, Declared]]:
+    """(dotted name, declaration) of every setting of `cls`, sections' settings included."""
+    out = []
+    for d in describe(cls):
+        name = f"{prefix}{d.name}"
+        out += leaves(d.section, name + ".") if d.section else [(name, d)]
     return out
 
 
 def defaults(cls) -> dict:
-    """name -> default of every setting `cls` declares."""
-    return {d.name: d.default for d in describe(cls)}
+    """name -> default of every setting `cls` declares (a section: its own defaults, as a dict)."""
+    return {d.name: defaults(d.section) if d.section else d.default for d in describe(cls)}
 
 
 def parse(cls, values: Mapping, *, prefix: str, owner: str):
@@ -120,20 +144,34 @@ def parse(cls, values: Mapping, *, prefix: str, owner: str):
             known = ", ".join(declared) or "none"
             raise ConfigError(f"{prefix}.{key}", f"not a setting of {owner} (its settings: {known}; "
                               "raysim --help lists them)")
-    return cls(**{key: check(d, values[key], f"{prefix}.{key}") for key, d in declared.items() if key in values})
+    return cls(**{key: check(d, values[key], f"{prefix}.{key}", owner) for key, d in declared.items()
+                  if key in values})
 
 
-def check(d: Declared, value, key: str):
+def check(d: Declared, value, key: str, owner: str = ""):
     """`value` as declaration `d` types it, or a ConfigError naming `key`."""
     if value is None:
         if d.optional:
             return None
         raise ConfigError(key, f"must be {_a(d.kind)}, not null")
+    if d.section is not None:
+        if not isinstance(value, Mapping):
+            raise ConfigError(key, f"must be a section of settings ({', '.join(f.name for f in describe(d.section))})",
+                              value)
+        return parse(d.section, value, prefix=key, owner=owner)
+    if d.kind == "list[str]":
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+            raise ConfigError(key, "must be a list of names, e.g. [a, b]", value)
+        value = list(value)
+        for i, item in enumerate(value):
+            if not isinstance(item, str) or not item.strip():
+                raise ConfigError(f"{key}[{i}]", "must be a non-empty name", item)
+        return value
     if d.kind == "dict[str, float]":
         if not isinstance(value, Mapping) or not value:
             raise ConfigError(key, "must be a table of numbers by name, e.g. {default: 30}", value)
         item = dataclasses.replace(d, kind="float", optional=False, choices=None)
-        return {str(k): check(item, v, f"{key}.{k}") for k, v in value.items()}
+        return {str(k): check(item, v, f"{key}.{k}", owner) for k, v in value.items()}
     if d.kind == "bool":
         if not isinstance(value, bool):
             raise ConfigError(key, "must be true or false", value)
@@ -176,5 +214,7 @@ def _choices(d: Declared) -> str:
 
 
 def as_options(settings) -> dict:
-    """The settings object's fields as keyword arguments (a plug-in's constructor takes them)."""
-    return {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
+    """The settings object's fields but its sections, as keyword arguments (a plug-in's constructor
+    takes them; its sections are inputs of its run)."""
+    return {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
+            if not dataclasses.is_dataclass(getattr(settings, f.name))}

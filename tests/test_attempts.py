@@ -198,7 +198,7 @@ def random_trace(folder, seed=3, jobs=400):
 
 
 def replay_spec(tmp_path, policy="tiresias"):
-    more = ["profiler.nodes=0", "estimator.source=oracle"] if policy == "lucid" else []
+    more = ["policy.profiler.nodes=0", "estimator.source=oracle"] if policy == "lucid" else []
     cfg = config(random_trace(tmp_path / "trace"), "trace.failed=replay", f"policy={policy}", *more)
     loaded = load_from_config(cfg)
     return (loaded, *spec_from_config(cfg, loaded))

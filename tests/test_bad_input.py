@@ -580,8 +580,8 @@ for _name, _overrides, _parts in [
 # huge pools and counts: refused instead of hanging or running out of memory
 
 for _name, _argv, _parts in [
-    ("profiler_pool", ["+experiment=venus", "policy=lucid", "estimator.source=oracle", "profiler.nodes=1000000000000"],
-     ["profiler.nodes: must be at most the cluster's 135 nodes"]),
+    ("profiler_pool", ["+experiment=venus", "policy=lucid", "estimator.source=oracle", "policy.profiler.nodes=1000000000000"],
+     ["policy.profiler.nodes: must be at most the cluster's 135 nodes"]),
     ("generated_jobs", ["+experiment=gavel_continuous", "rounds.generate.jobs=1000000000000"],
      ["rounds.generate.jobs: must be at most 1,000,000"]),
     ("window", ["+experiment=venus", "runtime.window_s=1000000000000"], ["runtime.window_s: must be at most"]),
@@ -741,7 +741,7 @@ def test_command(outcomes, name):
     (["estimator.source=psychic"], ["estimator.source:"]),
     (["estimator.source=model", "estimator.period_days=0.3"], ["estimator.period_days:", "runtime.window_s"]),
     (["cluster.gpus_per_node=eight"], ["cluster.gpus_per_node:"]),
-    (["policy=lucid", "profiler.nodes=-1"], ["profiler.nodes:"]),
+    (["policy=lucid", "policy.profiler.nodes=-1"], ["policy.profiler.nodes:"]),
 ])
 def test_config_value(overrides, parts):
     from hydra import compose, initialize_config_dir

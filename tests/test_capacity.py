@@ -334,7 +334,7 @@ def test_what_capacity_events_do_not_mix_with_yet_is_refused_in_one_line(tmp_pat
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=["+experiment=venus", "policy=lucid", "estimator.source=oracle",
                                                        f"cluster.capacity={tmp_path / 'log.csv'}"])
-    with pytest.raises(ConfigError, match="profiler.nodes=0"):
+    with pytest.raises(ConfigError, match="policy.profiler.nodes=0"):
         check_cluster_config(cfg)
 
 

@@ -104,26 +104,24 @@ def vc_digests(jobs: pa.Table, series: pa.Table) -> dict[str, str]:
             "series": digest({c: series.column(c) for c in SERIES_COLUMNS})}
 
 
-def lucid_cfg(compat: str, forecast: str | None = None, profiles: tuple | None = None):
+def lucid_settings(forecast: str | None = None, profiles: tuple | None = None):
     """The Lucid settings of tests/test_lucid.py (shipped trace) and tests/test_reference_venus.py."""
-    from omegaconf import OmegaConf
+    from raysim.policy import policy_settings
 
-    return OmegaConf.create({
-        "sim": {"compat": compat},
-        "profiler": {"nodes": 2, "time_limit": 200, "factor": 4, "take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn",
-                     "scaling": OmegaConf.load(CONF_DIR / "config.yaml").profiler.scaling},
+    return policy_settings("lucid", {
+        "profiler": {"take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn"},
         "forecast": {"source": "file" if forecast else "none", "path": forecast},
         "profiles": {"colocation": profiles[0] if profiles else None, "single": profiles[1] if profiles else None},
     })
 
 
-def run_vc(trace, policy: str, compat: str, estimates=None, cfg=None) -> dict[str, str]:
+def run_vc(trace, policy: str, compat: str, estimates=None, settings=None) -> dict[str, str]:
     from raysim.run.lucid_inputs import lucid_inputs
 
     spec = RunSpec(policy, "consolidate", SimParams.for_mode(compat), layout_from_vc_nodes(trace.vc_nodes, 8))
     extra = None
     if policy == "lucid":
-        spec, extra = lucid_inputs(cfg, trace, spec)
+        spec, extra = lucid_inputs(settings, trace, spec)
     jobs, series = simulate(trace, spec, estimates, job_extra=extra)
     return vc_digests(jobs, series)
 
@@ -135,7 +133,7 @@ SYNTH_POLICIES = ("fifo", "sjf", "srtf", "tiresias", "qssf", "lucid")
 def synth_run(compat: str, policy: str) -> dict[str, str]:
     trace = load_trace(TRACES_DIR / "venus_synth", cache=False)
     oracle = trace.table.column("duration").to_numpy().astype(np.float64)
-    return run_vc(trace, policy, compat, oracle if policy in ("qssf", "lucid") else None, lucid_cfg(compat))
+    return run_vc(trace, policy, compat, oracle if policy in ("qssf", "lucid") else None, lucid_settings())
 
 
 @pytest.mark.parametrize("which", VC_DIGESTS)
@@ -156,15 +154,15 @@ def venus_run(venus_dir, shared_dir, tmp_path_factory):
     trace = load_trace(venus_dir, cache_dir=tmp_path_factory.mktemp("cache"))
     art = venus_dir / "lucid_artifacts"
     profiles = shared_dir / "profiles"
-    cfg = lucid_cfg("lucid", str(art / "throughput_forecast.csv"),
-                    (str(profiles / "colocate_info.csv"), str(profiles / "single_data.csv")))
+    settings = lucid_settings(str(art / "throughput_forecast.csv"),
+                              (str(profiles / "colocate_info.csv"), str(profiles / "single_data.csv")))
 
     @functools.cache
     def run(policy):
         est = None
         if policy in ("qssf", "lucid"):
             est = estimates_for(trace.table, source="file", path=art / "duration_estimates_ebm.csv")
-        return run_vc(trace, policy, "lucid", est, cfg)
+        return run_vc(trace, policy, "lucid", est, settings)
 
     return run
 

@@ -164,7 +164,7 @@ def test_interference_pairs_bad_input(tmp_path):
     single_csv, colo_csv, keys = synthetic_files(tmp_path, n_models=3)
     with pytest.raises(ValueError, match="mode"):
         itf.interference_pairs(keys, "guess")
-    with pytest.raises(ValueError, match="profiles.single"):
+    with pytest.raises(ValueError, match="policy.profiles.single"):
         itf.interference_pairs(keys, "learned", colocation_csv=colo_csv)
     with pytest.raises(ValueError, match="lack"):
         itf.interference_pairs(keys, "analytic", profiles={})

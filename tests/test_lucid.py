@@ -170,22 +170,15 @@ def test_profiler_borrows_and_returns_a_node():
 
 
 def lucid_on_shipped_trace(compat):
-    from omegaconf import OmegaConf
-    from raysim.paths import CONF_DIR
-
-    from raysim.run.lucid_inputs import lucid_inputs
     from raysim.paths import TRACES_DIR
+    from raysim.policy import policy_settings
+    from raysim.run.lucid_inputs import lucid_inputs
     from raysim.runtime.spec import RunSpec
     from raysim.trace.load import load_trace
 
     trace = load_trace(TRACES_DIR / "venus_synth")
-    cfg = OmegaConf.create({"sim": {"compat": compat},
-                            "profiler": {"nodes": 2, "time_limit": 200, "factor": 4,
-                                         "take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn",
-                                         "scaling": OmegaConf.load(CONF_DIR / "config.yaml").profiler.scaling},
-                            "forecast": {"source": "none", "path": None},
-                            "profiles": {"colocation": None, "single": None}})
-    spec, extra = lucid_inputs(cfg, trace, RunSpec("lucid", "consolidate", SimParams.for_mode(compat),
+    settings = policy_settings("lucid", {"profiler": {"take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn"}})
+    spec, extra = lucid_inputs(settings, trace, RunSpec("lucid", "consolidate", SimParams.for_mode(compat),
                                                    layout_from_vc_nodes(trace.vc_nodes, 8)))
     est = trace.table.column("duration").to_numpy().astype(float)
     return trace, spec, est, extra
@@ -243,14 +236,14 @@ def _lucid_run(tmp_path, *overrides):
 
 
 def test_lucid_ablations_packing_off_and_profiler_off(tmp_path):
-    """docs/lucid_ablations.md: policy.packing=false shares no GPUs, profiler.nodes=0 profiles no job
+    """docs/lucid_ablations.md: policy.packing=false shares no GPUs, policy.profiler.nodes=0 profiles no job
     (and is no traceback); both runs finish every job and differ from Lucid itself."""
     full, full_summary = _lucid_run(tmp_path / "full")
     assert full.shared.sum() > 0 and full.profiled.sum() > 0
     no_packing, summary = _lucid_run(tmp_path / "packing_off", "policy.packing=false")
     assert no_packing.shared.sum() == 0 and no_packing.profiled.sum() == full.profiled.sum()
     assert no_packing.finished.all() and summary["avg_jct"] != full_summary["avg_jct"]
-    no_profiler, summary = _lucid_run(tmp_path / "profiler_off", "profiler.nodes=0")
+    no_profiler, summary = _lucid_run(tmp_path / "profiler_off", "policy.profiler.nodes=0")
     assert no_profiler.profiled.sum() == 0 and no_profiler.shared.sum() > 0 and no_profiler.finished.all()
     assert (no_profiler.start_time >= no_profiler.submit_time).all()
     assert summary["avg_jct"] != full_summary["avg_jct"]

@@ -81,22 +81,18 @@ def test_lucid_compat_matches_reference_on_four_vcs(policy, venus, venus_dir):
 @pytest.mark.shared
 def test_lucid_compat_matches_reference(venus, venus_dir, shared_dir, tmp_path):
     """Lucid (profiler + packing) with the reference's estimates, forecast and profiles."""
-    from omegaconf import OmegaConf
-    from raysim.paths import CONF_DIR
-
+    from raysim.policy import policy_settings
     from raysim.run.lucid_inputs import lucid_inputs
 
     art = venus_dir / "lucid_artifacts"
-    cfg = OmegaConf.create({
-        "sim": {"compat": "lucid"},
-        "profiler": {"nodes": 2, "time_limit": 200, "factor": 4, "take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn",
-                     "scaling": OmegaConf.load(CONF_DIR / "config.yaml").profiler.scaling},
+    settings = policy_settings("lucid", {
+        "profiler": {"take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn"},
         "forecast": {"source": "file", "path": str(art / "throughput_forecast.csv")},
         "profiles": {"colocation": str(shared_dir / "profiles" / "colocate_info.csv"),
                      "single": str(shared_dir / "profiles" / "single_data.csv")},
     })
     est = estimates_for(venus.table, source="file", path=art / "duration_estimates_ebm.csv")
-    spec, extra = lucid_inputs(cfg, venus, RunSpec("lucid", "consolidate", SimParams.for_mode("lucid"),
+    spec, extra = lucid_inputs(settings, venus, RunSpec("lucid", "consolidate", SimParams.for_mode("lucid"),
                                                    layout_from_vc_nodes(venus.vc_nodes, 8)))
     jobs, _ = simulate(venus, spec, est, job_extra=extra)
     jct = jobs.column("jct").to_numpy()

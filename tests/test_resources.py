@@ -75,7 +75,7 @@ def test_missing_numbers_are_predicted_from_the_finest_known_level(tmp_path):
 
 def test_no_reference_is_a_clear_error():
     table = jobs_table([("Net", "D", 64, 0, None, None, None, None)])
-    with pytest.raises(ValueError, match="profiles.single"):
+    with pytest.raises(ValueError, match="policy.profiles.single"):
         rs.job_profiles(table)
 
 

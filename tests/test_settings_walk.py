@@ -23,8 +23,7 @@ MODES = {
 #: One override per config group or key of the other modes (a value that differs from the root default).
 TRACE_REPLAY = ["policy=srtf", "placer=fgd", "quota=borrow", "runtime=local", "cluster=gavel_24",
                 "trace.path=jobs.csv", "trace.format=helios", "sim.compat=lucid", "sim.network=on",
-                "network.duty=0.5", "estimator.source=oracle", "ray.num_cpus=2", "profiler.nodes=3",
-                "profiler.take_from=[vcA]", "forecast.source=file", "profiles.interference=learned",
+                "network.duty=0.5", "estimator.source=oracle", "ray.num_cpus=2", "+policies.lucid.profiler.nodes=3",
                 "rounds.round_s=100", "rounds.window=[1,5]", "policy.name=sjf", "placer.type_order=fastest",
                 "report.out_jobs=false", "report.timeline=true"]
 UNUSED = {
@@ -35,18 +34,16 @@ UNUSED = {
 }
 #: Settings only some cluster runs use (refused when given on the command line).
 BY_RUN = {
-    "cluster-event": ["profiler.nodes=3", "profiler.lender=vcA", "profiler.scaling.borrow_period_s=20",
-                      "forecast.source=file", "forecast.path=f.csv", "profiles.colocation=c.csv",
-                      "profiles.interference=learned", "estimator.source=oracle", "estimator.path=e.csv",
+    "cluster-event": ["+policies.lucid.profiler.nodes=3", "+policies.lucid.forecast.path=f.csv",
+                      "estimator.source=oracle", "estimator.path=e.csv",
                       "network.duty=0.5", "network.nic_gbps=10",
                       *(f"rounds.{key}={value}" for key, value in (
                           ("round_s", 100), ("reset_min_s", 0), ("type_order", "[gpu]"), ("lp_method", "simplex"),
                           ("window", "[1,5]"), ("job_type_column", "model"), ("job_type_map", "{a: b}"))),
                       "+harvest.nodes=4", "report.timeline_max_jobs=5", "report.timeline_range=[0,10]"],
-    "cluster-round": ["profiler.nodes=3", "forecast.source=file", "profiles.colocation=c.csv",
-                      "network.duty=0.5", "estimator.path=e.csv", "+harvest.nodes=4"],
+    "cluster-round": ["+policies.lucid.profiler.nodes=3", "network.duty=0.5", "estimator.path=e.csv", "+harvest.nodes=4"],
     "cluster-harvest": ["trace.path=jobs.csv", "trace.format=helios", "cluster=gavel_24", "cluster.capacity=log.csv",
-                        "placer=fgd", "estimator.source=oracle", "profiler.nodes=3", "rounds.round_s=100",
+                        "placer=fgd", "estimator.source=oracle", "+policies.lucid.profiler.nodes=3", "rounds.round_s=100",
                         "elastic.profiles=p"],
 }
 #: Settings round-based policies refuse wherever they are set (raysim.run.config.check_round_config).
@@ -155,10 +152,10 @@ def test_a_round_based_run_refuses_what_its_rounds_cannot_do(override):
     (["runtime=local", "ray.num_cpus=2"], "ray.num_cpus"),
     (["policy=lucid", "estimator.source=oracle", "policy.packing=false", "policy.packing_threshold=5"],
      "policy.packing_threshold"),
-    (["policy=lucid", "estimator.source=oracle", "profiler.nodes=0", "profiler.take_from=[vc8Gr]"],
-     "profiler.take_from"),
-    (["policy=lucid", "estimator.source=oracle", "profiler.nodes=0", "profiler.time_limit=100"],
-     "profiler.time_limit"),
+    (["policy=lucid", "estimator.source=oracle", "policy.profiler.nodes=0", "policy.profiler.take_from=[vc8Gr]"],
+     "policy.profiler.take_from"),
+    (["policy=lucid", "estimator.source=oracle", "policy.profiler.nodes=0", "policy.profiler.time_limit=100"],
+     "policy.profiler.time_limit"),
 ])
 def test_settings_a_run_switched_off_are_refused(overrides, key):
     from raysim.run.unused import refuse_unused_by_run
@@ -188,7 +185,8 @@ def test_shipped_experiments_use_every_setting_they_make(experiment):
 @pytest.mark.parametrize("policy", ["fifo", "fifo_backfill", "sjf", "srtf", "tiresias", "max_min_fairness",
                                     "gandiva", "finish_time_fairness_perf"])
 def test_every_policy_on_venus_passes(policy):
-    """+experiment=venus names Lucid's profiling pool; other policies run with it (see raysim.run.unused)."""
+    """+experiment=venus names Lucid's profiling pool (policies.lucid); other policies run with it
+    (raysim.run.policy_table)."""
     from raysim.run import check_settings
 
     check_settings(compose(["+experiment=venus", f"policy={policy}"]))

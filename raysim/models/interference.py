@@ -197,7 +197,7 @@ def interference_pairs(keys, mode: str, *, colocation_csv=None, single_csv=None,
         raise ValueError(f"interference mode must be one of {MODES}, not {mode!r}")
     if mode == "learned" and not (colocation_csv and single_csv):
         raise ValueError("interference mode 'learned' needs the colocation and single-job profile files "
-                         "(profiles.colocation, profiles.single) to train on")
+                         "(policy.profiles.colocation, policy.profiles.single) to train on")
     keys = [tuple(k) for k in keys]
     pairs = pair_table(keys, colocation_csv) if colocation_csv else {}
     if mode == "measured" or not keys:

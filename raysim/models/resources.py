@@ -144,7 +144,7 @@ def fill_workloads(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
         row = int(np.flatnonzero(incomplete)[0])
         col = next(c for c in needed if pd.isna(out[c].iloc[row]))
         raise ValueError(f"no {col} for workload {tuple(out.loc[row, list(KEY)])} (row {row}) and no reference "
-                         "profiles to predict it from: give the trace's workload columns or profiles.single")
+                         "profiles to predict it from: give the trace's workload columns or policy.profiles.single")
     out["source"] = source
     return out
 

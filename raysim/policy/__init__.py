@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from raysim.registry import Registry
 from raysim.rounds.policies import POLICIES as ROUND_POLICIES
-from raysim.settings import as_options, defaults, parse
+from raysim.settings import as_options, defaults, describe, parse
 
 #: name -> Policy subclass, each module imported when its policy is first used (raysim.registry);
 #: Gavel's round-based family (raysim.rounds.policies) as RoundBased kernel policies.
@@ -46,10 +46,11 @@ def policy_constants(name: str) -> dict:
 
 
 def checked_constants(name: str, options: dict) -> dict:
-    """`options` with policy `name`'s constants checked against its declaration and filled with their
-    defaults; the other options (run inputs such as Lucid's pair speeds) are passed as they are."""
-    declared = policy_constants(name)
-    settings = policy_settings(name, {k: v for k, v in options.items() if k in declared})
+    """`options` with policy `name`'s constants (its settings but its sections, which its `prepare`
+    reads) checked against its declaration and filled with their defaults; the other options (run
+    inputs such as Lucid's pair speeds) are passed as they are."""
+    constants = {d.name for d in describe(policy_class(name).Settings) if d.section is None}
+    settings = policy_settings(name, {k: v for k, v in options.items() if k in constants})
     return {**options, **as_options(settings)}
 
 

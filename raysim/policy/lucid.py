@@ -9,7 +9,7 @@ it, whose share scores sum to <= `max_share_score` and whose priority is at leas
 migration.
 
 Ablations (docs/lucid_ablations.md): `packing=False` never packs (the switch stays off: blocking
-exclusive placement in priority order throughout); profiler.nodes=0 runs no profiling stage
+exclusive placement in priority order throughout); policy.profiler.nodes=0 runs no profiling stage
 (raysim.run.lucid_inputs).
 """
 
@@ -20,12 +20,56 @@ from dataclasses import dataclass
 
 from raysim.models.forecast import PackingSwitch, packing_switch
 from raysim.policy.base import NEVER, Policy
-from raysim.settings import setting
+from raysim.settings import section, setting
+
+
+@dataclass(frozen=True)
+class ScalingSettings:
+    """When Lucid's profiling pool borrows and returns the lender's node (Lucid's rules)."""
+
+    borrow_above_jobs: int = setting(10, "borrow when more than this many jobs wait ...", minimum=0)
+    borrow_period_s: int = setting(10, "... checked at multiples of this", minimum=1)
+    return_below_jobs: int = setting(5, "return it when fewer than this many wait, it is idle ...", minimum=0)
+    return_period_s: int = setting(100, "... checked at multiples of this ...", minimum=1)
+    return_forecast_factor: int = setting(5, "... and the forecast GPUs <= the pool's GPU limit x this", minimum=0)
+    forecast_bins: int = setting(5, "forecast bins averaged (the next ones after now)", minimum=1)
+
+
+@dataclass(frozen=True)
+class ProfilerSettings:
+    """Lucid's profiling pool: nodes where new jobs run first, for a short while, to be measured."""
+
+    nodes: int = setting(2, "nodes in the profiling pool; 0: no profiling stage (the ablation \"profiler off\": "
+                         "jobs go straight to their VCs, which keep their nodes)", minimum=0)
+    time_limit: int = setting(200, "seconds a job is profiled at most", minimum=0)
+    factor: int = setting(4, "jobs of more than nodes x factor GPUs skip profiling", minimum=0)
+    take_from: list[str] = setting([], "VCs that each give one node to the pool")
+    lender: str | None = setting(None, "VC that lends the pool a temporary node when its queue is long")
+    scaling: ScalingSettings = section(ScalingSettings, "when the pool borrows and returns that node")
+
+
+@dataclass(frozen=True)
+class ForecastSettings:
+    """Lucid's forecast of submitted GPU jobs, which turns packing on and off."""
+
+    source: str = setting("none", "none | file (time, pred_gpu_job, pred_gpu_num per 10-minute bin)",
+                          choices=("none", "file"))
+    path: str | None = setting(None, "the forecast CSV (forecast.source=file)")
+
+
+@dataclass(frozen=True)
+class ProfilesSettings:
+    """Measured job profiles: the speeds of jobs sharing GPUs, and the jobs' share scores."""
+
+    colocation: str | None = setting(None, "measured pair speeds (Lucid's colocate_info.csv); null: no slowdown")
+    single: str | None = setting(None, "single-job profiles with share-score labels (single_data.csv)")
+    interference: str = setting("measured", "measured | learned | analytic: how pairs missing from the table "
+                                "are priced", choices=("measured", "learned", "analytic"))
 
 
 @dataclass(frozen=True)
 class LucidSettings:
-    """Lucid's packing: who may share GPUs with whom, and when packing is on."""
+    """Lucid's packing (who may share GPUs with whom, and when packing is on) and its inputs."""
 
     memory_mb: int = setting(24576, "GPU memory two sharing jobs must fit in (RTX 3090, where pairs were "
                              "measured), MiB", above=0)
@@ -38,6 +82,9 @@ class LucidSettings:
     packing_threshold: float = setting(2.0, "packing is on while the mean forecast of submitted GPU jobs "
                                        "exceeds this", minimum=0)
     forecast_bins: int = setting(5, "... over the next this many forecast bins", minimum=1)
+    profiler: ProfilerSettings = section(ProfilerSettings, "the profiling pool")
+    forecast: ForecastSettings = section(ForecastSettings, "the packing forecast")
+    profiles: ProfilesSettings = section(ProfilesSettings, "pair speeds and share scores")
 
 
 class Lucid(Policy):
@@ -70,9 +117,11 @@ class Lucid(Policy):
     @classmethod
     def prepare(cls, cfg, trace, spec):
         """The profiler pool, pair speeds, forecast and share scores (raysim.run.lucid_inputs)."""
+        from raysim.policy import policy_settings
+        from raysim.run.config import policy_constants_of
         from raysim.run.lucid_inputs import lucid_inputs
 
-        return lucid_inputs(cfg, trace, spec)
+        return lucid_inputs(policy_settings("lucid", policy_constants_of(cfg)), trace, spec)
 
     # ------------------------------------------------------------------ bookkeeping
     def on_arrival(self, view, j):

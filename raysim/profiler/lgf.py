@@ -4,7 +4,7 @@ Jobs of at most `nodes x factor` GPUs queue for the pool least-GPU-first (blocki
 placement) and run for at most `time_limit` seconds; a job no longer than that finishes there.
 Periodically the pool borrows a node from the lending VC when its queue is long, and gives it back
 when the queue is short, the node is idle and the forecast of submitted GPUs over the next bins is
-low (constants: conf `profiler.scaling`). The pool is simulated by the same event engine as a VC.
+low (constants: conf `policy.profiler.scaling`). The pool is simulated by the same event engine as a VC.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class ForecastMean:
 class LeastGPUFirst(BlockingQueuePolicy):
     """The pool's queue, least GPUs first, plus its time-aware node scaling (through the same view
     actions as any policy: borrow_node and lend_node). `scaling` holds the profiler's constants
-    (conf: profiler.scaling): at multiples of `borrow_period_s` the pool borrows a node when more
+    (conf: policy.profiler.scaling): at multiples of `borrow_period_s` the pool borrows a node when more
     than `borrow_above_jobs` wait; at multiples of `return_period_s` it returns it when fewer than
     `return_below_jobs` wait, the node is idle and the forecast is at most the pool's GPU limit x
     `return_forecast_factor`. None: no scaling."""

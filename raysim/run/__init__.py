@@ -90,6 +90,8 @@ def check_settings(cfg: DictConfig) -> None:
     bad value of one it uses."""
     from raysim.run.unused import refuse_retired, refuse_unused, refuse_unused_by_run
 
+    from raysim.run.policy_table import apply_policy_table
+
     refuse_retired(cfg)  # an old name, wherever it is set, before it is taken for an unused setting
     mode = cfg.get("mode")
     if mode in MOVED:
@@ -104,6 +106,7 @@ def check_settings(cfg: DictConfig) -> None:
     if mode == "cluster":
         from raysim.run.config import check_cluster_config
 
+        apply_policy_table(cfg)  # policies.<this run's policy> over the policy group, checked
         refuse_unused_by_run(cfg)
         check_cluster_config(cfg)
     else:

@@ -19,6 +19,7 @@ from raysim.models.estimates import SOURCES as ESTIMATE_SOURCES
 from raysim.models.estimates import estimates_for
 from raysim.placement import PLACERS, placer_settings
 from raysim.policy import POLICIES, policy_class, policy_settings
+from raysim.settings import as_options
 from raysim.quota import merged_layout
 from raysim.quota.settings import MODES as QUOTA_MODES
 from raysim.quota.settings import quota_settings
@@ -122,9 +123,6 @@ def check_cluster_config(cfg: DictConfig) -> None:
                               f"runtime.window_s ({window} s)", days)
     if source == "file":
         number(cfg, "estimator.negative_to")
-    if name == "lucid":
-        for key in ("profiler.nodes", "profiler.time_limit", "profiler.factor"):
-            integer(cfg, key, minimum=0)  # profiler.nodes=0: no profiling stage
     check_capacity_config(cfg, quota, name)
     checkpoint_settings(cfg)
     replays_failures(cfg)
@@ -154,9 +152,9 @@ def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
     if policy_class(name).times_jobs:
         raise ConfigError(key, f"{name} times its jobs itself (rounds, harvesting): the checkpoint model "
                           "applies to event-driven policies", shown)
-    if name == "lucid" and int(value(cfg, "profiler.nodes", 0)) > 0:
+    if name == "lucid" and lucid_profiles(cfg):
         raise ConfigError(key, "Lucid's profiler runs jobs outside their VCs, where no checkpoint is "
-                          "modelled: run policy=lucid with profiler.nodes=0", shown)
+                          "modelled: run policy=lucid with policy.profiler.nodes=0", shown)
     if value(cfg, "sim.compat") != "clean":
         raise ConfigError(key, "checkpoints are modelled under sim.compat=clean only (Lucid's compatibility "
                           "counts down a second late)", shown)
@@ -248,9 +246,9 @@ def replays_failures(cfg: DictConfig) -> bool:
     if getattr(policy_class(name), "elastic", False) or policy_class(name).times_jobs:
         raise ConfigError("trace.failed", f"{name} times its jobs itself (rounds, elastic, harvesting): failed "
                           "runs are replayed under event-driven policies", "replay")
-    if name == "lucid" and int(value(cfg, "profiler.nodes", 0)) > 0:
+    if name == "lucid" and lucid_profiles(cfg):
         raise ConfigError("trace.failed", "Lucid's profiler runs jobs outside their VCs, where no failed run "
-                          "is replayed: run policy=lucid with profiler.nodes=0", "replay")
+                          "is replayed: run policy=lucid with policy.profiler.nodes=0", "replay")
     if value(cfg, "sim.compat") != "clean":
         raise ConfigError("trace.failed", "failed runs are replayed under sim.compat=clean only", "replay")
     if checkpoint_settings(cfg) is not None or checkpoint_apps(cfg):
@@ -277,9 +275,9 @@ def refuse_moving_nodes(cfg: DictConfig, key: str, policy: str, shown) -> None:
     follow yet, refused in one line."""
     if policy == "bftrainer":
         raise ConfigError(key, "policy=bftrainer's nodes come and go as its node log says (harvest.node_log)", shown)
-    if policy == "lucid" and int(value(cfg, "profiler.nodes", 0)) > 0:
+    if policy == "lucid" and lucid_profiles(cfg):
         raise ConfigError(key, "Lucid's profiler moves nodes between VCs itself, which capacity events cannot "
-                          "follow yet: run policy=lucid with profiler.nodes=0", shown)
+                          "follow yet: run policy=lucid with policy.profiler.nodes=0", shown)
 
 
 def refuse_placeholder_durations(cfg: DictConfig, trace) -> None:
@@ -313,6 +311,11 @@ def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
     if value(cfg, "sim.compat") != "clean":
         raise ConfigError("sim.compat", f"{name} is {kind}: Lucid's compatibility switches do not apply",
                           value(cfg, "sim.compat"))
+
+
+def lucid_profiles(cfg: DictConfig) -> bool:
+    """Whether a Lucid run has a profiling stage (policy.profiler.nodes > 0)."""
+    return int(value(cfg, "policy.profiler.nodes", 0)) > 0
 
 
 def policy_constants_of(cfg: DictConfig) -> dict:
@@ -478,7 +481,7 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     if network is not None:
         warn_if_network_idle(network, layout)
     types = gpu_type_inputs(cfg, trace, layout)
-    constants = policy_constants_of(cfg)
+    constants = as_options(policy_settings(cfg.policy.name, policy_constants_of(cfg)))  # its sections: prepare's
     quota = quota_settings(OmegaConf.to_container(cfg.quota, resolve=True) if value(cfg, "quota") else None,
                            list(layout))
     homes = ()

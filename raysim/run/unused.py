@@ -7,13 +7,15 @@ Two tables say what a run uses:
   Any other key that differs from the root defaults (conf/config.yaml and its default groups) is
   refused, wherever it was set (command line or experiment file), and so is a command-line override
   naming one, even to its default value (`runtime=ray` in the FGD experiment).
-- `policy_unused`: in cluster mode, settings only some runs use (`profiler.*` only under
-  policy=lucid, `rounds.*` mechanism settings only under round-based policies, `estimator.*` only
-  for policies that rank by estimates, `network.*` only with sim.network=on, `ray.*` only with
-  runtime=ray, ...). These are refused when given on the command line of a single run: experiment
-  files legitimately prepare them for the policies one may pick (+experiment=venus names Lucid's
-  profiling pool for every policy), and a multirun sweeping policies gives its overrides to runs
-  that use them and runs that do not (`-m policy=qssf,srtf estimator.source=oracle`).
+- `policy_unused`: in cluster mode, settings only some runs use (`rounds.*` mechanism settings only
+  under round-based policies, `estimator.*` only for policies that rank by estimates, `network.*`
+  only with sim.network=on, `ray.*` only with runtime=ray, ...). These are refused when given on
+  the command line of a single run: experiment files legitimately prepare them for the policies one
+  may pick, and a multirun sweeping policies gives its overrides to runs that use them and runs
+  that do not (`-m policy=qssf,srtf estimator.source=oracle`). A policy's own settings are in its
+  group (`policy.*`, declared by the policy, raysim.settings): another policy refuses them wherever
+  they are set; an experiment prepares them for a sweep as `policies.<name>.*`
+  (raysim.run.policy_table).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from raysim.errors import ConfigError
 #: Keys every mode reads (or Hydra owns).
 SHARED = ("mode", "data", "hydra")
 #: The config keys and groups each mode reads; the others must keep their root defaults.
-CLUSTER_KEYS = ("seed", "trace", "sim", "network", "estimator", "ray", "profiler", "forecast", "profiles",
+CLUSTER_KEYS = ("seed", "trace", "sim", "network", "estimator", "ray", "policies",
                 "rounds", "elastic", "harvest", "cluster", "policy", "placer", "runtime", "quota", "checkpoint",
                 "failures", "report")
 MODES = {"cluster": CLUSTER_KEYS, "fgd": ("fgd", "seed")}
@@ -53,6 +55,10 @@ RETIRED = {
     "rounds.plots": "renamed to report.plots (run, sweep, none or auto)",
     "policy.round": "the constants of round-based policies are policy.<constant> now (e.g. policy.type_choice, "
                     "policy.min_s)",
+    **{old: f"moved to policy.{old}: Lucid's {what} is a setting of policy=lucid (an experiment file that "
+                 f"prepares it for a sweep sets policies.lucid.{old}; docs/configuration.md)"
+       for old, what in (("profiler", "profiling pool"), ("forecast", "packing forecast"),
+                         ("profiles", "pair speeds and share scores"))},
     "cluster.cpus_per_node": "removed: give each node's CPUs as the cpu_milli column of a cluster.layout CSV "
                              "(vc,gpu_type,gpus_per_node,nodes,cpu_milli,memory_mib)",
 }
@@ -186,25 +192,23 @@ def refuse_unused(cfg: DictConfig, overrides=None) -> None:
 
 def policy_unused(cfg: DictConfig) -> dict[str, str]:
     """Cluster-mode settings this run does not use -> why (dotted prefixes: "profiler" covers
-    profiler.nodes)."""
+    policy.profiler.nodes)."""
     from raysim.policy import POLICIES
 
     name = cfg.policy.name
     cls = POLICIES.get(name)
     if cls is None:  # an unknown policy: its own check says so
         return {}
-    out = {}
-    if name != "lucid":
-        for key in ("profiler", "forecast", "profiles"):
-            out[key] = f"used by policy=lucid only (its profiling pool, packing forecast and pair speeds), not {name}"
-    else:
+    out = {"policies": "settings an experiment file prepares for the policies a sweep runs (laid over this run's "
+                       "policy group): on a single run's command line, set policy.<key>"}
+    if name == "lucid":
         if cfg.policy.get("packing", True) is False:
             for key in ("policy.packing_threshold", "policy.forecast_bins", "policy.switch_period_s"):
                 out[key] = "policy.packing=false: Lucid never packs, so its packing switch is not read"
-        if str(cfg.profiler.get("nodes")) == "0":
-            for key in ("profiler.time_limit", "profiler.factor", "profiler.take_from", "profiler.lender",
-                        "profiler.scaling"):
-                out[key] = "profiler.nodes=0: no profiling stage, jobs go straight to their VCs"
+        if str(OmegaConf.select(cfg, "policy.profiler.nodes")) == "0":
+            for key in ("time_limit", "factor", "take_from", "lender", "scaling"):
+                out[f"policy.profiler.{key}"] = ("policy.profiler.nodes=0: no profiling stage, jobs go straight "
+                                                 "to their VCs")
     elastic = getattr(cls, "elastic", False)
     harvest = name == "bftrainer"
     if not cls.times_jobs or elastic or harvest:
