@@ -63,7 +63,7 @@ def case_args(name: str, opts) -> list[str]:
     if name == "sia_saturn":
         sia = None if opts.sia is None else Path(opts.sia).resolve()
         local = [] if sia is None else [f"trace.path={sia / 'workloads/saturn/workload-1.csv'}", "trace.cache=false",
-                                        f"elastic.profiles={sia / 'profiles'}"]  # (no cache file written beside it)
+                                        f"policy.profiles={sia / 'profiles'}"]  # (no cache file written beside it)
         return ["+experiment=sia_saturn", *local]
     raise SystemExit(f"unknown case {name!r}")
 

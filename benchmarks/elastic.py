@@ -35,7 +35,7 @@ REFERENCE = {"sia": "sia_workload-1.csv", "gavel_elastic": "gavel_workload-1.csv
 
 def inputs(workload: str) -> list[str]:
     if SHARED.is_dir():
-        return [f"trace.path={SHARED / 'workloads' / (workload + '.csv')}", f"elastic.profiles={SHARED / 'profiles'}"]
+        return [f"trace.path={SHARED / 'workloads' / (workload + '.csv')}", f"policy.profiles={SHARED / 'profiles'}"]
     return [f"trace.path=data:sia_workloads/{workload}.csv"]
 
 

@@ -236,9 +236,9 @@ def overrides(policy: str, trace: Path, venus: Path, args) -> list[str]:
     experiment = ["+experiment=venus_elastic"]  # (the others never read, nor fetch, its elastic inputs)
     ov = [*experiment, f"trace.path={trace}", f"policy={policy}", f"runtime={args.runtime}",
           "ray.vcs_per_actor=auto", "quota=none", "sim.compat=clean", f"seed={args.seed}"]
-    if policy in ELASTIC:  # (raysim refuses elastic.* overrides for the others: they read none of it)
-        ov += [f"elastic.share={args.share}", f"elastic.profiles={args.sia_profiles_path}" if args.sia_profiles_path
-               else "elastic.profiles=data:sia_profiles"]
+    if policy in ELASTIC:  # (the others have no policy.profiles, policy.share: they read none of it)
+        ov += [f"policy.share={args.share}", f"policy.profiles={args.sia_profiles_path}" if args.sia_profiles_path
+               else "policy.profiles=data:sia_profiles"]
     if policy in ROUNDED and args.round_s:
         ov.append(f"policy.round_s={args.round_s}")
     if policy == "lucid":  # the artifact's inputs, as +experiment=lucid (rounds_study.py does the same)

@@ -152,7 +152,7 @@ def run_overrides(trace: str, policy: str, args) -> list[str]:
     (`+experiment=venus_elastic`, on the real trace)."""
     if policy == "sia" and trace == "venus":
         return ["+experiment=venus_elastic", "policy=sia", f"trace.path={args.venus_path or 'data:venus'}",
-                f"elastic.profiles={args.sia_profiles_path or 'data:sia_profiles'}"]
+                f"policy.profiles={args.sia_profiles_path or 'data:sia_profiles'}"]
     in_process = [o for o in trace_overrides(trace, args) if not o.startswith("ray.")]  # (runtime=local)
     return in_process + policy_overrides(policy, trace, args)
 

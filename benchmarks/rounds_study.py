@@ -215,7 +215,7 @@ def main() -> int:
                     help="Lucid's profiling pool sizes on the Helios-like trace (one run each)")
     ap.add_argument("--timeout", type=int, default=1200, help="seconds per run before it is killed")
     ap.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
-                    help="extra Hydra overrides for every run (e.g. rounds.round_s=60 rounds.reset_min_s=1)")
+                    help="extra Hydra overrides for every run (e.g. policy.round_s=60 policy.reset_min_s=1)")
     ap.add_argument("--dry-run", action="store_true", help="print the commands only")
     ap.add_argument("--json", action="store_true", help="also print one JSON line per run as it finishes")
     args = ap.parse_args()

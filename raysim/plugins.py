@@ -42,6 +42,33 @@ class Group:
             return leaves(getattr(self.plugins()[name], "Settings", NoSettings))
         return []
 
+    def common(self) -> dict[str, list[tuple[str, Declared]]]:
+        """What is shown once: kind of plug-in ("" for the group's shared settings) -> the settings
+        every plug-in of that kind declares alike (e.g. the round mechanism's, every round-based
+        policy's)."""
+        if self.shared:
+            return {"": self.settings("")}
+        plugins, by_kind, out = self.plugins(), {}, {}
+        for name in plugins if self.prefix else ():
+            by_kind.setdefault(getattr(plugins[name], "kind", ""), []).append(name)
+        for kind, names in by_kind.items():
+            first, *rest = [self.settings(n) for n in names]
+            same = [s for s in first if rest and all(s in other for other in rest)]
+            if same:
+                out[kind] = same
+        return out
+
+    def own(self, name: str) -> list[tuple[str, Declared]]:
+        """The settings of plug-in `name` that `common` does not show."""
+        if self.shared:
+            return []
+        shown = self.common().get(getattr(self.plugins()[name], "kind", ""), [])
+        return [s for s in self.settings(name) if s not in shown]
+
+    def every(self, kind: str) -> str:
+        """"every placer", "every round policy"."""
+        return f"every {kind + ' ' if kind else ''}{self.setting.split('.')[0]}"
+
 
 GROUPS = (
     Group("policy", "raysim.policy:POLICIES", prefix="policy"),
@@ -55,7 +82,7 @@ GROUPS = (
 def setting_line(prefix: str, setting: tuple[str, Declared], quote: str = "") -> str:
     """policy.p (float, not 0; default -0.5): fairness power ... (`quote`: around the key)"""
     name, d = setting
-    what = ", ".join(filter(None, (d.kind, d.constraint())))
+    what = ", ".join(filter(None, (d.what or d.kind, d.constraint())))
     return f"{quote}{prefix}.{name}{quote} ({what}; default {_shown(d.default)}): {d.doc}"
 
 
@@ -65,9 +92,9 @@ def _shown(value) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {v:g}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k}: {_shown(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
-        return "[" + ", ".join(map(str, value)) + "]"
+        return "[" + ", ".join(map(_shown, value)) + "]"
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
@@ -81,13 +108,13 @@ def help_text() -> str:
     for group in GROUPS:
         plugins = group.plugins()
         lines.append(f"  {group.setting}=")
-        if group.shared:
-            lines += [f"      every {group.setting}: " + setting_line(group.prefix, d) for d in group.settings("")]
+        for kind, settings in group.common().items():
+            lines.append(f"      {group.every(kind)}:")
+            lines += [f"        {setting_line(group.prefix, s)}" for s in settings]
         width = max(map(len, plugins))
         for name in plugins:
             lines.append(f"    {name:<{width}}  {_short(plugins.summary(name))}")
-            if not group.shared:
-                lines += [f"    {'':<{width}}    {setting_line(group.prefix, d)}" for d in group.settings(name)]
+            lines += [f"    {'':<{width}}    {setting_line(group.prefix, s)}" for s in group.own(name)]
     return "\n".join(lines) + "\n"
 
 
@@ -101,14 +128,16 @@ def markdown() -> str:
     for group in GROUPS:
         plugins = group.plugins()
         out += [f"### `{group.setting}=`", "", "| name | what it is | settings |", "|---|---|---|"]
+        common = group.common()
         for name in plugins:
-            settings = [] if group.shared else group.settings(name)
-            cell = "<br>".join(_md(setting_line(group.prefix, d, "`")) for d in settings)
-            cell = cell or ("those below" if group.shared else "none")
-            out.append(f"| `{name}` | {_md(plugins.summary(name))} | {cell} |")
-        if group.shared:
-            out += ["", f"Every `{group.setting}=` takes:", ""]
-            out += [f"- {_md(setting_line(group.prefix, d, '`'))}" for d in group.settings("")]
+            kind = "" if group.shared else getattr(plugins[name], "kind", "")
+            cell = "<br>".join(_md(setting_line(group.prefix, s, "`")) for s in group.own(name))
+            if kind in common:
+                cell = "<br>".join(filter(None, [f"those of {group.every(kind)} (below)", cell]))
+            out.append(f"| `{name}` | {_md(plugins.summary(name))} | {cell or 'none'} |")
+        for kind, settings in common.items():
+            out += ["", f"{group.every(kind).capitalize()} takes:", ""]
+            out += [f"- {_md(setting_line(group.prefix, s, '`'))}" for s in settings]
         out.append("")
     out.append(MARK_END)
     return "\n".join(out) + "\n"

@@ -8,11 +8,16 @@ have, each end in one :class:`~raysim.errors.ConfigError` naming the setting (``
 be 0 (value 0)``). ``raysim --help`` and docs/configuration.md show the declarations
 (:func:`describe`), so every setting is documented where it is declared.
 
-Supported field types: ``int``, ``float``, ``bool``, ``str``, any of them ``| None`` (null allowed),
-``dict[str, float]`` (a table of numbers by name), ``list[str]`` (names), and another declaration,
-a *section* (:func:`section`: ``policy.profiler.nodes``), checked field by field. A plug-in receives
-its settings but its sections as keyword arguments (:func:`as_options`); sections are inputs its
-run reads (e.g. Lucid's profiling pool).
+Supported field types: ``int``, ``float``, ``bool``, ``str``, ``dict[str, float]`` (a table of
+numbers by name), ``dict[str, str]``, ``list[str]`` (names), ``list[int]``, any of them ``| None``
+(null allowed); ``object`` (any value, checked by the field's own `check`); and another
+declaration, a *section* (:func:`section`: ``policy.profiler.nodes``), checked field by field. A
+field may also name a `check` of its own (a function of the typed value and the key, returning
+the value or raising ConfigError) for what its type and bounds cannot say.
+
+A plug-in receives its settings as keyword arguments (:func:`as_options`), but its sections and
+the fields declared ``input=True``: those are inputs its run reads before it is built (e.g. Lucid's
+profiling pool, the round mechanism's job-type column).
 """
 
 from __future__ import annotations
@@ -28,11 +33,15 @@ from raysim.errors import ConfigError
 
 
 def setting(default, doc: str, *, minimum: float | None = None, above: float | None = None,
-            maximum: float | None = None, nonzero: bool = False, choices: tuple | None = None):
+            maximum: float | None = None, nonzero: bool = False, choices: tuple | None = None,
+            check=None, input: bool = False, what: str = ""):
     """A declared field: its `default`, a one-line `doc`, and what a value must be (at least
-    `minimum`, greater than `above`, at most `maximum`, not 0, or one of `choices`)."""
+    `minimum`, greater than `above`, at most `maximum`, not 0, one of `choices`, and what `check`
+    says); `input`: read by the plug-in's run, not passed to its constructor; `what`: its type in
+    words, for a field of type ``object``."""
     meta = {"doc": doc, "minimum": minimum, "above": above, "maximum": maximum, "nonzero": nonzero,
-            "choices": tuple(choices) if choices is not None else None}
+            "choices": tuple(choices) if choices is not None else None, "check": check, "input": input,
+            "what": what}
     if isinstance(default, (dict, list)):
         frozen = default.copy()
         return dataclasses.field(default_factory=lambda: frozen.copy(), metadata=meta)
@@ -41,7 +50,8 @@ def setting(default, doc: str, *, minimum: float | None = None, above: float | N
 
 def section(cls, doc: str):
     """A declared field that is itself a declaration `cls` (its defaults by default)."""
-    meta = {"doc": doc, "minimum": None, "above": None, "maximum": None, "nonzero": False, "choices": None}
+    meta = {"doc": doc, "minimum": None, "above": None, "maximum": None, "nonzero": False, "choices": None,
+            "check": None, "input": True, "what": ""}
     return dataclasses.field(default_factory=cls, metadata=meta)
 
 
@@ -55,7 +65,8 @@ class Declared:
     """One declared setting, as :func:`describe` shows it."""
 
     name: str
-    kind: str          # int, float, bool, str, dict[str, float], list[str] or section
+    kind: str          # int, float, bool, str, dict[str, float], dict[str, str], list[str], list[int],
+                       # value (any: its check says) or section
     optional: bool     # null allowed
     default: object
     doc: str
@@ -65,6 +76,9 @@ class Declared:
     nonzero: bool = False
     choices: tuple | None = None
     section: type | None = None  # kind "section": its declaration
+    check: object = None         # its own rule: check(value, key) -> value, or ConfigError
+    input: bool = False          # read by the plug-in's run, not passed to its constructor
+    what: str = ""               # its type in words (kind "value")
 
     def constraint(self) -> str:
         """What a value must be, in words ("" when any value of its type will do)."""
@@ -93,10 +107,13 @@ def _kind(annotation) -> tuple[str, bool]:
         if len(args) != 1:
             raise TypeError(f"unsupported setting type {annotation!r}")
         annotation = args[0]
-    if typing.get_origin(annotation) is dict and typing.get_args(annotation) == (str, float):
-        return "dict[str, float]", optional
-    if typing.get_origin(annotation) is list and typing.get_args(annotation) == (str,):
-        return "list[str]", optional
+    for container in (dict, list):
+        if typing.get_origin(annotation) is container:
+            kind = f"{container.__name__}[{', '.join(a.__name__ for a in typing.get_args(annotation))}]"
+            if kind in ("dict[str, float]", "dict[str, str]", "list[str]", "list[int]"):
+                return kind, optional
+    if annotation is object:
+        return "value", optional
     if dataclasses.is_dataclass(annotation) and not optional:
         return "section", False
     if annotation in (int, float, bool, str):
@@ -116,7 +133,8 @@ def describe(cls) -> list[Declared]:
             raise TypeError(f"{cls.__name__}.{f.name} is not declared with setting(default, doc)")
         out.append(Declared(f.name, kind, optional, default, meta["doc"], meta["minimum"], meta["above"],
                             meta["maximum"], meta["nonzero"], meta["choices"],
-                            hints[f.name] if kind == "section" else None))
+                            hints[f.name] if kind == "section" else None, meta["check"], meta["input"],
+                            meta["what"]))
     return out
 
 
@@ -150,6 +168,14 @@ def parse(cls, values: Mapping, *, prefix: str, owner: str):
 
 def check(d: Declared, value, key: str, owner: str = ""):
     """`value` as declaration `d` types it, or a ConfigError naming `key`."""
+    value = _typed(d, value, key, owner)
+    return d.check(value, key) if d.check is not None and value is not None else value
+
+
+def _typed(d: Declared, value, key: str, owner: str):
+    """`value` of declaration `d`'s type (its own `check` aside), or a ConfigError naming `key`."""
+    if d.kind == "value" and value is not None:
+        return value
     if value is None:
         if d.optional:
             return None
@@ -159,26 +185,28 @@ def check(d: Declared, value, key: str, owner: str = ""):
             raise ConfigError(key, f"must be a section of settings ({', '.join(f.name for f in describe(d.section))})",
                               value)
         return parse(d.section, value, prefix=key, owner=owner)
-    if d.kind == "list[str]":
+    if d.kind in ("list[str]", "list[int]"):
         if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-            raise ConfigError(key, "must be a list of names, e.g. [a, b]", value)
-        value = list(value)
-        for i, item in enumerate(value):
-            if not isinstance(item, str) or not item.strip():
-                raise ConfigError(f"{key}[{i}]", "must be a non-empty name", item)
-        return value
+            raise ConfigError(key, "must be a list, e.g. " + ("[a, b]" if d.kind == "list[str]" else "[1, 2]"), value)
+        item = dataclasses.replace(d, kind=d.kind[5:-1], optional=False, check=None)
+        return [_typed(item, v, f"{key}[{i}]", owner) for i, v in enumerate(value)]
+    if d.kind == "dict[str, str]":
+        if not isinstance(value, Mapping):
+            raise ConfigError(key, "must be a table of names by name, e.g. {a: b}", value)
+        item = dataclasses.replace(d, kind="str", optional=False, check=None)
+        return {str(k): _typed(item, v, f"{key}.{k}", owner) for k, v in value.items()}
     if d.kind == "dict[str, float]":
         if not isinstance(value, Mapping) or not value:
             raise ConfigError(key, "must be a table of numbers by name, e.g. {default: 30}", value)
-        item = dataclasses.replace(d, kind="float", optional=False, choices=None)
-        return {str(k): check(item, v, f"{key}.{k}", owner) for k, v in value.items()}
+        item = dataclasses.replace(d, kind="float", optional=False, choices=None, check=None)
+        return {str(k): _typed(item, v, f"{key}.{k}", owner) for k, v in value.items()}
     if d.kind == "bool":
         if not isinstance(value, bool):
             raise ConfigError(key, "must be true or false", value)
         return value
     if d.kind == "str":
         if not isinstance(value, str) or not value.strip():
-            raise ConfigError(key, "must be " + _choices(d) if d.choices else "must be a non-empty text", value)
+            raise ConfigError(key, "must be " + _choices(d) if d.choices else "must be a non-empty name", value)
         if d.choices and value not in d.choices:
             raise ConfigError(key, "must be " + _choices(d), value)
         return value
@@ -206,7 +234,8 @@ def check(d: Declared, value, key: str, owner: str = ""):
 
 
 def _a(kind: str) -> str:
-    return {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a text"}.get(kind, kind)
+    return {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a name",
+            "value": "set"}.get(kind, kind)
 
 
 def _choices(d: Declared) -> str:
@@ -214,7 +243,7 @@ def _choices(d: Declared) -> str:
 
 
 def as_options(settings) -> dict:
-    """The settings object's fields but its sections, as keyword arguments (a plug-in's constructor
-    takes them; its sections are inputs of its run)."""
+    """The settings object's fields as keyword arguments (a plug-in's constructor takes them), but
+    its inputs (sections and fields declared input=True, which its run reads)."""
     return {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
-            if not dataclasses.is_dataclass(getattr(settings, f.name))}
+            if not f.metadata.get("input")}

@@ -506,7 +506,7 @@ case("fgd_node_list_without_gpus")(lambda root: fgd(root, "fgd_no_gpus", NODE_LI
                                                     POD_HEADER + "p0,1000,1024,1,1000,,LS,Running,0,10,0\n"))
 
 
-# Sia profile folders (elastic.profiles): a missing file is an error naming the folder and the file
+# Sia profile folders (policy.profiles): a missing file is an error naming the folder and the file
 
 
 def sia_run(root: Path, name: str, workload: list[str], change: Callable[[Path], None] | None = None) -> tuple:
@@ -525,7 +525,7 @@ def sia_run(root: Path, name: str, workload: list[str], change: Callable[[Path],
     run_dir = root / "runs" / name
     layout = "cluster.layout=[{vc:cluster,gpu_type:fast,gpus_per_node:4,nodes:1},{vc:cluster,gpu_type:slow,gpus_per_node:4,nodes:2}]"
     return (["+experiment=sia_saturn", "runtime=local", layout, f"trace.path={trace}", "trace.cache=false",
-             f"elastic.profiles={d / 'profiles'}", "+elastic.apps.alpha={max_epochs:2,restart_s:30,slowdown:1.2}",
+             f"policy.profiles={d / 'profiles'}", "+policy.apps.alpha={max_epochs:2,restart_s:30,slowdown:1.2}",
              f"hydra.run.dir={run_dir}"], run_dir, d / "profiles", trace)
 
 
@@ -560,12 +560,12 @@ def _(root):
 # round settings: checked before the trace is read (gavel_hetero_demo: shipped data; sia: no input read yet)
 
 for _name, _overrides, _parts in [
-    ("round_nan", ["rounds.round_s=nan"], ["rounds.round_s: must be a finite number", "(value nan)"]),
-    ("round_inf", ["rounds.round_s=inf"], ["rounds.round_s: must be a finite number", "(value inf)"]),
-    ("round_nanosecond", ["rounds.round_s=1e-9"], ["rounds.round_s: must be at least 1 second", "(value 1e-09)"]),
-    ("reset_inf", ["rounds.reset_min_s=inf"], ["rounds.reset_min_s: must be a finite number"]),
-    ("window_reversed", ["rounds.window=[199,100]"], ["rounds.window: first job id after the last", "[199, 100]"]),
-    ("window_one_id", ["rounds.window=[100]"], ["rounds.window: must be [first, last]"]),
+    ("round_nan", ["policy.round_s=nan"], ["policy.round_s: must be a finite number", "(value nan)"]),
+    ("round_inf", ["policy.round_s=inf"], ["policy.round_s: must be a finite number", "(value inf)"]),
+    ("round_nanosecond", ["policy.round_s=1e-9"], ["policy.round_s: must be at least 1", "(value 1e-09)"]),
+    ("reset_inf", ["policy.reset_min_s=inf"], ["policy.reset_min_s: must be a finite number"]),
+    ("window_reversed", ["policy.window=[199,100]"], ["policy.window: first job id after the last", "[199, 100]"]),
+    ("window_one_id", ["policy.window=[100]"], ["policy.window: must be [first, last]"]),
     ("elastic_round_nanosecond", ["policy=sia", "policy.round_s=1e-9"], ["policy.round_s: must be at least 1 (value 1e-09)"]),
     ("elastic_round_inf", ["policy=pollux", "policy.round_s=inf"], ["policy.round_s: must be a finite number"]),
 ]:

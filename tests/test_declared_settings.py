@@ -5,6 +5,8 @@ read (issue 35)."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 
 import pytest
@@ -50,10 +52,16 @@ def test_a_placers_conf_file_holds_the_declared_defaults(name):
 def bad_values(d: Declared) -> list[tuple[str, str]]:
     """(label, command-line value) of values declaration `d` must refuse."""
     wrong = {"int": "abc", "float": "abc", "bool": "maybe", "str": "5", "dict[str, float]": "abc",
-             "list[str]": "abc"}[d.kind]
+             "dict[str, str]": "abc", "list[str]": "abc", "list[int]": "abc", "value": "5"}[d.kind]
     out = [("type", wrong), ("empty", "''")]
     if d.kind == "list[str]":
         out += [("item_type", "[1]"), ("item_empty", "['']")]
+    if d.kind == "list[int]":
+        out += [("item_type", "[a, b]"), ("item_nan", "[nan, 1]"), ("item_fraction", "[1.5, 2]")]
+    if d.kind == "dict[str, str]":
+        out += [("item_type", "{a: 5}"), ("item_empty", "{a: ''}")]
+    if d.kind == "value":
+        out += [("empty_list", "[]")]
     if d.kind in ("int", "float"):
         out += [("nan", "nan"), ("inf", "inf"), ("minus_inf", "-inf")]
         if d.kind == "int":
@@ -100,14 +108,25 @@ def test_every_policy_passes_with_its_defaults(policy):
     check_settings(compose(base(policy)))
 
 
-@pytest.mark.parametrize("overrides,key,text", walk())
-def test_every_declared_setting_refuses_bad_values_in_one_line(overrides, key, text, monkeypatch):
-    from raysim.run import check_settings, policy_table
+@functools.lru_cache(maxsize=None)
+def composed(overrides: tuple):
+    return compose(list(overrides))
 
-    override = f"+{key}=1" if text == "+1" else f"{key}={text}"
-    # as in a run: the command line wins over an experiment's policies table (+experiment=venus: Lucid's pool)
-    monkeypatch.setattr(policy_table, "command_line_overrides", lambda: [*overrides, override])
-    err = refused(check_settings, compose([*overrides, override]))
+
+@pytest.mark.parametrize("overrides,key,text", walk())
+def test_every_declared_setting_refuses_bad_values_in_one_line(overrides, key, text):
+    """Each value as Hydra parses it on the command line, set over the composed run (one
+    composition per policy: composing once per case took minutes)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import open_dict
+
+    from raysim.run import check_settings
+
+    value = OverridesParser.create().parse_overrides([f"{key}={'1' if text == '+1' else text}"])[0].value()
+    cfg = copy.deepcopy(composed(tuple(overrides)))
+    with open_dict(cfg):
+        OmegaConf.update(cfg, key, value, merge=False, force_add=True)
+    err = refused(check_settings, cfg)
     assert err.key == key or err.key.startswith((key + ".", key + "[")), str(err)
 
 
@@ -141,36 +160,75 @@ def test_every_registry_is_one_class_and_every_plugin_has_a_summary():
             assert summary and "\n" not in summary, (group.setting, name)
 
 
-def test_a_policy_setting_under_another_policy_is_refused_wherever_it_is_set(tmp_path):
-    """The issue's new user: Lucid's pool under SRTF, from an experiment file (what the composed
-    config holds) or on the command line (its old name, which says where it went)."""
+@pytest.mark.parametrize("experiment,policy,key,value,why", [
+    ("venus", "srtf", "profiler.nodes", 3, "policy=lucid"),            # Lucid's pool under SRTF
+    ("sia_saturn", "sia", "rounds.round_s", 60, "round-based policy"),  # Gavel's rounds under Sia
+    ("openb", "fifo", "elastic.share", 0.5, "elastic policy"),          # an elastic input under FIFO
+])
+def test_a_policy_setting_under_another_policy_is_refused_wherever_it_is_set(experiment, policy, key, value, why,
+                                                                              tmp_path):
+    """The issue's new user: one policy's setting under another, from an experiment file (what the
+    composed config holds: the setting in the policy group, or under its old name) or on the command
+    line (its old name, which says where it went)."""
     from omegaconf import open_dict
 
     from raysim.run import check_settings
     from test_cli import raysim
 
-    cfg = compose(["+experiment=venus", "policy=srtf"])
-    with open_dict(cfg):
-        cfg.policy.profiler = {"nodes": 3}  # as an experiment file's `policy:` section merges it
-    err = refused(check_settings, cfg)
-    assert err.key == "policy.profiler" and "not a setting of policy srtf" in str(err)
+    section, leaf = key.split(".")
+    # in the policy group (Sia's rounds are its own: policy.round_s is Sia's), or under the old name
+    for where in ("old name",) if section == "rounds" else ("policy", "old name"):
+        cfg = compose([f"+experiment={experiment}", f"policy={policy}"])
+        with open_dict(cfg):  # as an experiment file's section merges it
+            if where == "policy" and section == "profiler":
+                cfg.policy.profiler = {leaf: value}
+            elif where == "policy":
+                cfg.policy[leaf] = value
+            else:
+                cfg[section] = {**(cfg.get(section) or {}), leaf: value}
+        err = refused(check_settings, cfg)
+        assert (f"not a setting of policy {policy}" if where == "policy" else "moved") in str(err), str(err)
 
-    res = raysim("+experiment=venus", "policy=srtf", "profiler.nodes=3", f"hydra.run.dir={tmp_path / 'run'}",
-                 env={"RAYSIM_DATA": str(tmp_path / "data")}, cwd=tmp_path)
+    res = raysim(f"+experiment={experiment}", f"policy={policy}", f"{key}={value}",
+                 f"hydra.run.dir={tmp_path / 'run'}", env={"RAYSIM_DATA": str(tmp_path / "data")}, cwd=tmp_path)
     assert res.returncode == 2 and not (tmp_path / "run" / "jobs.parquet").exists()
-    assert res.stderr.startswith("raysim: error: profiler.nodes: moved to policy.profiler")
-    assert "policy=lucid" in res.stderr and res.stderr.count("\n") == 1
+    assert res.stderr.startswith(f"raysim: error: {key}: moved") and why in res.stderr, res.stderr
+    assert res.stderr.count("\n") == 1
 
 
-def test_an_experiments_policy_table_gives_way_to_the_command_line():
-    """policies.lucid (+experiment=venus: the pool's VCs) over Lucid's defaults, the command line over both."""
-    from raysim.run.policy_table import apply_policy_table
+def test_an_experiments_policy_table_gives_way_to_what_is_set():
+    """policies.lucid (+experiment=venus: the pool's VCs) over Lucid's defaults; the command line, or
+    a value other than the default, over both."""
+    from raysim.run.policy_table import policy_values
 
     overrides = ["+experiment=venus", "policy=lucid", "estimator.source=oracle", "policy.profiler.lender=vcJsw"]
-    cfg = compose(overrides)
-    apply_policy_table(cfg, overrides)
-    assert list(cfg.policy.profiler.take_from) == ["vc8Gr", "vcefl"]  # the experiment's
-    assert cfg.policy.profiler.lender == "vcJsw" and cfg.policy.profiler.nodes == 2  # the command line's; the default
-    other = compose(["+experiment=venus", "policy=srtf"])
-    apply_policy_table(other, [])
-    assert "profiler" not in other.policy  # prepared for Lucid, not laid over SRTF
+    values = policy_values(compose(overrides), overrides)
+    assert values["profiler"]["take_from"] == ["vc8Gr", "vcefl"]  # the experiment's
+    assert values["profiler"]["lender"] == "vcJsw" and values["profiler"]["nodes"] == 2  # the command line's; the default
+    assert policy_values(compose(overrides), [])["profiler"]["lender"] == "vcJsw"  # in-process: not the default
+    assert "profiler" not in policy_values(compose(["+experiment=venus", "policy=srtf"]), [])  # not laid over SRTF
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_a_policys_kind_is_its_conf_files(name):
+    """conf/policy/<name>.yaml's `kind` (event when absent) is the class's (policies.<kind> tables)."""
+    conf = OmegaConf.load(CONF_DIR / "policy" / f"{name}.yaml")
+    assert conf.get("kind", "event") == policy_class(name).kind
+
+
+def test_a_kind_table_prepares_every_policy_of_the_kind():
+    """+experiment=gavel_trace: policies.round (Gavel's type order and window) for each round-based
+    policy, none for an event-driven one; a kind's entry must suit every policy of the kind."""
+    from omegaconf import open_dict
+
+    from raysim.run.policy_table import check_policy_table, policy_values
+
+    for policy in ("max_min_fairness", "gavel_fifo", "min_total_duration_perf"):
+        values = policy_values(compose(["+experiment=gavel_trace", f"policy={policy}"]), [])
+        assert values["type_order"] == ["V100", "P100", "K80"] and values["window"] == [100, 199]
+    cfg = compose(["+experiment=gavel_trace", "policy=tiresias"])
+    assert "window" not in policy_values(cfg, [])
+    with open_dict(cfg):
+        cfg.policies.round.type_choice = "random"  # gavel_fifo's own: not every round-based policy's
+    err = refused(check_policy_table, cfg)
+    assert err.key == "policies.round.type_choice" and "not a setting of policy" in str(err)

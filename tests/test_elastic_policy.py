@@ -59,9 +59,9 @@ def config(inputs, policy: str, *overrides):
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         return compose(config_name="config", overrides=[
             "+experiment=sia_saturn", f"policy={policy}", "runtime=local", LAYOUT, *NO_PAGES,
-            f"trace.path={inputs / 'workload.csv'}", f"elastic.profiles={inputs / 'profiles'}",
-            "+elastic.apps.alpha={max_epochs:2,restart_s:30,slowdown:1.2}",
-            "+elastic.apps.beta={max_epochs:2,restart_s:60,slowdown:1.5}", *overrides])
+            f"trace.path={inputs / 'workload.csv'}", f"policies.elastic.profiles={inputs / 'profiles'}",
+            "+policies.elastic.apps={alpha: {max_epochs: 2, restart_s: 30, slowdown: 1.2}, "
+            "beta: {max_epochs: 2, restart_s: 60, slowdown: 1.5}}", *overrides])
 
 
 def record(monkeypatch, allocator) -> list:

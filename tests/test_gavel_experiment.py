@@ -81,7 +81,7 @@ def test_trace_run_writes_jobs_summary_and_plot(tmp_path):
     trace = write_trace(tmp_path / "t.trace", [(20000, 1, 0.0), (40000, 2, 100.0), (10000, 8, 200.0),
                                                (5000, 1, 3000.0)])
     cfg = composed("+experiment=gavel_trace", f"trace.path={trace}", f"cluster.throughput={gavel_table(tmp_path / 't.json')}",
-                   "policy=max_min_fairness_perf", "rounds.window=[1,2]", "runtime=local")
+                   "policy=max_min_fairness_perf", "policy.window=[1,2]", "runtime=local")
     row = run(cfg, tmp_path / "run")
     jobs = pq.read_table(tmp_path / "run" / "jobs.parquet").to_pandas()
     assert jobs.job_id.tolist() == [0, 1, 2, 3] and jobs.finished.all()
@@ -96,7 +96,7 @@ def test_trace_run_writes_jobs_summary_and_plot(tmp_path):
 def test_continuous_run_generates_gavels_jobs(tmp_path):
     cfg = composed("+experiment=gavel_continuous", f"cluster.throughput={gavel_table(tmp_path / 't.json')}",
                    "policy=fifo_perf", "rounds.rate_jobs_per_hour=4", "rounds.generate.jobs=30",
-                   "rounds.window=[10,19]", "runtime=local",
+                   "policy.window=[10,19]", "runtime=local",
                    "rounds.generate.templates=[{model: 'ResNet-18 (batch size 64)', distributed: true},"
                    "{model: 'LM (batch size 10)', distributed: true}]")
     row = run(cfg, tmp_path / "run")
@@ -132,9 +132,9 @@ def test_raysim_trace_runs_with_a_job_type_mapping(tmp_path):
                      "7,cluster,u1,1,1,0,3600,COMPLETED,resnet\n"
                      "9,cluster,u2,2,1,600,1800,COMPLETED,lm\n")
     cfg = composed("+experiment=gavel_trace", f"trace.path={trace}", "trace.format=csv", "trace.cache=false",
-                   f"cluster.throughput={gavel_table(tmp_path / 't.json')}", "policy=fifo_perf", "rounds.window=null",
-                   "rounds.job_type_column=model", "runtime=local",
-                   "rounds.job_type_map={resnet: 'ResNet-18 (batch size 64)', lm: 'LM (batch size 10)'}")
+                   f"cluster.throughput={gavel_table(tmp_path / 't.json')}", "policy=fifo_perf", "policy.window=null",
+                   "policy.job_type_column=model", "runtime=local",
+                   "policy.job_type_map={resnet: 'ResNet-18 (batch size 64)', lm: 'LM (batch size 10)'}")
     run(cfg, tmp_path / "run")
     jobs = pq.read_table(tmp_path / "run" / "jobs.parquet").to_pandas()
     assert jobs.job_id.tolist() == [7, 9]
@@ -151,7 +151,7 @@ def test_continuous_sweep_gives_the_rate_figure(tmp_path):
     for i, (policy, rate) in enumerate([("fifo_perf", 2.0), ("fifo_perf", 4.0), ("isolated", 2.0), ("isolated", 4.0)]):
         overrides = [f"policy={policy}", f"rounds.rate_jobs_per_hour={rate}"]
         cfg = composed("+experiment=gavel_continuous", f"cluster.throughput={table}", *overrides,
-                       "rounds.generate.jobs=30", "rounds.window=[10,19]", "runtime=local", *NO_PAGES,
+                       "rounds.generate.jobs=30", "policy.window=[10,19]", "runtime=local", *NO_PAGES,
                        "rounds.generate.templates=[{model: 'ResNet-18 (batch size 64)', distributed: true},"
                        "{model: 'LM (batch size 10)', distributed: true}]")
         run(cfg, sweep / str(i))

@@ -24,7 +24,8 @@ MODES = {
 TRACE_REPLAY = ["policy=srtf", "placer=fgd", "quota=borrow", "runtime=local", "cluster=gavel_24",
                 "trace.path=jobs.csv", "trace.format=helios", "sim.compat=lucid", "sim.network=on",
                 "network.duty=0.5", "estimator.source=oracle", "ray.num_cpus=2", "+policies.lucid.profiler.nodes=3",
-                "rounds.round_s=100", "rounds.window=[1,5]", "policy.name=sjf", "placer.type_order=fastest",
+                "rounds.reference_type=V100", "+policies.round.window=[1,5]", "policy.name=sjf",
+                "placer.type_order=fastest",
                 "report.out_jobs=false", "report.timeline=true"]
 UNUSED = {
     "cluster-harvest": ["+fgd.policy=fgd"],
@@ -37,14 +38,14 @@ BY_RUN = {
     "cluster-event": ["+policies.lucid.profiler.nodes=3", "+policies.lucid.forecast.path=f.csv",
                       "estimator.source=oracle", "estimator.path=e.csv",
                       "network.duty=0.5", "network.nic_gbps=10",
-                      *(f"rounds.{key}={value}" for key, value in (
+                      *(f"+policies.round.{key}={value}" for key, value in (
                           ("round_s", 100), ("reset_min_s", 0), ("type_order", "[gpu]"), ("lp_method", "simplex"),
                           ("window", "[1,5]"), ("job_type_column", "model"), ("job_type_map", "{a: b}"))),
                       "+harvest.nodes=4", "report.timeline_max_jobs=5", "report.timeline_range=[0,10]"],
     "cluster-round": ["+policies.lucid.profiler.nodes=3", "network.duty=0.5", "estimator.path=e.csv", "+harvest.nodes=4"],
     "cluster-harvest": ["trace.path=jobs.csv", "trace.format=helios", "cluster=gavel_24", "cluster.capacity=log.csv",
-                        "placer=fgd", "estimator.source=oracle", "+policies.lucid.profiler.nodes=3", "rounds.round_s=100",
-                        "elastic.profiles=p"],
+                        "placer=fgd", "estimator.source=oracle", "+policies.lucid.profiler.nodes=3",
+                        "+policies.round.round_s=100", "+policies.elastic.profiles=p"],
 }
 #: Settings round-based policies refuse wherever they are set (raysim.run.config.check_round_config).
 ROUND_REFUSES = ["quota=borrow", "estimator.source=oracle", "sim.network=on", "sim.compat=lucid"]

@@ -30,7 +30,7 @@ def ours(sia_dir, tmp_path_factory):
             cfg = compose(config_name="config", overrides=[
                 "+experiment=sia_saturn", f"policy={policy}", "runtime=local",
                 f"trace.path={sia_dir / 'workloads' / 'saturn' / 'workload-1.csv'}",
-                f"elastic.profiles={sia_dir / 'profiles'}"])
+                f"policy.profiles={sia_dir / 'profiles'}"])
         folder = tmp_path_factory.mktemp(policy)
         run(cfg, folder)
         out[policy] = pq.read_table(folder / "jobs.parquet").to_pandas().sort_values("job_id").reset_index(drop=True)

@@ -1,24 +1,29 @@
 """What elastic policies read beyond the kernel's jobs: each job's application and batch size, the
 applications' profiles on every GPU kind of the run, and the per-application constants.
 
-Settings (``elastic:`` in conf/config.yaml): ``profiles`` (a folder of ``<app>/placements-<kind>.csv``,
-``scalability-<kind>.csv`` and ``validation-<batch>.csv``, e.g. ``data:sia_profiles``), ``apps``
-(per application: epochs to train, checkpoint-restore seconds, calibration slowdown),
-``application_column`` and ``batch_size_column`` (the trace's columns); for ordinary traces
-``application_map``, ``share`` and ``match_durations`` (raysim.elastic.mapping).
+Settings (the elastic policy's, raysim.policy.elastic.ElasticSettings): ``policy.profiles`` (a
+folder of ``<app>/placements-<kind>.csv``, ``scalability-<kind>.csv`` and ``validation-<batch>.csv``,
+e.g. ``data:sia_profiles``), ``policy.apps`` (per application: epochs to train, checkpoint-restore
+seconds, calibration slowdown), ``policy.application_column`` and ``policy.batch_size_column`` (the
+trace's columns); for ordinary traces ``policy.application_map``, ``policy.share`` and
+``policy.match_durations`` (raysim.elastic.mapping).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from raysim.elastic.job import ElasticJob
 from raysim.elastic.mapping import applications_by_gpu_hours, elastic_mask, rigid_seconds
 from raysim.elastic.profiles import AppProfile, load_profile
 from raysim.errors import ConfigError, UserError
+
+if TYPE_CHECKING:  # (the policy's module imports this one)
+    from raysim.policy.elastic import ElasticSettings
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,7 @@ class ElasticInputs:
     profiles: dict            # (app, kind) -> AppProfile
     constants: dict           # app -> AppConstants
     elastic: np.ndarray       # per job: whether it may be resized (else rigid: its GPU count and batch size)
-    speed: np.ndarray         # per job: factor on its training speed (elastic.match_durations; else 1)
+    speed: np.ndarray         # per job: factor on its training speed (policy.match_durations; else 1)
     limit: np.ndarray         # per job: the most GPUs it may use (0: no limit of its own; trace column max_replicas)
 
     def job(self, seq: int, kinds, *, tune_bsz: bool, pooled: bool = False) -> ElasticJob:
@@ -63,25 +68,26 @@ class ElasticInputs:
         return self.profiles[app, kind].one_gpu_throughput() / self.profiles[app, dest].one_gpu_throughput()
 
 
-def elastic_options(cfg: DictConfig, trace, spec) -> dict:
-    """The elastic policy's run options: inputs and round length (checked, one line naming the key)."""
+def elastic_options(e: ElasticSettings, cfg: DictConfig, trace, spec) -> dict:
+    """The elastic policy's run options: its inputs, from its checked settings `e` and the run's
+    seed and reference GPU kind (`cfg`)."""
     from raysim.paths import original_cwd
     from raysim.rounds.inputs import run_types
     from raysim.trace.schema import arrival_seconds
 
-    e = cfg.elastic
-    if not e.get("profiles"):
-        raise ConfigError("elastic.profiles", "not set: elastic policies need the applications' profiles "
-                          "(raysim data fetch sia_profiles; elastic.profiles=data:sia_profiles)")
+    if not e.profiles:
+        raise ConfigError("policy.profiles", "not set: elastic policies need the applications' profiles "
+                          "(raysim data fetch sia_profiles; policy.profiles=data:sia_profiles)")
     folder = (original_cwd() / str(e.profiles)).expanduser()
     if not folder.is_dir():
-        raise UserError(f"elastic.profiles: no folder {folder}")
+        raise UserError(f"policy.profiles: no folder {folder}")
     table = trace.table
-    apps = _applications(cfg, table, trace.source)
-    constants = _constants(e)
+    apps = _applications(e, table, trace.source)
+    constants = {app: AppConstants(int(c["max_epochs"]), float(c["restart_s"]), float(c["slowdown"]))
+                 for app, c in e.apps.items()}
     for app in sorted(set(apps)):
         if app not in constants:
-            raise ConfigError("elastic.apps", f"no constants for application {app!r} (trace {trace.source}); "
+            raise ConfigError("policy.apps", f"no constants for application {app!r} (trace {trace.source}); "
                               f"known: {', '.join(sorted(constants))}")
     kinds = run_types(spec.layout)
     profiles: dict[tuple, AppProfile] = {}
@@ -91,8 +97,8 @@ def elastic_options(cfg: DictConfig, trace, spec) -> dict:
             profiles[app, kind] = load_profile(folder, app, kind, max_epochs=c.max_epochs, restart_s=c.restart_s)
     names = [str(x) for x in table.column("job_id").to_pylist()]
     replicas = table.column("gpu_num").to_numpy(zero_copy_only=False).astype(np.int64)
-    batch_column = str(e.batch_size_column)
-    if batch_column in table.column_names and not e.get("application_map"):
+    batch_column = e.batch_size_column
+    if batch_column in table.column_names and not e.application_map:
         batch = table.column(batch_column).to_numpy(zero_copy_only=False).astype(np.int64)
         shown = [str(x) for x in table.column("job_name").to_pylist()] if "job_name" in table.column_names else names
         _check_batches(batch, apps, shown, {a: profiles[a, kinds[0]] for a in set(apps)}, folder, trace.source,
@@ -104,13 +110,13 @@ def elastic_options(cfg: DictConfig, trace, spec) -> dict:
         replicas = np.minimum(replicas, limit)
         batch = np.array([min(max(p.init_batch_size, p.min_local_bsz * r), p.max_batch_size)
                           for p, r in zip(first, replicas)], dtype=np.int64)
-    elastic = elastic_mask(names, float(e.share), int(cfg.seed))
+    elastic = elastic_mask(names, e.share, int(cfg.seed))
     limit = np.zeros(len(names), dtype=np.int64)
     if "max_replicas" in table.column_names:
         limit = table.column("max_replicas").fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     inputs = ElasticInputs(names, apps, replicas, batch, arrival_seconds(table), profiles, constants, elastic,
                            np.ones(len(names)), limit)
-    if e.get("match_durations"):
+    if e.match_durations:
         inputs.speed = _matching_speeds(inputs, table, kinds, reference_kind(cfg, spec, kinds), spec.layout)
     return {"inputs": inputs}
 
@@ -153,26 +159,14 @@ def _matching_speeds(inputs: ElasticInputs, table, kinds, kind: str, layout) -> 
     return speed
 
 
-def _applications(cfg: DictConfig, table, source: str) -> list:
-    e = cfg.elastic
-    rules = e.get("application_map")
-    if rules:
+def _applications(e: ElasticSettings, table, source: str) -> list:
+    if e.application_map:
         duration = table.column("duration").to_numpy(zero_copy_only=False).astype(float)
         gpus = table.column("gpu_num").to_numpy(zero_copy_only=False).astype(float)
-        return applications_by_gpu_hours(duration, gpus, OmegaConf.to_container(rules, resolve=True))
-    column = str(e.application_column)
+        return applications_by_gpu_hours(duration, gpus, e.application_map)
+    column = e.application_column
     if column in table.column_names:
         return [str(a) for a in table.column(column).to_pylist()]
-    raise ConfigError("elastic.application_column", f"trace {source} has no column {column!r}; name the "
-                      "column, or map jobs to applications with elastic.application_map", column)
-
-
-def _constants(e: DictConfig) -> dict:
-    out = {}
-    for app, c in OmegaConf.to_container(e.apps, resolve=True).items():
-        try:
-            out[app] = AppConstants(int(c["max_epochs"]), float(c["restart_s"]), float(c["slowdown"]))
-        except (KeyError, TypeError, ValueError):
-            raise ConfigError(f"elastic.apps.{app}", "needs max_epochs, restart_s and slowdown (numbers)", c) from None
-    return out
+    raise ConfigError("policy.application_column", f"trace {source} has no column {column!r}; name the "
+                      "column, or map jobs to applications with policy.application_map", column)
 

@@ -144,7 +144,7 @@ class ElasticJob:
             gain = (var + sqr) / (var / scale + sqr)
             times = app.step_time(placement, self.atomic_bsz)
             if times is None:
-                raise UserError(f"elastic.profiles: {app.app}/placements-{app.kind}.csv and scalability-{app.kind}.csv "
+                raise UserError(f"policy.profiles: {app.app}/placements-{app.kind}.csv and scalability-{app.kind}.csv "
                                 f"do not cover placement {placement} at {self.atomic_bsz} samples per GPU")
             step, sync = times
             self._observe(len(placement), replicas, self.atomic_bsz, step, sync, sqr, var)

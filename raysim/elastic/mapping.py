@@ -1,15 +1,15 @@
 """Elastic jobs made of an ordinary trace: which application stands in for each job, which jobs may
 be resized, and how much work each one has.
 
-- **Applications by GPU-hours** (``elastic.application_map``): a list of ``{below_gpu_hours: H,
+- **Applications by GPU-hours** (``policy.application_map``): a list of ``{below_gpu_hours: H,
   application: A}`` rules tried in order; a job whose duration x GPUs is below H GPU-hours trains A.
   Sia's workload generator maps the Helios traces this way (cifar10 below 1, deepspeech2 below 10,
   yolov3 below 100, imagenet above; ``+experiment=venus_elastic``).
-- **The elastic share** (``elastic.share``): each job is elastic with this probability, drawn from
+- **The elastic share** (``policy.share``): each job is elastic with this probability, drawn from
   the run's seed and the job's id (the same jobs whatever the policy); the others are rigid: they
   keep their GPU count and batch size, and elastic policies only choose their GPU kind and when
   they run.
-- **Work that matches the trace** (``elastic.match_durations``): each job's training runs faster or
+- **Work that matches the trace** (``policy.match_durations``): each job's training runs faster or
   slower by one factor, so that on its own GPU count on the reference GPU kind, without restarts,
   it takes exactly its trace duration. Event-driven policies (Tiresias, Lucid) replay those
   durations, so they run the same work (except jobs above the GPUs the profiles cover, which
@@ -36,13 +36,13 @@ def applications_by_gpu_hours(duration_s: np.ndarray, gpus: np.ndarray, rules: l
             bound = rule.get("below_gpu_hours")
             bound = np.inf if bound is None else float(bound)
         except (KeyError, TypeError, ValueError, AttributeError):
-            raise ConfigError(f"elastic.application_map[{i}]", "needs application and below_gpu_hours (a number "
+            raise ConfigError(f"policy.application_map[{i}]", "needs application and below_gpu_hours (a number "
                               "or null)", rule) from None
         pick = (out == None) & (hours < bound)  # noqa: E711 (elementwise)
         out[pick] = app
     if (out == None).any():  # noqa: E711
         top = float(hours[out == None].max())  # noqa: E711
-        raise ConfigError("elastic.application_map", f"no rule covers a job of {top:.1f} GPU-hours: end with "
+        raise ConfigError("policy.application_map", f"no rule covers a job of {top:.1f} GPU-hours: end with "
                           "{below_gpu_hours: null, application: ...}")
     return [str(a) for a in out]
 
@@ -51,7 +51,7 @@ def elastic_mask(job_ids, share: float, seed: int) -> np.ndarray:
     """Whether each job is elastic: probability `share`, drawn per job id and seed (stable across
     policies, runtimes and trace cuts)."""
     if not 0.0 <= share <= 1.0:
-        raise ConfigError("elastic.share", "must be a fraction between 0 and 1", share)
+        raise ConfigError("policy.share", "must be a fraction between 0 and 1", share)
     if share == 1.0:
         return np.ones(len(job_ids), dtype=bool)
     draws = np.array([int.from_bytes(hashlib.sha256(f"{seed}/{j}".encode()).digest()[:8], "little") / 2**64

@@ -8,7 +8,7 @@ goodput over its goodput at a fair share of the cluster (``ceil(GPUs / jobs)`` G
 at most what its batch-size limit allows; a job that has not run yet scales linearly), scaled so that one node's share counts 1, and an
 allocation that changes is scaled down by Pollux's restart factor (a fixed ``restart_delay_s``).
 A job gets at most twice the GPUs it has been profiled on, and never more than the batch-size
-limit allows. A rigid job (``elastic.share`` < 1) gets its own GPU count or none.
+limit allows. A rigid job (``policy.share`` < 1) gets its own GPU count or none.
 
 Pollux searches with a genetic algorithm (NSGA-II, 100 x 100 per round). Here the same objective is
 solved exactly: with p < 0, maximising the power mean is minimising the sum of speedup^p, one term

@@ -182,7 +182,7 @@ class AppProfile:
         table = self._scalability
         covering = table[(table.num_nodes >= len(placement)) & (table.num_replicas >= sum(placement))]
         if covering.empty:
-            raise UserError(f"elastic.profiles: no profile row covers placement {placement} "
+            raise UserError(f"policy.profiles: no profile row covers placement {placement} "
                             f"({self.app}/placements-{self.kind}.csv, scalability-{self.kind}.csv)")
         return int(covering.local_bsz.max())
 
@@ -195,14 +195,14 @@ class AppProfile:
         """Samples per second of one GPU: the largest single-GPU batch size over the largest
         single-GPU step time (Sia's per-kind throughput, which projects goodput across kinds)."""
         if self._one_gpu is None:
-            raise UserError(f"elastic.profiles: {self.app}/placements-{self.kind}.csv has no single-GPU row")
+            raise UserError(f"policy.profiles: {self.app}/placements-{self.kind}.csv has no single-GPU row")
         return self._one_gpu
 
     # -- training curves -------------------------------------------------------------------------
     def _bracket(self, batch_size: float) -> tuple[int, int]:
         """The validated batch sizes just below and just above `batch_size` (equal when validated)."""
         if not self.init_batch_size <= batch_size <= self.max_batch_size:
-            raise UserError(f"elastic.profiles: {self.app}: batch size {batch_size} outside its validation-<batch>.csv "
+            raise UserError(f"policy.profiles: {self.app}: batch size {batch_size} outside its validation-<batch>.csv "
                             f"files' {self.batch_sizes}")
         lower = max(b for b in self.batch_sizes if b <= batch_size)
         upper = min(b for b in self.batch_sizes if b >= batch_size)
@@ -251,7 +251,7 @@ def load_profile(folder: Path, app: str, kind: str, *, max_epochs: int | None, r
     if missing:
         raise UserError(f"{app_folder}: no {missing[0]}" + (f" (nor {', '.join(missing[1:])})" if missing[1:] else "")
                         + f": Sia's published {app} profile has it, and without it the training curves would change "
-                        "(restore it, or use elastic.profiles=data:sia_profiles)")
+                        "(restore it, or use policy.profiles=data:sia_profiles)")
     validation = {}
     for path in sorted(app_folder.glob("validation-*.csv")):
         name = _VALIDATION_NAME.fullmatch(path.name)
@@ -280,7 +280,7 @@ def _kind_file(app_folder: Path, stem: str, kind: str) -> Path:
     if others:
         raise UserError(f"{app_folder}: no {own.name} (GPU kind {kind!r}); the folder profiles the kinds "
                         f"{', '.join(others)} (the kind-less {plain.name} is read only by a folder without per-kind files)")
-    log.info("elastic.profiles: %s has no per-kind %s files: GPU kind %r reads %s", app_folder, stem, kind, plain)
+    log.info("policy.profiles: %s has no per-kind %s files: GPU kind %r reads %s", app_folder, stem, kind, plain)
     return plain
 
 

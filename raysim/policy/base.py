@@ -48,6 +48,10 @@ class Policy:
     """Base class. Subclasses implement `schedule`; the hooks default to doing nothing."""
 
     name = "policy"
+    #: What kind of policy it is: event (decides at events), round (Gavel's round mechanism),
+    #: elastic (resizes jobs every round) or harvest; an experiment's `policies.<kind>` table
+    #: prepares settings for every policy of a kind (raysim.run.policy_table)
+    kind = "event"
     #: The policy's constants: a frozen dataclass of raysim.settings.setting fields (none by default)
     Settings: type = NoSettings
     #: The policy ranks jobs by an estimated duration (the run must supply `estimator.source`).

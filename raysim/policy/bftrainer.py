@@ -50,6 +50,7 @@ class BFTrainer(SelfTimed):
     Its inputs come from the run (`prepare`, raysim.harvest.inputs)."""
 
     name = "bftrainer"
+    kind = "harvest"
     #: whole seconds (the node log's and the task sets' clock); precise runs count milliseconds
     ticks_per_s = 1
     result_columns = ("samples", "precost", "rescost", "overshoot", "rescales", "max_nodes")

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from raysim.elastic.gavel import GavelAllocator
-from raysim.policy.elastic import Elastic, round_setting
+from raysim.policy.elastic import Elastic, ElasticSettings, round_setting
 from raysim.rounds.policies.base import LP_METHODS
 from raysim.settings import setting
 
 
 @dataclass(frozen=True)
-class GavelElasticSettings:
+class GavelElasticSettings(ElasticSettings):
     """Gavel's rounds and LPs, as Sia's simulator runs its Gavel baseline."""
 
     round_s: float = round_setting(360.0, "seconds between rounds (Sia's --interval=360 for Gavel)")

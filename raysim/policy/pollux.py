@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from raysim.elastic.pollux import PolluxAllocator
-from raysim.policy.elastic import Elastic, round_setting
+from raysim.policy.elastic import Elastic, ElasticSettings, round_setting
 from raysim.settings import setting
 
 
 @dataclass(frozen=True)
-class PolluxSettings:
+class PolluxSettings(ElasticSettings):
     """Pollux's power mean and its rounds; values of Sia's artifact (multi_simulator_unaware.py)."""
 
     round_s: float = round_setting(60.0, "seconds between rounds (--interval)")

@@ -1,6 +1,6 @@
 """Round-based scheduling on the VC engine: Gavel's family of policies (OSDI'20).
 
-Every round (``rounds.round_s``, Gavel: 360 s) a policy of :mod:`raysim.rounds.policies` computes a
+Every round (``policy.round_s``, Gavel: 360 s) a policy of :mod:`raysim.rounds.policies` computes a
 target allocation -- the fraction of time each job should run on each GPU type -- and Gavel's
 priority and deficit mechanism (:mod:`raysim.rounds.mechanism`) turns it into the jobs that run this
 round. Here that mechanism meets the kernel: jobs arrive and are recorded by the VC engine, each
@@ -43,10 +43,11 @@ class RoundBased(SelfTimed):
 
     Options (from the run, see :meth:`prepare`): ``inputs`` (raysim.rounds.inputs.RoundInputs),
     ``round_s``, ``reset_min_s``, ``type_order`` (GPU type names, the greedy pass's order; None:
-    the types by name), ``reference_type`` and ``lp_method``; the rest are the policy's constants
-    (conf/policy/<name>.yaml)."""
+    the types by name), ``reference_type`` and ``lp_method`` (the round mechanism's settings,
+    raysim.rounds.policies.base.RoundSettings); the rest are the allocator's own constants."""
 
     name = "round"
+    kind = "round"
     ticks_per_s = 1_000_000
 
     def __init__(self, params, *, inputs=None, round_s: float = 360.0, reset_min_s: float = 1920.0,
@@ -59,7 +60,7 @@ class RoundBased(SelfTimed):
         types = inputs.types
         from raysim.rounds.inputs import index_of
 
-        order = index_of(types, type_order, "rounds.type_order") if type_order else list(range(len(types)))
+        order = index_of(types, type_order, "policy.type_order") if type_order else list(range(len(types)))
         reference = index_of(types, [reference_type], "rounds.reference_type")[0] if reference_type else order[0]
         self.state = RoundState(self.allocator, len(types), rates=inputs.rates, steps=inputs.steps,
                                 weight=inputs.weight, arrival=inputs.arrival, round_s=round_s,
@@ -80,9 +81,12 @@ class RoundBased(SelfTimed):
     def prepare(cls, cfg, trace, spec):
         """The run's round inputs and clock: each job's throughput per GPU type (from
         `cluster.throughput`), steps, weights and exact arrivals; the clock in micro-seconds."""
+        from raysim.policy import policy_settings
         from raysim.rounds.settings import round_options
+        from raysim.run.config import policy_constants_of
 
-        options = round_options(cfg, trace, spec, packing=cls.allocator_class().packing)
+        settings = policy_settings(cls.name, policy_constants_of(cfg))
+        options = round_options(settings, cfg, trace, spec, packing=cls.allocator_class().packing)
         params = replace(spec.params, ticks_per_s=cls.ticks_per_s)
         return replace(spec, params=params, policy_options={**spec.policy_options, **options}), None
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from raysim.elastic.sia import SiaAllocator
-from raysim.policy.elastic import Elastic, round_setting
+from raysim.policy.elastic import Elastic, ElasticSettings, round_setting
 from raysim.settings import setting
 
 #: seconds a restart costs per application (Sia's sia.py get_restart_penalty); "default": the others
@@ -16,7 +16,7 @@ RESTART_PENALTY_S = {"cifar10": 30.0, "deepspeech2": 25.0, "bert": 120.0, "yolov
 
 
 @dataclass(frozen=True)
-class SiaSettings:
+class SiaSettings(ElasticSettings):
     """Sia's integer program and its rounds; values of Sia's artifact (run_experiment.sh)."""
 
     round_s: float = round_setting(60.0, "seconds between rounds (--interval)")

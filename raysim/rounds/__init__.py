@@ -1,6 +1,6 @@
 """Round-based scheduling: Gavel's family of heterogeneity-aware and fairness policies.
 
-Every round (``rounds.round_s``, Gavel: 360 s) a policy's target allocation -- the fraction of time
+Every round (``policy.round_s``, Gavel: 360 s) a policy's target allocation -- the fraction of time
 each job should run on each GPU type -- is turned into the jobs that run this round by Gavel's
 priority and deficit mechanism. The policies are VC-engine policies (raysim.policy.rounds.RoundBased
 drives the mechanism from the engine's events); this package holds what they compute:

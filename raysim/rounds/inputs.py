@@ -7,8 +7,8 @@ run there. A table without entries for that scale factor on any type (e.g. a CSV
 only) scales linearly: s GPUs run s times the one-GPU throughput. GPU-type names match the table's
 case-insensitively (Gavel's table says ``v100``, raysim's layouts ``V100``).
 
-Jobs of a raysim-schema trace name their type in a column (``rounds.job_type_column``, or several
-joined by "/", e.g. ``[model, batchsize]`` -> ``ResNet18/32``; mapped with ``rounds.job_type_map``); their steps are their duration times their throughput on the GPU type the
+Jobs of a raysim-schema trace name their type in a column (``policy.job_type_column``, or several
+joined by "/", e.g. ``[model, batchsize]`` -> ``ResNet18/32``; mapped with ``policy.job_type_map``); their steps are their duration times their throughput on the GPU type the
 duration was recorded on (``gpu_type``, else the reference type). Jobs of a Gavel trace carry their
 steps; the raysim trace made of them (:func:`gavel_trace_table`) keeps them in ``total_steps`` and
 their arrival times, to the microsecond, in ``arrival_s``.
@@ -113,8 +113,8 @@ def round_inputs(trace: pa.Table, layout: dict, table: ThroughputTable | None, *
     missing = [c for c in columns if c not in names]
     if table is not None and missing:
         raise TraceError(source, "round-based policies need this column naming a job type of the throughput "
-                         "table (or mapped to one with rounds.job_type_map; another column: "
-                         "rounds.job_type_column)", column=missing[0])
+                         "table (or mapped to one with policy.job_type_map; another column: "
+                         "policy.job_type_column)", column=missing[0])
     mapping = job_type_map or {}
     if table is None:
         values = ["any"] * trace.num_rows
@@ -140,7 +140,7 @@ def round_inputs(trace: pa.Table, layout: dict, table: ThroughputTable | None, *
                 rate = UNIFORM_RATE if table is None else whole_job_rate(table, key[0], gpu, key[1])
                 if rate is None:
                     raise TraceError(source, f"the throughput table has no entry for ({key[0]!r}, {key[1]} GPUs) on "
-                                     f"{gpu} (map trace job types with rounds.job_type_map)", row=i + 1,
+                                     f"{gpu} (map trace job types with policy.job_type_map)", row=i + 1,
                                      column=job_type_column, value=value)
                 row[k] = rate
             if not row.any():

@@ -6,7 +6,7 @@ and sum_k x_jk <= 1 (a job runs at most all of the time).
 
 Which optimum: many of these LPs have a whole face of optimal allocations. Gavel's simulator takes
 the point its interior-point solver (ECOS) returns; method ``"ipm"`` (the default; a policy's
-``lp_method``, from ``rounds.lp_method``) runs HiGHS's interior-point method without crossover, which
+``lp_method``, from ``policy.lp_method``) runs HiGHS's interior-point method without crossover, which
 also returns a point inside the optimal face, ``"simplex"`` returns a vertex (docs/gavel.md compares
 the two). Solve times accumulate in
 :data:`SOLVE_TIME` so runs can report them.

@@ -1,4 +1,4 @@
-"""From the `rounds:` settings and the cluster's throughput table to what a round-based run needs:
+"""From a round-based policy's settings, `rounds:` and the cluster's throughput table to what a round-based run needs:
 the policy's run options (raysim.policy.rounds.RoundBased) and, for Gavel's traces and generator,
 the jobs as a raysim trace."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from raysim.cluster.throughput import ThroughputTable, read_throughput_table
 from raysim.errors import ConfigError, SkipReport, TraceError, UserError
-from raysim.rounds.policies.base import LP_METHODS, MIN_ROUND_S
+from raysim.rounds.policies.base import RoundSettings
 
 log = logging.getLogger("raysim")
 
@@ -49,67 +49,29 @@ def reference_type(cfg: DictConfig, types) -> str:
     return types[0]
 
 
-def check_round_settings(cfg: DictConfig) -> None:
-    """The round mechanism's settings that need no input (`rounds.round_s`, `reset_min_s`,
-    `lp_method`, `window`), checked before anything is read: a ConfigError naming the key."""
-    from raysim.run.values import choice, number
-
-    round_s = number(cfg, "rounds.round_s", above=0)
-    if round_s < MIN_ROUND_S:
-        raise ConfigError("rounds.round_s", f"must be at least {MIN_ROUND_S:g} second (the trace clock counts "
-                          "whole seconds; shorter rounds make no progress)", OmegaConf.select(cfg, "rounds.round_s"))
-    number(cfg, "rounds.reset_min_s", minimum=0)
-    choice(cfg, "rounds.lp_method", LP_METHODS)
-    window = OmegaConf.select(cfg, "rounds.window")
-    if window is not None:
-        items = list(window) if isinstance(window, (list, ListConfig)) else None
-        whole = items is not None and len(items) == 2 and all(
-            not isinstance(v, bool) and isinstance(v, (int, float)) and float(v).is_integer() for v in items)
-        if not whole:
-            raise ConfigError("rounds.window", "must be [first, last]: two job ids", _shown(window))
-        if items[0] > items[1]:
-            raise ConfigError("rounds.window", "first job id after the last: write [first, last]", _shown(window))
-
-
-def _shown(value):
-    return OmegaConf.to_container(value) if isinstance(value, ListConfig) else value
-
-
-def round_options(cfg: DictConfig, trace, spec, *, packing: bool) -> dict:
+def round_options(settings: RoundSettings, cfg: DictConfig, trace, spec, *, packing: bool) -> dict:
     """The round-based policy's run options: its inputs (raysim.rounds.inputs.RoundInputs) and the
-    mechanism's settings (`rounds:`), each checked (one line naming the key)."""
+    round mechanism's `settings` (the policy's, checked), with the run's throughput table and
+    reference type (`cluster.throughput`, `rounds.reference_type`)."""
     from raysim.rounds.inputs import index_of, round_inputs, run_types
 
-    r = cfg.rounds
     types = run_types(spec.layout)
-    check_round_settings(cfg)
-    order = list(r.type_order) if r.get("type_order") else None
+    order = settings.type_order or None
     if order:
         try:
-            index_of(types, order, "rounds.type_order")
+            index_of(types, order, "policy.type_order")
         except ValueError as exc:
-            raise ConfigError("rounds.type_order", str(exc).split(": ", 1)[1], order) from None
+            raise ConfigError("policy.type_order", str(exc).split(": ", 1)[1], order) from None
     reference = reference_type(cfg, types)
-    mapping = OmegaConf.to_container(r.job_type_map, resolve=True) if r.get("job_type_map") else None
     table = throughput_table(cfg, required=False)
     if table is None:
         log.info("round-based policy without cluster.throughput: every job runs at the same speed on every GPU "
                  "type (steps: milliseconds of its duration)")
-    inputs = round_inputs(trace.table, spec.layout, table, reference=reference,
-                          source=trace.source, job_type_column=_columns(r.job_type_column), job_type_map=mapping,
+    inputs = round_inputs(trace.table, spec.layout, table, reference=reference, source=trace.source,
+                          job_type_column=settings.job_type_column, job_type_map=settings.job_type_map,
                           packing=packing)
-    return {"inputs": inputs, "round_s": float(r.round_s), "reset_min_s": float(r.reset_min_s),
-            "type_order": order, "reference_type": reference, "lp_method": str(r.lp_method)}
-
-
-def _columns(value):
-    """rounds.job_type_column: one column name, or a list of them."""
-    if isinstance(value, str):
-        return value
-    columns = OmegaConf.to_container(value, resolve=True) if not isinstance(value, list) else value
-    if not columns or not all(isinstance(c, str) for c in columns):
-        raise ConfigError("rounds.job_type_column", "must be a column name or a list of column names", value)
-    return columns
+    return {"inputs": inputs, "round_s": settings.round_s, "reset_min_s": settings.reset_min_s,
+            "type_order": order, "reference_type": reference, "lp_method": settings.lp_method}
 
 
 def gavel_trace(cfg: DictConfig, layout: dict):

@@ -70,9 +70,10 @@ def unread_inputs(cfg: DictConfig) -> tuple[str, ...]:
     names the elastic policies' profiles, which policy=tiresias never reads."""
     if cfg.get("mode", "cluster") != "cluster":
         return ()
+    from raysim.run.policy_table import unread_entries
     from raysim.run.unused import policy_unused
 
-    return tuple(policy_unused(cfg))
+    return (*policy_unused(cfg), *unread_entries(cfg))
 
 
 def record_datasets(run_dir: Path, used: list[dict]) -> None:
@@ -90,7 +91,7 @@ def check_settings(cfg: DictConfig) -> None:
     bad value of one it uses."""
     from raysim.run.unused import refuse_retired, refuse_unused, refuse_unused_by_run
 
-    from raysim.run.policy_table import apply_policy_table
+    from raysim.run.policy_table import check_policy_table
 
     refuse_retired(cfg)  # an old name, wherever it is set, before it is taken for an unused setting
     mode = cfg.get("mode")
@@ -106,7 +107,7 @@ def check_settings(cfg: DictConfig) -> None:
     if mode == "cluster":
         from raysim.run.config import check_cluster_config
 
-        apply_policy_table(cfg)  # policies.<this run's policy> over the policy group, checked
+        check_policy_table(cfg)  # what an experiment prepares for policies (policies.<name or kind>)
         refuse_unused_by_run(cfg)
         check_cluster_config(cfg)
     else:

@@ -20,7 +20,8 @@ from raysim.report.describe import run_description, run_overrides
 from raysim.report.settings import report_settings
 from raysim.report.summary import summarize
 from raysim.tables import plural, to_markdown
-from raysim.run.config import check_cluster_config, estimates_from_config, load_from_config, spec_from_config
+from raysim.run.config import (check_cluster_config, estimates_from_config, load_from_config, policy_constants_of,
+                               spec_from_config)
 from raysim.run.outputs import record_wall, write_outputs, write_plots
 from raysim.run.simulate import simulate_to, vc_groups
 from raysim.run.unused import in_multirun
@@ -89,8 +90,9 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
         from raysim.harvest.metrics import with_harvest_figures
 
         summary = with_harvest_figures(summary, Path(run_dir), int(cfg.sim.sample_interval))
-    if policy_class(spec.policy).times_jobs and cfg.rounds.get("window") is not None:
-        summary = with_window_jct(summary, run_dir / "jobs.parquet", cfg.rounds.window)
+    window = policy_constants_of(cfg).get("window") if policy_class(spec.policy).kind == "round" else None
+    if window is not None:
+        summary = with_window_jct(summary, run_dir / "jobs.parquet", window)
     title = run_description(f"{Path(trace.source).parent.name or trace.source}: {spec.policy} / {spec.placer}" + (
         f" / quota={spec.quota.mode}" if spec.quota.mode != "none" else ""), cfg.sim.compat, run_overrides(run_dir))
     plots = settings.run_plots(in_multirun())
@@ -128,7 +130,7 @@ def write_job_views(run_dir: Path, settings, spec) -> None:
 
 def with_window_jct(summary, jobs_path: Path, window):
     """The summary with `avg_jct_window`: the average JCT of the finished jobs whose ids lie in
-    `window` ([first, last], Gavel's measured window), per VC and overall (`rounds.window`)."""
+    `window` ([first, last], Gavel's measured window), per VC and overall (`policy.window`)."""
     first, last = (int(v) for v in window)
     jobs = pq.read_table(jobs_path, columns=["job_id", "vc", "jct"]).to_pandas()
     jobs = jobs[(jobs.job_id >= first) & (jobs.job_id <= last)]

@@ -148,7 +148,7 @@ def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
     name = value(cfg, "policy.name")
     if getattr(policy_class(name), "elastic", False):
         raise ConfigError(key, f"{name} is elastic: its jobs pay their applications' own checkpoint-restore "
-                          "(elastic.apps.*.restart_s); run checkpoints with other policies", shown)
+                          "(policy.apps.*.restart_s); run checkpoints with other policies", shown)
     if policy_class(name).times_jobs:
         raise ConfigError(key, f"{name} times its jobs itself (rounds, harvesting): the checkpoint model "
                           "applies to event-driven policies", shown)
@@ -296,10 +296,6 @@ def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
     node log times) cannot be combined with, refused in one line naming the key."""
     name = cfg.policy.name
     kind = "timed by its node log (harvesting)" if name == "bftrainer" else "round-based"
-    if not getattr(policy_class(name), "elastic", False) and name != "bftrainer":  # elastic: policy.round_s
-        from raysim.rounds.settings import check_round_settings
-
-        check_round_settings(cfg)
     if quota == "borrow":
         raise ConfigError("quota", f"{name} is round-based: its rounds run per VC (quota=none) or cluster-wide "
                           "(quota=global); lending nodes between VCs' rounds is not supported", quota)
@@ -315,12 +311,15 @@ def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
 
 def lucid_profiles(cfg: DictConfig) -> bool:
     """Whether a Lucid run has a profiling stage (policy.profiler.nodes > 0)."""
-    return int(value(cfg, "policy.profiler.nodes", 0)) > 0
+    return int(policy_constants_of(cfg).get("profiler", {}).get("nodes", 0)) > 0
 
 
 def policy_constants_of(cfg: DictConfig) -> dict:
-    """The composed policy group's constants (everything but name and kind)."""
-    return {k: v for k, v in OmegaConf.to_container(cfg.policy, resolve=True).items() if k not in ("name", "kind")}
+    """The run's policy settings: its group (without name and kind) with the experiment's
+    `policies.<kind>` and `policies.<name>` entries (raysim.run.policy_table.policy_values)."""
+    from raysim.run.policy_table import policy_values
+
+    return policy_values(cfg)
 
 
 def configured_layout(cfg: DictConfig) -> dict | None:

@@ -30,7 +30,7 @@ from raysim.errors import ConfigError
 SHARED = ("mode", "data", "hydra")
 #: The config keys and groups each mode reads; the others must keep their root defaults.
 CLUSTER_KEYS = ("seed", "trace", "sim", "network", "estimator", "ray", "policies",
-                "rounds", "elastic", "harvest", "cluster", "policy", "placer", "runtime", "quota", "checkpoint",
+                "rounds", "harvest", "cluster", "policy", "placer", "runtime", "quota", "checkpoint",
                 "failures", "report")
 MODES = {"cluster": CLUSTER_KEYS, "fgd": ("fgd", "seed")}
 #: Why a mode refuses what it does not use (per key where it helps; "*": any other key).
@@ -42,9 +42,9 @@ WHY = {
 }
 #: Config groups chosen by name (`policy=tiresias`): a different choice is refused as the group.
 CHOICE_KEYS = {"policy": "name", "placer": "name", "runtime": "name", "quota": "mode", "failures": "name"}
-#: Settings of the round mechanism (rounds.*) that only round-based policies read; rounds.generate,
-#: rate_jobs_per_hour and reference_type make Gavel's jobs for any policy.
-ROUND_ONLY = ("round_s", "reset_min_s", "type_order", "lp_method", "window", "job_type_column", "job_type_map")
+#: The round mechanism's settings, once rounds.*, now every round-based policy's own (policy.*);
+#: rounds.generate, rate_jobs_per_hour and reference_type make Gavel's jobs for any policy.
+ROUND_MOVED = ("round_s", "reset_min_s", "type_order", "lp_method", "window", "job_type_column", "job_type_map")
 
 
 #: Settings that were renamed or removed -> what to set instead. Refused wherever they are set: Hydra
@@ -59,6 +59,12 @@ RETIRED = {
                  f"prepares it for a sweep sets policies.lucid.{old}; docs/configuration.md)"
        for old, what in (("profiler", "profiling pool"), ("forecast", "packing forecast"),
                          ("profiles", "pair speeds and share scores"))},
+    **{f"rounds.{key}": f"moved to policy.{key}: the round mechanism's settings are each round-based policy's "
+                        f"(an experiment file that prepares them for a sweep sets policies.round.{key}; "
+                        "docs/configuration.md)" for key in ROUND_MOVED},
+    "elastic": "moved: the elastic policies' inputs are each elastic policy's settings (policy.profiles, "
+               "policy.apps, policy.share, ...; an experiment file that prepares them for a sweep sets "
+               "policies.elastic.*; docs/configuration.md)",
     "cluster.cpus_per_node": "removed: give each node's CPUs as the cpu_milli column of a cluster.layout CSV "
                              "(vc,gpu_type,gpus_per_node,nodes,cpu_milli,memory_mib)",
 }
@@ -199,31 +205,28 @@ def policy_unused(cfg: DictConfig) -> dict[str, str]:
     cls = POLICIES.get(name)
     if cls is None:  # an unknown policy: its own check says so
         return {}
-    out = {"policies": "settings an experiment file prepares for the policies a sweep runs (laid over this run's "
-                       "policy group): on a single run's command line, set policy.<key>"}
+    from raysim.run.policy_table import entries_for, policy_values
+
+    out = {f"policies.{entry}": f"settings an experiment prepares for policy (or kind) {entry}, not this run's "
+                                f"{name} ({cls.kind})" for entry in (cfg.get("policies") or {})
+           if entry not in entries_for(cfg)}
     if name == "lucid":
-        if cfg.policy.get("packing", True) is False:
+        values = policy_values(cfg)
+        if values.get("packing", True) is False:
             for key in ("policy.packing_threshold", "policy.forecast_bins", "policy.switch_period_s"):
                 out[key] = "policy.packing=false: Lucid never packs, so its packing switch is not read"
-        if str(OmegaConf.select(cfg, "policy.profiler.nodes")) == "0":
+        profiler = values.get("profiler")  # (its values are checked later, against Lucid's declaration)
+        if isinstance(profiler, dict) and str(profiler.get("nodes")) == "0":
             for key in ("time_limit", "factor", "take_from", "lender", "scaling"):
                 out[f"policy.profiler.{key}"] = ("policy.profiler.nodes=0: no profiling stage, jobs go straight "
                                                  "to their VCs")
-    elastic = getattr(cls, "elastic", False)
     harvest = name == "bftrainer"
-    if not cls.times_jobs or elastic or harvest:
-        for key in ROUND_ONLY:
-            out[f"rounds.{key}"] = (f"a setting of Gavel's round mechanism (docs/gavel.md); {name} is "
-                                    + ("elastic (its rounds: policy.round_s)" if elastic else
-                                       "timed by its node log (harvest.*)" if harvest else "event-driven"))
     if not harvest:
         out["harvest"] = f"used by policy=bftrainer only (+experiment=harvest_summit, docs/harvest.md), not {name}"
     else:
         out["trace"] = "policy=bftrainer's jobs are the tasks of harvest.tasks (docs/harvest.md)"
         out["cluster"] = "policy=bftrainer harvests the nodes of harvest.node_log (harvest.nodes; docs/harvest.md)"
         out["placer"] = "policy=bftrainer places tasks on nodes itself"
-    if not elastic:
-        out["elastic"] = f"used by elastic policies only (policy=sia, pollux, gavel_elastic; docs/elastic.md), not {name}"
     if not cls.needs_estimate:
         out["estimator"] = (f"{name} is round-based and reads no duration estimates" if cls.times_jobs else
                             f"{name} reads no duration estimates (qssf and lucid do)")

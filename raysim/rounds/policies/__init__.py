@@ -24,7 +24,7 @@ def round_policy(name: str, seed: int = 0, lp_method: str = "ipm", **constants) 
     if name not in POLICIES:
         raise ValueError(f"unknown round-based policy {name!r}; known: {', '.join(sorted(POLICIES))}")
     if lp_method not in LP_METHODS:
-        raise ValueError(f"rounds.lp_method must be one of {', '.join(LP_METHODS)}, not {lp_method!r}")
+        raise ValueError(f"policy.lp_method must be one of {', '.join(LP_METHODS)}, not {lp_method!r}")
     policy = POLICIES[name](seed=seed, **constants)
     policy.lp_method = lp_method
     return policy

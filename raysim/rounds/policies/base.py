@@ -17,17 +17,56 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from raysim.settings import NoSettings
+from raysim.errors import ConfigError
+from raysim.settings import setting
 
 Combo = tuple  # (j,) or (a, b) with a < b: job positions
 
-#: How the LPs are solved (rounds.lp_method; raysim.rounds.lp): interior point or simplex. Here, so
+#: How the LPs are solved (policy.lp_method; raysim.rounds.lp): interior point or simplex. Here, so
 #: that checking a setting does not import the solver.
 LP_METHODS = ("ipm", "simplex")
-#: The shortest round (rounds.round_s, and the elastic policies' policy.round_s): the trace clock
+#: The shortest round (policy.round_s, and the elastic policies' policy.round_s): the trace clock
 #: counts whole seconds; a shorter round makes too few steps to progress (a nanosecond round
 #: finished no job) or only multiplies rounds (an elastic nanosecond round never ended).
 MIN_ROUND_S = 1.0
+
+
+def first_last(window: list, key: str) -> list:
+    """policy.window: two job ids, the first not after the last."""
+    if len(window) != 2:
+        raise ConfigError(key, "must be [first, last]: two job ids", window)
+    if window[0] > window[1]:
+        raise ConfigError(key, "first job id after the last: write [first, last]", window)
+    return window
+
+
+def column_names(value, key: str):
+    """policy.job_type_column: one column name, or a list of them (joined by "/")."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)) or not names or not all(isinstance(c, str) and c.strip() for c in names):
+        raise ConfigError(key, "must be a column name or a list of column names", value)
+    return value if isinstance(value, str) else list(value)
+
+
+@dataclass(frozen=True)
+class RoundSettings:
+    """Gavel's round mechanism, as every round-based policy runs it (docs/gavel.md)."""
+
+    round_s: float = setting(360.0, "seconds per round (Gavel's time_per_iteration)", minimum=MIN_ROUND_S,
+                             input=True)
+    reset_min_s: float = setting(1920.0, "an arrival or completion recomputes the allocation at most this often, "
+                                 "seconds", minimum=0, input=True)
+    type_order: list[str] | None = setting(None, "the greedy pass's GPU type order (null: by name; reshuffled each "
+                                           "round for agnostic policies)", input=True)
+    lp_method: str = setting("ipm", "ipm (interior point, no crossover: inside the optimal face, like Gavel's ECOS) "
+                             "| simplex (a vertex)", choices=LP_METHODS, input=True)
+    window: list[int] | None = setting(None, "[first, last] job ids whose average JCT the summary also reports "
+                                       "(avg_jct_window)", check=first_last, input=True)
+    job_type_column: object = setting("job_type", "raysim-schema traces: the column naming each job's type (e.g. "
+                                      "model on Venus), or a list of columns joined by /", check=column_names,
+                                      input=True, what="name or list of names")
+    job_type_map: dict[str, str] | None = setting(None, "... and its values -> throughput-table job types "
+                                                  "(unmapped values are used as they are)", input=True)
 
 
 @dataclass
@@ -53,10 +92,11 @@ class RoundPolicy:
     shuffle_types = False
     fifo = False
     packing = False
-    #: how its LPs are solved (LP_METHODS; rounds.lp_method)
+    #: how its LPs are solved (LP_METHODS; policy.lp_method)
     lp_method = "ipm"
-    #: its constants (raysim.settings; conf/policy/<name>.yaml), keyword arguments of the constructor
-    Settings: type = NoSettings
+    #: its settings (raysim.settings; conf/policy/<name>.yaml): the round mechanism's, and its own
+    #: constants (keyword arguments of the constructor)
+    Settings: type = RoundSettings
 
     def __init__(self, seed: int = 0, **constants):
         if constants:

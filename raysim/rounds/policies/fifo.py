@@ -18,15 +18,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from raysim.rounds.policies.base import AllocationInput, RoundPolicy
+from raysim.rounds.policies.base import AllocationInput, RoundPolicy, RoundSettings
 from raysim.settings import setting
 
 TYPE_CHOICES = ("random", "gavel")
 
 
 @dataclass(frozen=True)
-class FifoSettings:
-    """Which GPU type a new job gets."""
+class FifoSettings(RoundSettings):
+    """The round mechanism, and which GPU type a new job gets."""
 
     type_choice: str = setting("gavel", "random (the drawn type) | gavel (Gavel's simulator: see the policy's "
                                "docstring)", choices=TYPE_CHOICES)

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from raysim.rounds import lp
-from raysim.rounds.policies.base import AllocationInput, RoundPolicy, singles
+from raysim.rounds.policies.base import AllocationInput, RoundPolicy, RoundSettings, singles
 from raysim.settings import setting
 
 
 @dataclass(frozen=True)
-class MinTotalDurationSettings:
-    """Gavel's bisection on the makespan T."""
+class MinTotalDurationSettings(RoundSettings):
+    """The round mechanism, and Gavel's bisection on the makespan T."""
 
     min_s: float = setting(100.0, "Gavel's bisection: starting interval for T (seconds) ...", above=0)
     max_s: float = setting(1000000.0, "... multiplied by 10 while infeasible ...", above=0)
