@@ -582,6 +582,8 @@ for _name, _overrides, _parts in [
 for _name, _argv, _parts in [
     ("profiler_pool", ["+experiment=venus", "policy=lucid", "estimator.source=oracle", "policy.profiler.nodes=1000000000000"],
      ["policy.profiler.nodes: must be at most the cluster's 135 nodes"]),
+    ("profiler_factor", ["+experiment=venus", "policy=lucid", "estimator.source=oracle", "policy.profiler.factor=100"],
+     ["policy.profiler.factor: must be at most the pool's 8 GPUs per node", "(value 100)"]),
     ("generated_jobs", ["+experiment=gavel_continuous", "rounds.generate.jobs=1000000000000"],
      ["rounds.generate.jobs: must be at most 1,000,000"]),
     ("window", ["+experiment=venus", "runtime.window_s=1000000000000"], ["runtime.window_s: must be at most"]),

@@ -121,3 +121,17 @@ def test_lower_layers_import_nothing_from_the_layers_above():
     upward = sorted((m, t) for m, targets in import_graph().items() if within(m, LOWER)
                     for t in targets if within(t, UPPER))
     assert upward == []
+
+
+def test_no_policy_knows_hydra():
+    """Policies receive their typed settings and the run's inputs (Policy.prepare(settings, run,
+    trace, spec)), not the Hydra config: no module of raysim/policy imports hydra or omegaconf or
+    takes a `cfg`."""
+    for path in sorted((REPO / "raysim" / "policy").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                assert not any(n.split(".")[0] in ("hydra", "omegaconf") for n in names), (path.name, names)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert "cfg" not in [a.arg for a in node.args.args + node.args.kwonlyargs], (path.name, node.name)

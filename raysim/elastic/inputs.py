@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from omegaconf import DictConfig
 
 from raysim.elastic.job import ElasticJob
 from raysim.elastic.mapping import applications_by_gpu_hours, elastic_mask, rigid_seconds
@@ -23,6 +22,7 @@ from raysim.elastic.profiles import AppProfile, load_profile
 from raysim.errors import ConfigError, UserError
 
 if TYPE_CHECKING:  # (the policy's module imports this one)
+    from raysim.policy.base import RunInputs
     from raysim.policy.elastic import ElasticSettings
 
 
@@ -68,9 +68,9 @@ class ElasticInputs:
         return self.profiles[app, kind].one_gpu_throughput() / self.profiles[app, dest].one_gpu_throughput()
 
 
-def elastic_options(e: ElasticSettings, cfg: DictConfig, trace, spec) -> dict:
-    """The elastic policy's run options: its inputs, from its checked settings `e` and the run's
-    seed and reference GPU kind (`cfg`)."""
+def elastic_options(e: ElasticSettings, run: RunInputs, trace, spec) -> dict:
+    """The elastic policy's run options: its inputs, from its checked settings `e`, the run's seed
+    (spec.params) and its reference GPU kind (`run`)."""
     from raysim.paths import original_cwd
     from raysim.rounds.inputs import run_types
     from raysim.trace.schema import arrival_seconds
@@ -110,14 +110,14 @@ def elastic_options(e: ElasticSettings, cfg: DictConfig, trace, spec) -> dict:
         replicas = np.minimum(replicas, limit)
         batch = np.array([min(max(p.init_batch_size, p.min_local_bsz * r), p.max_batch_size)
                           for p, r in zip(first, replicas)], dtype=np.int64)
-    elastic = elastic_mask(names, e.share, int(cfg.seed))
+    elastic = elastic_mask(names, e.share, int(spec.params.seed))
     limit = np.zeros(len(names), dtype=np.int64)
     if "max_replicas" in table.column_names:
         limit = table.column("max_replicas").fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     inputs = ElasticInputs(names, apps, replicas, batch, arrival_seconds(table), profiles, constants, elastic,
                            np.ones(len(names)), limit)
     if e.match_durations:
-        inputs.speed = _matching_speeds(inputs, table, kinds, reference_kind(cfg, spec, kinds), spec.layout)
+        inputs.speed = _matching_speeds(inputs, table, kinds, reference_kind(run, kinds), spec.layout)
     return {"inputs": inputs}
 
 
@@ -134,9 +134,9 @@ def _check_batches(batch, apps, names, profiles: dict, folder, source: str, colu
                              column=column, value=int(b))
 
 
-def reference_kind(cfg: DictConfig, spec, kinds) -> str:
+def reference_kind(run: RunInputs, kinds) -> str:
     """The GPU kind trace durations refer to: cluster.reference_gpu_type, else the first kind."""
-    name = cfg.cluster.get("reference_gpu_type")
+    name = run.reference_gpu_type
     return name if name in kinds else kinds[0]
 
 

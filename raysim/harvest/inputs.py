@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from raysim.cluster.layout import Pool
 from raysim.errors import ConfigError, UserError
@@ -85,7 +85,7 @@ def check_harvest_config(cfg: DictConfig) -> None:
     start_ns(cfg.harvest)
 
 
-def start_ns(h: DictConfig) -> int | None:
+def start_ns(h) -> int | None:
     """`harvest.start_time` in ns since the epoch (None: start at `harvest.start_row`)."""
     start = h.get("start_time")
     try:
@@ -105,15 +105,20 @@ def _input(read, *prefixes: str):
         raise
 
 
-def load_inputs(cfg: DictConfig) -> tuple[NodeEvents, TaskSet]:
-    """The node log's events for the configured slice and the task set (read once per process and
-    version of the files: the trace and the policy's inputs both need them)."""
-    h = cfg.harvest
+def harvest_section(cfg: DictConfig) -> dict:
+    """The run's `harvest:` section, as plain values."""
+    return OmegaConf.to_container(cfg.harvest, resolve=True)
+
+
+def load_inputs(h: dict) -> tuple[NodeEvents, TaskSet]:
+    """The node log's events for the slice the `harvest:` section `h` names and the task set (read
+    once per process and version of the files: the trace and the policy's inputs both need them)."""
     base = original_cwd()
-    log_path = resolve_data(h.node_log, "node_log", base)
-    tasks_path = resolve_data(h.tasks, "tasks", base)
+    log_path = resolve_data(h["node_log"], "node_log", base)
+    tasks_path = resolve_data(h["tasks"], "tasks", base)
     versions = tuple((p.stat().st_mtime_ns, p.stat().st_size) for p in (log_path, tasks_path))
-    return _load(str(log_path), str(tasks_path), parse_nodes(h.nodes), int(h.start_row), start_ns(h), versions)
+    return _load(str(log_path), str(tasks_path), parse_nodes(h["nodes"]), int(h["start_row"]), start_ns(h),
+                 versions)
 
 
 @lru_cache(maxsize=2)
@@ -134,7 +139,7 @@ def harvest_trace(cfg: DictConfig):
     from raysim.trace.load import Trace
     from raysim.trace.schema import conform, with_metadata
 
-    events, tasks = load_inputs(cfg)
+    events, tasks = load_inputs(harvest_section(cfg))
     k = len(tasks)
     submit = np.maximum(np.ceil((tasks.tsub_ns - events.t0_ns) / NS), 0).astype(np.int64)
     order = np.argsort(submit, kind="stable")
@@ -169,15 +174,15 @@ def capacity_plan(events: NodeEvents, jobs: int) -> CapacityPlan:
     return CapacityPlan((CAUSE,), {VC: VCCapacity(evs, absent, jobs)})
 
 
-def harvest_spec(cfg: DictConfig, trace, spec):
-    """`spec` with the node log as its capacity plan, the policy's clock, tasks and settings."""
-    h = cfg.harvest
-    events, tasks = load_inputs(cfg)
-    precise = bool(h.precise)
+def harvest_spec(h: dict, trace, spec):
+    """`spec` with the node log as its capacity plan, the policy's clock, tasks and settings (`h`:
+    the `harvest:` section)."""
+    events, tasks = load_inputs(h)
+    precise = bool(h["precise"])
     params = replace(spec.params, ticks_per_s=1000 if precise else 1)
     rows = trace.table.column("job_id").to_numpy()
     options = {"tasks": tasks, "rows": rows, "initial_idle": events.initial_idle, "end_s": float(events.times[-1]),
-               "tfwd": float(h.tfwd), "max_jobs": int(h.max_jobs), "allocator": str(h.allocator),
-               "compat_cap": bool(h.compat_cap), "precise": precise, "milp_time_limit": float(h.milp_time_limit)}
+               "tfwd": float(h["tfwd"]), "max_jobs": int(h["max_jobs"]), "allocator": str(h["allocator"]),
+               "compat_cap": bool(h["compat_cap"]), "precise": precise, "milp_time_limit": float(h["milp_time_limit"])}
     return replace(spec, params=params, capacity=capacity_plan(events, trace.table.num_rows),
                    policy_options={**spec.policy_options, **options})

@@ -24,6 +24,21 @@ from raysim.settings import NoSettings, setting
 
 NEVER = math.inf
 
+@dataclass(frozen=True)
+class RunInputs:
+    """What a policy's `prepare` may read besides its own settings: the run's inputs that belong to
+    no policy (raysim.run.config.run_inputs makes them from the run's config)."""
+
+    #: the cluster's throughput table file (cluster.throughput), or None
+    throughput: str | None = None
+    #: the reference GPU type: rounds.reference_type, else cluster.reference_gpu_type (None: not set)
+    reference_type: str | None = None
+    #: cluster.reference_gpu_type (None: not set)
+    reference_gpu_type: str | None = None
+    #: idle-node harvesting's inputs (the `harvest:` section, policy=bftrainer), or None
+    harvest: dict | None = None
+
+
 #: What a policy may read or call on its view (the VC simulator).
 VIEW = frozenset({
     # state (read only)
@@ -77,8 +92,9 @@ class Policy:
         self.params = params
 
     @classmethod
-    def prepare(cls, cfg, trace, spec):
-        """Run-level inputs beyond the trace (called once per run, before simulation): returns the
+    def prepare(cls, settings, run: RunInputs, trace, spec):
+        """Run-level inputs beyond the trace (called once per run, before simulation), from the
+        policy's checked `settings` (its `Settings`) and the run's other inputs (`run`): returns the
         run spec, possibly with more policy options or a profiler stage, and extra per-job input
         columns or None. The default needs nothing."""
         return spec, None

@@ -90,11 +90,11 @@ class BFTrainer(SelfTimed):
         self.changed = -1                    # tick of the latest capacity change
 
     @classmethod
-    def prepare(cls, cfg, trace, spec):
+    def prepare(cls, settings, run, trace, spec):
         """The node log as the run's capacity plan, the tasks and the settings (`harvest.*`)."""
         from raysim.harvest.inputs import harvest_spec
 
-        return harvest_spec(cfg, trace, spec), None
+        return harvest_spec(run.harvest, trace, spec), None
 
     # -- the engine's hooks --------------------------------------------------------------------
     def on_arrival(self, view, j: int) -> None:

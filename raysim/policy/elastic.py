@@ -137,13 +137,11 @@ class Elastic(SelfTimed):
         self.done: dict[int, tuple] = {}    # seq -> (restarts, GPU-seconds) of finished jobs
 
     @classmethod
-    def prepare(cls, cfg, trace, spec):
+    def prepare(cls, settings, run, trace, spec):
         """The run's elastic inputs (profiles, per-job application and batch size) and its clock."""
         from raysim.elastic.inputs import elastic_options
-        from raysim.policy import policy_settings
-        from raysim.run.config import policy_constants_of
 
-        options = elastic_options(policy_settings(cls.name, policy_constants_of(cfg)), cfg, trace, spec)
+        options = elastic_options(settings, run, trace, spec)
         params = replace(spec.params, ticks_per_s=cls.ticks_per_s)
         return replace(spec, params=params, policy_options={**spec.policy_options, **options}), None
 

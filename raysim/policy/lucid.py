@@ -42,7 +42,8 @@ class ProfilerSettings:
     nodes: int = setting(2, "nodes in the profiling pool; 0: no profiling stage (the ablation \"profiler off\": "
                          "jobs go straight to their VCs, which keep their nodes)", minimum=0)
     time_limit: int = setting(200, "seconds a job is profiled at most", minimum=0)
-    factor: int = setting(4, "jobs of more than nodes x factor GPUs skip profiling", minimum=0)
+    factor: int = setting(4, "jobs of more than nodes x factor GPUs skip profiling (at most the pool's GPUs per "
+                          "node)", minimum=0)
     take_from: list[str] = setting([], "VCs that each give one node to the pool")
     lender: str | None = setting(None, "VC that lends the pool a temporary node when its queue is long")
     scaling: ScalingSettings = section(ScalingSettings, "when the pool borrows and returns that node")
@@ -54,7 +55,7 @@ class ForecastSettings:
 
     source: str = setting("none", "none | file (time, pred_gpu_job, pred_gpu_num per 10-minute bin)",
                           choices=("none", "file"))
-    path: str | None = setting(None, "the forecast CSV (forecast.source=file)")
+    path: str | None = setting(None, "the forecast CSV (policy.forecast.source=file)")
 
 
 @dataclass(frozen=True)
@@ -115,13 +116,11 @@ class Lucid(Policy):
         self.solo: dict[int, list[tuple[int, int]]] = {}  # gpu_num -> [(run order, j)] of jobs alone on their GPUs
 
     @classmethod
-    def prepare(cls, cfg, trace, spec):
+    def prepare(cls, settings, run, trace, spec):
         """The profiler pool, pair speeds, forecast and share scores (raysim.run.lucid_inputs)."""
-        from raysim.policy import policy_settings
-        from raysim.run.config import policy_constants_of
         from raysim.run.lucid_inputs import lucid_inputs
 
-        return lucid_inputs(policy_settings("lucid", policy_constants_of(cfg)), trace, spec)
+        return lucid_inputs(settings, trace, spec)
 
     # ------------------------------------------------------------------ bookkeeping
     def on_arrival(self, view, j):

@@ -78,15 +78,12 @@ class RoundBased(SelfTimed):
         self.last_arrival = None
 
     @classmethod
-    def prepare(cls, cfg, trace, spec):
+    def prepare(cls, settings, run, trace, spec):
         """The run's round inputs and clock: each job's throughput per GPU type (from
         `cluster.throughput`), steps, weights and exact arrivals; the clock in micro-seconds."""
-        from raysim.policy import policy_settings
         from raysim.rounds.settings import round_options
-        from raysim.run.config import policy_constants_of
 
-        settings = policy_settings(cls.name, policy_constants_of(cfg))
-        options = round_options(settings, cfg, trace, spec, packing=cls.allocator_class().packing)
+        options = round_options(settings, run, trace, spec, packing=cls.allocator_class().packing)
         params = replace(spec.params, ticks_per_s=cls.ticks_per_s)
         return replace(spec, params=params, policy_options={**spec.policy_options, **options}), None
 

@@ -11,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from raysim.cluster.throughput import ThroughputTable, read_throughput_table
 from raysim.errors import ConfigError, SkipReport, TraceError, UserError
+from raysim.policy.base import RunInputs
 from raysim.rounds.policies.base import RoundSettings
 
 log = logging.getLogger("raysim")
@@ -19,11 +20,12 @@ TABLE_HELP = ("Gavel's throughput table is public: github.com/stanford-futuredat
               "scheduler/simulation_throughputs.json (MIT); docs/gavel.md")
 
 
-def throughput_table(cfg: DictConfig, *, required: bool = True) -> ThroughputTable | None:
-    """`cluster.throughput` (Gavel's JSON or a throughput CSV); None when not set and not `required`."""
+def throughput_table(cfg: DictConfig | str | None, *, required: bool = True) -> ThroughputTable | None:
+    """`cluster.throughput` (Gavel's JSON or a throughput CSV; `cfg`: the run's config, or that
+    setting's value); None when not set and not `required`."""
     from raysim.paths import original_cwd
 
-    path = cfg.cluster.get("throughput")
+    path = cfg.cluster.get("throughput") if isinstance(cfg, DictConfig) else cfg
     if not path and not required:
         return None
     if not path:
@@ -34,13 +36,16 @@ def throughput_table(cfg: DictConfig, *, required: bool = True) -> ThroughputTab
     return read_throughput_table(p)
 
 
-def reference_type(cfg: DictConfig, types) -> str:
+def reference_type(cfg: DictConfig | RunInputs, types) -> str:
     """The reference GPU type: rounds.reference_type, else cluster.reference_gpu_type, else the
-    first type by name."""
+    first type by name (`cfg`: the run's config or its RunInputs)."""
     from raysim.rounds.inputs import index_of
 
     for key in ("rounds.reference_type", "cluster.reference_gpu_type"):
-        name = OmegaConf.select(cfg, key)
+        if isinstance(cfg, DictConfig):
+            name = OmegaConf.select(cfg, key)
+        else:
+            name = cfg.reference_type if key.startswith("rounds") else cfg.reference_gpu_type
         if name:
             try:
                 return types[index_of(types, [name], key)[0]]
@@ -49,10 +54,10 @@ def reference_type(cfg: DictConfig, types) -> str:
     return types[0]
 
 
-def round_options(settings: RoundSettings, cfg: DictConfig, trace, spec, *, packing: bool) -> dict:
+def round_options(settings: RoundSettings, run: RunInputs, trace, spec, *, packing: bool) -> dict:
     """The round-based policy's run options: its inputs (raysim.rounds.inputs.RoundInputs) and the
     round mechanism's `settings` (the policy's, checked), with the run's throughput table and
-    reference type (`cluster.throughput`, `rounds.reference_type`)."""
+    reference type (`run`: cluster.throughput, rounds.reference_type)."""
     from raysim.rounds.inputs import index_of, round_inputs, run_types
 
     types = run_types(spec.layout)
@@ -62,8 +67,8 @@ def round_options(settings: RoundSettings, cfg: DictConfig, trace, spec, *, pack
             index_of(types, order, "policy.type_order")
         except ValueError as exc:
             raise ConfigError("policy.type_order", str(exc).split(": ", 1)[1], order) from None
-    reference = reference_type(cfg, types)
-    table = throughput_table(cfg, required=False)
+    reference = reference_type(run, types)
+    table = throughput_table(run.throughput, required=False)
     if table is None:
         log.info("round-based policy without cluster.throughput: every job runs at the same speed on every GPU "
                  "type (steps: milliseconds of its duration)")

@@ -24,7 +24,7 @@ from raysim.run.config import (check_cluster_config, estimates_from_config, load
                                spec_from_config)
 from raysim.run.outputs import record_wall, write_outputs, write_plots
 from raysim.run.simulate import simulate_to, vc_groups
-from raysim.run.unused import in_multirun
+from raysim.run.overrides import in_multirun
 
 log = logging.getLogger("raysim")
 

@@ -19,6 +19,7 @@ from raysim.models.estimates import SOURCES as ESTIMATE_SOURCES
 from raysim.models.estimates import estimates_for
 from raysim.placement import PLACERS, placer_settings
 from raysim.policy import POLICIES, policy_class, policy_settings
+from raysim.policy.base import RunInputs
 from raysim.settings import as_options
 from raysim.quota import merged_layout
 from raysim.quota.settings import MODES as QUOTA_MODES
@@ -480,7 +481,7 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     if network is not None:
         warn_if_network_idle(network, layout)
     types = gpu_type_inputs(cfg, trace, layout)
-    constants = as_options(policy_settings(cfg.policy.name, policy_constants_of(cfg)))  # its sections: prepare's
+    constants = as_options(policy_settings(cfg.policy.name, policy_constants_of(cfg)))  # its inputs: prepare's
     quota = quota_settings(OmegaConf.to_container(cfg.quota, resolve=True) if value(cfg, "quota") else None,
                            list(layout))
     homes = ()
@@ -502,5 +503,18 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     if kind_ids is not None:
         extra["checkpoint_kind"] = kind_ids
     refuse_placeholder_durations(cfg, trace)
-    spec, more = policy_class(spec.policy).prepare(cfg, trace, spec)
+    name = cfg.policy.name
+    settings = policy_settings(name, policy_constants_of(cfg))
+    spec, more = policy_class(name).prepare(settings, run_inputs(cfg), trace, spec)
     return spec, {**extra, **(more or {})}
+
+
+def run_inputs(cfg: DictConfig) -> RunInputs:
+    """What a policy's `prepare` reads besides its own settings (raysim.policy.base.RunInputs)."""
+    harvest = None
+    if value(cfg, "harvest") is not None:
+        from raysim.harvest.inputs import harvest_section
+
+        harvest = harvest_section(cfg)
+    return RunInputs(throughput=value(cfg, "cluster.throughput"), reference_type=value(cfg, "rounds.reference_type"),
+                     reference_gpu_type=value(cfg, "cluster.reference_gpu_type"), harvest=harvest)

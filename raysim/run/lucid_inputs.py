@@ -55,6 +55,10 @@ def lucid_inputs(lucid: LucidSettings, trace: Trace, spec: RunSpec) -> tuple[Run
     if profiling:
         donor = next(iter(prof.take_from), None) or next(iter(layout))
         pool = dataclasses.replace(spec.layout[donor][0], nodes=prof.nodes)
+        if prof.factor > pool.gpus_per_node:  # a job the pool accepts but cannot hold would wait there forever
+            raise ConfigError("policy.profiler.factor", f"must be at most the pool's {pool.gpus_per_node} GPUs per "
+                              f"node: jobs of up to nodes x factor GPUs are profiled in the pool of {pool.nodes} "
+                              f"node(s), {pool.nodes * pool.gpus_per_node} GPUs", prof.factor)
         settings = {"params": spec.params, "pool": pool, "time_limit": prof.time_limit,
                     "factor": prof.factor, "lender": prof.lender, "forecast": forecast,
                     "scaling": dataclasses.asdict(prof.scaling)}

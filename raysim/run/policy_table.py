@@ -74,7 +74,7 @@ def unread_entries(cfg: DictConfig, overrides=None) -> list[str]:
 
 
 def _laid(cfg: DictConfig, overrides) -> tuple[dict, list[str]]:
-    from raysim.run.unused import command_line_overrides, covers, override_key
+    from raysim.run.overrides import command_line_overrides, covers, override_key
 
     values = {k: v for k, v in OmegaConf.to_container(cfg.policy, resolve=True).items() if k not in ("name", "kind")}
     entries, unread = entries_for(cfg), []

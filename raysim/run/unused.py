@@ -25,6 +25,7 @@ from functools import lru_cache
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from raysim.errors import ConfigError
+from raysim.run.overrides import command_line_overrides, covers, in_multirun, override_key
 
 #: Keys every mode reads (or Hydra owns).
 SHARED = ("mode", "data", "hydra")
@@ -91,34 +92,6 @@ def refuse_retired(cfg: DictConfig | None, overrides=None) -> None:
     for old, why in RETIRED.items():
         if cfg is not None and _has(cfg, old):
             raise ConfigError(old, why)
-
-
-def command_line_overrides() -> list[str]:
-    """Hydra's command-line overrides of this run (none outside a Hydra run)."""
-    from hydra.core.hydra_config import HydraConfig
-
-    if not HydraConfig.initialized():
-        return []
-    # as typed: an override's own interpolation (trace.path=${oc.env:X}) is the run's to resolve
-    return [str(o) for o in OmegaConf.to_container(HydraConfig.get().overrides.task, resolve=False)]
-
-
-def in_multirun() -> bool:
-    """Whether this is one job of a Hydra multirun."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
-
-
-def override_key(text: str) -> str:
-    """`policy.overhead_s` of `+policy.overhead_s=3`."""
-    return str(text).lstrip("+~").split("=", 1)[0]
-
-
-def covers(prefix: str, key: str) -> bool:
-    """Whether dotted `key` is `prefix` or lies under it."""
-    return key == prefix or key.startswith(prefix + ".")
 
 
 def refuse_overrides(unused, why: str, overrides=None) -> None:
