@@ -29,8 +29,8 @@ def ours(sia_dir, tmp_path_factory):
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
             cfg = compose(config_name="config", overrides=[
                 "+experiment=sia_saturn", f"policy={policy}", "runtime=local",
-                f"trace.path={sia_dir / 'workloads' / 'saturn' / 'workload-1.csv'}",
-                f"policy.profiles={sia_dir / 'profiles'}"])
+                f"trace.path={sia_dir / 'workloads' / 'saturn' / 'workload-1.csv'}", "trace.cache=false",
+                f"policy.profiles={sia_dir / 'profiles'}"])  # (no Parquet cache written into ../shared)
         folder = tmp_path_factory.mktemp(policy)
         run(cfg, folder)
         out[policy] = pq.read_table(folder / "jobs.parquet").to_pandas().sort_values("job_id").reset_index(drop=True)
