@@ -22,8 +22,10 @@ profiling pool, the round mechanism's job-type column).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
+from functools import lru_cache
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -121,8 +123,9 @@ def _kind(annotation) -> tuple[str, bool]:
     raise TypeError(f"unsupported setting type {annotation!r}")
 
 
-def describe(cls) -> list[Declared]:
-    """The settings declared by dataclass `cls`, in declaration order."""
+@lru_cache(maxsize=None)
+def describe(cls) -> tuple[Declared, ...]:
+    """The settings declared by dataclass `cls`, in declaration order (read once per class)."""
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
@@ -135,7 +138,7 @@ def describe(cls) -> list[Declared]:
                             meta["maximum"], meta["nonzero"], meta["choices"],
                             hints[f.name] if kind == "section" else None, meta["check"], meta["input"],
                             meta["what"]))
-    return out
+    return tuple(out)
 
 
 def leaves(cls, prefix: str = "") -> list[tuple[str, Declared]]:
@@ -149,7 +152,7 @@ def leaves(cls, prefix: str = "") -> list[tuple[str, Declared]]:
 
 def defaults(cls) -> dict:
     """name -> default of every setting `cls` declares (a section: its own defaults, as a dict)."""
-    return {d.name: defaults(d.section) if d.section else d.default for d in describe(cls)}
+    return {d.name: defaults(d.section) if d.section else copy.deepcopy(d.default) for d in describe(cls)}
 
 
 def parse(cls, values: Mapping, *, prefix: str, owner: str):

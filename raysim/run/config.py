@@ -481,7 +481,8 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     if network is not None:
         warn_if_network_idle(network, layout)
     types = gpu_type_inputs(cfg, trace, layout)
-    constants = as_options(policy_settings(cfg.policy.name, policy_constants_of(cfg)))  # its inputs: prepare's
+    settings = policy_settings(cfg.policy.name, policy_constants_of(cfg))
+    constants = as_options(settings)  # (its inputs are its prepare's)
     quota = quota_settings(OmegaConf.to_container(cfg.quota, resolve=True) if value(cfg, "quota") else None,
                            list(layout))
     homes = ()
@@ -503,9 +504,7 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     if kind_ids is not None:
         extra["checkpoint_kind"] = kind_ids
     refuse_placeholder_durations(cfg, trace)
-    name = cfg.policy.name
-    settings = policy_settings(name, policy_constants_of(cfg))
-    spec, more = policy_class(name).prepare(settings, run_inputs(cfg), trace, spec)
+    spec, more = policy_class(spec.policy).prepare(settings, run_inputs(cfg), trace, spec)
     return spec, {**extra, **(more or {})}
 
 
