@@ -10,8 +10,10 @@ be 0 (value 0)``). ``raysim --help`` and docs/configuration.md show the declarat
 
 Supported field types: ``int``, ``float``, ``bool``, ``str``, ``dict[str, float]`` (a table of
 numbers by name), ``dict[str, str]``, ``list[str]`` (names), ``list[int]``, any of them ``| None``
-(null allowed); ``object`` (any value, checked by the field's own `check`); and another
-declaration, a *section* (:func:`section`: ``policy.profiler.nodes``), checked field by field. A
+(null allowed); ``object`` (any value, checked by the field's own `check`); another declaration,
+a *section* (:func:`section`: ``policy.profiler.nodes``), checked field by field, optionally ``| None``
+(a section that may be absent); and ``dict[str, <declaration>]``, a *table* of sections by name
+(``quota.vcs.<vc>.cohort``). A
 field may also name a `check` of its own (a function of the typed value and the key, returning
 the value or raising ConfigError) for what its type and bounds cannot say.
 
@@ -68,7 +70,7 @@ class Declared:
 
     name: str
     kind: str          # int, float, bool, str, dict[str, float], dict[str, str], list[str], list[int],
-                       # value (any: its check says) or section
+                       # value (any: its check says), section or table (sections by name)
     optional: bool     # null allowed
     default: object
     doc: str
@@ -77,7 +79,7 @@ class Declared:
     maximum: float | None = None
     nonzero: bool = False
     choices: tuple | None = None
-    section: type | None = None  # kind "section": its declaration
+    section: type | None = None  # kind "section": its declaration; "table": its entries
     check: object = None         # its own rule: check(value, key) -> value, or ConfigError
     input: bool = False          # read by the plug-in's run, not passed to its constructor
     what: str = ""               # its type in words (kind "value")
@@ -109,6 +111,8 @@ def _kind(annotation) -> tuple[str, bool]:
         if len(args) != 1:
             raise TypeError(f"unsupported setting type {annotation!r}")
         annotation = args[0]
+    if typing.get_origin(annotation) is dict and dataclasses.is_dataclass(typing.get_args(annotation)[1]):
+        return "table", optional
     for container in (dict, list):
         if typing.get_origin(annotation) is container:
             kind = f"{container.__name__}[{', '.join(a.__name__ for a in typing.get_args(annotation))}]"
@@ -116,8 +120,8 @@ def _kind(annotation) -> tuple[str, bool]:
                 return kind, optional
     if annotation is object:
         return "value", optional
-    if dataclasses.is_dataclass(annotation) and not optional:
-        return "section", False
+    if dataclasses.is_dataclass(annotation):
+        return "section", optional
     if annotation in (int, float, bool, str):
         return annotation.__name__, optional
     raise TypeError(f"unsupported setting type {annotation!r}")
@@ -136,9 +140,18 @@ def describe(cls) -> tuple[Declared, ...]:
             raise TypeError(f"{cls.__name__}.{f.name} is not declared with setting(default, doc)")
         out.append(Declared(f.name, kind, optional, default, meta["doc"], meta["minimum"], meta["above"],
                             meta["maximum"], meta["nonzero"], meta["choices"],
-                            hints[f.name] if kind == "section" else None, meta["check"], meta["input"],
+                            _section_of(hints[f.name], kind), meta["check"], meta["input"],
                             meta["what"]))
     return tuple(out)
+
+
+def _section_of(annotation, kind: str):
+    """The declaration of a section's or a table's entries (None for other kinds)."""
+    if kind not in ("section", "table"):
+        return None
+    args = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
+    inner = args[0] if len(args) == 1 and dataclasses.is_dataclass(args[0]) else annotation
+    return typing.get_args(inner)[1] if typing.get_origin(inner) is dict else inner
 
 
 def leaves(cls, prefix: str = "") -> list[tuple[str, Declared]]:
@@ -146,13 +159,15 @@ def leaves(cls, prefix: str = "") -> list[tuple[str, Declared]]:
     out = []
     for d in describe(cls):
         name = f"{prefix}{d.name}"
-        out += leaves(d.section, name + ".") if d.section else [(name, d)]
+        inner = name + (".<name>." if d.kind == "table" else ".")
+        out += leaves(d.section, inner) if d.section and d.default is not None else [(name, d)]
     return out
 
 
 def defaults(cls) -> dict:
     """name -> default of every setting `cls` declares (a section: its own defaults, as a dict)."""
-    return {d.name: defaults(d.section) if d.section else copy.deepcopy(d.default) for d in describe(cls)}
+    return {d.name: defaults(d.section) if d.kind == "section" and d.default is not None else copy.deepcopy(d.default)
+            for d in describe(cls)}
 
 
 def parse(cls, values: Mapping, *, prefix: str, owner: str):
@@ -183,6 +198,12 @@ def _typed(d: Declared, value, key: str, owner: str):
         if d.optional:
             return None
         raise ConfigError(key, f"must be {_a(d.kind)}, not null")
+    if d.kind == "table":
+        if not isinstance(value, Mapping):
+            raise ConfigError(key, f"must be a table {{name: {{{', '.join(f.name for f in describe(d.section))}}}}}",
+                              value)
+        return {str(k): _typed(dataclasses.replace(d, kind="section", optional=False), v, f"{key}.{k}", owner)
+                for k, v in value.items()}
     if d.section is not None:
         if not isinstance(value, Mapping):
             raise ConfigError(key, f"must be a section of settings ({', '.join(f.name for f in describe(d.section))})",
