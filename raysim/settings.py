@@ -172,16 +172,21 @@ def defaults(cls) -> dict:
 
 def parse(cls, values: Mapping, *, prefix: str, owner: str):
     """`values` checked against declaration `cls` and filled with its defaults: an instance of `cls`.
-    A key `cls` does not declare, or a bad value, is a ConfigError naming ``<prefix>.<key>``;
+    A key `cls` does not declare, or a bad value, is a ConfigError naming ``<prefix>.<key>`` (``<key>``
+    with an empty prefix: the root of a config);
     `owner` says whose settings these are (e.g. "policy sia")."""
     declared = {d.name: d for d in describe(cls)}
     for key in values:
         if key not in declared:
             known = ", ".join(declared) or "none"
-            raise ConfigError(f"{prefix}.{key}", f"not a setting of {owner} (its settings: {known}; "
+            raise ConfigError(_dotted(prefix, key), f"not a setting of {owner} (its settings: {known}; "
                               "raysim --help lists them)")
-    return cls(**{key: check(d, values[key], f"{prefix}.{key}", owner) for key, d in declared.items()
+    return cls(**{key: check(d, values[key], _dotted(prefix, key), owner) for key, d in declared.items()
                   if key in values})
+
+
+def _dotted(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else str(key)
 
 
 def check(d: Declared, value, key: str, owner: str = ""):

@@ -775,9 +775,9 @@ def test_mode_must_be_known(tmp_path):
 
 
 @pytest.mark.parametrize("override,words", [
-    ("fgd.policy=bogus", "fgd.policy: unknown policy of the FGD simulator"),
+    ("fgd.policy=bogus", "fgd.policy: must be one of random, dotprod"),
     ("fgd.tune=-1", "fgd.tune: must be greater than 0"),
-    ("seed=-3", "seed: must be a non-negative integer"),
+    ("seed=-3", "seed: must be at least 0"),
 ])
 def test_fgd_experiment_checks_its_config_before_reading(tmp_path, override, words):
     """The FGD inflation experiment validates its whole config first: one line naming the key."""
@@ -786,7 +786,7 @@ def test_fgd_experiment_checks_its_config_before_reading(tmp_path, override, wor
     import raysim.cli  # noqa: F401
     from raysim.errors import ConfigError, user_error_message
     from raysim.paths import CONF_DIR
-    from raysim.sharing.run import run_fgd
+    from raysim.run.fgd import run_fgd
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=["+experiment=fgd_openb", override])

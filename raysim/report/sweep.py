@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 from hydra.experimental.callback import Callback
+from omegaconf import OmegaConf
 
 from raysim.report.describe import common_overrides, has_results, run_folders, run_labels, run_overrides
 from raysim.report.plots import compare_plots, save_figure, set_title, subplots
@@ -209,7 +210,8 @@ class SweepSummary(Callback):
 
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        settings = report_settings(config)
+        report = config.get("report")
+        settings = report_settings(None if report is None else OmegaConf.to_container(report, resolve=True))
         try:
             table = report_sweep(sweep_dir, plots=settings.sweep_plots(), html=settings.html)
         except FileNotFoundError:

@@ -6,7 +6,7 @@
   `lucid_inputs`, or for harvesting, policy=bftrainer, the node log and task set,
   raysim.harvest.inputs), simulates every VC (`simulate`: VC groups, coordinator, result files)
   and writes the summary, plots and reports (`outputs`).
-- `raysim.sharing.run.run_fgd`: the FGD placement ("inflation") experiment under GPU sharing.
+- `fgd.run_fgd`: the FGD placement ("inflation") experiment under GPU sharing.
 
 Before any of them reads an input, `check_settings` checks the whole config: every setting the run
 uses has a valid value, and every setting it does not use is refused (raysim.run.unused), each in one
@@ -57,8 +57,9 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
 def write_page(cfg: DictConfig, run_dir: Path) -> None:
     """report.html of a trace replay, last (it shows the datasets recorded above), unless report.html=false."""
     from raysim.report.settings import report_settings
+    from raysim.run.values import plain
 
-    if report_settings(cfg).html:
+    if report_settings(plain(cfg, "report")).html:
         from raysim.report.run_page import write_run_page
 
         print(f"page: {write_run_page(run_dir)}")
@@ -100,9 +101,9 @@ def check_settings(cfg: DictConfig) -> None:
     if mode not in ("cluster", "fgd"):
         raise ConfigError("mode", "must be one of cluster, fgd", mode)
     if mode == "fgd":
-        from raysim.sharing.run import refuse_moved
+        from raysim.run.fgd import fgd_settings
 
-        refuse_moved(cfg)
+        fgd_settings(cfg)  # a former key of the timed experiment is named before it is taken for an unused one
     refuse_unused(cfg)
     if mode == "cluster":
         from raysim.run.config import check_cluster_config
@@ -110,10 +111,6 @@ def check_settings(cfg: DictConfig) -> None:
         check_policy_table(cfg)  # what an experiment prepares for policies (policies.<name or kind>)
         refuse_unused_by_run(cfg)
         check_cluster_config(cfg)
-    else:
-        from raysim.sharing.run import check_fgd_config
-
-        check_fgd_config(cfg)
 
 
 def _run_mode(cfg: DictConfig, run_dir: Path) -> dict:
@@ -122,7 +119,7 @@ def _run_mode(cfg: DictConfig, run_dir: Path) -> dict:
 
         return run_cluster(cfg, run_dir)
     if cfg.mode == "fgd":
-        from raysim.sharing.run import run_fgd
+        from raysim.run.fgd import run_fgd
 
         return run_fgd(cfg, run_dir)
     if cfg.mode in MOVED:

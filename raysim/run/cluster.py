@@ -18,6 +18,7 @@ from raysim.errors import ConfigError, TraceError
 from raysim.policy import policy_class
 from raysim.report.describe import run_description, run_overrides
 from raysim.report.settings import report_settings
+from raysim.run.values import plain
 from raysim.report.summary import summarize
 from raysim.tables import plural, to_markdown
 from raysim.run.config import (check_cluster_config, estimates_from_config, load_from_config, policy_constants_of,
@@ -66,7 +67,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
         from raysim.runtime.ray_backend import stop_ray_in_background
 
         stop_ray_in_background()
-    settings = report_settings(cfg)
+    settings = report_settings(plain(cfg, "report"))
     columns = ["vc", "submit_time", "end_time", "queue", "jct", "preemptions", "finished"]
     if spec.quota.mode != "none":
         columns += ["ran_on_vc", "reclaims"]

@@ -27,7 +27,7 @@ from raysim.quota.settings import quota_settings
 from raysim.report.settings import report_settings
 from raysim.run.failures import check_failures_config, failure_plan, failures_name
 from raysim.run.requests import counts_resources, request_inputs
-from raysim.run.values import boolean, choice, integer, number, value
+from raysim.run.values import boolean, choice, integer, number, plain, value
 from raysim.trace.schema import REQUEST_COLUMNS
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
@@ -130,7 +130,7 @@ def check_cluster_config(cfg: DictConfig) -> None:
     check_failures_config(cfg)
     if failures_name(cfg) != "none":
         refuse_moving_nodes(cfg, "failures", name, failures_name(cfg))
-    report_settings(cfg)
+    report_settings(plain(cfg, "report"))
 
 
 CHECKPOINT_KEYS = ("interval_s", "write_s", "restart_s")

@@ -85,3 +85,9 @@ def choice(cfg: DictConfig, key: str, allowed, *, what: str = ""):
                       if not isinstance(a, bool))
     message = f"unknown {what}; choose one of {shown}" if what else f"must be one of {shown}"
     raise ConfigError(key, message, raw)
+
+
+def plain(cfg: DictConfig, key: str):
+    """The section at dotted `key` as plain values (dicts, lists; interpolations resolved), or None."""
+    node = OmegaConf.select(cfg, key, default=None, throw_on_missing=True)
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node

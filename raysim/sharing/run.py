@@ -1,111 +1,16 @@
-"""FGD mode entry point (`+experiment=fgd_openb`): config -> one inflation run -> run folder.
-
-A run folder gets `allo.csv` and `frag_ratio.csv` (one row each, in the FGD simulator's column
-layout: workload, sc_policy, tune, seed, [total_gpus,] then one column per percent 0..130 of
-arrived GPU workload), `fgd_summary.csv` (the curves at 100 % and 130 %, failures, wall time) and
-`plots/fgd_curves.png`. A multirun over policies and seeds is combined by `summarize_fgd_sweep`.
-
-The experiment has no clock: pods are placed on the resource state by FGD's scored policies
-(raysim.placement.scored), and nothing else of a trace replay applies. A setting it does not use
-(a scheduling policy, a placer, quotas between VCs, a runtime, trace options, ...), given on the
-command line or differing from the root defaults, is refused in one line naming it
-(raysim.run.unused). Pods in time, under any policy and placer, are
-`+experiment=openb`.
-"""
+"""The FGD placement ("inflation") experiment's results: a multirun over policies and seeds combined
+(`summarize_fgd_sweep`) and the allocation and fragmentation curves (`curve_plot`). One run is
+raysim.run.fgd's (`+experiment=fgd_openb`, mode `fgd`)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from omegaconf import DictConfig
 
-from raysim.errors import ConfigError
-from raysim.paths import original_cwd
-from raysim.run import unused
-from raysim.report.describe import run_description, run_overrides
 from raysim.report.plots import set_title, subplots
 from raysim.tables import markdown_table
-from raysim.sharing.inflation import load_openb, run_inflation, workload_name
-
-DATA_HELP = ("The Alibaba GPU 2023 trace (openb) is public: github.com/alibaba/clusterdata, folder "
-             "cluster-trace-gpu-v2023/csv; `raysim data fetch openb` caches it for fgd.data_dir=data:openb "
-             "(docs/data.md). Or set fgd.data_dir to the folder holding openb_node_list_gpu_node.csv and "
-             "the openb_pod_list_*.csv files.")
-
-
-#: Former keys of the timed experiment, now `+experiment=openb`.
-MOVED = {"timed": "the timed experiment is +experiment=openb now",
-         "backfill": "a backfilling queue is policy=fifo_backfill of +experiment=openb now",
-         "speedup": "compressed arrivals are +trace.reader_options.speedup=N of +experiment=openb now"}
-
-
-def refuse_moved(cfg: DictConfig) -> None:
-    """A ConfigError naming a former timed-experiment key in `fgd`, or a missing `fgd` section."""
-    if cfg.get("fgd") is None:
-        raise ConfigError("fgd", "mode=fgd needs an `fgd:` config section; run e.g. "
-                          "`python -m raysim +experiment=fgd_openb`")
-    for key, why in MOVED.items():
-        if key in cfg.fgd:
-            raise ConfigError(f"fgd.{key}", why)
-
-
-def refuse_unused(cfg: DictConfig, overrides=None) -> None:
-    """A ConfigError naming the first setting the inflation experiment does not use (a former
-    timed-experiment key in `fgd`, or any setting of a trace replay: raysim.run.unused's table for
-    mode=fgd), given in `overrides` (default: Hydra's command-line overrides of this run) or differing
-    from the root defaults."""
-    refuse_moved(cfg)
-    unused.refuse_unused(cfg, overrides)
-
-
-def run_fgd(cfg: DictConfig, run_dir: Path) -> dict:
-    """Run one FGD inflation experiment as configured (`fgd.*`, `seed`); returns its summary row."""
-    refuse_unused(cfg)
-    f = cfg.fgd
-    check_fgd_config(cfg)
-    folder = (original_cwd() / str(f.data_dir)).resolve()
-    if not (folder / f"{str(f.node_list).removesuffix('.csv')}.csv").is_file():
-        raise FileNotFoundError(f"fgd.data_dir: no {f.node_list}.csv in {folder}.\n{DATA_HELP}")
-    t0 = time.perf_counter()
-    nodes, pods = load_openb(folder, str(f.workload), str(f.node_list))
-    load_s = time.perf_counter() - t0
-    run = run_inflation(nodes, pods, str(f.policy), int(cfg.seed), float(f.tune),
-                        workload=workload_name(str(f.workload)), check=True)
-    allo, frag = run.rows()
-    allo.to_csv(run_dir / "allo.csv", index=False)
-    frag.to_csv(run_dir / "frag_ratio.csv", index=False)
-    row = {"workload": run.workload, "sc_policy": run.label, "seed": run.seed, "tune": run.tune,
-           "gpus": run.total_gpus, "arrivals": len(run.pod), "failed": run.failed,
-           "allo_100": allo.at[0, "100"], "allo_130": allo.at[0, "130"],
-           "frag_ratio_100": frag.at[0, "100"], "frag_ratio_130": frag.at[0, "130"],
-           "load_s": round(load_s, 3), "wall_s": round(run.wall_s, 3)}
-    pd.DataFrame([row]).to_csv(run_dir / "fgd_summary.csv", index=False)
-    if f.get("plots", True):
-        curve_plot({run.label: (allo, frag)}, run_dir / "plots" / "fgd_curves.png",
-                   title=run_description(f"{run.workload}, seed {run.seed}", overrides=run_overrides(run_dir)))
-    print(f"{run.label} on {run.workload} (seed {run.seed}, tune {run.tune}): {len(run.pod):,} arrivals, "
-          f"{run.failed:,} failed; GPU allocation {row['allo_100']:.2f} % at 100 % arrived, "
-          f"{row['allo_130']:.2f} % at 130 %; {run.wall_s:.2f} s")
-    return row
-
-
-def check_fgd_config(cfg: DictConfig) -> None:
-    """Every `fgd.*` value and the seed checked before anything is read: one line naming the key."""
-    from raysim.placement.scored import SCORERS
-    from raysim.run.values import choice, integer, number
-
-    f = cfg.fgd
-    integer(cfg, "seed", minimum=0)
-    choice(cfg, "fgd.policy", tuple(SCORERS), what="policy of the FGD simulator")
-    number(cfg, "fgd.tune", above=0)
-    for key in ("workload", "node_list", "data_dir"):
-        if not isinstance(f.get(key), str) or not f.get(key).strip():
-            raise ConfigError(f"fgd.{key}", "must be a name (see conf/experiment/fgd_openb.yaml)", f.get(key))
-    if not isinstance(f.get("plots", True), bool):
-        raise ConfigError("fgd.plots", "must be true or false", f.get("plots"))
 
 
 def summarize_fgd_sweep(sweep_dir: str | Path, title: str = "") -> pd.DataFrame:
