@@ -252,14 +252,19 @@ def _typed(d: Declared, value, key: str, owner: str):
     if d.choices and value not in d.choices:
         raise ConfigError(key, "must be " + _choices(d), value)
     if d.above is not None and not value > d.above:
-        raise ConfigError(key, f"must be greater than {d.above:g}", value)
+        raise ConfigError(key, f"must be greater than {_shown(d.above)}", value)
     if d.minimum is not None and value < d.minimum:
-        raise ConfigError(key, f"must be at least {d.minimum:g}", value)
+        raise ConfigError(key, f"must be at least {_shown(d.minimum)}", value)
     if d.maximum is not None and value > d.maximum:
-        raise ConfigError(key, f"must be at most {d.maximum:g}", value)
+        raise ConfigError(key, f"must be at most {_shown(d.maximum)}", value)
     if d.nonzero and value == 0:
         raise ConfigError(key, "must not be 0", value)
     return value
+
+
+def _shown(bound: float) -> str:
+    """A bound as people read it: 1,000,000 rather than 1e+06."""
+    return f"{int(bound):,}" if float(bound).is_integer() and abs(bound) < 1e16 else f"{bound:g}"
 
 
 def _a(kind: str) -> str:

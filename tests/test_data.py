@@ -22,7 +22,7 @@ from raysim import cli  # noqa: F401  (resolvers)
 from raysim.cli import guarded
 from raysim.data import DataError, datasets, resolve, store
 from raysim.data import cli as data_cli
-from raysim.data.resolve import resolve_config
+from raysim.run.data_names import resolve_config
 from raysim.paths import CONF_DIR
 
 A = b"job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n1,vcA,u1,1,4,0,100,COMPLETED\n2,vcA,u2,2,4,10,200,COMPLETED\n"

@@ -135,3 +135,18 @@ def test_no_policy_knows_hydra():
                 assert not any(n.split(".")[0] in ("hydra", "omegaconf") for n in names), (path.name, names)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 assert "cfg" not in [a.arg for a in node.args.args + node.args.kwonlyargs], (path.name, node.name)
+
+
+def test_no_config_below_the_run_layer():
+    """Only raysim/run (and the command line, raysim/cli.py) read the composed config: every other
+    module receives typed settings (raysim.settings) and plain values, so no function outside them
+    takes a `cfg` or a DictConfig."""
+    outside = [p for p in sorted((REPO / "raysim").rglob("*.py"))
+               if "run" not in p.relative_to(REPO / "raysim").parts[:1] and p.name != "cli.py"]
+    for path in outside:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+                assert "cfg" not in [a.arg for a in args], (str(path.relative_to(REPO)), node.name)
+                assert not any("DictConfig" in ast.unparse(a.annotation) for a in args if a.annotation), (
+                    str(path.relative_to(REPO)), node.name)

@@ -6,8 +6,8 @@
 """
 
 from raysim.data.registry import DataError, Dataset, DataFile, dataset, datasets
-from raysim.data.resolve import is_data_ref, resolve, resolve_config
+from raysim.data.resolve import is_data_ref, resolve
 from raysim.data.store import cache_root, fetch, folder, problems, status
 
-__all__ = ["DataError", "Dataset", "DataFile", "dataset", "datasets", "is_data_ref", "resolve", "resolve_config",
+__all__ = ["DataError", "Dataset", "DataFile", "dataset", "datasets", "is_data_ref", "resolve",
            "cache_root", "fetch", "folder", "problems", "status"]

@@ -59,8 +59,8 @@ class SiaAllocator:
         """{seq: (GPU kind, node index per GPU)} for the active `jobs` (in arrival order) at `now`,
         jobs without GPUs left out; `ratios(app, kind, dest)` is the one-GPU throughput ratio used to
         project goodputs."""
-        cfg = self.configs
-        n, m = len(jobs), len(cfg.gpus)
+        shapes = self.configs
+        n, m = len(jobs), len(shapes.gpus)
         if not n or not m:  # (no job, or no configuration: every node is down)
             self.prev = {}
             return {}
@@ -100,7 +100,7 @@ class SiaAllocator:
         for job in jobs:
             c = self.prev[job.seq]
             if c is not None:
-                per_kind.setdefault(int(cfg.kind[c]), []).append((job.seq, int(cfg.gpus[c])))
+                per_kind.setdefault(int(shapes.kind[c]), []).append((job.seq, int(shapes.gpus[c])))
         placed = {}
         for k, allocs in per_kind.items():
             name = self.kinds.names[k]
@@ -110,28 +110,28 @@ class SiaAllocator:
 
     # -- one job's row -------------------------------------------------------------------------
     def _row(self, job, ratios, limit: int) -> np.ndarray:
-        cfg, kinds = self.configs, self.kinds
-        row = np.zeros(len(cfg.gpus), dtype=np.float32) + ZERO_GAIN
+        shapes, kinds = self.configs, self.kinds
+        row = np.zeros(len(shapes.gpus), dtype=np.float32) + ZERO_GAIN
         known = [k for k, name in enumerate(kinds.names) if job.model(name) is not None]
         unknown = set()
         for k, name in enumerate(kinds.names):
-            idx = cfg.of_kind(k)
-            valid = idx[cfg.gpus[idx] == limit] if job.rigid else idx[cfg.gpus[idx] <= limit]
-            valid = valid[cfg.gpus[valid] <= job.apps[name].max_replicas]  # what the profiles price
+            idx = shapes.of_kind(k)
+            valid = idx[shapes.gpus[idx] == limit] if job.rigid else idx[shapes.gpus[idx] <= limit]
+            valid = valid[shapes.gpus[valid] <= job.apps[name].max_replicas]  # what the profiles price
             if k in known:
-                row[valid] = self._goodput(job, name, cfg.nodes[valid], cfg.gpus[valid])
+                row[valid] = self._goodput(job, name, shapes.nodes[valid], shapes.gpus[valid])
             elif known:  # projected from the first kind it has run on
                 dest = kinds.names[known[0]]
-                nodes = -(-cfg.gpus[valid] // kinds.per_node[known[0]])
-                row[valid] = self._goodput(job, dest, nodes, cfg.gpus[valid]) * np.float32(ratios(job.app, name, dest))
+                nodes = -(-shapes.gpus[valid] // kinds.per_node[known[0]])
+                row[valid] = self._goodput(job, dest, nodes, shapes.gpus[valid]) * np.float32(ratios(job.app, name, dest))
             else:
                 unknown.add(k)
-        mins = [row[cfg.of_kind(k)][row[cfg.of_kind(k)] > ZERO_GAIN].min() for k in range(len(kinds.names))
-                if k not in unknown and (row[cfg.of_kind(k)] > ZERO_GAIN).any()]
+        mins = [row[shapes.of_kind(k)][row[shapes.of_kind(k)] > ZERO_GAIN].min() for k in range(len(kinds.names))
+                if k not in unknown and (row[shapes.of_kind(k)] > ZERO_GAIN).any()]
         row *= np.float32(1.0 / min(mins)) if mins else np.float32(1.0)
         for k in unknown:  # nothing known: one GPU (a rigid job: its own count) of this kind is worth 1
-            idx = cfg.of_kind(k)
-            row[idx[cfg.gpus[idx] == (job.target_replicas if job.rigid else 1)]] = 1.0
+            idx = shapes.of_kind(k)
+            row[idx[shapes.gpus[idx] == (job.target_replicas if job.rigid else 1)]] = 1.0
         row[row <= ZERO_GAIN] = ZERO_GAIN
         return row
 
@@ -165,7 +165,7 @@ class SiaAllocator:
         """The chosen configuration per job (None: none): each job's own best when those fit and
         are each the only best (then they are the program's one optimum), else by HiGHS."""
         n, m = cost.shape
-        cfg, kinds = self.configs, self.kinds
+        shapes, kinds = self.configs, self.kinds
         alone = self._each_alone(cost, keep)
         if alone is not None:
             return alone
@@ -173,7 +173,7 @@ class SiaAllocator:
         c = (cost.ravel() - self.lambda_n) * (1.0 if self.p < 0 else -1.0)
         rows = np.repeat(np.arange(n), m)
         one_each = csr_matrix((np.ones(n * m), (rows, np.arange(n * m))), shape=(n, n * m))
-        per_kind = csr_matrix((np.tile(cfg.gpus, n).astype(float), (np.tile(cfg.kind, n), np.arange(n * m))),
+        per_kind = csr_matrix((np.tile(shapes.gpus, n).astype(float), (np.tile(shapes.kind, n), np.arange(n * m))),
                               shape=(len(kinds.names), n * m))
         lower = np.zeros(n * m)
         for i, k in keep.items():

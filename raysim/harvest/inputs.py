@@ -14,19 +14,20 @@ like Sia's elastic jobs.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from omegaconf import DictConfig, OmegaConf
 
 from raysim.cluster.layout import Pool
 from raysim.errors import ConfigError, UserError
+from raysim.harvest.allocators import ALLOCATORS
 from raysim.harvest.replay import NS, NodeEvents, load_node_log, slice_events
 from raysim.harvest.tasks import TaskSet, load_tasks
 from raysim.paths import original_cwd
+from raysim.settings import parse, setting
 from raysim.sim.capacity import CapacityPlan, VCCapacity
 
 #: The harvested machine's VC, the GPU type of its nodes, and the cause of its capacity events.
@@ -53,45 +54,70 @@ def resolve_data(path: str, key: str, base: Path) -> Path:
     return resolved
 
 
-def parse_nodes(value) -> int | None:
-    """`harvest.nodes`: a positive int, or 'all' / null for the whole machine."""
-    if value is None or str(value).lower() == "all":
-        return None
+def _nodes(value, key: str = "harvest.nodes"):
+    """`harvest.nodes`: a positive node count, or 'all' for the whole machine."""
+    if isinstance(value, str) and value.strip().lower() == "all":
+        return "all"
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(key, "expected a positive node count or 'all'", value)
+    return value
+
+
+def _iso_time(value, key: str = "harvest.start_time") -> str:
+    """`harvest.start_time`: an ISO date and time."""
     try:
-        nodes = int(value)
-    except (TypeError, ValueError):
-        nodes = 0
-    if isinstance(value, bool) or nodes <= 0 or nodes != value and str(nodes) != str(value).strip():
-        raise ConfigError("harvest.nodes", "expected a positive node count or 'all'", value)
-    return nodes
+        np.datetime64(str(value), "ns")
+    except ValueError:
+        raise ConfigError(key, "not an ISO date and time", value) from None
+    return str(value)
 
 
-def check_harvest_config(cfg: DictConfig) -> None:
-    """The `harvest` values a run uses, checked before any data is read (ConfigError: one line)."""
-    from raysim.harvest.allocators import ALLOCATORS
-    from raysim.run.values import boolean, choice, integer, number
+@dataclass(frozen=True)
+class HarvestSettings:
+    """The `harvest:` section (policy=bftrainer, conf/experiment/harvest_summit.yaml): the node log and
+    task set it replays, the slice of the machine, and the BFTrainer policy's settings."""
 
-    if cfg.get("harvest") is None:
+    data_dir: str | None = setting("data:summit_nodes", "the folder holding the BFTrainer replayer dataset "
+                                                        "(data:summit_nodes, or a path relative to the launch "
+                                                        "directory); node_log and tasks name files in it")
+    node_log: str = setting("data:summit_nodes/summit_node_events.parquet", "the Summit node log (Parquet)")
+    task_set: str | None = setting("hps-shufflenet-10J", "the task set's name (hps-shufflenet-10J, "
+                                                         "hps-shufflenet-1000J, ImageNet-imgps-1001J, "
+                                                         "ImageNet-spdup-1001J); tasks names its file")
+    tasks: str = setting("data:summit_nodes/tasks_hps-shufflenet-10J.parquet", "the task set (Parquet)")
+    start_row: int = setting(1000, "log row (= distinct time) to start at", minimum=0)
+    start_time: str | None = setting(None, "ISO time to start at instead of start_row", check=_iso_time)
+    nodes: object | None = setting(256, "the first N nodes of the machine (log column order), or all (null: all)",
+                                   check=_nodes,
+                            what="a node count or all")
+    tfwd: float = setting(10.0, "seconds the optimiser looks ahead (Tfwd)", above=0)
+    max_jobs: int = setting(10, "tasks active at once (admitted first-come first-served)", minimum=1)
+    allocator: str = setting("exact", "exact (optimal, DP) | heuristic (reference equal share) | milp "
+                                      "(node-level, small pools)", choices=tuple(ALLOCATORS))
+    compat_cap: bool = setting(True, "cap each task's change per event at floor((pool+1)/2) nodes, as the "
+                                     "reference MILP")
+    precise: bool = setting(False, "also make task arrivals and completions decision points (clock in "
+                                   "milliseconds)")
+    milp_time_limit: float = setting(60.0, "seconds per solve, allocator=milp", above=0)
+
+    @property
+    def node_count(self) -> int | None:
+        """The slice's nodes (None: the whole machine)."""
+        return None if self.nodes in (None, "all") else int(self.nodes)
+
+    @property
+    def start_ns(self) -> int | None:
+        """`start_time` in ns since the epoch (None: start at `start_row`)."""
+        return None if self.start_time is None else int(np.datetime64(self.start_time, "ns").astype(np.int64))
+
+
+def harvest_settings(section: dict | None) -> HarvestSettings:
+    """The `harvest:` section (plain values) checked into HarvestSettings, before any data is read
+    (ConfigError: one line naming the key)."""
+    if section is None:
         raise ConfigError("policy", "policy=bftrainer harvests idle nodes as the `harvest:` section says; run "
                           "e.g. `python -m raysim +experiment=harvest_summit`", "bftrainer")
-    number(cfg, "harvest.tfwd", above=0)
-    integer(cfg, "harvest.max_jobs", minimum=1)
-    integer(cfg, "harvest.start_row", minimum=0)
-    choice(cfg, "harvest.allocator", sorted(ALLOCATORS))
-    number(cfg, "harvest.milp_time_limit", above=0)
-    boolean(cfg, "harvest.compat_cap")
-    boolean(cfg, "harvest.precise")
-    parse_nodes(cfg.harvest.nodes)
-    start_ns(cfg.harvest)
-
-
-def start_ns(h) -> int | None:
-    """`harvest.start_time` in ns since the epoch (None: start at `harvest.start_row`)."""
-    start = h.get("start_time")
-    try:
-        return None if start is None else int(np.datetime64(str(start), "ns").astype(np.int64))
-    except ValueError:
-        raise ConfigError("harvest.start_time", "not an ISO date and time", start) from None
+    return parse(HarvestSettings, section, prefix="harvest", owner="idle-node harvesting (policy=bftrainer)")
 
 
 def _input(read, *prefixes: str):
@@ -105,20 +131,14 @@ def _input(read, *prefixes: str):
         raise
 
 
-def harvest_section(cfg: DictConfig) -> dict:
-    """The run's `harvest:` section, as plain values."""
-    return OmegaConf.to_container(cfg.harvest, resolve=True)
-
-
-def load_inputs(h: dict) -> tuple[NodeEvents, TaskSet]:
-    """The node log's events for the slice the `harvest:` section `h` names and the task set (read
-    once per process and version of the files: the trace and the policy's inputs both need them)."""
+def load_inputs(h: HarvestSettings) -> tuple[NodeEvents, TaskSet]:
+    """The node log's events for the slice `h` names and the task set (read once per process and
+    version of the files: the trace and the policy's inputs both need them)."""
     base = original_cwd()
-    log_path = resolve_data(h["node_log"], "node_log", base)
-    tasks_path = resolve_data(h["tasks"], "tasks", base)
+    log_path = resolve_data(h.node_log, "node_log", base)
+    tasks_path = resolve_data(h.tasks, "tasks", base)
     versions = tuple((p.stat().st_mtime_ns, p.stat().st_size) for p in (log_path, tasks_path))
-    return _load(str(log_path), str(tasks_path), parse_nodes(h["nodes"]), int(h["start_row"]), start_ns(h),
-                 versions)
+    return _load(str(log_path), str(tasks_path), h.node_count, h.start_row, h.start_ns, versions)
 
 
 @lru_cache(maxsize=2)
@@ -133,13 +153,13 @@ def _load(log_path: str, tasks_path: str, nodes: int | None, start_row: int, sta
     return events, _input(lambda: load_tasks(tasks_path), tasks_path)
 
 
-def harvest_trace(cfg: DictConfig):
+def harvest_trace(h: HarvestSettings):
     """The task set as the run's trace (see the module doc), with the harvested machine as its layout."""
     from raysim.errors import SkipReport
     from raysim.trace.load import Trace
     from raysim.trace.schema import conform, with_metadata
 
-    events, tasks = load_inputs(harvest_section(cfg))
+    events, tasks = load_inputs(h)
     k = len(tasks)
     submit = np.maximum(np.ceil((tasks.tsub_ns - events.t0_ns) / NS), 0).astype(np.int64)
     order = np.argsort(submit, kind="stable")
@@ -174,15 +194,15 @@ def capacity_plan(events: NodeEvents, jobs: int) -> CapacityPlan:
     return CapacityPlan((CAUSE,), {VC: VCCapacity(evs, absent, jobs)})
 
 
-def harvest_spec(h: dict, trace, spec):
+def harvest_spec(h: HarvestSettings, trace, spec):
     """`spec` with the node log as its capacity plan, the policy's clock, tasks and settings (`h`:
     the `harvest:` section)."""
     events, tasks = load_inputs(h)
-    precise = bool(h["precise"])
+    precise = h.precise
     params = replace(spec.params, ticks_per_s=1000 if precise else 1)
     rows = trace.table.column("job_id").to_numpy()
     options = {"tasks": tasks, "rows": rows, "initial_idle": events.initial_idle, "end_s": float(events.times[-1]),
-               "tfwd": float(h["tfwd"]), "max_jobs": int(h["max_jobs"]), "allocator": str(h["allocator"]),
-               "compat_cap": bool(h["compat_cap"]), "precise": precise, "milp_time_limit": float(h["milp_time_limit"])}
+               "tfwd": h.tfwd, "max_jobs": h.max_jobs, "allocator": h.allocator, "compat_cap": h.compat_cap,
+               "precise": precise, "milp_time_limit": h.milp_time_limit}
     return replace(spec, params=params, capacity=capacity_plan(events, trace.table.num_rows),
                    policy_options={**spec.policy_options, **options})

@@ -35,8 +35,9 @@ class RunInputs:
     reference_type: str | None = None
     #: cluster.reference_gpu_type (None: not set)
     reference_gpu_type: str | None = None
-    #: idle-node harvesting's inputs (the `harvest:` section, policy=bftrainer), or None
-    harvest: dict | None = None
+    #: idle-node harvesting's inputs (the `harvest:` section, policy=bftrainer: a
+    #: raysim.harvest.inputs.HarvestSettings), or None
+    harvest: object | None = None
 
 
 #: What a policy may read or call on its view (the VC simulator).

@@ -42,8 +42,8 @@ def run_overrides(run_dir) -> list[str]:
 def run_compat(run_dir) -> str | None:
     """A run's semantics mode (sim.compat, from its .hydra/config.yaml); None without one."""
     path = Path(run_dir) / ".hydra" / "config.yaml"
-    cfg = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
-    return (cfg.get("sim") or {}).get("compat")
+    saved = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    return (saved.get("sim") or {}).get("compat")
 
 
 def run_description(what: str, compat: str | None = None, overrides=()) -> str:

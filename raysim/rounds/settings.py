@@ -1,18 +1,18 @@
-"""From a round-based policy's settings, `rounds:` and the cluster's throughput table to what a round-based run needs:
-the policy's run options (raysim.policy.rounds.RoundBased) and, for Gavel's traces and generator,
-the jobs as a raysim trace."""
+"""From a round-based policy's settings and the cluster's throughput table to what a round-based run
+needs (the policy's run options, raysim.policy.rounds.RoundBased), and the `rounds:` section declared:
+Gavel's jobs, from its generator, for any policy (raysim.run.gavel_jobs makes them)."""
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
-
-from omegaconf import DictConfig, OmegaConf
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from raysim.cluster.throughput import ThroughputTable, read_throughput_table
 from raysim.errors import ConfigError, SkipReport, TraceError, UserError
 from raysim.policy.base import RunInputs
 from raysim.rounds.policies.base import RoundSettings
+from raysim.settings import setting
 
 log = logging.getLogger("raysim")
 
@@ -20,12 +20,54 @@ TABLE_HELP = ("Gavel's throughput table is public: github.com/stanford-futuredat
               "scheduler/simulation_throughputs.json (MIT); docs/gavel.md")
 
 
-def throughput_table(cfg: DictConfig | str | None, *, required: bool = True) -> ThroughputTable | None:
-    """`cluster.throughput` (Gavel's JSON or a throughput CSV; `cfg`: the run's config, or that
-    setting's value); None when not set and not `required`."""
+#: The most jobs Gavel's generator may make (more would not fit in memory).
+MAX_GENERATED_JOBS = 1_000_000
+
+
+def _templates(value, key: str) -> list[tuple[str, bool]]:
+    """`rounds.generate.templates`: a non-empty list of {model: NAME, distributed: BOOL}."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, list) or not value:
+        raise ConfigError(key, "must be a list of {model: NAME, distributed: true|false}", value)
+    out = []
+    for i, entry in enumerate(value):
+        if not isinstance(entry, Mapping) or set(entry) != {"model", "distributed"}:
+            raise ConfigError(f"{key}[{i}]", "must be {model: NAME, distributed: true|false}", entry)
+        if not isinstance(entry["model"], str) or not entry["model"].strip():
+            raise ConfigError(f"{key}[{i}].model", "must be a model name of the throughput table", entry["model"])
+        if not isinstance(entry["distributed"], bool):
+            raise ConfigError(f"{key}[{i}].distributed", "must be true or false", entry["distributed"])
+        out.append((entry["model"], entry["distributed"]))
+    return out
+
+
+@dataclass(frozen=True)
+class GenerateSettings:
+    """Gavel's continuous generator (`rounds.generate`, +experiment=gavel_continuous)."""
+
+    jobs: int = setting(300, "jobs generated (and simulated to completion)", minimum=1, maximum=MAX_GENERATED_JOBS)
+    lam_s: float = setting(8000.0, "mean inter-arrival time in seconds (3600 / rate)", minimum=0)
+    multi_gpu: bool = setting(True, "Gavel's continuous-multiple: scale factors 1/2/4/8")
+    templates: object = setting([], "Gavel's job templates [{model, distributed}], in its JobTable order (the draw "
+                                    "order matters)", check=_templates, what="a list of {model, distributed}")
+
+
+@dataclass(frozen=True)
+class RoundsSettings:
+    """The `rounds:` section: Gavel's jobs for any policy."""
+
+    reference_type: str | None = setting(None, "GPU type Gavel's jobs refer to (null: cluster.reference_gpu_type; "
+                                               "agnostic finish-time fairness uses its throughput)")
+    generate: GenerateSettings | None = setting(None, "Gavel's continuous generator instead of a trace "
+                                                      "(+experiment=gavel_continuous)")
+    rate_jobs_per_hour: float | None = setting(None, "jobs per hour of the generator (null: generate.lam_s)",
+                                               above=0)
+
+
+def throughput_table(path: str | None, *, required: bool = True) -> ThroughputTable | None:
+    """The table of `cluster.throughput` (`path`: Gavel's JSON or a throughput CSV); None when not
+    set and not `required`."""
     from raysim.paths import original_cwd
 
-    path = cfg.cluster.get("throughput") if isinstance(cfg, DictConfig) else cfg
     if not path and not required:
         return None
     if not path:
@@ -36,16 +78,13 @@ def throughput_table(cfg: DictConfig | str | None, *, required: bool = True) -> 
     return read_throughput_table(p)
 
 
-def reference_type(cfg: DictConfig | RunInputs, types) -> str:
+def reference_type(run: RunInputs, types) -> str:
     """The reference GPU type: rounds.reference_type, else cluster.reference_gpu_type, else the
-    first type by name (`cfg`: the run's config or its RunInputs)."""
+    first type by name."""
     from raysim.rounds.inputs import index_of
 
-    for key in ("rounds.reference_type", "cluster.reference_gpu_type"):
-        if isinstance(cfg, DictConfig):
-            name = OmegaConf.select(cfg, key)
-        else:
-            name = cfg.reference_type if key.startswith("rounds") else cfg.reference_gpu_type
+    for key, name in (("rounds.reference_type", run.reference_type),
+                      ("cluster.reference_gpu_type", run.reference_gpu_type)):
         if name:
             try:
                 return types[index_of(types, [name], key)[0]]
@@ -77,57 +116,3 @@ def round_options(settings: RoundSettings, run: RunInputs, trace, spec, *, packi
                           packing=packing)
     return {"inputs": inputs, "round_s": settings.round_s, "reset_min_s": settings.reset_min_s,
             "type_order": order, "reference_type": reference, "lp_method": settings.lp_method}
-
-
-def gavel_trace(cfg: DictConfig, layout: dict):
-    """The jobs of a Gavel trace file (trace.format=gavel) or of Gavel's generator
-    (rounds.generate) as a raysim Trace on the layout's one VC."""
-    from raysim.rounds.inputs import gavel_trace_table, run_types
-    from raysim.trace.load import Trace
-
-    if len(layout) != 1:
-        raise ConfigError("cluster.layout", f"a Gavel trace names no VC: its cluster must have one VC, not "
-                          f"{len(layout)} ({', '.join(layout)})")
-    (vc,) = layout
-    table = throughput_table(cfg)
-    reference = reference_type(cfg, run_types(layout))
-    jobs, source = _gavel_jobs(cfg, table)
-    trace = gavel_trace_table(jobs, table, reference=reference, vc=vc, source=source)
-    nodes = {vc: sum(p.nodes for p in layout[vc])}
-    return Trace(trace, nodes, SkipReport(file=source), source)
-
-
-def _gavel_jobs(cfg: DictConfig, table: ThroughputTable):
-    """The job table (raysim.trace.gavel.SCHEMA) and a label for its source."""
-    r, t = cfg.rounds, cfg.trace
-    if r.get("generate"):
-        from raysim.rounds.generate import generate_jobs
-
-        g = r.generate
-        templates = [(str(e["model"]), bool(e["distributed"])) for e in g.templates]
-        lam_s = 3600.0 / float(r.rate_jobs_per_hour) if r.get("rate_jobs_per_hour") else float(g.lam_s)
-        try:
-            jobs = generate_jobs(table, templates, jobs=int(g.jobs), lam_s=lam_s, seed=int(cfg.seed),
-                                 reference_type=str(r.reference_type or cfg.cluster.reference_gpu_type),
-                                 multi_gpu=bool(g.multi_gpu))
-        except ValueError as exc:
-            raise ConfigError("rounds.generate", str(exc)) from None
-        return jobs, f"generated (Gavel continuous, lam {lam_s:.0f} s, seed {int(cfg.seed)})"
-    if not t.path:
-        raise ConfigError("trace.path", "not set: give a Gavel trace (trace.format=gavel) or set rounds.generate")
-    from raysim.paths import original_cwd
-    from raysim.trace.gavel import read_gavel_trace
-
-    path = original_cwd() / str(t.path)
-    if path.is_dir():
-        raise TraceError(str(path), "trace.format=gavel reads one Gavel trace file, not a folder")
-    return read_gavel_trace(path), str(t.path)
-
-
-def is_gavel_input(cfg: DictConfig) -> bool:
-    """Whether the run's jobs come from a Gavel trace file (trace.format=gavel, or auto and a
-    ``.trace`` file) or from Gavel's generator (rounds.generate)."""
-    t, rounds = cfg.trace, cfg.get("rounds")
-    if rounds is not None and rounds.get("generate"):
-        return True
-    return t.format == "gavel" or t.format == "auto" and bool(t.path) and Path(str(t.path)).suffix == ".trace"

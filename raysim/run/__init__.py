@@ -11,7 +11,7 @@
 Before any of them reads an input, `check_settings` checks the whole config: every setting the run
 uses has a valid value, and every setting it does not use is refused (raysim.run.unused), each in one
 line naming the key. Then every ``data:NAME[/FILE]`` value of the config is resolved to the
-cached dataset (`raysim.data.resolve_config`); what was resolved is recorded under ``datasets`` in the
+cached dataset (`data_names.resolve_config`); what was resolved is recorded under ``datasets`` in the
 run's trace_report.json.
 """
 
@@ -38,7 +38,7 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
     check_settings(cfg)  # before any input is resolved or read
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    from raysim.data import resolve_config
+    from raysim.run.data_names import resolve_config
 
     used = resolve_config(cfg, skip=unread_inputs(cfg))  # data:NAME -> the cached files, before anything reads them
     result = _run_mode(cfg, run_dir)
@@ -105,12 +105,22 @@ def check_settings(cfg: DictConfig) -> None:
 
         fgd_settings(cfg)  # a former key of the timed experiment is named before it is taken for an unused one
     refuse_unused(cfg)
+    check_data_section(cfg)
     if mode == "cluster":
         from raysim.run.config import check_cluster_config
 
         check_policy_table(cfg)  # what an experiment prepares for policies (policies.<name or kind>)
         refuse_unused_by_run(cfg)
         check_cluster_config(cfg)
+
+
+def check_data_section(cfg: DictConfig) -> None:
+    """The `data:` section (both modes read it) checked against its declaration."""
+    from raysim.run.data_names import DataSettings
+    from raysim.run.values import plain
+    from raysim.settings import parse
+
+    parse(DataSettings, plain(cfg, "data") or {}, prefix="data", owner="the datasets by name")
 
 
 def _run_mode(cfg: DictConfig, run_dir: Path) -> dict:

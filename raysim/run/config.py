@@ -42,7 +42,6 @@ log = logging.getLogger("raysim")
 #: Bounds past which a run would not end or not fit in memory (a value of 1e12 hung or ran out of memory).
 TEN_YEARS_S = 10 * 365 * 86_400
 MAX_GPUS_PER_NODE = 1024
-MAX_GENERATED_JOBS = 1_000_000
 
 
 def check_cluster_config(cfg: DictConfig) -> None:
@@ -83,9 +82,9 @@ def check_cluster_config(cfg: DictConfig) -> None:
     name = choice(cfg, "policy.name", sorted(POLICIES), what="policy")
     harvest = name == "bftrainer"
     if harvest:
-        from raysim.harvest.inputs import check_harvest_config
+        from raysim.harvest.inputs import harvest_settings
 
-        check_harvest_config(cfg)
+        harvest_settings(plain(cfg, "harvest"))
         if quota != "none":
             raise ConfigError("quota", "policy=bftrainer harvests one machine, one VC: run it with quota=none", quota)
     elif value(cfg, "harvest") is not None:
@@ -97,8 +96,9 @@ def check_cluster_config(cfg: DictConfig) -> None:
                     {k: v for k, v in OmegaConf.to_container(cfg.placer, resolve=True).items() if k != "name"})
 
     t = cfg.trace
-    from raysim.rounds.settings import is_gavel_input
+    from raysim.run.gavel_jobs import is_gavel_input, rounds_settings
 
+    rounds_settings(cfg)
     if not harvest and not t.get("synth") and not is_gavel_input(cfg):
         if not t.path:
             raise ConfigError("trace.path", "not set: give a trace file or folder, or use +experiment=venus")
@@ -109,9 +109,6 @@ def check_cluster_config(cfg: DictConfig) -> None:
         raise ConfigError("trace.state_filter", "must be a list of states, e.g. [COMPLETED]", states)
     integer(cfg, "cluster.gpus_per_node", minimum=1, maximum=MAX_GPUS_PER_NODE,
             why_maximum="(GPUs of one node)")
-    if value(cfg, "rounds.generate") is not None:  # Gavel's generator, for any policy
-        integer(cfg, "rounds.generate.jobs", minimum=1, maximum=MAX_GENERATED_JOBS,
-                why_maximum="(jobs to generate)")
 
     if source == "file" and not value(cfg, "estimator.path"):
         raise ConfigError("estimator.path", "not set: estimator.source=file needs a CSV with job_id and "
@@ -340,12 +337,12 @@ def configured_layout(cfg: DictConfig) -> dict | None:
 def load_from_config(cfg: DictConfig) -> Trace:
     """The validated trace named by cfg.trace, checked against the configured cluster layout."""
     t = cfg.trace
-    from raysim.rounds.settings import gavel_trace, is_gavel_input
+    from raysim.run.gavel_jobs import gavel_trace, is_gavel_input
 
     if cfg.policy.name == "bftrainer":
-        from raysim.harvest.inputs import harvest_trace
+        from raysim.harvest.inputs import harvest_settings, harvest_trace
 
-        return harvest_trace(cfg)
+        return harvest_trace(harvest_settings(plain(cfg, "harvest")))
     if is_gavel_input(cfg):
         layout = configured_layout(cfg)
         if layout is None:
@@ -512,8 +509,8 @@ def run_inputs(cfg: DictConfig) -> RunInputs:
     """What a policy's `prepare` reads besides its own settings (raysim.policy.base.RunInputs)."""
     harvest = None
     if value(cfg, "harvest") is not None:
-        from raysim.harvest.inputs import harvest_section
+        from raysim.harvest.inputs import harvest_settings
 
-        harvest = harvest_section(cfg)
+        harvest = harvest_settings(plain(cfg, "harvest"))
     return RunInputs(throughput=value(cfg, "cluster.throughput"), reference_type=value(cfg, "rounds.reference_type"),
                      reference_gpu_type=value(cfg, "cluster.reference_gpu_type"), harvest=harvest)
