@@ -24,11 +24,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE, Layout
 from raysim.errors import ConfigError, SkipReport, TraceError
 from raysim.registry import Registry
-from raysim.settings import as_options, parse
+from raysim.settings import as_options, describe, parse
 from raysim.trace.alibaba2023 import DEFAULT_WORKLOAD, NODE_PREFIX, POD_PREFIX, list_file_name, pod_list_path
 from raysim.trace.alibaba2023_jobs import read_alibaba2023
 from raysim.trace.cluster import read_vc_config
@@ -167,6 +168,31 @@ def check_reader_options(fmt: str, options: dict):
     ``Settings``) and filled with their defaults; a key it does not declare, or a bad value, is one
     ConfigError naming ``trace.reader_options.<key>``."""
     return parse(READERS[fmt].Settings, options, prefix="trace.reader_options", owner=f"the {fmt} reader")
+
+
+def reader_options_from_text(fmt: str, texts: dict[str, str]) -> dict:
+    """Reader options given as text (``raysim trace convert -o KEY=VALUE``) as the values their
+    declared kinds take, for :func:`check_reader_options` to check as it checks a run's: a name is
+    the text itself; anything else is the text read as YAML ({T4: V100}, 4, null), and a number
+    also as Python reads one (nan, inf, 1e3). Text that reads as neither stays text (a wrong type).
+    A key the reader does not declare keeps its text (check_reader_options names it)."""
+    declared = {d.name: d for d in describe(READERS[fmt].Settings)}
+    return {key: _from_text(declared[key].kind, text) if key in declared else text for key, text in texts.items()}
+
+
+def _from_text(kind: str, text: str):
+    if kind == "str" or not text.strip():
+        return text
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if kind in ("int", "float") and isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return text
+    return value
 
 
 def _check_jobs_left(table: pa.Table, report: SkipReport, source: Path) -> None:
