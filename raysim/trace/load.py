@@ -173,8 +173,9 @@ def check_reader_options(fmt: str, options: dict):
 def reader_options_from_text(fmt: str, texts: dict[str, str]) -> dict:
     """Reader options given as text (``raysim trace convert -o KEY=VALUE``) as the values their
     declared kinds take, for :func:`check_reader_options` to check as it checks a run's: a name is
-    the text itself; anything else is the text read as YAML ({T4: V100}, 4, null), and a number
-    also as Python reads one (nan, inf, 1e3). Text that reads as neither stays text (a wrong type).
+    the text itself (null: none); anything else is the text read as YAML ({T4: V100}, 4, null), and
+    a number also as Python reads one (nan, inf, 1e3). Text that reads as neither stays text (a
+    wrong type).
     A key the reader does not declare keeps its text (check_reader_options names it)."""
     declared = {d.name: d for d in describe(READERS[fmt].Settings)}
     return {key: _from_text(declared[key].kind, text) if key in declared else text for key, text in texts.items()}
@@ -182,7 +183,7 @@ def reader_options_from_text(fmt: str, texts: dict[str, str]) -> dict:
 
 def _from_text(kind: str, text: str):
     if kind == "str" or not text.strip():
-        return text
+        return None if text == "null" else text
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError:
