@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE, Layout
-from raysim.errors import ConfigError, SkipReport, TraceError
+from raysim.errors import SkipReport, TraceError
 from raysim.registry import Registry
 from raysim.settings import as_options, describe, parse
 from raysim.trace.alibaba2023 import DEFAULT_WORKLOAD, NODE_PREFIX, POD_PREFIX, list_file_name, pod_list_path
@@ -149,6 +149,7 @@ def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 
                    cluster=cluster or source.parent.name, bounds=bounds)
     cache_file = _cache_path(source, cache_dir) if cache and fmt != "parquet" else None
     if cache_file is not None:
+        # keyed by the options as given (not their defaults): the keys of existing caches hold
         key = _cache_key(source, [vc_path, *_side_files(fmt, source, chosen)], fmt, {**options, **given})
         table = read_cache(cache_file, key)
         if table is not None:
@@ -175,8 +176,8 @@ def reader_options_from_text(fmt: str, texts: dict[str, str]) -> dict:
     declared kinds take, for :func:`check_reader_options` to check as it checks a run's: a name is
     the text itself (null: none); anything else is the text read as YAML ({T4: V100}, 4, null), and
     a number also as Python reads one (nan, inf, 1e3). Text that reads as neither stays text (a
-    wrong type).
-    A key the reader does not declare keeps its text (check_reader_options names it)."""
+    wrong type), as does the text of a key the reader does not declare (check_reader_options names
+    it)."""
     declared = {d.name: d for d in describe(READERS[fmt].Settings)}
     return {key: _from_text(declared[key].kind, text) if key in declared else text for key, text in texts.items()}
 
