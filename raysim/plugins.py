@@ -4,7 +4,8 @@ holds (written by ``python -m raysim.plugins --markdown``; a test keeps it curre
 
 Each kind of plug-in is one registry (raysim.registry.Registry), chosen by one setting:
 `GROUPS` says which. A plug-in that reads settings declares them (raysim.settings): a policy as its
-class's ``Settings``, the placers as raysim.placement.PlacerSettings.
+class's ``Settings``, a trace reader as its function's ``Settings`` (its ``trace.reader_options``),
+the placers as raysim.placement.PlacerSettings.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class Group:
 GROUPS = (
     Group("policy", "raysim.policy:POLICIES", prefix="policy"),
     Group("placer", "raysim.placement:PLACERS", prefix="placer", shared="raysim.placement:PlacerSettings"),
-    Group("trace.format", "raysim.trace.load:READERS"),
+    Group("trace.format", "raysim.trace.load:READERS", prefix="trace.reader_options"),
     Group("harvest.allocator", "raysim.harvest.allocators:ALLOCATORS"),
     Group("fgd.policy", "raysim.placement.scored:SCORERS"),
 )

@@ -6,7 +6,8 @@ raysim's plug-ins -- scheduling policies (raysim.policy.POLICIES), Gavel's round
 (raysim.placement.scored.SCORERS), trace readers (raysim.trace.load.READERS) and harvesting's
 allocators (raysim.harvest.allocators.ALLOCATORS) -- are each a :class:`Registry`. ``raysim --help``
 lists them with the first sentence of each one's docstring (:meth:`Registry.summary`) and, for
-plug-ins that declare settings (a ``Settings`` class attribute, raysim.settings), those settings.
+plug-ins that declare settings (a ``Settings`` attribute of the class or function, raysim.settings),
+those settings.
 
 A run uses one policy; importing every policy's module to list their names would import what the
 others need too (the elastic ones' solvers, harvesting's scipy.optimize). Entries are

@@ -30,6 +30,7 @@ import pyarrow as pa
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.csvfile import read_csv_text
 from raysim.errors import SkipReport
+from raysim.settings import NoSettings
 from raysim.trace.layout import trace_layout, with_layout
 from raysim.trace.mapping import Source, csv_row_checks, validate_mapped
 from raysim.trace.readers import Bounds
@@ -91,6 +92,9 @@ def read_acme(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEF
                                     on_error=on_error, state_filter=state_filter, origin=origin,
                                     cluster=cluster, bounds=bounds)
     return with_layout(table, vc_nodes), report
+
+
+read_acme.Settings = NoSettings
 
 
 def cluster_name(path) -> str:

@@ -39,12 +39,13 @@ pods, and the VCs run as separate simulators (Ray actors), or as one queue with 
 Reader options (``trace.reader_options``, ``raysim trace convert -o KEY=VALUE``): ``workload``, the
 pod list to read when ``trace.path`` is a folder (``default``, ``gpushare40``, ...; with a file it
 must name that file), ``node_list`` (``gpu_node`` or ``all_node``), ``speedup`` and ``vcs`` (see
-above).
+above), declared with their bounds in :class:`Alibaba2023Options`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +56,9 @@ import pyarrow.parquet as pq
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE, Pool, total_gpus
 from raysim.errors import ConfigError, SkipReport, TraceError
 from raysim.sim.resources import Nodes, ResourceState
-from raysim.trace.alibaba2023 import (DEFAULT_NODE_LIST, node_list_path, pod_durations, pod_list_path,
+from raysim.settings import setting
+from raysim.trace.alibaba2023 import (DEFAULT_NODE_LIST, NODE_LISTS, NODE_PREFIX, POD_PREFIX, WORKLOADS,
+                                      list_file_name, node_list_path, pod_durations, pod_list_path,
                                       read_openb_nodes, read_openb_pods)
 from raysim.trace.layout import with_pools
 from raysim.trace.mapping import RowChecks, Source, validate_mapped
@@ -71,22 +74,49 @@ CUTOFF = "duration is a lower bound: Running when the trace ends (duration_sourc
 MEDIAN = "duration is the median of the pod's GPU class: Pending, never scheduled (duration_source median)"
 
 
+def names_one_of(prefix: str, known: tuple[str, ...]):
+    """A setting's check: the value names one of the openb lists `known` (file names without .csv),
+    with or without `prefix` and ``.csv``."""
+    short = ", ".join(k[len(prefix):] for k in known)
+
+    def check(name: str, key: str) -> str:
+        if list_file_name(name, prefix).removesuffix(".csv") not in known:
+            raise ConfigError(key, f"must be one of {short} (with or without the {prefix!r} prefix and '.csv')",
+                              name)
+        return name
+
+    return check
+
+
+@dataclass(frozen=True)
+class Alibaba2023Options:
+    """The alibaba2023 reader's options (trace.reader_options)."""
+
+    workload: str | None = setting(None, "the pod list read from a folder trace.path, e.g. gpushare40 (null: "
+                                   "default); with a file it must name that file",
+                                   check=names_one_of(POD_PREFIX, WORKLOADS))
+    node_list: str = setting(DEFAULT_NODE_LIST, "the node list giving the VC's nodes when no layout is configured: "
+                             "gpu_node or all_node", check=names_one_of(NODE_PREFIX, NODE_LISTS))
+    speedup: float = setting(1.0, "creation times are divided by it (rounded down) to compress arrivals",
+                             above=0)
+    vcs: int = setting(1, "VCs the node list's GPU nodes and the pods are dealt to (no configured layout)",
+                       minimum=1)
+
+
 def read_alibaba2023(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
                      on_error: str = "raise", state_filter=None, origin: str = "auto", cluster: str = "",
-                     bounds: Bounds = Bounds(), workload: str | None = None, node_list: str = DEFAULT_NODE_LIST,
-                     speedup: float = 1.0, vcs: int = 1) -> tuple[pa.Table, SkipReport]:
+                     bounds: Bounds = Bounds(), workload: str | None, node_list: str, speedup: float,
+                     vcs: int) -> tuple[pa.Table, SkipReport]:
     """Read an openb pod list as a raysim job table (rules: module doc). `vc_nodes` None derives
     the layout from the node list beside the pod list and records it (``pools``, ``vc_nodes``)."""
     name = str(path)
     check_workload(path, workload)
-    speedup = check_speedup(speedup)
     pods, report = read_openb_pods(path, on_error=on_error)
     try:
         duration, how = pod_durations(pods)
     except ValueError as exc:
         raise TraceError(name, f"{exc}; the VC engine replays pods in time (the FGD inflation experiment, "
                                "+experiment=fgd_openb, needs no times)") from None
-    vcs = check_vcs(vcs)
     rows = pods.column("row").to_numpy()
     source = Source(name, rows=rows, columns=SOURCE_COLUMNS)
     layout, vc_of = None, np.full(len(rows), VC, dtype=object)
@@ -114,22 +144,14 @@ def read_alibaba2023(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: in
     return (table if layout is None else with_pools(table, layout)), report
 
 
+read_alibaba2023.Settings = Alibaba2023Options
+
+
 def check_workload(path, workload: str | None) -> None:
     """A `workload` reader option must name the pod list `path` is."""
     if workload is not None and pod_list_path(Path(path).parent, workload).name != Path(path).name:
         raise TraceError(str(path), f"reader option workload={workload!r} names another pod list than "
                                     "trace.path (give the folder as trace.path, or drop the option)")
-
-
-def check_speedup(speedup) -> float:
-    """The reader option `speedup` as a positive number."""
-    try:
-        value = float(speedup)
-    except (TypeError, ValueError):
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise ConfigError("trace.reader_options.speedup", "must be a positive number", speedup)
-    return value
 
 
 def openb_pools(folder, node_list: str = DEFAULT_NODE_LIST) -> tuple[Pool, ...]:
@@ -147,14 +169,6 @@ def resource_pools(nodes: pa.Table) -> tuple[Pool, ...]:
     to it). CPU-only nodes are left out."""
     cols = (nodes.column(c).to_pylist() for c in ("model", "num_gpu", "cpu_milli", "memory_mib"))
     return runs_of([n for n in zip(*cols) if n[1] > 0])
-
-
-def check_vcs(vcs) -> int:
-    """The reader option `vcs` as a positive integer."""
-    ok = isinstance(vcs, int) and not isinstance(vcs, bool) or isinstance(vcs, str) and vcs.strip().isdigit()
-    if not ok or int(vcs) < 1:
-        raise ConfigError("trace.reader_options.vcs", "must be a positive integer", vcs)
-    return int(vcs)
 
 
 def vc_names(vcs: int) -> list[str]:

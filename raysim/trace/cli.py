@@ -12,29 +12,27 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.trace.alibaba2023_jobs import write_pods
 from raysim.errors import TraceError
-from raysim.trace.load import LAYOUT_FILE, READERS, Trace, auto_format, load_trace
+from raysim.trace.load import (LAYOUT_FILE, READERS, Trace, auto_format, load_trace, reader_options_from_text,
+                               resolve_source)
 from raysim.trace.stats import format_stats, trace_stats
 from raysim.trace.synth import load_synth, main as synth_main, write_trace
 
 SYNTH_PREFIX = "synth:"
 
 
-def _reader_option(text: str) -> tuple[str, object]:
-    """KEY=VALUE with VALUE parsed as JSON when it is JSON (numbers, {...}), else kept as text."""
+def _reader_option(text: str) -> tuple[str, str]:
+    """KEY=VALUE, the value still text (its reader's declaration says how to read it:
+    raysim.trace.load.reader_options_from_text)."""
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
+    return key, value
 
 
 def _reading_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,15 +44,19 @@ def _reading_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip: drop bad rows and count them instead of stopping at the first")
     parser.add_argument("-o", "--option", action="append", type=_reader_option, default=[],
                         metavar="KEY=VALUE", help="reader option, e.g. vc_size=last (helios), "
-                        "duration=span (philly), vc_groups='{\"T4\": \"inference\"}' (pai)")
+                        "duration=span (philly), vc_groups='{\"T4\": \"inference\"}' (pai); raysim --help "
+                        "lists each reader's")
 
 
 def _load(path: str, args, *, fmt: str, vc_config, cache: bool) -> Trace:
     if path.startswith(SYNTH_PREFIX):
         name, days, seed = (path[len(SYNTH_PREFIX):].split(":") + ["7", "0"])[:3]
         return load_synth({"preset": name, "days": float(days), "seed": int(seed)}, cache_dir=args.cache_dir)
+    texts = dict(args.option)
+    if fmt == "auto":
+        fmt = auto_format(resolve_source(path, fmt, texts.get("workload")))
     return load_trace(path, fmt=fmt, vc_config=vc_config, on_error=args.on_error, cache=cache,
-                      cache_dir=args.cache_dir, reader_options=dict(args.option))
+                      cache_dir=args.cache_dir, reader_options=reader_options_from_text(fmt, texts))
 
 
 def _label(path: str) -> str:

@@ -16,6 +16,7 @@ submit_time, start_time, end_time, duration, queue; Venus also has jobname), dat
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ import pyarrow as pa
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.csvfile import RAGGED, read_csv_text
 from raysim.errors import SkipReport, TraceError
+from raysim.settings import setting
 from raysim.trace.layout import nodes_from_gpus, with_layout
 from raysim.trace.mapping import Source, csv_row_checks, validate_mapped
 from raysim.trace.readers import Bounds
@@ -36,9 +38,17 @@ CPU_ONLY = "filtered: CPU-only job (gpu_num = 0)"  # the same reason validate_fr
 NEVER_RAN = "filtered: never ran (duration 0 or no start_time)"
 
 
+@dataclass(frozen=True)
+class HeliosOptions:
+    """The Helios reader's options (trace.reader_options)."""
+
+    vc_size: str = setting("mode", "a VC's size from cluster_gpu_number.csv (no vc_config.csv): its most common "
+                           "daily GPUs, the last day's or the most", choices=VC_SIZE_RULES)
+
+
 def read_helios(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
                 on_error: str = "raise", state_filter=None, origin: str = "auto", cluster: str = "",
-                bounds: Bounds = Bounds(), vc_size: str = "mode") -> tuple[pa.Table, SkipReport]:
+                bounds: Bounds = Bounds(), vc_size: str) -> tuple[pa.Table, SkipReport]:
     """Read a Helios ``cluster_log.csv``; `vc_nodes` None derives the layout from
     ``cluster_gpu_number.csv`` beside it (rule `vc_size`), stored in the metadata as ``vc_nodes``."""
     name = str(path)
@@ -64,6 +74,9 @@ def read_helios(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = D
                                     state_filter=state_filter, origin=origin, cluster=cluster,
                                     bounds=bounds)
     return with_layout(table, vc_nodes), report
+
+
+read_helios.Settings = HeliosOptions
 
 
 def read_gpu_numbers(path, *, rule: str = "mode", gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> dict[str, int]:

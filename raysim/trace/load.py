@@ -5,12 +5,16 @@ it its reader reads, the VC layout file) and the reading options, the plausibili
 an edited file misses the cache whatever its size and time stamps. It is written to a temporary
 file of a unique name and renamed into place; a cache that cannot be read counts as absent (one
 warning, then the source is read again and the cache replaced).
+
+Each reader declares its options (``trace.reader_options``) as its ``Settings``, a declaration of
+raysim.settings (:class:`raysim.settings.NoSettings` for a reader without options):
+:func:`check_reader_options` checks them once, before the trace is read, and the reader receives
+them typed, as keyword arguments.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import logging
 import os
@@ -20,12 +24,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE, Layout
-from raysim.errors import ConfigError, SkipReport, TraceError
+from raysim.errors import SkipReport, TraceError
 from raysim.registry import Registry
-from raysim.trace.alibaba2023 import (DEFAULT_NODE_LIST, DEFAULT_WORKLOAD, NODE_PREFIX, POD_PREFIX,
-                                      list_file_name, pod_list_path)
+from raysim.settings import as_options, describe, parse
+from raysim.trace.alibaba2023 import DEFAULT_WORKLOAD, NODE_PREFIX, POD_PREFIX, list_file_name, pod_list_path
 from raysim.trace.alibaba2023_jobs import read_alibaba2023
 from raysim.trace.cluster import read_vc_config
 from raysim.trace.helios import GPU_NUMBER_FILE, read_helios
@@ -113,17 +118,21 @@ def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 
 
     The VC layout is `layout` (VC -> node pools, e.g. from a layout file), else trace.vc_config,
     else vc_config.csv beside the trace (nodes of `gpus_per_node` GPUs), else (formats in
-    OWN_LAYOUT) what the reader derives. `reader_options` go to the reader (e.g. Helios' vc_size).
-    Durations above `max_duration_s` and submit times more than `max_submit_span_years` from the
-    median are bad rows (readers.Bounds). A trace left without jobs is an error.
+    OWN_LAYOUT) what the reader derives. `reader_options` go to the reader (e.g. Helios' vc_size),
+    checked against its declaration before the trace is looked for (with trace.format=auto: once the
+    format is known). Durations above `max_duration_s` and submit times more than
+    `max_submit_span_years` from the median are bad rows (readers.Bounds). A trace left without jobs
+    is an error.
     """
     bounds = Bounds(max_duration_s, max_submit_span_years)
-    source = resolve_source(path, fmt, (reader_options or {}).get("workload"))
-    if fmt == "auto":
-        fmt = auto_format(source)
-    if fmt not in READERS:
+    given = dict(reader_options or {})
+    if fmt != "auto" and fmt not in READERS:
         raise ValueError(f"trace.format must be auto or one of {sorted(READERS)}, not {fmt!r}")
-    check_reader_options(fmt, reader_options or {})
+    chosen = None if fmt == "auto" else check_reader_options(fmt, given)
+    source = resolve_source(path, fmt, given.get("workload"))
+    if chosen is None:
+        fmt = auto_format(source)
+        chosen = check_reader_options(fmt, given)
     vc_path = Path(vc_config) if vc_config else source.parent / "vc_config.csv"
     if layout is not None:
         # pools may differ in node size: the readers check each VC's capacity in GPUs
@@ -137,15 +146,16 @@ def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 
         vc_nodes = None if own_layout else read_vc_config(vc_path)
     options = dict(vc_nodes=vc_nodes, gpus_per_node=gpus_per_node, on_error=on_error,
                    state_filter=list(state_filter) if state_filter else None, origin=str(origin),
-                   cluster=cluster or source.parent.name, bounds=bounds, **dict(reader_options or {}))
+                   cluster=cluster or source.parent.name, bounds=bounds)
     cache_file = _cache_path(source, cache_dir) if cache and fmt != "parquet" else None
     if cache_file is not None:
-        key = _cache_key(source, [vc_path, *_side_files(fmt, source, options)], fmt, options)
+        # keyed by the options as given (not their defaults): the keys of existing caches hold
+        key = _cache_key(source, [vc_path, *_side_files(fmt, source, chosen)], fmt, {**options, **given})
         table = read_cache(cache_file, key)
         if table is not None:
             report = SkipReport.from_dict({**metadata(table)["report"], "file": str(source)})
             return _trace(table, layout, vc_nodes, report, source, from_cache=True)
-    table, report = READERS[fmt](source, **options)
+    table, report = READERS[fmt](source, **options, **as_options(chosen))
     _check_jobs_left(table, report, source)
     if cache_file is not None:
         meta = {**metadata(table), "cache_key": key, "report": report.to_dict()}
@@ -154,24 +164,37 @@ def load_trace(path, *, fmt: str = "auto", vc_config=None, gpus_per_node: int = 
     return _trace(table, layout, vc_nodes, report, source)
 
 
-#: Options every reader gets from load_trace itself (not reader options).
-COMMON_OPTIONS = {"vc_nodes", "gpus_per_node", "on_error", "state_filter", "origin", "cluster", "bounds"}
+def check_reader_options(fmt: str, options: dict):
+    """The reader options of format `fmt` checked against its reader's declaration (its
+    ``Settings``) and filled with their defaults; a key it does not declare, or a bad value, is one
+    ConfigError naming ``trace.reader_options.<key>``."""
+    return parse(READERS[fmt].Settings, options, prefix="trace.reader_options", owner=f"the {fmt} reader")
 
 
-def reader_option_names(fmt: str) -> list[str]:
-    """The reader options (`trace.reader_options`) the reader of `fmt` takes: its keyword-only
-    parameters besides COMMON_OPTIONS."""
-    params = inspect.signature(READERS[fmt]).parameters.values()
-    return sorted(p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name not in COMMON_OPTIONS)
+def reader_options_from_text(fmt: str, texts: dict[str, str]) -> dict:
+    """Reader options given as text (``raysim trace convert -o KEY=VALUE``) as the values their
+    declared kinds take, for :func:`check_reader_options` to check as it checks a run's: a name is
+    the text itself (null: none); anything else is the text read as YAML ({T4: V100}, 4, null), and
+    a number also as Python reads one (nan, inf, 1e3). Text that reads as neither stays text (a
+    wrong type), as does the text of a key the reader does not declare (check_reader_options names
+    it)."""
+    declared = {d.name: d for d in describe(READERS[fmt].Settings)}
+    return {key: _from_text(declared[key].kind, text) if key in declared else text for key, text in texts.items()}
 
 
-def check_reader_options(fmt: str, options: dict) -> None:
-    """A ConfigError naming the first reader option the reader of `fmt` does not take."""
-    known = reader_option_names(fmt)
-    for name in options:
-        if name not in known:
-            raise ConfigError(f"trace.reader_options.{name}", f"the {fmt} reader takes no such option "
-                                                              f"(it takes {', '.join(known) or 'none'})")
+def _from_text(kind: str, text: str):
+    if kind == "str" or not text.strip():
+        return None if text == "null" else text
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if kind in ("int", "float") and isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return text
+    return value
 
 
 def _check_jobs_left(table: pa.Table, report: SkipReport, source: Path) -> None:
@@ -199,10 +222,11 @@ def auto_format(source: Path) -> str:
     return "parquet" if source.suffix == ".parquet" else "csv"
 
 
-def _side_files(fmt: str, source: Path, options: dict) -> list[Path]:
-    """The files beside `source` its reader reads (their sizes and times key the cache)."""
+def _side_files(fmt: str, source: Path, reader_options) -> list[Path]:
+    """The files beside `source` its reader reads (their contents key the cache); `reader_options`:
+    the reader's, checked."""
     if fmt == "alibaba2023":
-        return [source.parent / list_file_name(options.get("node_list", DEFAULT_NODE_LIST), NODE_PREFIX)]
+        return [source.parent / list_file_name(reader_options.node_list, NODE_PREFIX)]
     return [source.parent / name for name in SIDE_FILES.get(fmt, ())]
 
 

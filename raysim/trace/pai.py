@@ -27,6 +27,7 @@ Rules:
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ import pyarrow as pa
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.csvfile import RAGGED, read_csv_text
 from raysim.errors import SkipReport, TraceError
+from raysim.settings import setting
 from raysim.trace.layout import trace_layout, with_layout
 from raysim.trace.mapping import RowChecks, Source, validate_mapped
 from raysim.trace.readers import Bounds
@@ -53,9 +55,17 @@ COLUMNS = {"job_id": "(row number)", "submit_time": "start_time", "state": "stat
            "duration": f"end_time - start_time ({TASK_FILE})", "vc": f"gpu_type ({TASK_FILE})"}
 
 
+@dataclass(frozen=True)
+class PaiOptions:
+    """The PAI reader's options (trace.reader_options)."""
+
+    vc_groups: dict[str, str] | None = setting(None, "VC of the jobs of a GPU type, {gpu_type: VC}, to merge types "
+                                               "(a type not named is its own VC)")
+
+
 def read_pai(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
              on_error: str = "raise", state_filter=None, origin: str = "auto", cluster: str = "",
-             bounds: Bounds = Bounds(), vc_groups: dict | None = None) -> tuple[pa.Table, SkipReport]:
+             bounds: Bounds = Bounds(), vc_groups: dict[str, str] | None) -> tuple[pa.Table, SkipReport]:
     """Read ``pai_job_table.csv`` and the task table beside it; `vc_nodes` None derives the layout."""
     name = str(path)
     jobs, job_src, ragged = _read(path, JOB_COLUMNS)
@@ -112,6 +122,9 @@ def read_pai(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFA
                                     on_error=on_error, state_filter=state_filter, origin=origin,
                                     cluster=cluster, bounds=bounds)
     return with_layout(table, vc_nodes), report
+
+
+read_pai.Settings = PaiOptions
 
 
 def _read(path, columns) -> tuple[pd.DataFrame, Source, np.ndarray]:

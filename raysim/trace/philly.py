@@ -26,6 +26,7 @@ attempts, each with start_time, end_time and detail: [{ip, gpus: [...]}]. Times 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,7 @@ import pyarrow as pa
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.trace.attempts import COLUMN as ATTEMPTS, format_attempts
 from raysim.errors import SkipReport, TraceError
+from raysim.settings import setting
 from raysim.trace.layout import trace_layout, with_layout
 from raysim.trace.mapping import RowChecks, Source, validate_mapped
 from raysim.trace.readers import Bounds
@@ -47,12 +49,18 @@ COLUMNS = {"job_id": "jobid", "submit_time": "submitted_time", "state": "status"
            "gpu_num": "attempts[].detail[].gpus", "duration": "attempts[].start_time/end_time"}
 
 
+@dataclass(frozen=True)
+class PhillyOptions:
+    """The Philly reader's options (trace.reader_options)."""
+
+    duration: str = setting("sum", "a job's duration: the sum of its attempts' run times, or last end - first "
+                            "start (Philly's notebook)", choices=DURATION_RULES)
+
+
 def read_philly(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
                 on_error: str = "raise", state_filter=None, origin: str = "auto", cluster: str = "",
-                bounds: Bounds = Bounds(), duration: str = "sum") -> tuple[pa.Table, SkipReport]:
+                bounds: Bounds = Bounds(), duration: str) -> tuple[pa.Table, SkipReport]:
     """Read a Philly ``cluster_job_log``; `vc_nodes` None derives the layout from the trace."""
-    if duration not in DURATION_RULES:
-        raise ValueError(f"duration must be one of {DURATION_RULES}, not {duration!r}")
     name = str(path)
     jobs = _load(path)
     source = Source(name, unit="job", columns=COLUMNS)
@@ -124,6 +132,9 @@ def read_philly(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = D
                                     on_error=on_error, state_filter=state_filter, origin=origin,
                                     cluster=cluster, bounds=bounds)
     return with_layout(table, vc_nodes), report
+
+
+read_philly.Settings = PhillyOptions
 
 
 def _runs(where: np.ndarray, start: np.ndarray, end: np.ndarray, ran: np.ndarray, n: int) -> np.ndarray:

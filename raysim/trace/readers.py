@@ -22,6 +22,7 @@ import pyarrow as pa
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.csvfile import RAGGED, read_csv_text
 from raysim.errors import SkipReport, TraceError
+from raysim.settings import NoSettings
 from raysim.trace.attempts import COLUMN as ATTEMPTS, check_attempts
 from raysim.trace.schema import (GPU_TYPE_COLUMNS, OPENB_COLUMNS, OPTIONAL, REQUIRED, conform, metadata,
                                  with_metadata)
@@ -78,6 +79,9 @@ def read_parquet_trace(path: str | Path, **options) -> tuple[pa.Table, SkipRepor
         if isinstance(df[col].dtype, pd.CategoricalDtype):
             df[col] = df[col].astype(object)
     return validate_frame(df, name, **options)
+
+
+read_csv_trace.Settings = read_parquet_trace.Settings = NoSettings
 
 
 def _check_type(name: str, column: str, actual: pa.DataType) -> None:

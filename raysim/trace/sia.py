@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import csv
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,7 @@ import pyarrow as pa
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE
 from raysim.csvfile import RAGGED, read_csv_text
 from raysim.errors import SkipReport, TraceError
+from raysim.settings import setting
 from raysim.trace.layout import nodes_from_gpus, with_layout
 from raysim.trace.mapping import RowChecks, Source, validate_mapped
 from raysim.trace.readers import Bounds
@@ -62,9 +64,16 @@ ROUNDED = "submit_time: fractional seconds rounded up to whole seconds"
 INT32_MAX = 2 ** 31 - 1
 
 
+@dataclass(frozen=True)
+class SiaOptions:
+    """The Sia reader's options (trace.reader_options)."""
+
+    vc: str | None = setting(None, "the VC of every job (null: the cluster's only VC)")
+
+
 def read_sia(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
              on_error: str = "raise", state_filter=None, origin: str = "auto", cluster: str = "",
-             bounds: Bounds = Bounds(), vc: str | None = None) -> tuple[pa.Table, SkipReport]:
+             bounds: Bounds = Bounds(), vc: str | None) -> tuple[pa.Table, SkipReport]:
     """Read a Sia workload CSV; `vc_nodes` None derives a one-VC layout (see the module's rules).
     `vc`: the VC of every job (default: the layout's only VC)."""
     name = str(path)
@@ -129,13 +138,16 @@ def read_sia(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFA
     return with_layout(table, vc_nodes), report
 
 
+read_sia.Settings = SiaOptions
+
+
 def _job_vc(name: str, vc_nodes: dict[str, int] | None, vc: str | None) -> str:
     """The VC every job of the workload goes to."""
     if vc is not None:
         if vc_nodes is not None and vc not in vc_nodes:
             raise TraceError(name, f"trace.reader_options.vc {vc!r} is not a VC of the cluster "
                                    f"({', '.join(vc_nodes)})")
-        return str(vc)
+        return vc
     if vc_nodes is None:
         return DEFAULT_VC
     if len(vc_nodes) != 1:
