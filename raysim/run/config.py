@@ -15,7 +15,6 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from raysim.cluster.catalog import JobTypes, job_types
 from raysim.cluster.layout import layout_from_config, layout_from_vc_nodes, read_layout_csv
 from raysim.errors import ConfigError, UserError
-from raysim.models.estimates import SOURCES as ESTIMATE_SOURCES
 from raysim.models.estimates import estimates_for
 from raysim.placement import PLACERS, placer_settings
 from raysim.policy import POLICIES, policy_class, policy_settings
@@ -24,10 +23,10 @@ from raysim.settings import as_options
 from raysim.quota import merged_layout
 from raysim.quota.settings import MODES as QUOTA_MODES
 from raysim.quota.settings import quota_settings
-from raysim.report.settings import report_settings
+from raysim.run.cluster_settings import cluster_mode
 from raysim.run.failures import check_failures_config, failure_plan, failures_name
 from raysim.run.requests import counts_resources, request_inputs
-from raysim.run.values import boolean, choice, integer, number, plain, value
+from raysim.run.values import choice, integer, plain, value
 from raysim.trace.schema import REQUEST_COLUMNS
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
@@ -35,40 +34,18 @@ from raysim.sim.attempts import Attempts
 from raysim.sim.capacity import LARGEST
 from raysim.sim.checkpoint import Checkpointing
 from raysim.trace.attempts import FAILED_STATES
-from raysim.trace.load import READERS, Trace, load_trace
+from raysim.trace.load import Trace, load_trace
 
 log = logging.getLogger("raysim")
-
-#: Bounds past which a run would not end or not fit in memory (a value of 1e12 hung or ran out of memory).
-TEN_YEARS_S = 10 * 365 * 86_400
-MAX_GPUS_PER_NODE = 1024
-
 
 def check_cluster_config(cfg: DictConfig) -> None:
     """Check the values a trace replay uses, before anything is loaded or Ray is started: a bad one
     is a ConfigError naming its key (one line, exit status 2)."""
-    integer(cfg, "seed", minimum=0)
-    choice(cfg, "sim.compat", ("clean", "lucid"))
-    integer(cfg, "sim.sample_interval", minimum=1)
-    if choice(cfg, "sim.network", ("off", "on", False, True)) in ("on", True):
-        number(cfg, "network.nic_gbps", above=0)
-        number(cfg, "network.gbps_per_gpu", minimum=0)
-        number(cfg, "network.duty", minimum=0, maximum=1)
-    choice(cfg, "runtime.name", ("local", "ray"))
-    window = integer(cfg, "runtime.window_s", minimum=1, maximum=TEN_YEARS_S, why_maximum="(ten years)")
-    integer(cfg, "runtime.checkpoint_every", minimum=1)
-    if boolean(cfg, "runtime.resume") and not value(cfg, "runtime.checkpoint_dir"):
+    m = cluster_mode(cfg)  # every section's values, by their declarations
+    window = m.runtime.window_s
+    if m.runtime.resume and not m.runtime.checkpoint_dir:
         raise ConfigError("runtime.resume", "needs runtime.checkpoint_dir (the folder to resume from)", True)
-    if value(cfg, "ray.vcs_per_actor") != "auto":
-        integer(cfg, "ray.vcs_per_actor", minimum=1, hint="or auto")
-    if value(cfg, "ray.num_cpus") is not None:
-        number(cfg, "ray.num_cpus", above=0)
-    number(cfg, "ray.actor_cpus", minimum=0)
-    address = value(cfg, "ray.address")
-    if address is not None and (not isinstance(address, str) or not address.strip()):
-        raise ConfigError("ray.address", "must be null (start a local Ray), auto or host:port", address)
-
-    source = choice(cfg, "estimator.source", ESTIMATE_SOURCES)
+    source = m.estimator.source
     quota = choice(cfg, "quota.mode", QUOTA_MODES) if value(cfg, "quota") is not None else "none"
     if quota == "borrow":
         period = integer(cfg, "quota.period_s", minimum=1)
@@ -95,39 +72,22 @@ def check_cluster_config(cfg: DictConfig) -> None:
     placer_settings(choice(cfg, "placer.name", sorted(PLACERS), what="placer"),
                     {k: v for k, v in OmegaConf.to_container(cfg.placer, resolve=True).items() if k != "name"})
 
-    t = cfg.trace
-    from raysim.run.gavel_jobs import is_gavel_input, rounds_settings
+    from raysim.run.gavel_jobs import is_gavel_input
 
-    rounds_settings(cfg)
-    if not harvest and not t.get("synth") and not is_gavel_input(cfg):
-        if not t.path:
-            raise ConfigError("trace.path", "not set: give a trace file or folder, or use +experiment=venus")
-        choice(cfg, "trace.format", ("auto", "gavel", *sorted(READERS)))
-    choice(cfg, "trace.on_error", ("raise", "skip"))
-    states = value(cfg, "trace.state_filter")
-    if states is not None and (isinstance(states, str) or not isinstance(states, (list, ListConfig))):
-        raise ConfigError("trace.state_filter", "must be a list of states, e.g. [COMPLETED]", states)
-    integer(cfg, "cluster.gpus_per_node", minimum=1, maximum=MAX_GPUS_PER_NODE,
-            why_maximum="(GPUs of one node)")
-
-    if source == "file" and not value(cfg, "estimator.path"):
+    if not harvest and m.trace.synth is None and not is_gavel_input(cfg) and not m.trace.path:
+        raise ConfigError("trace.path", "not set: give a trace file or folder, or use +experiment=venus")
+    if source == "file" and not m.estimator.path:
         raise ConfigError("estimator.path", "not set: estimator.source=file needs a CSV with job_id and "
                           "an estimate column")
-    if source == "model":
-        choice(cfg, "estimator.kind", ("ebm", "lightgbm"))
-        days = number(cfg, "estimator.period_days", above=0)
-        if (days * 86_400) % window:
-            raise ConfigError("estimator.period_days", f"the retraining period must be a multiple of "
-                              f"runtime.window_s ({window} s)", days)
-    if source == "file":
-        number(cfg, "estimator.negative_to")
+    if source == "model" and (m.estimator.period_days * 86_400) % window:
+        raise ConfigError("estimator.period_days", f"the retraining period must be a multiple of "
+                          f"runtime.window_s ({window} s)", m.estimator.period_days)
     check_capacity_config(cfg, quota, name)
     checkpoint_settings(cfg)
     replays_failures(cfg)
     check_failures_config(cfg)
     if failures_name(cfg) != "none":
         refuse_moving_nodes(cfg, "failures", name, failures_name(cfg))
-    report_settings(plain(cfg, "report"))
 
 
 CHECKPOINT_KEYS = ("interval_s", "write_s", "restart_s")
@@ -137,7 +97,7 @@ def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
     """The run's checkpoint-restart settings (`checkpoint.*`), None without `checkpoint.interval_s`;
     a bad value, in them or in an application's (`checkpoint.apps`), or a policy or mode they cannot
     apply to, is one line naming the key."""
-    default = _checkpointing(cfg, "checkpoint")
+    default = _checkpointing(cluster_mode(cfg).checkpoint, "checkpoint")
     apps = checkpoint_apps(cfg)
     if default is None and all(cp is None for cp in apps.values()):
         return None
@@ -159,57 +119,41 @@ def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
     return default
 
 
-def _checkpointing(cfg: DictConfig, prefix: str, shown: str | None = None) -> Checkpointing | None:
-    """The Checkpointing of `prefix`.interval_s/write_s/restart_s (None: interval_s null); errors
-    name the keys as `shown`.<key> (default: `prefix`)."""
-    shown = shown or prefix
-    try:
-        if value(cfg, f"{prefix}.interval_s") is None:
-            for k in CHECKPOINT_KEYS[1:]:
-                if value(cfg, f"{prefix}.{k}") is not None:
-                    raise ConfigError(f"{shown}.{k}", f"needs {shown}.interval_s (the work between checkpoints)",
-                                      value(cfg, f"{prefix}.{k}"))
-            return None
-        interval = integer(cfg, f"{prefix}.interval_s", minimum=1, hint="(seconds of work) or null")
-        write, restart = (0 if value(cfg, f"{prefix}.{k}") is None else
-                          integer(cfg, f"{prefix}.{k}", minimum=0, hint="(seconds) or null") for k in CHECKPOINT_KEYS[1:])
-    except ConfigError as err:
-        if not err.key.startswith(prefix + "."):
-            raise
-        raise ConfigError(shown + err.key[len(prefix):], err.message, err.value) from None
-    for k, seconds in zip(CHECKPOINT_KEYS, (interval, write, restart)):
-        if seconds > LARGEST:  # (a job's span must fit the engine's clock)
-            raise ConfigError(f"{shown}.{k}", f"must be at most {LARGEST:.0e} seconds", value(cfg, f"{prefix}.{k}"))
-    return Checkpointing(interval, write, restart)
+def _checkpointing(values, shown: str) -> Checkpointing | None:
+    """The Checkpointing of checked `values` (interval_s, write_s, restart_s; None: interval_s null,
+    and then no cost may be set); errors name the keys as `shown`.<key>."""
+    if values.interval_s is None:
+        for k in CHECKPOINT_KEYS[1:]:
+            if getattr(values, k) is not None:
+                raise ConfigError(f"{shown}.{k}", f"needs {shown}.interval_s (the work between checkpoints)",
+                                  getattr(values, k))
+        return None
+    return Checkpointing(values.interval_s, values.write_s or 0, values.restart_s or 0)
 
 
 def checkpoint_apps(cfg: DictConfig) -> dict:
     """`checkpoint.apps`: per value of the trace column `checkpoint.column`, that application's
     settings ({name: Checkpointing, or None: it does not checkpoint}), keys it leaves out taken from
     the run's `checkpoint.*`; {} without them. A bad entry is one line naming its key."""
-    apps, column = value(cfg, "checkpoint.apps") or {}, value(cfg, "checkpoint.column")
-    if not isinstance(apps, (dict, DictConfig)):
-        raise ConfigError("checkpoint.apps", "must be a mapping {application: {interval_s: S, write_s: S, "
-                          "restart_s: S}}", apps)
-    if not apps:
-        if column is not None:
-            raise ConfigError("checkpoint.column", "needs checkpoint.apps (each application's settings)", column)
+    from raysim.run.cluster_settings import AppCheckpoint
+
+    cp = cluster_mode(cfg).checkpoint
+    if not cp.apps:
+        if cp.column is not None:
+            raise ConfigError("checkpoint.column", "needs checkpoint.apps (each application's settings)", cp.column)
         return {}
-    if not isinstance(column, str) or not column:
+    if cp.column is None:
         raise ConfigError("checkpoint.column", "must name the trace column that says each job's application "
-                          "(e.g. model): checkpoint.apps needs it", column)
+                          "(e.g. model): checkpoint.apps needs it", cp.column)
+    given = plain(cfg, "checkpoint.apps")
     out = {}
-    for name, entry in apps.items():
-        prefix = f"checkpoint.apps.{name}"
-        if not isinstance(entry, (dict, DictConfig)):
-            raise ConfigError(prefix, "must be a mapping {interval_s: S, write_s: S, restart_s: S}", entry)
-        for key in entry:
-            if key not in CHECKPOINT_KEYS:
-                raise ConfigError(f"{prefix}.{key}", f"not a checkpoint setting (use {', '.join(CHECKPOINT_KEYS)})")
-        merged = {k: entry[k] if k in entry else value(cfg, f"checkpoint.{k}") for k in CHECKPOINT_KEYS}
-        if "interval_s" in entry and entry["interval_s"] is None:  # it does not checkpoint: costs of its own only
-            merged = {k: entry.get(k) for k in CHECKPOINT_KEYS}
-        out[str(name)] = _checkpointing(OmegaConf.create({"app": merged}), "app", prefix)
+    for name, entry in cp.apps.items():
+        mine = given[name]
+        if "interval_s" in mine and mine["interval_s"] is None:  # it does not checkpoint: costs of its own only
+            merged = entry
+        else:
+            merged = AppCheckpoint(**{k: getattr(entry if k in mine else cp, k) for k in CHECKPOINT_KEYS})
+        out[name] = _checkpointing(merged, f"checkpoint.apps.{name}")
     return out
 
 
