@@ -79,6 +79,7 @@ GROUPS = (
     Group("harvest.allocator", "raysim.harvest.allocators:ALLOCATORS"),
     Group("fgd.policy", "raysim.placement.scored:SCORERS"),
     Group("failures", "raysim.run.failures:FAILURES", prefix="failures", noun="preset"),
+    Group("quota", "raysim.quota.settings:QUOTAS", prefix="quota"),
 )
 
 
