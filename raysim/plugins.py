@@ -5,7 +5,8 @@ holds (written by ``python -m raysim.plugins --markdown``; a test keeps it curre
 Each kind of plug-in is one registry (raysim.registry.Registry), chosen by one setting:
 `GROUPS` says which. A plug-in that reads settings declares them (raysim.settings): a policy as its
 class's ``Settings``, a trace reader as its function's ``Settings`` (its ``trace.reader_options``),
-the placers as raysim.placement.PlacerSettings.
+a failure producer or a quota mode as its ``Settings`` attribute, the placers as
+raysim.placement.PlacerSettings.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class Group:
     registry: str      # e.g. "raysim.policy:POLICIES"
     prefix: str = ""   # where its settings are set ("policy": policy.KEY=VALUE); "": it declares none
     shared: str = ""   # module:attribute of settings every plug-in of the group takes
+    noun: str = ""     # what one plug-in is called ("every model preset"; default: the setting's name)
 
     def plugins(self):
         import importlib
@@ -68,7 +70,7 @@ class Group:
 
     def every(self, kind: str) -> str:
         """"every placer", "every round policy"."""
-        return f"every {kind + ' ' if kind else ''}{self.setting.split('.')[0]}"
+        return f"every {kind + ' ' if kind else ''}{self.noun or self.setting.split('.')[0]}"
 
 
 GROUPS = (
@@ -77,6 +79,8 @@ GROUPS = (
     Group("trace.format", "raysim.trace.load:READERS", prefix="trace.reader_options"),
     Group("harvest.allocator", "raysim.harvest.allocators:ALLOCATORS"),
     Group("fgd.policy", "raysim.placement.scored:SCORERS"),
+    Group("failures", "raysim.run.failures:FAILURES", prefix="failures", noun="preset"),
+    Group("quota", "raysim.quota.settings:QUOTAS", prefix="quota"),
 )
 
 

@@ -3,8 +3,9 @@ asked for.
 
 raysim's plug-ins -- scheduling policies (raysim.policy.POLICIES), Gavel's round policies
 (raysim.rounds.policies.POLICIES), placers (raysim.placement.PLACERS), FGD's node scorers
-(raysim.placement.scored.SCORERS), trace readers (raysim.trace.load.READERS) and harvesting's
-allocators (raysim.harvest.allocators.ALLOCATORS) -- are each a :class:`Registry`. ``raysim --help``
+(raysim.placement.scored.SCORERS), trace readers (raysim.trace.load.READERS), harvesting's
+allocators (raysim.harvest.allocators.ALLOCATORS), failure producers (raysim.run.failures.FAILURES)
+and quota modes (raysim.quota.settings.QUOTAS) -- are each a :class:`Registry`. ``raysim --help``
 lists them with the first sentence of each one's docstring (:meth:`Registry.summary`) and, for
 plug-ins that declare settings (a ``Settings`` attribute of the class or function, raysim.settings),
 those settings.

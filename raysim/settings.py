@@ -12,9 +12,9 @@ Supported field types: ``int``, ``float``, ``bool``, ``str``, ``dict[str, float]
 numbers by name), ``dict[str, str]``, ``list[str]`` (names), ``list[int]``, any of them ``| None``
 (null allowed); ``object`` (any value, checked by the field's own `check`); another declaration,
 a *section* (:func:`section`: ``policy.profiler.nodes``), checked field by field, optionally ``| None``
-(a section that may be absent); and ``dict[str, <declaration>]``, a *table* of sections by name
-(``quota.vcs.<vc>.cohort``). A
-field may also name a `check` of its own (a function of the typed value and the key, returning
+(a section that may be absent); ``dict[str, <declaration>]``, a *table* of sections by name
+(``quota.vcs.<vc>.cohort``); and ``list[<declaration>]``, a *list* of sections, each checked as a
+section (``failures.categories[0].share``; its default: a list of instances). A field may also name a `check` of its own (a function of the typed value and the key, returning
 the value or raising ConfigError) for what its type and bounds cannot say.
 
 A plug-in receives its settings as keyword arguments (:func:`as_options`), but its sections and
@@ -70,7 +70,7 @@ class Declared:
 
     name: str
     kind: str          # int, float, bool, str, dict[str, float], dict[str, str], list[str], list[int],
-                       # value (any: its check says), section or table (sections by name)
+                       # value (any: its check says), section, table (sections by name) or sections (a list)
     optional: bool     # null allowed
     default: object
     doc: str
@@ -79,7 +79,7 @@ class Declared:
     maximum: float | None = None
     nonzero: bool = False
     choices: tuple | None = None
-    section: type | None = None  # kind "section": its declaration; "table": its entries
+    section: type | None = None  # kind "section": its declaration; "table" or "sections": its entries
     check: object = None         # its own rule: check(value, key) -> value, or ConfigError
     input: bool = False          # read by the plug-in's run, not passed to its constructor
     what: str = ""               # its type in words (kind "value")
@@ -113,6 +113,8 @@ def _kind(annotation) -> tuple[str, bool]:
         annotation = args[0]
     if typing.get_origin(annotation) is dict and dataclasses.is_dataclass(typing.get_args(annotation)[1]):
         return "table", optional
+    if typing.get_origin(annotation) is list and dataclasses.is_dataclass(typing.get_args(annotation)[0]):
+        return "sections", optional
     for container in (dict, list):
         if typing.get_origin(annotation) is container:
             kind = f"{container.__name__}[{', '.join(a.__name__ for a in typing.get_args(annotation))}]"
@@ -146,12 +148,14 @@ def describe(cls) -> tuple[Declared, ...]:
 
 
 def _section_of(annotation, kind: str):
-    """The declaration of a section's or a table's entries (None for other kinds)."""
-    if kind not in ("section", "table"):
+    """The declaration of a section's, a table's or a list's entries (None for other kinds)."""
+    if kind not in ("section", "table", "sections"):
         return None
     args = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
     inner = args[0] if len(args) == 1 and dataclasses.is_dataclass(args[0]) else annotation
-    return typing.get_args(inner)[1] if typing.get_origin(inner) is dict else inner
+    if typing.get_origin(inner) in (dict, list):
+        return typing.get_args(inner)[-1]
+    return inner
 
 
 def leaves(cls, prefix: str = "") -> list[tuple[str, Declared]]:
@@ -159,14 +163,17 @@ def leaves(cls, prefix: str = "") -> list[tuple[str, Declared]]:
     out = []
     for d in describe(cls):
         name = f"{prefix}{d.name}"
-        inner = name + (".<name>." if d.kind == "table" else ".")
+        inner = name + {"table": ".<name>.", "sections": "[<i>]."}.get(d.kind, ".")
         out += leaves(d.section, inner) if d.section and d.default is not None else [(name, d)]
     return out
 
 
 def defaults(cls) -> dict:
-    """name -> default of every setting `cls` declares (a section: its own defaults, as a dict)."""
-    return {d.name: defaults(d.section) if d.kind == "section" and d.default is not None else copy.deepcopy(d.default)
+    """name -> default of every setting `cls` declares (a section: its own defaults, as a dict; a list
+    of sections: a list of dicts)."""
+    return {d.name: defaults(d.section) if d.kind == "section" and d.default is not None else
+            [dataclasses.asdict(s) for s in d.default] if d.kind == "sections" and d.default is not None else
+            copy.deepcopy(d.default)
             for d in describe(cls)}
 
 
@@ -209,6 +216,12 @@ def _typed(d: Declared, value, key: str, owner: str):
                               value)
         return {str(k): _typed(dataclasses.replace(d, kind="section", optional=False), v, f"{key}.{k}", owner)
                 for k, v in value.items()}
+    if d.kind == "sections":
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+            raise ConfigError(key, f"must be a list of sections {{{', '.join(f.name for f in describe(d.section))}}}",
+                              value)
+        return [_typed(dataclasses.replace(d, kind="section", optional=False), v, f"{key}[{i}]", owner)
+                for i, v in enumerate(value)]
     if d.section is not None:
         if not isinstance(value, Mapping):
             raise ConfigError(key, f"must be a section of settings ({', '.join(f.name for f in describe(d.section))})",
@@ -269,7 +282,7 @@ def _shown(bound: float) -> str:
 
 def _a(kind: str) -> str:
     return {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a name",
-            "value": "set"}.get(kind, kind)
+            "value": "set", "sections": "a list of sections"}.get(kind, kind)
 
 
 def _choices(d: Declared) -> str:

@@ -402,7 +402,7 @@ def test_bad_quota_settings_are_one_line_errors_naming_the_key():
         quota_settings(borrow(vcs={"zz": {"cohort": "x"}}), ["a", "b"])
     with pytest.raises(ConfigError, match=r"quota.vcs.a.reclaim"):
         quota_settings(borrow(vcs={"a": {"reclaim": "kill"}}), ["a"])
-    with pytest.raises(ConfigError, match=r"quota.vcs.a: unknown setting"):
+    with pytest.raises(ConfigError, match=r"quota.vcs.a.limit: not a setting of quota=borrow"):
         quota_settings(borrow(vcs={"a": {"limit": 3}}), ["a"])
     with pytest.raises(ConfigError, match="quota.borrow_limit"):
         quota_settings(borrow(borrow_limit=-1), ["a"])

@@ -1,35 +1,60 @@
-"""Quota settings (the `quota=` config group): the mode, the epoch period and, per VC, its cohort,
-limits and reclaim mode. The group was called `sharing` before; that word is kept for GPU sharing,
-and a key or override under the old name is refused (`refuse_old_name`)."""
+"""Quota settings (the `quota=` config group): the mode (QUOTAS, one per conf/quota/<mode>.yaml)
+and, with borrow, the settings it declares (raysim.settings): the epoch period and every VC's
+cohort, limits and reclaim mode, which a VC's own entry in `quota.vcs` overrides. The group was
+called `sharing` before; that word is kept for GPU sharing, and a key or override under the old name
+is refused (`refuse_old_name`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from raysim.errors import ConfigError
+from raysim.registry import Registry
+from raysim.settings import NoSettings, parse, setting
 
-MODES = ("none", "borrow", "global")
 RECLAIM_MODES = ("preempt", "drain")
-#: settings a VC may override in `quota.vcs.<vc>`
-PER_VC = ("cohort", "borrow_limit", "lending_limit", "reclaim")
 #: the group's name before it was `quota`
 OLD_NAME = "sharing"
 
 
 @dataclass(frozen=True)
 class VCQuota:
-    """One VC's part in quota lending."""
+    """One VC's part in quota lending (quota.<key>: every VC's; quota.vcs.<vc>.<key>: one VC's,
+    over every VC's)."""
 
-    cohort: str = "all"
-    #: GPUs the VC may hold on loan at once (None: no limit)
-    borrow_limit: int | None = None
-    #: GPUs the VC may have lent out at once (None: no limit)
-    lending_limit: int | None = None
-    #: how the VC gets lent nodes back: "preempt" (the borrower's jobs on them stop) or "drain"
-    reclaim: str = "preempt"
+    cohort: str = setting("all", "the VC's cohort: VCs lend only within their cohort")
+    borrow_limit: int | None = setting(None, "GPUs the VC may hold on loan at once (null: no limit)", minimum=0)
+    lending_limit: int | None = setting(None, "GPUs the VC may have lent out at once (null: no limit)", minimum=0)
+    reclaim: str = setting("preempt", "how the VC gets lent nodes back: preempt (the borrower's jobs on them stop) "
+                           "| drain", choices=RECLAIM_MODES)
 
 
 _DEFAULT = VCQuota()
+
+
+@dataclass(frozen=True)
+class BorrowSettings(VCQuota):
+    """quota=borrow's settings: every VC's part (VCQuota's), the epoch period and per-VC overrides."""
+
+    period_s: int = setting(300, "seconds between epochs (loan decisions)", minimum=1)
+    vcs: dict[str, VCQuota] = setting({}, "a VC's own settings, over every VC's (e.g. {vc8Gr: {cohort: a}})")
+
+
+class Mode:
+    """A quota mode as QUOTAS registers it: its one-line doc and the settings it declares."""
+
+    def __init__(self, doc: str, settings=NoSettings):
+        self.__doc__, self.Settings = doc, settings
+
+
+#: quota=NAME (conf/quota/NAME.yaml's `mode`) -> its mode.
+QUOTAS = Registry({
+    "none": Mode("Every VC keeps its own nodes (the default)"),
+    "borrow": Mode("VCs lend idle nodes within their cohort and take them back when their own jobs wait; "
+                   "quota.vcs sets a VC's own settings, over every VC's (docs/quota.md)", BorrowSettings),
+    "global": Mode("One cluster-wide queue: every VC's jobs wait for every VC's nodes"),
+}, what="quota mode")
+MODES = tuple(QUOTAS)
 
 
 @dataclass(frozen=True)
@@ -52,55 +77,31 @@ class QuotaSettings:
         return self.quotas.get(vc, _DEFAULT)
 
 
-def quota_settings(conf: dict | None, vcs: list[str]) -> QuotaSettings:
-    """Checked settings from the `quota` config group (a plain dict) for a run over VCs `vcs`.
-    A bad value is a ConfigError naming its key."""
+def declared_quota(conf: dict | None) -> tuple[str, object]:
+    """The mode of the `quota` config group (a plain dict) and its declared settings, checked: a bad
+    or unknown one is a ConfigError naming ``quota.<key>``. Needs none of the run's inputs."""
     conf = dict(conf or {})
-    mode = conf.get("mode", "none")
-    if mode not in MODES:
+    mode = conf.pop("mode", "none")
+    if not isinstance(mode, str) or mode not in QUOTAS:
         raise ConfigError("quota.mode", f"must be one of {', '.join(MODES)}", mode)
+    return mode, parse(QUOTAS[mode].Settings, conf, prefix="quota", owner=f"quota={mode}")
+
+
+def quota_settings(conf: dict | None, vcs: list[str]) -> QuotaSettings:
+    """Checked settings from the `quota` config group (a plain dict) for a run over VCs `vcs`: its
+    declared ones (declared_quota), and `quota.vcs` naming VCs of the run only."""
+    mode, declared = declared_quota(conf)
     if mode != "borrow":
         return QuotaSettings(mode=mode)
-    period = _whole(conf.get("period_s", 300), "quota.period_s", minimum=1)
-    default = _vc_quota(conf, "quota", VCQuota())
-    overrides = conf.get("vcs") or {}
-    if not isinstance(overrides, dict):
-        raise ConfigError("quota.vcs", "must map VC names to their settings", overrides)
-    unknown = sorted(set(overrides) - set(vcs))
+    unknown = sorted(set(declared.vcs) - set(vcs))
     if unknown:
         raise ConfigError("quota.vcs", f"names VC(s) the run does not have: {', '.join(map(str, unknown))} "
                           f"(its VCs: {', '.join(vcs[:8])}{', ...' if len(vcs) > 8 else ''})")
-    quotas = {}
-    for vc in vcs:
-        own = overrides.get(vc) or {}
-        if not isinstance(own, dict):
-            raise ConfigError(f"quota.vcs.{vc}", f"must be a mapping of {', '.join(PER_VC)}", own)
-        extra = sorted(set(own) - set(PER_VC))
-        if extra:
-            raise ConfigError(f"quota.vcs.{vc}", f"unknown setting(s) {', '.join(extra)}; "
-                              f"choose from {', '.join(PER_VC)}")
-        quotas[vc] = _vc_quota(own, f"quota.vcs.{vc}", default)
-    return QuotaSettings(mode=mode, period_s=period, quotas=quotas)
-
-
-def _vc_quota(conf: dict, where: str, default: VCQuota) -> VCQuota:
-    reclaim = conf.get("reclaim", default.reclaim)
-    if reclaim not in RECLAIM_MODES:
-        raise ConfigError(f"{where}.reclaim", f"must be one of {', '.join(RECLAIM_MODES)}", reclaim)
-    cohort = conf.get("cohort", default.cohort)
-    if not isinstance(cohort, (str, int)) or isinstance(cohort, bool) or str(cohort) == "":
-        raise ConfigError(f"{where}.cohort", "must be a name", cohort)
-    limits = {}
-    for key in ("borrow_limit", "lending_limit"):
-        raw = conf.get(key, getattr(default, key))
-        limits[key] = None if raw is None else _whole(raw, f"{where}.{key}", minimum=0)
-    return VCQuota(cohort=str(cohort), reclaim=reclaim, **limits)
-
-
-def _whole(raw, key: str, *, minimum: int) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or float(raw) != int(raw) or raw < minimum:
-        raise ConfigError(key, f"must be a whole number of at least {minimum}", raw)
-    return int(raw)
+    every = VCQuota(**{f.name: getattr(declared, f.name) for f in fields(VCQuota)})
+    given = {str(vc): own for vc, own in (conf or {}).get("vcs", {}).items()}  # the keys a VC's entry sets
+    quotas = {vc: replace(every, **{key: getattr(declared.vcs[vc], key) for key in given.get(vc, {})})
+              for vc in vcs}
+    return QuotaSettings(mode=mode, period_s=declared.period_s, quotas=quotas)
 
 
 def refuse_old_name(keys) -> None:

@@ -1,134 +1,230 @@
-"""The `failures` config group checked and turned into a producer's settings (raysim.sim.failures,
-raysim.sim.failure_trace): every key used or refused, a bad value one line naming its key."""
+"""The `failures` config group: its producers (FAILURES, one per preset of conf/failures/), each
+declaring its settings (raysim.settings), checked once, and turned into the run's failures
+(raysim.sim.failures, raysim.sim.failure_trace). A bad value or a key the producer does not declare
+is one line naming it; what the settings say together (exactly one MTBF, `shape` with Weibull only,
+a trace's path) is each producer's `relations`, next to its declaration."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from raysim.errors import ConfigError
-from raysim.run.values import choice, number, value
+from raysim.registry import Registry
+from raysim.run.values import choice, value
+from raysim.settings import NoSettings, parse, setting
 from raysim.sim.failures import DISTRIBUTIONS, KINDS, REPAIRS, Category, FailureModel
 
-#: The presets of the group (conf/failures/): models draw failures, `trace` replays them.
-NAMES = ("none", "exponential", "weibull", "llama3", "trace")
 #: The longest mean time between failures or repair a setting may give (hours: about 1,140 years), so
 #: that every drawn time fits the engine's clock, even at a million ticks per second.
 MAX_HOURS = 1e7
-_MODEL_KEYS = {"name", "distribution", "shape", "node_mtbf_h", "gpu_mtbf_h", "repair_h", "repair", "categories"}
-_KEYS = {"none": {"name"}, "trace": {"name", "path", "kinds"}}
 _NAME = re.compile(r"[A-Za-z0-9_]+")
 HOUR = 3600
 
 
+def _a_name(name: str, key: str) -> str:
+    if not _NAME.fullmatch(name):
+        raise ConfigError(key, "must be a name of letters, digits and _", name)
+    return name
+
+
+@dataclass(frozen=True)
+class CategorySettings:
+    """A failure category of a model (failures.categories[i])."""
+
+    name: str = setting("failure", "the category: a cause counted per job (letters, digits and _)", check=_a_name)
+    share: float = setting(1.0, "its share of failures (drawn by share)", above=0)
+    kind: str = setting("down", "down: the node is out until repaired | restart: only its jobs restart", choices=KINDS)
+    repair_h: float | None = setting(None, "its own mean repair time, hours (null: the model's repair_h)",
+                                     minimum=0, maximum=MAX_HOURS)
+
+
+def _categories(categories: list, key: str) -> list:
+    if not categories:
+        raise ConfigError(key, "must be a list of {name, share, kind[, repair_h]}", categories)
+    names = [c.name for c in categories]
+    if len(set(names)) < len(names):
+        raise ConfigError(key, "category names must differ", names)
+    return categories
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """A failure model's settings (conf/failures/exponential.yaml holds the defaults)."""
+
+    distribution: str = setting("exponential", "time to failure: exponential | weibull", choices=DISTRIBUTIONS)
+    shape: float | None = setting(None, "Weibull shape k, only with distribution weibull (< 1: infant mortality; > 1: "
+                                  "wear-out)", above=0)
+    node_mtbf_h: float | None = setting(1000.0, "mean time between failures of one node, hours ...",
+                                        above=0, maximum=MAX_HOURS)
+    gpu_mtbf_h: float | None = setting(None, "... or of one GPU: a node of g GPUs fails g times as often (set "
+                                       "exactly one)", above=0, maximum=MAX_HOURS)
+    repair_h: float = setting(4.0, "mean time a node that goes down takes to come back, hours (0: at once)",
+                              minimum=0, maximum=MAX_HOURS)
+    repair: str = setting("fixed", "fixed | exponential (of mean repair_h)", choices=REPAIRS)
+    categories: list[CategorySettings] = setting([CategorySettings()], "failure categories, drawn by share",
+                                                 check=_categories)
+
+
+def model_relations(s: ModelSettings) -> None:
+    """What a model's settings say together: exactly one MTBF, `shape` with Weibull only."""
+    if (s.node_mtbf_h is None) == (s.gpu_mtbf_h is None):
+        raise ConfigError("failures.node_mtbf_h", "set exactly one of failures.node_mtbf_h (per node) and "
+                          "failures.gpu_mtbf_h (per GPU)", s.node_mtbf_h)
+    if s.distribution == "weibull" and s.shape is None:
+        raise ConfigError("failures.shape", "must be set with failures.distribution=weibull (a number > 0)")
+    if s.distribution != "weibull" and s.shape is not None:
+        raise ConfigError("failures.shape", "only with failures.distribution=weibull", s.shape)
+
+
+def _kinds(kinds: dict, key: str) -> dict:
+    if not kinds:
+        raise ConfigError(key, "must map each category to down or restart, e.g. {failure: down}", kinds)
+    for category in kinds:
+        _a_name(category, key)
+    return kinds
+
+
+@dataclass(frozen=True)
+class TraceSettings:
+    """A failure trace's settings (conf/failures/trace.yaml holds the defaults)."""
+
+    path: str | None = setting(None, "the failure trace, CSV or Parquet time,vc,node,category,repair_s (must be set)")
+    kinds: dict[str, str] = setting({"failure": "down", "software": "restart"},
+                                    "category -> down (node out for repair_s) | restart (only its jobs restart)",
+                                    choices=KINDS, check=_kinds)
+
+
+def trace_relations(s: TraceSettings) -> None:
+    """A trace's path must be set."""
+    if s.path is None:
+        raise ConfigError("failures.path", "must be a failure trace file (CSV or Parquet; docs/failures.md)", None)
+
+
+class Producer:
+    """A preset of the `failures` group as FAILURES registers it: its one-line doc, its declared
+    `Settings`, their `relations`, the causes its failures name and the run's capacity plan."""
+
+    kind = ""  # producers of one kind share their settings ("model": the drawn ones)
+    Settings = NoSettings
+
+    def __init__(self, doc: str):
+        self.__doc__ = doc
+
+    def relations(self, settings) -> None:
+        """Raise ConfigError where `settings` disagree among themselves."""
+
+    def causes(self, settings) -> tuple:
+        """The causes its failures name, in order."""
+        return ()
+
+    def plan(self, settings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan):
+        """The run's capacity plan (see failure_plan)."""
+        return log_plan
+
+
+class Drawn(Producer):
+    """Failures drawn per node from a failure model."""
+
+    kind = "model"
+    Settings = ModelSettings
+
+    def relations(self, settings: ModelSettings) -> None:
+        model_relations(settings)
+
+    def causes(self, settings: ModelSettings) -> tuple:
+        return tuple(c.name for c in settings.categories)
+
+    def plan(self, settings: ModelSettings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan):
+        from raysim.sim.capacity import CapacityPlan
+        from raysim.sim.failures import failing_vcs
+
+        causes, logs = _merged(self.causes(settings), log_plan)
+        return CapacityPlan(causes, failing_vcs(model_of(settings), seed, layout, homes, causes, logs, jobs))
+
+
+class Replayed(Producer):
+    """Failures replayed from a file."""
+
+    Settings = TraceSettings
+
+    def relations(self, settings: TraceSettings) -> None:
+        trace_relations(settings)
+
+    def causes(self, settings: TraceSettings) -> tuple:
+        return tuple(settings.kinds)
+
+    def plan(self, settings: TraceSettings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan):
+        from raysim.sim.capacity import CapacityPlan, own_layout
+        from raysim.sim.failure_trace import read_failure_trace, traced_vcs
+
+        causes, logs = _merged(self.causes(settings), log_plan)
+        own = own_layout(layout, homes) if homes else layout
+        by_node = read_failure_trace(Path(settings.path).expanduser(), own, settings.kinds, causes)
+        return CapacityPlan(causes, traced_vcs(by_node, layout, homes, causes, logs, jobs))
+
+
+def _merged(causes: tuple, log_plan) -> tuple[tuple, dict]:
+    """The plan's causes (the node log's, then the failures') and the node log's VCs."""
+    if log_plan is None:
+        return tuple(dict.fromkeys(causes)), {}
+    return tuple(dict.fromkeys(log_plan.causes + causes)), dict(log_plan.vcs)
+
+
+#: Preset name (failures=NAME, conf/failures/NAME.yaml) -> its producer.
+FAILURES = Registry({
+    "none": Producer("No failures (the default): nodes change only as cluster.capacity says"),
+    "exponential": Drawn("Node failures with exponential times to failure, one category (docs/failures.md)"),
+    "weibull": Drawn("Node failures with Weibull times to failure: shape < 1, infant mortality; > 1, wear-out"),
+    "llama3": Drawn("The Llama 3 405B pre-training run's interruptions: one per 50,677 GPU-hours, in the "
+                    "report's 18 categories (docs/failures.md)"),
+    "trace": Replayed("Failures replayed from a file: time,vc,node,category,repair_s (docs/failures.md)"),
+}, what="failure model")
+
+
 def failures_name(cfg: DictConfig) -> str:
     """The chosen preset (`none` where the group is absent)."""
-    return "none" if value(cfg, "failures") is None else choice(cfg, "failures.name", NAMES, what="failure model")
+    return "none" if value(cfg, "failures") is None else choice(cfg, "failures.name", tuple(FAILURES),
+                                                                 what="failure model")
+
+
+def failure_settings(cfg: DictConfig):
+    """The chosen producer's checked settings (`failures.*` but its name)."""
+    name = failures_name(cfg)
+    conf = OmegaConf.to_container(cfg.failures, resolve=True) if value(cfg, "failures") is not None else {}
+    conf.pop("name", None)
+    settings = parse(FAILURES[name].Settings, conf, prefix="failures", owner=f"failures={name}")
+    FAILURES[name].relations(settings)
+    return settings
 
 
 def check_failures_config(cfg: DictConfig) -> None:
     """Check the `failures` group: its keys and values (one line naming a bad one)."""
-    name = failures_name(cfg)
-    allowed = _KEYS.get(name, _MODEL_KEYS - ({"shape"} if value(cfg, "failures.distribution") != "weibull" else set()))
-    for key in cfg.failures or {}:
-        if key not in allowed:
-            why = ("only with failures.distribution=weibull" if key == "shape" else
-                   f"not a setting of failures={name} (it has {', '.join(sorted(allowed))})")
-            raise ConfigError(f"failures.{key}", why, value(cfg, f"failures.{key}"))
-    if name == "trace":
-        failure_kinds(cfg)
-        path = value(cfg, "failures.path")
-        if not isinstance(path, str) or not path.strip():
-            raise ConfigError("failures.path", "must be a failure trace file (CSV or Parquet; docs/failures.md)", path)
-    elif name != "none":
-        failure_model(cfg)
+    failure_settings(cfg)
 
 
-def failure_kinds(cfg: DictConfig) -> dict[str, str]:
-    """`failures.kinds` of failures=trace: category -> down or restart."""
-    kinds = value(cfg, "failures.kinds")
-    if not isinstance(kinds, DictConfig) or not kinds:
-        raise ConfigError("failures.kinds", "must map each category to down or restart, e.g. {failure: down}", kinds)
-    for category, kind in kinds.items():
-        if not _NAME.fullmatch(str(category)):
-            raise ConfigError("failures.kinds", "a category is a name of letters, digits and _", category)
-        choice(cfg, f"failures.kinds.{category}", KINDS)
-    return {str(k): str(v) for k, v in kinds.items()}
+def model_of(settings: ModelSettings) -> FailureModel:
+    """The failure model a model's checked settings give."""
+    categories = tuple(Category(c.name, c.share, c.kind, None if c.repair_h is None else c.repair_h * HOUR)
+                       for c in settings.categories)
+    return FailureModel(categories, node_mtbf_s=None if settings.node_mtbf_h is None else settings.node_mtbf_h * HOUR,
+                        gpu_mtbf_s=None if settings.gpu_mtbf_h is None else settings.gpu_mtbf_h * HOUR,
+                        distribution=settings.distribution,
+                        shape=settings.shape if settings.distribution == "weibull" else 1.0,
+                        repair_s=settings.repair_h * HOUR, repair=settings.repair)
 
 
 def failure_model(cfg: DictConfig) -> FailureModel:
     """The failure model of failures=exponential, weibull or llama3."""
-    distribution = choice(cfg, "failures.distribution", DISTRIBUTIONS)
-    shape = number(cfg, "failures.shape", above=0) if distribution == "weibull" else 1.0
-    node, gpu = value(cfg, "failures.node_mtbf_h"), value(cfg, "failures.gpu_mtbf_h")
-    if (node is None) == (gpu is None):
-        raise ConfigError("failures.node_mtbf_h", "set exactly one of failures.node_mtbf_h (per node) and "
-                          "failures.gpu_mtbf_h (per GPU)", node)
-    mtbf = {k: number(cfg, f"failures.{k}", above=0, maximum=MAX_HOURS) * HOUR
-            for k, v in (("node_mtbf_h", node), ("gpu_mtbf_h", gpu)) if v is not None}
-    repair_s = number(cfg, "failures.repair_h", minimum=0, maximum=MAX_HOURS) * HOUR
-    repair = choice(cfg, "failures.repair", REPAIRS)
-    raw = value(cfg, "failures.categories")
-    if not isinstance(raw, ListConfig) or not raw:
-        raise ConfigError("failures.categories", "must be a list of {name, share, kind[, repair_h]}", raw)
-    categories = tuple(_category(cfg, i) for i in range(len(raw)))
-    names = [c.name for c in categories]
-    if len(set(names)) < len(names):
-        raise ConfigError("failures.categories", "category names must differ", names)
-    return FailureModel(categories, node_mtbf_s=mtbf.get("node_mtbf_h"), gpu_mtbf_s=mtbf.get("gpu_mtbf_h"),
-                        distribution=distribution, shape=shape, repair_s=repair_s, repair=repair)
-
-
-def _category(cfg: DictConfig, i: int) -> Category:
-    key = f"failures.categories[{i}]"
-    entry = value(cfg, key)
-    if not isinstance(entry, DictConfig):
-        raise ConfigError(key, "must be {name, share, kind[, repair_h]}", entry)
-    extra = set(entry) - {"name", "share", "kind", "repair_h"}
-    if extra:
-        raise ConfigError(f"{key}.{sorted(extra)[0]}", "not a setting of a category (name, share, kind, repair_h)")
-    name = entry.get("name")
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise ConfigError(f"{key}.name", "must be a name of letters, digits and _", name)
-    repair = entry.get("repair_h")
-    return Category(name, number(cfg, f"{key}.share", above=0), choice(cfg, f"{key}.kind", KINDS),
-                    None if repair is None else number(cfg, f"{key}.repair_h", minimum=0, maximum=MAX_HOURS) * HOUR)
-
-
-def causes_of(cfg: DictConfig) -> tuple:
-    """The causes failures name (category names, in order)."""
-    name = failures_name(cfg)
-    if name == "none":
-        return ()
-    if name == "trace":
-        return tuple(failure_kinds(cfg))
-    return tuple(OmegaConf.to_container(c)["name"] for c in cfg.failures.categories)
+    return model_of(failure_settings(cfg))
 
 
 def failure_plan(cfg: DictConfig, layout: dict, homes: tuple, jobs: dict, log_plan):
     """The run's capacity plan with failures (None under failures=none: `log_plan`, the node log's
     plan or None, stands): per VC, each node's failures merged with its node log events; the causes
     are the node log's, then the failure categories. `jobs`: trace jobs per VC of `layout`."""
-    name = failures_name(cfg)
-    if name == "none":
-        return log_plan
-    from raysim.sim.capacity import CapacityPlan
-
-    logs = dict(log_plan.vcs) if log_plan is not None else {}
-    causes = tuple(dict.fromkeys((log_plan.causes if log_plan is not None else ()) + causes_of(cfg)))
-    if name == "trace":
-        from raysim.sim.failure_trace import read_failure_trace, traced_vcs
-
-        kinds = failure_kinds(cfg)
-        from raysim.sim.capacity import own_layout
-
-        own = own_layout(layout, homes) if homes else layout
-        by_node = read_failure_trace(Path(str(value(cfg, "failures.path"))).expanduser(), own, kinds, causes)
-        return CapacityPlan(causes, traced_vcs(by_node, layout, homes, causes, logs, jobs))
-    from raysim.sim.failures import failing_vcs
-
-    return CapacityPlan(causes, failing_vcs(failure_model(cfg), int(value(cfg, "seed")), layout, homes, causes,
-                                            logs, jobs))
-
+    return FAILURES[failures_name(cfg)].plan(failure_settings(cfg), int(value(cfg, "seed")), layout, homes, jobs,
+                                              log_plan)
