@@ -21,17 +21,15 @@ from raysim.policy import POLICIES, policy_class, policy_settings
 from raysim.policy.base import RunInputs
 from raysim.settings import as_options
 from raysim.quota import merged_layout
-from raysim.quota.settings import MODES as QUOTA_MODES
-from raysim.quota.settings import quota_settings
+from raysim.quota.settings import declared_quota, quota_settings
 from raysim.run.cluster_settings import cluster_mode
 from raysim.run.failures import check_failures_config, failure_plan, failures_name
 from raysim.run.requests import counts_resources, request_inputs
-from raysim.run.values import choice, integer, plain, value
+from raysim.run.values import choice, plain, value
 from raysim.trace.schema import REQUEST_COLUMNS
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
 from raysim.sim.attempts import Attempts
-from raysim.sim.capacity import LARGEST
 from raysim.sim.checkpoint import Checkpointing
 from raysim.trace.attempts import FAILED_STATES
 from raysim.trace.load import Trace, load_trace
@@ -46,9 +44,9 @@ def check_cluster_config(cfg: DictConfig) -> None:
     if m.runtime.resume and not m.runtime.checkpoint_dir:
         raise ConfigError("runtime.resume", "needs runtime.checkpoint_dir (the folder to resume from)", True)
     source = m.estimator.source
-    quota = choice(cfg, "quota.mode", QUOTA_MODES) if value(cfg, "quota") is not None else "none"
+    quota, declared = declared_quota(plain(cfg, "quota"))
     if quota == "borrow":
-        period = integer(cfg, "quota.period_s", minimum=1)
+        period = declared.period_s
         if period % min(window, period):
             raise ConfigError("quota.period_s", f"must be a multiple of runtime.window_s ({window} s): "
                               "coordinator windows end at the loan epochs", period)
@@ -182,7 +180,7 @@ def replays_failures(cfg: DictConfig) -> bool:
     """`trace.failed`: keep (a failed job runs once, for its duration) or replay (raysim.sim.attempts:
     jobs the trace shows failing and retried run as it shows); a bad value, or a policy or mode
     replay cannot apply to, is one line naming the key."""
-    if choice(cfg, "trace.failed", ("keep", "replay")) == "keep":
+    if cluster_mode(cfg).trace.failed == "keep":
         return False
     name = value(cfg, "policy.name")
     if getattr(policy_class(name), "elastic", False) or policy_class(name).times_jobs:

@@ -89,7 +89,7 @@ def _kinds(kinds: dict, key: str) -> dict:
 
 
 @dataclass(frozen=True)
-class TraceSettings:
+class FailureTraceSettings:
     """A failure trace's settings (conf/failures/trace.yaml holds the defaults)."""
 
     path: str | None = setting(None, "the failure trace, CSV or Parquet time,vc,node,category,repair_s (must be set)")
@@ -98,7 +98,7 @@ class TraceSettings:
                                     choices=KINDS, check=_kinds)
 
 
-def trace_relations(s: TraceSettings) -> None:
+def trace_relations(s: FailureTraceSettings) -> None:
     """A trace's path must be set."""
     if s.path is None:
         raise ConfigError("failures.path", "must be a failure trace file (CSV or Parquet; docs/failures.md)", None)
@@ -149,15 +149,15 @@ class Drawn(Producer):
 class Replayed(Producer):
     """Failures replayed from a file."""
 
-    Settings = TraceSettings
+    Settings = FailureTraceSettings
 
-    def relations(self, settings: TraceSettings) -> None:
+    def relations(self, settings: FailureTraceSettings) -> None:
         trace_relations(settings)
 
-    def causes(self, settings: TraceSettings) -> tuple:
+    def causes(self, settings: FailureTraceSettings) -> tuple:
         return tuple(settings.kinds)
 
-    def plan(self, settings: TraceSettings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan):
+    def plan(self, settings: FailureTraceSettings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan):
         from raysim.sim.capacity import CapacityPlan, own_layout
         from raysim.sim.failure_trace import read_failure_trace, traced_vcs
 
