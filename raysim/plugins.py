@@ -11,6 +11,7 @@ raysim.placement.PlacerSettings.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from dataclasses import dataclass
 
@@ -84,11 +85,26 @@ GROUPS = (
 )
 
 
+#: The run modes' own settings (raysim.settings declarations): (title, "module:attribute", prefix).
+MODES = (
+    ("Trace replays (`mode: cluster`, the default)", "raysim.run.cluster_settings:ClusterMode", ""),
+    ("Idle-node harvesting (`harvest:`, policy=bftrainer)", "raysim.harvest.inputs:HarvestSettings", "harvest"),
+    ("The FGD inflation experiment (`mode: fgd`)", "raysim.run.fgd:FgdMode", ""),
+)
+
+
+def mode_settings(where: str) -> list[tuple[str, Declared]]:
+    """(dotted name, declaration) of every setting a run mode's declaration `where` holds."""
+    module, attribute = where.split(":")
+    return leaves(getattr(importlib.import_module(module), attribute))
+
+
 def setting_line(prefix: str, setting: tuple[str, Declared], quote: str = "") -> str:
     """policy.p (float, not 0; default -0.5): fairness power ... (`quote`: around the key)"""
     name, d = setting
     what = ", ".join(filter(None, (d.what or d.kind, d.constraint())))
-    return f"{quote}{prefix}.{name}{quote} ({what}; default {_shown(d.default)}): {d.doc}"
+    key = f"{prefix}.{name}" if prefix else name
+    return f"{quote}{key}{quote} ({what}; default {_shown(d.default)}): {d.doc}"
 
 
 def _shown(value) -> str:
@@ -109,7 +125,8 @@ def _short(text: str, most: int = 100) -> str:
 
 def help_text() -> str:
     """The plug-ins section of ``raysim --help``."""
-    lines = ["plug-ins (choose one with SETTING=NAME; a plug-in's settings: PREFIX.KEY=VALUE):"]
+    lines = ["plug-ins (choose one with SETTING=NAME; a plug-in's settings: PREFIX.KEY=VALUE; every other setting, "
+             "declared the same way: docs/configuration.md, \"Run settings\"):"]
     for group in GROUPS:
         plugins = group.plugins()
         lines.append(f"  {group.setting}=")
@@ -143,6 +160,12 @@ def markdown() -> str:
         for kind, settings in common.items():
             out += ["", f"{group.every(kind).capitalize()} takes:", ""]
             out += [f"- {_md(setting_line(group.prefix, s, '`'))}" for s in settings]
+        out.append("")
+    out += ["## Run settings", "",
+            "Each run mode's own settings, from their declarations, checked the same way before anything is read.", ""]
+    for title, where, prefix in MODES:
+        out += [f"### {title}", ""]
+        out += [f"- {_md(setting_line(prefix, s, '`'))}" for s in mode_settings(where)]
         out.append("")
     out.append(MARK_END)
     return "\n".join(out) + "\n"

@@ -90,11 +90,11 @@ class Declared:
         if self.choices:
             parts.append("one of " + ", ".join(map(str, self.choices)))
         if self.above is not None:
-            parts.append(f"> {self.above:g}")
+            parts.append(f"> {_shown(self.above)}")
         if self.minimum is not None:
-            parts.append(f">= {self.minimum:g}")
+            parts.append(f">= {_shown(self.minimum)}")
         if self.maximum is not None:
-            parts.append(f"<= {self.maximum:g}")
+            parts.append(f"<= {_shown(self.maximum)}")
         if self.nonzero:
             parts.append("not 0")
         if self.optional:
@@ -159,12 +159,13 @@ def _section_of(annotation, kind: str):
 
 
 def leaves(cls, prefix: str = "") -> list[tuple[str, Declared]]:
-    """(dotted name, declaration) of every setting of `cls`, sections' settings included."""
+    """(dotted name, declaration) of every setting of `cls`, sections' settings included (those of an
+    optional section too: ``trace.synth.days``)."""
     out = []
     for d in describe(cls):
         name = f"{prefix}{d.name}"
         inner = name + {"table": ".<name>.", "sections": "[<i>]."}.get(d.kind, ".")
-        out += leaves(d.section, inner) if d.section and d.default is not None else [(name, d)]
+        out += leaves(d.section, inner) if d.section else [(name, d)]
     return out
 
 

@@ -99,6 +99,51 @@ def walk():
         for label, text in bad_values(d):
             yield pytest.param(base("fifo"), f"placer.{d.name}", text, id=f"placer.{d.name}:{label}")
     yield pytest.param(base("fifo"), "placer.bogus_setting", "+1", id="placer:unknown")
+    from raysim.run.cluster_settings import ClusterMode
+
+    for key, d in leaves(ClusterMode):
+        key = key.replace("<name>", "resnet")  # (a table's entry)
+        for label, text in bad_values(d):
+            if d.kind == "value" and key in OWN_BAD:
+                label, text = "value", OWN_BAD[key]
+            yield pytest.param(base("fifo"), key, text, id=f"{key}:{label}")
+    for d in describe(ClusterMode):
+        if d.section:
+            yield pytest.param(base("fifo"), f"{d.name}.bogus_setting", "+1", id=f"{d.name}:unknown")
+
+
+#: Fields of type `value` whose own check takes 5 and []: a value each refuses.
+OWN_BAD = {"ray.vcs_per_actor": "0", "sim.network": "maybe"}
+
+
+ROOT_SECTIONS = ("trace", "sim", "network", "checkpoint", "estimator", "ray", "report", "data", "rounds")
+
+
+@pytest.mark.parametrize("key", ROOT_SECTIONS)
+def test_the_root_configs_sections_hold_their_declared_defaults(key):
+    from raysim.run.cluster_settings import ClusterMode
+
+    root = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"), resolve=False)
+    (declared,) = [d.section for d in describe(ClusterMode) if d.name == key]
+    assert root[key] == defaults(declared)
+    assert all(d.doc.strip() and "\n" not in d.doc for _, d in leaves(declared))
+
+
+@pytest.mark.parametrize("group", ["runtime", "cluster"])
+def test_every_runtime_and_cluster_file_parses_and_the_default_one_holds_the_defaults(group):
+    """conf/runtime/*.yaml and conf/cluster/*.yaml set only declared settings, each valid; ray.yaml
+    and vc_config.yaml (the root's defaults) are the declared defaults."""
+    from raysim.run.cluster_settings import ClusterSettings, RuntimeSettings
+    from raysim.settings import parse
+
+    declared, default = {"runtime": (RuntimeSettings, "ray"), "cluster": (ClusterSettings, "vc_config")}[group]
+    for path in sorted((CONF_DIR / group).glob("*.yaml")):
+        values = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+        values.pop("defaults", None)
+        values = {k: v for k, v in values.items() if not (isinstance(v, str) and v.startswith("${"))}
+        parse(declared, values, prefix=group, owner=path.name)
+        if path.stem == default:
+            assert values == defaults(declared)
 
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))

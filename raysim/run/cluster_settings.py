@@ -221,4 +221,4 @@ def cluster_mode(cfg: DictConfig) -> ClusterMode:
     from raysim.settings import describe
 
     values = {d.name: plain(cfg, d.name) for d in describe(ClusterMode) if d.name in cfg}
-    return parse(ClusterMode, {k: v for k, v in values.items() if v is not None}, prefix="", owner="a trace replay")
+    return parse(ClusterMode, values, prefix="", owner="a trace replay")
