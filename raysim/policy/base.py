@@ -93,6 +93,13 @@ class Policy:
         self.params = params
 
     @classmethod
+    def unread(cls, values: dict) -> dict[str, str]:
+        """Settings of the policy's group that its `values` (as given, before they are checked) leave
+        unread -> why, e.g. Lucid's packing switch under policy.packing=false: a single run's command
+        line that sets one is refused (raysim.run.unused). The default reads every setting."""
+        return {}
+
+    @classmethod
     def prepare(cls, settings, run: RunInputs, trace, spec):
         """Run-level inputs beyond the trace (called once per run, before simulation), from the
         policy's checked `settings` (its `Settings`) and the run's other inputs (`run`): returns the

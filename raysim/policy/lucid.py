@@ -116,6 +116,20 @@ class Lucid(Policy):
         self.solo: dict[int, list[tuple[int, int]]] = {}  # gpu_num -> [(run order, j)] of jobs alone on their GPUs
 
     @classmethod
+    def unread(cls, values):
+        """Without packing, the packing switch; without a profiling pool, the pool's settings."""
+        out = {}
+        if values.get("packing", True) is False:
+            for key in ("packing_threshold", "forecast_bins", "switch_period_s"):
+                out[f"policy.{key}"] = "policy.packing=false: Lucid never packs, so its packing switch is not read"
+        profiler = values.get("profiler")
+        if isinstance(profiler, dict) and str(profiler.get("nodes")) == "0":
+            for key in ("time_limit", "factor", "take_from", "lender", "scaling"):
+                out[f"policy.profiler.{key}"] = ("policy.profiler.nodes=0: no profiling stage, jobs go straight "
+                                                 "to their VCs")
+        return out
+
+    @classmethod
     def prepare(cls, settings, run, trace, spec):
         """The profiler pool, pair speeds, forecast and share scores (raysim.run.lucid_inputs)."""
         from raysim.run.lucid_inputs import lucid_inputs

@@ -7,9 +7,10 @@ Two tables say what a run uses:
   Any other key that differs from the root defaults (conf/config.yaml and its default groups) is
   refused, wherever it was set (command line or experiment file), and so is a command-line override
   naming one, even to its default value (`runtime=ray` in the FGD experiment).
-- `policy_unused`: in cluster mode, settings only some runs use (`rounds.*` mechanism settings only
-  under round-based policies, `estimator.*` only for policies that rank by estimates, `network.*`
-  only with sim.network=on, `ray.*` only with runtime=ray, ...). These are refused when given on
+- `policy_unused`: in cluster mode, settings only some runs use (`estimator.*` only for policies
+  that rank by estimates, `harvest` only for harvesting, `network.*` only with sim.network=on,
+  `ray.*` only with runtime=ray, ..., and those of its own group a policy says it leaves unread,
+  `Policy.unread`, e.g. Lucid's profiling pool's settings when it has no pool). These are refused when given on
   the command line of a single run: experiment files legitimately prepare them for the policies one
   may pick, and a multirun sweeping policies gives its overrides to runs that use them and runs
   that do not (`-m policy=qssf,srtf estimator.source=oracle`). A policy's own settings are in its
@@ -183,18 +184,8 @@ def policy_unused(cfg: DictConfig) -> dict[str, str]:
     out = {f"policies.{entry}": f"settings an experiment prepares for policy (or kind) {entry}, not this run's "
                                 f"{name} ({cls.kind})" for entry in (cfg.get("policies") or {})
            if entry not in entries_for(cfg)}
-    if name == "lucid":
-        values = policy_values(cfg)
-        if values.get("packing", True) is False:
-            for key in ("policy.packing_threshold", "policy.forecast_bins", "policy.switch_period_s"):
-                out[key] = "policy.packing=false: Lucid never packs, so its packing switch is not read"
-        profiler = values.get("profiler")  # (its values are checked later, against Lucid's declaration)
-        if isinstance(profiler, dict) and str(profiler.get("nodes")) == "0":
-            for key in ("time_limit", "factor", "take_from", "lender", "scaling"):
-                out[f"policy.profiler.{key}"] = ("policy.profiler.nodes=0: no profiling stage, jobs go straight "
-                                                 "to their VCs")
-    harvest = name == "bftrainer"
-    if not harvest:
+    out.update(cls.unread(policy_values(cfg)))
+    if cls.kind != "harvest":
         out["harvest"] = f"used by policy=bftrainer only (+experiment=harvest_summit, docs/harvest.md), not {name}"
     else:
         out["trace"] = "policy=bftrainer's jobs are the tasks of harvest.tasks (docs/harvest.md)"
