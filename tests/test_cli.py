@@ -89,7 +89,7 @@ def test_help_lists_the_tools_and_hydras_help():
 def test_a_bad_value_is_one_line_and_exit_status_2(tiny_trace, tmp_path):
     res = raysim("runtime=local", f"trace.path={tiny_trace}", "seed=abc", f"hydra.run.dir={tmp_path / 'run'}")
     assert res.returncode == 2
-    assert res.stderr == "raysim: error: seed: must be a non-negative integer (value 'abc')\n"
+    assert res.stderr == "raysim: error: seed: must be an integer (value 'abc')\n"
 
 
 def test_hydra_full_error_shows_the_traceback(tiny_trace, tmp_path):
@@ -148,7 +148,7 @@ def test_ray_task_sweep_prints_each_table_once_and_reports_the_failed_job(tiny_t
                  "seed=0,abc", "hydra/launcher=raysim_ray", f"hydra.sweep.dir={sweep}", cwd=tmp_path, timeout=600)
     assert res.returncode == 2, res.stderr[-3000:]
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("raysim: error:")]
-    assert sorted(errors) == [f"raysim: error: run #{n} (policy={p} seed=abc): seed: must be a non-negative integer "
+    assert sorted(errors) == [f"raysim: error: run #{n} (policy={p} seed=abc): seed: must be an integer "
                               "(value 'abc')" for n, p in ((1, "fifo"), (3, "srtf"))]
     assert "Traceback" not in res.stderr and "Token authentication" not in res.stderr
     out = res.stdout.splitlines()
