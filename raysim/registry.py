@@ -67,6 +67,15 @@ class Registry(MutableMapping):
             raise ValueError(f"unknown {self.what} {name!r}; choose one of {', '.join(sorted(self))}")
         return self[name]
 
+    def chosen(self, name, key: str) -> str:
+        """`name`, the plug-in a run chose with setting `key` (e.g. policy.name); a ConfigError naming
+        `key` and the known plug-ins if there is none."""
+        if not isinstance(name, str) or name not in self:
+            from raysim.errors import ConfigError
+
+            raise ConfigError(key, f"unknown {self.what}; choose one of {', '.join(sorted(self))}", name)
+        return name
+
     def summary(self, name: str) -> str:
         """The first sentence of plug-in `name`'s docstring (its own, else its module's)."""
         return first_sentence(own_doc(self[name]))

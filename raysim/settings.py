@@ -152,7 +152,7 @@ def _section_of(annotation, kind: str):
     if kind not in ("section", "table", "sections"):
         return None
     args = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
-    inner = args[0] if len(args) == 1 and dataclasses.is_dataclass(args[0]) else annotation
+    inner = args[0] if len(args) == 1 else annotation
     if typing.get_origin(inner) in (dict, list):
         return typing.get_args(inner)[-1]
     return inner

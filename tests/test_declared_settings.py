@@ -110,10 +110,22 @@ def walk():
     for d in describe(ClusterMode):
         if d.section:
             yield pytest.param(base("fifo"), f"{d.name}.bogus_setting", "+1", id=f"{d.name}:unknown")
+    from raysim.harvest.inputs import HarvestSettings
+    from raysim.run.fgd import FgdMode
+
+    for where, overrides, prefix in ((HarvestSettings, base("bftrainer"), "harvest."),
+                                     (FgdMode, ["+experiment=fgd_openb"], "")):
+        for key, d in leaves(where):
+            key = prefix + key
+            for label, text in bad_values(d):
+                if d.kind == "value" and key in OWN_BAD:
+                    label, text = "value", OWN_BAD[key]
+                yield pytest.param(overrides, key, text, id=f"{key}:{label}")
+        yield pytest.param(overrides, f"{prefix or 'fgd.'}bogus_setting", "+1", id=f"{prefix or 'fgd.'}:unknown")
 
 
 #: Fields of type `value` whose own check takes 5 and []: a value each refuses.
-OWN_BAD = {"ray.vcs_per_actor": "0", "sim.network": "maybe"}
+OWN_BAD = {"ray.vcs_per_actor": "0", "sim.network": "maybe", "harvest.nodes": "0"}
 
 
 ROOT_SECTIONS = ("trace", "sim", "network", "checkpoint", "estimator", "ray", "report", "data", "rounds")

@@ -49,7 +49,8 @@ class Holder:
 def test_a_list_of_sections_is_checked_entry_by_entry():
     d = {d.name: d for d in describe(Holder)}
     assert d["entries"].kind == "sections" and d["entries"].section is Entry and d["more"].optional
-    assert [name for name, _ in leaves(Holder)] == ["entries[<i>].name", "entries[<i>].size", "more"]
+    assert [name for name, _ in leaves(Holder)] == ["entries[<i>].name", "entries[<i>].size", "more[<i>].name",
+                                                    "more[<i>].size"]
     assert defaults(Holder) == {"entries": [{"name": "a", "size": 1}], "more": None}
     held = parse(Holder, {"entries": [{"name": "x", "size": 2.0}, {}]}, prefix="h", owner="test")
     assert held.entries == [Entry("x", 2), Entry()] and isinstance(held.entries[0].size, int)

@@ -25,7 +25,7 @@ from raysim.quota.settings import declared_quota, quota_settings
 from raysim.run.cluster_settings import cluster_mode
 from raysim.run.failures import check_failures_config, failure_plan, failures_name
 from raysim.run.requests import counts_resources, request_inputs
-from raysim.run.values import choice, plain, value
+from raysim.run.values import plain, value
 from raysim.trace.schema import REQUEST_COLUMNS
 from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
@@ -54,7 +54,7 @@ def check_cluster_config(cfg: DictConfig) -> None:
     if quota != "none" and value(cfg, "policy.name") == "lucid":
         raise ConfigError("quota", "policy=lucid moves nodes between VCs itself (its profiler's loans): "
                           "run it with quota=none", quota)
-    name = choice(cfg, "policy.name", sorted(POLICIES), what="policy")
+    name = POLICIES.chosen(value(cfg, "policy.name"), "policy.name")
     harvest = name == "bftrainer"
     if harvest:
         from raysim.harvest.inputs import harvest_settings
@@ -67,7 +67,7 @@ def check_cluster_config(cfg: DictConfig) -> None:
     if policy_class(name).times_jobs:
         check_round_config(cfg, quota, source)
     policy_settings(name, policy_constants_of(cfg))
-    placer_settings(choice(cfg, "placer.name", sorted(PLACERS), what="placer"),
+    placer_settings(PLACERS.chosen(value(cfg, "placer.name"), "placer.name"),
                     {k: v for k, v in OmegaConf.to_container(cfg.placer, resolve=True).items() if k != "name"})
 
     from raysim.run.gavel_jobs import is_gavel_input

@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from raysim.errors import ConfigError
 from raysim.registry import Registry
-from raysim.run.values import choice, value
+from raysim.run.values import value
 from raysim.settings import NoSettings, parse, setting
 from raysim.sim.failures import DISTRIBUTIONS, KINDS, REPAIRS, Category, FailureModel
 
@@ -187,8 +187,7 @@ FAILURES = Registry({
 
 def failures_name(cfg: DictConfig) -> str:
     """The chosen preset (`none` where the group is absent)."""
-    return "none" if value(cfg, "failures") is None else choice(cfg, "failures.name", tuple(FAILURES),
-                                                                 what="failure model")
+    return "none" if value(cfg, "failures") is None else FAILURES.chosen(value(cfg, "failures.name"), "failures.name")
 
 
 def failure_settings(cfg: DictConfig):
