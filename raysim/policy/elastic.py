@@ -26,7 +26,7 @@ from raysim.elastic.configs import Kinds, configurations, node_runs, spread
 from raysim.elastic.job import ElasticJob
 from raysim.policy.base import NEVER
 from raysim.policy.selftimed import Plan, SelfTimed, Start
-from raysim.rounds.policies.base import MIN_ROUND_S
+from raysim.rounds.policies.base import MAX_ROUND_S, MIN_ROUND_S
 from raysim.settings import setting
 
 
@@ -40,8 +40,8 @@ APPS = {"bert": {"max_epochs": 2, "restart_s": 120, "slowdown": 1.2},
 
 
 def round_setting(default: float, doc: str):
-    """policy.round_s of an elastic policy: at least the round mechanism's shortest round."""
-    return setting(default, doc, minimum=MIN_ROUND_S)
+    """policy.round_s of an elastic policy: within the round mechanism's shortest and longest rounds."""
+    return setting(default, doc, minimum=MIN_ROUND_S, maximum=MAX_ROUND_S)
 
 
 def app_constants(apps, key: str) -> dict:

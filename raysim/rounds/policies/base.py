@@ -29,6 +29,8 @@ LP_METHODS = ("ipm", "simplex")
 #: counts whole seconds; a shorter round makes too few steps to progress (a nanosecond round
 #: finished no job) or only multiplies rounds (an elastic nanosecond round never ended).
 MIN_ROUND_S = 1.0
+#: The longest: ten years (a round past any trace's span only delays every decision to its end).
+MAX_ROUND_S = 10 * 365 * 86_400.0
 
 
 def first_last(window: list, key: str) -> list:
@@ -53,7 +55,7 @@ class RoundSettings:
     """Gavel's round mechanism, as every round-based policy runs it (docs/gavel.md)."""
 
     round_s: float = setting(360.0, "seconds per round (Gavel's time_per_iteration)", minimum=MIN_ROUND_S,
-                             input=True)
+                             maximum=MAX_ROUND_S, input=True)
     reset_min_s: float = setting(1920.0, "an arrival or completion recomputes the allocation at most this often, "
                                  "seconds", minimum=0, input=True)
     type_order: list[str] | None = setting(None, "the greedy pass's GPU type order (null: by name; reshuffled each "
