@@ -209,3 +209,23 @@ def test_the_former_harvest_mode_says_what_to_run_instead(tmp_path):
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("raysim: error: mode: harvesting is a cluster run now"), out.stderr
+
+
+@pytest.mark.parametrize("overrides,key,value", [
+    (["+experiment=venus"], "network.duty", 0.5),                     # sim.network is off
+    (["+experiment=venus", "runtime=local"], "ray.num_cpus", 2),      # no Ray
+    (["+experiment=venus"], "report.timeline_max_jobs", 5),           # no timeline
+])
+def test_a_setting_whose_switch_is_off_is_refused_wherever_it_is_set(overrides, key, value):
+    """As an experiment file would set it (in the composed config, not on the command line): a
+    setting no run reads while its switch is off is refused in a single run."""
+    from omegaconf import OmegaConf, open_dict
+
+    from raysim.run import check_settings
+
+    cfg = compose(overrides)
+    check_settings(cfg)
+    with open_dict(cfg):
+        OmegaConf.update(cfg, key, value, merge=False)
+    err = refused(check_settings, cfg)
+    assert err.key == key and "only" in str(err), str(err)

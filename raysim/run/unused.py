@@ -11,8 +11,9 @@ Two tables say what a run uses:
   that rank by estimates, `harvest` only for harvesting, `network.*` only with sim.network=on,
   `ray.*` only with runtime=ray, ..., and those of its own group a policy says it leaves unread,
   `Policy.unread`, e.g. Lucid's profiling pool's settings when it has no pool). These are refused when given on
-  the command line of a single run: experiment files legitimately prepare them for the policies one
-  may pick, and a multirun sweeping policies gives its overrides to runs that use them and runs
+  the command line of a single run (and those whose switch is the run's own, `SWITCHED`: `network.*`
+  without sim.network=on, ..., wherever they are set): experiment files legitimately prepare them
+  for the policies one may pick, and a multirun sweeping policies gives its overrides to runs that use them and runs
   that do not (`-m policy=qssf,srtf estimator.source=oracle`). A policy's own settings are in its
   group (`policy.*`, declared by the policy, raysim.settings): another policy refuses them wherever
   they are set; an experiment prepares them for a sweep as `policies.<name>.*`
@@ -207,9 +208,16 @@ def policy_unused(cfg: DictConfig) -> dict[str, str]:
     return out
 
 
+#: Settings of `policy_unused` that no policy reads where they are unused (their switch is the run's:
+#: sim.network, runtime, report.timeline): a single run refuses them wherever they were set.
+SWITCHED = ("network", "ray", "report.timeline_max_jobs", "report.timeline_range")
+
+
 def refuse_unused_by_run(cfg: DictConfig, overrides=None) -> None:
     """Cluster mode: a ConfigError naming the first command-line override (default: this single
-    run's; none in a multirun, see the module doc) of a setting `policy_unused` lists."""
+    run's; none in a multirun, see the module doc) of a setting `policy_unused` lists, or, in a
+    single run, the first of `SWITCHED` that differs from the root defaults (an experiment file set
+    it)."""
     if overrides is None:
         if in_multirun():
             return
@@ -220,3 +228,9 @@ def refuse_unused_by_run(cfg: DictConfig, overrides=None) -> None:
         for prefix, why in unused.items():
             if covers(prefix, key):
                 raise ConfigError(key, why)
+    defaults = root_defaults()
+    for prefix in SWITCHED:
+        if prefix in unused:
+            found = first_difference(OmegaConf.select(cfg, prefix), OmegaConf.select(defaults, prefix), prefix)
+            if found:
+                raise ConfigError(found[0], unused[prefix], found[1])
