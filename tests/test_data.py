@@ -190,6 +190,8 @@ def test_verify_reports_deleted_files_as_missing(tiny, tmp_path, capsys):
         assert out.splitlines() == [f"tiny: {p}: missing from the cache" for p in ("jobs.csv", "vc_config.csv",
                                                                                     "more/notes.txt")]
         assert err.count("\n") == 1 and "1 dataset(s) failed verification" in err
+    code, out, _ = data("list", capsys=capsys)
+    assert code == 0 and "damaged (3 recorded files missing: raysim data fetch tiny)" in out, out
 
 
 def test_unpinned_files_are_trusted_on_first_use_then_checked(tiny, tmp_path, capsys):

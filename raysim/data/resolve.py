@@ -44,9 +44,11 @@ def resolve(value, key: str | None = None, auto_fetch: bool = False, say=print):
         ds = dataset(name)
     except DataError as exc:
         raise DataError(f"{where}{exc}") from None
-    if store.status(ds) != "cached":
+    state = store.status(ds)
+    if state != "cached":
         if not auto_fetch:
-            raise DataError(f"{where}dataset {name!r} is not cached: run `raysim data fetch {name}` "
+            what = f"in the cache is {state}" if state.startswith("damaged") else "is not cached"
+            raise DataError(f"{where}dataset {name!r} {what}: run `raysim data fetch {name}` "
                             f"({human_size(ds.size)}, licence: {ds.licence}), or set data.auto_fetch=true")
         store.fetch(ds, say=say)
     bad = store.problems(ds)

@@ -85,10 +85,13 @@ def _stat_matches(path: Path, entry: dict) -> bool:
 # ---------------------------------------------------------------------------------------------- state
 
 def status(ds: Dataset) -> str:
-    """'cached' (every file in place and recorded), 'partly cached' or 'not cached' (no check of the
-    bytes: see `problems`)."""
+    """'cached' (every file in place and recorded), 'damaged (...)' (a file the cache recorded is
+    gone), 'partly cached' or 'not cached' (no check of the bytes: see `problems`)."""
     files = read_manifest(ds.name).get("files", {})
     have = [f.path in files and (folder(ds.name) / f.path).is_file() for f in ds.files]
+    gone = sum(f.path in files and not ok for f, ok in zip(ds.files, have))
+    if gone:
+        return f"damaged ({gone} recorded file{'s' * (gone != 1)} missing: raysim data fetch {ds.name})"
     return "cached" if all(have) else "partly cached" if any(have) else "not cached"
 
 
