@@ -289,3 +289,17 @@ def test_a_kind_table_prepares_every_policy_of_the_kind():
         cfg.policies.round.type_choice = "random"  # gavel_fifo's own: not every round-based policy's
     err = refused(check_policy_table, cfg)
     assert err.key == "policies.round.type_choice" and "not a setting of policy" in str(err)
+
+
+@pytest.mark.parametrize("experiment,key,where", [
+    ("harvest_summit", "harvest", "raysim.harvest.inputs:HarvestSettings"),
+    ("fgd_openb", "fgd", "raysim.run.fgd:FgdSettings"),
+])
+def test_the_experiment_that_sets_a_section_holds_its_declared_defaults(experiment, key, where):
+    """harvest: and fgd: are set by their experiments (the root leaves them null): those files hold
+    the declared defaults, so `raysim --help`, the docs and the runs agree."""
+    import importlib
+
+    module, attribute = where.split(":")
+    section = OmegaConf.to_container(compose([f"+experiment={experiment}"])[key], resolve=True)
+    assert section == defaults(getattr(importlib.import_module(module), attribute))
