@@ -378,6 +378,7 @@ def test_a_lent_node_that_goes_down_is_drained_back_at_once():
     assert a[0] == 3600  # (the drained node returns at 3300 and is taken back at the next epoch)
 
 
+@pytest.mark.slow  # 8 s; the hand-built loan and node-log cases stay in the main suite
 def test_venus_with_quota_loans_and_a_node_log(tmp_path, venus_first_day, policy="tiresias"):
     """The shipped week's first day (its jobs run into the node log's events, which come after it)."""
     log = venus_log(tmp_path)
@@ -396,6 +397,7 @@ def test_venus_with_quota_loans_and_a_node_log(tmp_path, venus_first_day, policy
     assert again[0].equals(jobs) and again[1].equals(series)
 
 
+@pytest.mark.slow  # 7 s; test_failures keeps a resume with capacity events in the main suite
 def test_a_run_with_a_node_log_and_loans_resumes_from_its_checkpoint_with_identical_results(tmp_path):
     from test_invariants import synthetic_trace
 

@@ -162,6 +162,7 @@ def test_ray_task_sweep_prints_each_table_once_and_reports_the_failed_job(tiny_t
     assert res.stdout.count("results: ") == 2
 
 
+@pytest.mark.slow  # 11 s; test_rounds_kernel keeps round-based runs in the main suite
 def test_round_based_policies_place_with_the_runs_placer(tmp_path, hetero_head):
     """Round-based policies are VC-engine policies: the run's placer places their jobs (here FGD's
     scored one); Gavel's mechanism counts GPUs per type, so JCTs do not depend on it. (The demo's

@@ -141,6 +141,7 @@ def test_raysim_trace_runs_with_a_job_type_mapping(tmp_path):
     assert jobs.jct.tolist() == pytest.approx([3600.0, 120.0 + 1800.0])
 
 
+@pytest.mark.slow  # 6 s multirun; the other Gavel experiment tests stay in the main suite
 def test_continuous_sweep_gives_the_rate_figure(tmp_path):
     """A sweep over policies x rates (Gavel's continuous workload): the sweep summary and Gavel's
     "average JCT vs input job rate" figure."""

@@ -178,6 +178,7 @@ def test_interference_pairs_bad_input(tmp_path):
         ps.read_pairs(bad, single_csv)
 
 
+@pytest.mark.slow  # 7 s; the cross-validation test keeps the trainer in the main suite
 def test_train_colocation_command(tmp_path, capsys):
     single_csv, colo_csv, _ = synthetic_files(tmp_path)
     out = tmp_path / "cv" / "colocation_cv.json"

@@ -70,6 +70,7 @@ def test_bad_input_is_a_clean_error(tmp_path, capsys):
     assert "bad.csv" in err and "'submit_gpu_job'" in err
 
 
+@pytest.mark.slow  # 26 s: trains on the shared trace; the other models CLI tests stay fast
 def test_report_on_synthetic_shared(tmp_path, capsys):
     shared = write_shared(tmp_path / "shared")
     out = tmp_path / "report"

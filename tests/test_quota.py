@@ -422,6 +422,7 @@ def parquet_bytes(table, path):
     return path.read_bytes()
 
 
+@pytest.mark.slow  # 21 s with Ray start-up; test_ray_runtime keeps Ray byte-identity in the main suite
 def test_ray_writes_the_same_files_as_local_whatever_the_packing(ray_up, tmp_path):
     trace, est = synthetic_trace(seed=10, n=200)
     spec = spec_of(trace, "tiresias", quota=borrow(vcs={"c": {"reclaim": "drain"}}))
@@ -434,6 +435,7 @@ def test_ray_writes_the_same_files_as_local_whatever_the_packing(ray_up, tmp_pat
         assert ts.equals(local_ts)
 
 
+@pytest.mark.slow  # 11 s; test_ray_runtime keeps a killed-actor rebuild in the main suite
 def test_a_killed_vc_actor_in_a_borrow_run_is_rebuilt_with_identical_results(ray_up, tmp_path):
     from test_ray_runtime import KillOnce
 

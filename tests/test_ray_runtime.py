@@ -36,7 +36,8 @@ def parquet_bytes(table, tmp_path, name):
     return path.read_bytes()
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", [pytest.param(p, marks=pytest.mark.slow) if p in ("sjf", "srtf", "qssf") else p
+                                    for p in POLICIES])  # (FIFO and Tiresias keep the check in the main suite)
 def test_ray_writes_the_same_files_as_local_byte_for_byte(policy, ray_local, tmp_path):
     from raysim.run.simulate import simulate_to
 
@@ -158,7 +159,7 @@ def test_rebuild_replays_the_windows_since_the_last_kept_state(ray_local, tmp_pa
     assert jobs.equals(undisturbed)
 
 
-@pytest.mark.parametrize("runtime,compat", [("local", "clean"), ("ray", "lucid")])
+@pytest.mark.parametrize("runtime,compat", [("local", "clean"), pytest.param("ray", "lucid", marks=pytest.mark.slow)])
 def test_interrupted_lucid_run_resumes_with_its_profiler_stage(runtime, compat, tmp_path, request):
     from test_lucid import lucid_on_shipped_trace
 
@@ -198,6 +199,7 @@ class KillProfilerOnce(RayExecutor):
         return out
 
 
+@pytest.mark.slow  # 5 s; the killed VC actor test stays in the main suite
 def test_killed_profiler_actor_is_rebuilt_and_lucid_results_do_not_change(ray_local):
     from test_lucid import lucid_on_shipped_trace
 
@@ -259,7 +261,8 @@ def random_pod_list(folder, n=300, seed=3):
 
 @pytest.mark.parametrize("policy,placer,more", [
     ("tiresias", "fgd", []), ("fifo_backfill", "gpu_clustering", []), ("srtf", "random", []),
-    ("fifo_backfill", "fgd", ["+trace.reader_options.vcs=2", "quota=borrow", "quota.period_s=20"]),
+    pytest.param("fifo_backfill", "fgd", ["+trace.reader_options.vcs=2", "quota=borrow", "quota.period_s=20"],
+                 marks=pytest.mark.slow),  # (10 s: loans of pods on Ray, in the slow step)
 ])
 def test_pods_with_gpu_shares_on_ray_write_the_same_files_as_local(policy, placer, more, ray_local, tmp_path):
     from hydra import compose, initialize_config_dir

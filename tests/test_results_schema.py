@@ -121,8 +121,13 @@ def data_cache(shared_dir, tmp_path_factory):
         yield root / "cache"
 
 
+#: The longest of them (4-6 s each) run in the slow step; the others keep the schema check in the main suite.
+SLOW_ON_DATA = {"venus_elastic", "sia_saturn", "openb"}
+
+
 @pytest.mark.shared
-@pytest.mark.parametrize("name", sorted(set(ON_DATA) - {"lucid", "venus_real"}))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_ON_DATA else n
+                                  for n in sorted(set(ON_DATA) - {"lucid", "venus_real"})])
 def test_experiments_on_public_data_write_the_schema(name, data_cache, tmp_path):
     overrides, groups = ON_DATA[name]
     run_experiment(name, overrides, tmp_path / "run")

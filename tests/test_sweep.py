@@ -107,6 +107,7 @@ def test_report_on_a_folder_without_runs_is_a_clear_error(tmp_path):
     assert rep.returncode == 2 and "no run folder with a summary.csv" in rep.stderr
 
 
+@pytest.mark.slow  # 8 s multirun; test_multirun_summary_and_report stays in the main suite
 def test_report_names_the_run_folders_without_results(tmp_path):
     """A multirun whose run left no summary.csv (failed, stopped, still running): `raysim report`
     summarises the others and names that folder, with its swept setting, on stderr and in

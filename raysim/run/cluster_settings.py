@@ -220,5 +220,6 @@ def cluster_mode(cfg: DictConfig) -> ClusterMode:
     """The run's cluster-mode settings, checked (one ConfigError naming the first bad key)."""
     from raysim.settings import describe
 
-    values = {d.name: plain(cfg, d.name) for d in describe(ClusterMode) if d.name in cfg}
+    present = set(cfg.keys())
+    values = {d.name: plain(cfg, d.name) for d in describe(ClusterMode) if d.name in present}
     return parse(ClusterMode, values, prefix="", owner="a trace replay")

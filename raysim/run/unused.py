@@ -76,7 +76,7 @@ RETIRED = {
 def _has(cfg: DictConfig, dotted: str) -> bool:
     node = cfg
     for part in dotted.split("."):
-        if not isinstance(node, DictConfig) or part not in node:
+        if not isinstance(node, DictConfig) or part not in node.keys():  # (keys(): no exception raised inside)
             return False
         node = node._get_node(part)
     return True
