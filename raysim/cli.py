@@ -37,6 +37,7 @@ register_resolvers()
 # raysim's Hydra launcher (hydra/launcher=raysim_ray): importing it registers its config, and
 # main() registers the class, which an editable install hides from Hydra's own plugin scan; the
 # same for its sweeper (conf/config.yaml's hydra.sweeper).
+from hydra_plugins.raysim_launcher.processes import register as register_local_launcher  # noqa: E402
 from hydra_plugins.raysim_launcher.ray_tasks import register as register_launcher  # noqa: E402
 from hydra_plugins.raysim_launcher.sweeper import register as register_sweeper  # noqa: E402
 
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in argv or os.environ.get("HYDRA_FULL_ERROR") == "1"
     argv = [a for a in argv if a != "--verbose"]
+    register_local_launcher()
     register_launcher()
     register_sweeper()
     quiet_ray_notices()

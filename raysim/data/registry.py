@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from raysim.errors import UserError
+from raysim.yamlfile import load_yaml
 
 REGISTRY_FILE = Path(__file__).with_name("registry.yaml")
 #: Environment variable naming another registry file (tests, private datasets).
@@ -68,14 +69,10 @@ def datasets() -> dict[str, Dataset]:
     return _load(str(registry_path()))
 
 
-#: PyYAML's safe loader in C where PyYAML was built with libyaml (the registry reads ~8x faster)
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 @lru_cache(maxsize=4)
 def _load(path: str) -> dict[str, Dataset]:
     try:
-        raw = yaml.load(Path(path).read_text(), Loader=SAFE_LOADER)
+        raw = load_yaml(Path(path).read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise DataError(f"dataset registry {path}: cannot be read ({exc})") from None
     out = {}

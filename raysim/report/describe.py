@@ -9,7 +9,8 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
-import yaml
+
+from raysim.yamlfile import read_yaml
 
 #: (longest span in seconds, unit name, seconds per unit) for time axes
 TIME_UNITS = ((2 * 3600, "minutes", 60.0), (3 * 86400, "hours", 3600.0), (float("inf"), "days", 86400.0))
@@ -34,15 +35,13 @@ def time_axis(times) -> tuple[float, float, str]:
 def run_overrides(run_dir) -> list[str]:
     """A run's command-line overrides (Hydra's hydra.overrides.task, from the run folder's
     .hydra/overrides.yaml), hydra.* settings left out; [] for a folder without one."""
-    path = Path(run_dir) / ".hydra" / "overrides.yaml"
-    items = (yaml.safe_load(path.read_text()) or []) if path.exists() else []
+    items = read_yaml(Path(run_dir) / ".hydra" / "overrides.yaml", [])
     return [o for o in items if not o.startswith("hydra.")]
 
 
 def run_compat(run_dir) -> str | None:
     """A run's semantics mode (sim.compat, from its .hydra/config.yaml); None without one."""
-    path = Path(run_dir) / ".hydra" / "config.yaml"
-    saved = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    saved = read_yaml(Path(run_dir) / ".hydra" / "config.yaml", {})
     return (saved.get("sim") or {}).get("compat")
 
 

@@ -20,6 +20,7 @@ from raysim.report.page import Chart, Page, cards, esc, facts, table
 from raysim.report.page_data import cdf_points, largest_vcs, series_edges, vc_series
 from raysim.tables import plural
 from raysim.report.timeseries import column_names
+from raysim.yamlfile import read_yaml
 
 FILE = "report.html"
 #: What the wall-time table calls each stage a run records in trace_report.json's `wall_s`.
@@ -49,7 +50,7 @@ def run_page(run_dir: Path) -> Page:
     """The page of a trace replay's folder (summary.csv, jobs.parquet, timeseries.parquet,
     trace_report.json and Hydra's .hydra folder)."""
     report = json.loads((run_dir / "trace_report.json").read_text())
-    config = read_yaml(run_dir / ".hydra" / "config.yaml")
+    config = read_yaml(run_dir / ".hydra" / "config.yaml", {})
     summary = pd.read_csv(run_dir / "summary.csv")
     what = run_name(report, config)
     page = Page(title=f"raysim: {what}", subtitle=" ".join(run_overrides(run_dir)))
@@ -62,11 +63,6 @@ def run_page(run_dir: Path) -> Page:
     return page
 
 
-def read_yaml(path: Path) -> dict:
-    """A YAML file as a dict ({} when it is absent)."""
-    if not path.exists():
-        return {}
-    return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
 
 
 def run_name(report: dict, config: dict) -> str:
@@ -195,13 +191,13 @@ def write_fgd_page(run_dir) -> Path:
     """Write report.html of an FGD inflation run (mode=fgd): its summary row, its two curves and what
     was run; returns its path."""
     run_dir = Path(run_dir)
-    config = read_yaml(run_dir / ".hydra" / "config.yaml")
+    config = read_yaml(run_dir / ".hydra" / "config.yaml", {})
     fgd = config.get("fgd") or {}
     page = Page(title=f"raysim FGD inflation: {fgd.get('policy')} on {fgd.get('workload')}, seed {config.get('seed')}",
                 subtitle=" ".join(run_overrides(run_dir)))
     page.section("summary", "Summary", table(pd.read_csv(run_dir / "fgd_summary.csv"), sortable=False))
     page.section("plots", "Charts", "\n".join(fgd_curves(page, {"run": run_dir})))
-    overrides = read_yaml_list(run_dir / ".hydra" / "overrides.yaml")
+    overrides = read_yaml(run_dir / ".hydra" / "overrides.yaml", [])
     page.section("run", "What was run", facts(
         [("command", f"<code>{esc(' '.join(['python -m raysim', *overrides]))}</code>"),
          *((key, esc(value)) for key, value in fgd.items()), ("seed", esc(config.get("seed"))),
@@ -225,7 +221,7 @@ def duration(seconds: float) -> str:
 
 def run_html(run_dir: Path, report: dict, config: dict) -> str:
     """The command, the chosen plug-ins, seed, cluster and version; the whole composed config folded."""
-    overrides = read_yaml_list(run_dir / ".hydra" / "overrides.yaml")
+    overrides = read_yaml(run_dir / ".hydra" / "overrides.yaml", [])
     pick = lambda group, key: (config.get(group) or {}).get(key)  # noqa: E731
     layout = report.get("layout") or {}
     gpus: dict[str, int] = {}
@@ -243,13 +239,6 @@ def run_html(run_dir: Path, report: dict, config: dict) -> str:
              ("page written", esc(datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")))]
     composed = yaml.safe_dump(config, sort_keys=False) if config else "(no .hydra/config.yaml in the run folder)"
     return facts(items) + f"<details><summary>the whole configuration</summary><pre>{esc(composed)}</pre></details>"
-
-
-def read_yaml_list(path: Path) -> list:
-    """A YAML list file (Hydra's overrides.yaml) as a list ([] when absent)."""
-    if not path.exists():
-        return []
-    return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or []
 
 
 def data_html(report: dict) -> str:

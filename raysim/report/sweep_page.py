@@ -18,7 +18,8 @@ from raysim.report.describe import (common_overrides, has_results, run_compat, r
                                     run_labels, run_overrides, time_axis)
 from raysim.report.page import Chart, Page, esc, facts, table
 from raysim.report.page_data import CDF_POINTS, SERIES_POINTS, cdf_on, cdf_points, series_edges, vc_series
-from raysim.report.run_page import FILE, duration, fgd_curves, read_yaml
+from raysim.report.run_page import FILE, duration, fgd_curves
+from raysim.yamlfile import read_yaml
 from raysim.tables import plural, unit
 
 #: The per-VC comparisons drawn (summary columns), where the runs have several VCs
@@ -69,7 +70,7 @@ def sweep_page(sweep_dir: Path, table_: pd.DataFrame, columns: list[str], charte
 
 def sweep_task(sweep_dir: Path) -> list[str]:
     """The multirun's command-line overrides (its multirun.yaml), hydra.* left out."""
-    config = read_yaml(sweep_dir / "multirun.yaml")
+    config = read_yaml(sweep_dir / "multirun.yaml", {})
     task = ((config.get("hydra") or {}).get("overrides") or {}).get("task") or []
     return [o for o in task if not str(o).startswith("hydra.")]
 

@@ -118,7 +118,8 @@ def root_defaults() -> DictConfig:
         if isinstance(entry, str):  # _self_
             continue
         for group, name in entry.items():
-            groups[group] = OmegaConf.load(CONF_DIR / group / f"{name}.yaml")
+            if not group.startswith(("override hydra/", "hydra/")):  # (Hydra's own groups: not run settings)
+                groups[group] = OmegaConf.load(CONF_DIR / group / f"{name}.yaml")
     base = {k: v for k, v in root.items() if k not in ("defaults", "hydra")}
     return OmegaConf.merge(OmegaConf.create(base), groups)
 

@@ -1,0 +1,179 @@
+"""`hydra/launcher=raysim_local` (the default): a multirun's in-process runs, several at a time, each
+in a process forked from this one once the sweep is composed, so a sweep of short runs uses every
+CPU without paying the imports again per run.
+
+Jobs run in parallel only where that is safe and gives the same results: every job of the batch
+runs in-process (`runtime=local`, or the FGD experiment), the platform can fork, and more than one
+process is asked for. Otherwise (a job on Ray, whose runs share the Ray the first one starts;
+`hydra.launcher.processes=1`) the jobs run one after another in this process, exactly as Hydra's
+basic launcher runs them. A run's results do not depend on which process ran it (each is seeded and
+reads only its own config); folders are numbered by job as always.
+
+What a job prints (its summary table, its results path) is captured in its process and printed
+here, whole, as each job finishes; its log lines stream as they are written (to its run folder's
+raysim.log as always). A job that stops on a user error returns a `raysim.errors.Failure`, which is
+recorded here, and `raysim` exits with status 2 after the sweep. A job that raised anything else
+ends the sweep with that error and the job's traceback.
+
+Each process holds one run's trace and state at a time: a sweep over a large trace needs
+`processes` times one run's memory (`hydra.launcher.processes=N` caps it).
+
+Its settings are conf/hydra/launcher/raysim_local.yaml (a file of raysim's config tree, so that a
+config composed without raysim's command line, e.g. in a test, finds it).
+
+No `from __future__ import annotations` here: Hydra's plugin scan executes this module without
+registering it in sys.modules (see ray_tasks)."""
+
+import logging
+import multiprocessing
+import os
+import sys
+from pathlib import Path
+from typing import Any, List, Optional, Sequence
+
+from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, run_job, setup_globals
+from hydra.plugins.launcher import Launcher
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, open_dict
+
+log = logging.getLogger(__name__)
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the platform says, else the count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not on every platform)
+        return os.cpu_count() or 1
+
+
+def runs_in_process(config: DictConfig) -> bool:
+    """Whether a job's run simulates in its own process (no Ray): the FGD experiment, or a cluster
+    run with runtime=local."""
+    if config.get("mode") == "fgd":
+        return True
+    runtime = config.get("runtime")
+    return runtime is not None and runtime.get("name") == "local"
+
+
+#: The batch a pool's processes run: set before they are forked, so each inherits it (nothing is
+#: pickled on the way in; the jobs' returns are, on the way back).
+_BATCH: List[Any] = []
+
+
+def _run_one(i: int):
+    """Run job i of _BATCH in this (forked) process: (i, its JobReturn, what it printed)."""
+    import contextlib
+    import io
+    import traceback
+
+    hydra_context, task_function, config = _BATCH[i]
+    out = io.StringIO()
+
+    def task(cfg: DictConfig) -> Any:
+        with contextlib.redirect_stdout(out):
+            return task_function(cfg)
+
+    ret = run_job(hydra_context=hydra_context, task_function=task, config=config,
+                  job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+    if ret.status == JobStatus.FAILED:  # its traceback does not travel: send it as text
+        error = ret._return_value
+        text = "".join(traceback.format_exception(error))
+        ret.return_value = JobFailed(f"job {config.hydra.job.num} ({' '.join(ret.overrides or [])}) failed in "
+                                     f"its process:\n{text}")
+        ret.status = JobStatus.FAILED
+    return i, ret, out.getvalue()
+
+
+class JobFailed(RuntimeError):
+    """A job of a parallel sweep raised an error that is not a user error (its traceback as text)."""
+
+
+class LocalProcessesLauncher(Launcher):
+    def __init__(self, processes: Optional[int] = None) -> None:
+        self.processes = processes  # (checked by launch: an error raised here reaches the user wrapped)
+        self.config: Optional[DictConfig] = None
+        self.task_function: Optional[TaskFunction] = None
+        self.hydra_context: Optional[HydraContext] = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.hydra_context, self.task_function, self.config = hydra_context, task_function, config
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        setup_globals()
+        assert self.config is not None and self.hydra_context is not None and self.task_function is not None
+        if self.processes is not None and (isinstance(self.processes, bool) or not isinstance(self.processes, int)
+                                           or self.processes < 1):
+            from raysim.errors import ConfigError
+
+            raise ConfigError("hydra.launcher.processes", "must be a whole number of at least 1, or null "
+                              "(one per CPU)", self.processes)
+        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
+        configs, labels = [], []
+        for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
+            labels.append(f"#{idx} : {' '.join(filter_overrides(overrides))}")
+            cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+            with open_dict(cfg):
+                cfg.hydra.job.id = idx
+                cfg.hydra.job.num = idx
+            configs.append(cfg)
+        processes = self._processes(configs)
+        if processes == 1:
+            log.info(f"Launching {len(configs)} jobs locally, one after another")
+        else:
+            log.info(f"Launching {len(configs)} jobs locally, {processes} at a time "
+                     "(hydra.launcher.processes=1: one after another)")
+        for label in labels:
+            log.info(f"\t{label}")
+        if processes == 1:
+            return self._one_after_another(configs)
+        return self._in_processes(configs, labels, processes)
+
+    def _processes(self, configs: List[DictConfig]) -> int:
+        """How many jobs run at a time: 1 unless every job runs in-process and the platform forks."""
+        wanted = self.processes if self.processes is not None else usable_cpus()
+        if wanted == 1 or len(configs) == 1 or "fork" not in multiprocessing.get_all_start_methods():
+            return 1
+        if not all(runs_in_process(cfg) for cfg in configs):
+            return 1  # runs on Ray share the one Ray this process starts
+        return min(wanted, len(configs))
+
+    def _one_after_another(self, configs: List[DictConfig]) -> List[JobReturn]:
+        assert self.config is not None
+        runs = []
+        for cfg in configs:
+            runs.append(run_job(hydra_context=self.hydra_context, task_function=self.task_function, config=cfg,
+                                job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir"))
+            configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        return runs
+
+    def _in_processes(self, configs: List[DictConfig], labels: List[str], processes: int) -> List[JobReturn]:
+        from raysim.errors import Failure, record_failure
+
+        _BATCH[:] = [(self.hydra_context, self.task_function, cfg) for cfg in configs]
+        sys.stdout.flush()
+        sys.stderr.flush()
+        results: List[Any] = [None] * len(configs)
+        try:
+            with multiprocessing.get_context("fork").Pool(processes) as pool:
+                for i, ret, printed in pool.imap_unordered(_run_one, range(len(configs))):
+                    results[i] = ret
+                    if printed:
+                        sys.stdout.write(f"{labels[i]}\n{printed}" + ("" if printed.endswith("\n") else "\n"))
+                        sys.stdout.flush()
+                    if ret.status == JobStatus.COMPLETED and isinstance(ret.return_value, Failure):
+                        record_failure(ret.return_value)
+        finally:
+            _BATCH.clear()
+        return results
+
+
+def register() -> None:
+    """Make the launcher known to Hydra (see ray_tasks.register)."""
+    from hydra.core.plugins import Plugins
+
+    name = f"{LocalProcessesLauncher.__module__}.{LocalProcessesLauncher.__name__}"
+    plugins = Plugins.instance()
+    if name not in plugins.class_name_to_class:
+        plugins.register(LocalProcessesLauncher)
