@@ -132,3 +132,25 @@ def test_a_toy_policy_plugs_in_from_a_test_module(tmp_path):
         assert (ts["total_gpu_num"] - ts["idle_gpu_num"]).max() <= 64 + 7  # the cap, plus the last job started
     finally:
         POLICIES.pop("toy_smallest", None)
+
+
+def test_the_shipped_kinds_are_the_classes_kinds():
+    """raysim.policy.SHIPPED_KINDS (a policy's kind without importing it) says what each class says."""
+    from raysim.policy import POLICIES, SHIPPED_KINDS, policy_class, policy_kind
+
+    assert set(SHIPPED_KINDS) == set(POLICIES)
+    assert {name: policy_class(name).kind for name in POLICIES} == SHIPPED_KINDS
+    assert all(policy_kind(name) == SHIPPED_KINDS[name] for name in POLICIES)
+
+
+def test_checking_a_round_policy_table_imports_no_other_kind_of_policy():
+    """+experiment=gavel_trace prepares policies.round: checking it imports the round-based policies
+    only (importing every policy to learn its kind took 0.7 s, the elastic ones' solvers)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom raysim.run.policy_table import of_kind\nassert of_kind('round')\n"
+            "print(sorted(m for m in ('raysim.policy.sia', 'raysim.policy.lucid', 'scipy.optimize') if m in sys.modules))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip() == "[]"

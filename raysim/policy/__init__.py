@@ -13,24 +13,39 @@ from raysim.settings import as_options, defaults, describe, parse
 
 #: name -> Policy subclass, each module imported when its policy is first used (raysim.registry);
 #: Gavel's round-based family (raysim.rounds.policies) as RoundBased kernel policies.
+_SHIPPED = (  # name, module, class, kind (the class's `kind`, raysim.policy.base.Policy)
+    ("fifo", "fifo", "FIFO", "event"), ("fifo_backfill", "fifo_backfill", "FIFOBackfill", "event"),
+    ("sjf", "sjf", "SJF", "event"), ("srtf", "srtf", "SRTF", "event"), ("qssf", "qssf", "QSSF", "event"),
+    ("tiresias", "tiresias", "Tiresias", "event"), ("lucid", "lucid", "Lucid", "event"),
+    ("sia", "sia", "Sia", "elastic"), ("pollux", "pollux", "Pollux", "elastic"),
+    ("gavel_elastic", "gavel_elastic", "GavelElastic", "elastic"), ("bftrainer", "bftrainer", "BFTrainer", "harvest"))
 POLICIES: Registry = Registry({
-    **{name: f"raysim.policy.{module}:{cls}" for name, module, cls in (
-        ("fifo", "fifo", "FIFO"), ("fifo_backfill", "fifo_backfill", "FIFOBackfill"), ("sjf", "sjf", "SJF"),
-        ("srtf", "srtf", "SRTF"), ("qssf", "qssf", "QSSF"), ("tiresias", "tiresias", "Tiresias"),
-        ("lucid", "lucid", "Lucid"), ("sia", "sia", "Sia"), ("pollux", "pollux", "Pollux"),
-        ("gavel_elastic", "gavel_elastic", "GavelElastic"), ("bftrainer", "bftrainer", "BFTrainer"))},
+    **{name: f"raysim.policy.{module}:{cls}" for name, module, cls, _ in _SHIPPED},
     **{name: f"raysim.policy.rounds:RoundBased_{name}" for name in ROUND_POLICIES}}, what="policy")
+#: The kind of each policy shipped with raysim, known without importing its module: a policy table
+#: entry for a kind (policies.round) is checked against every policy of the kind, and importing all
+#: of them to find those would import the elastic ones' solvers into every round-based run.
+#: tests/test_policy_api.py keeps it equal to the classes' own `kind`.
+SHIPPED_KINDS: dict[str, str] = {**{name: kind for name, _, _, kind in _SHIPPED},
+                                 **{name: "round" for name in ROUND_POLICIES}}
 
 
 def register_policy(cls) -> type:
     """Make a Policy subclass available by its `name` (usable as a class decorator)."""
     POLICIES[cls.name] = cls
+    SHIPPED_KINDS.pop(cls.name, None)  # (a shipped name taken by another class: its kind is the class's)
     return cls
 
 
 def policy_class(name: str):
     """The Policy subclass called `name`."""
     return POLICIES.get_known(name)
+
+
+def policy_kind(name: str) -> str:
+    """The kind of policy `name` (event, round, elastic or harvest), importing its module only where
+    it is not one of raysim's own."""
+    return SHIPPED_KINDS.get(name) or policy_class(name).kind
 
 
 def policy_settings(name: str, values=None):

@@ -21,7 +21,7 @@ import copy
 from omegaconf import DictConfig, OmegaConf
 
 from raysim.errors import ConfigError
-from raysim.policy import POLICIES, policy_class
+from raysim.policy import POLICIES, policy_class, policy_kind
 from raysim.settings import defaults, parse
 
 #: The kinds of policy (raysim.policy.base.Policy.kind).
@@ -30,7 +30,7 @@ KINDS = ("event", "round", "elastic", "harvest")
 
 def of_kind(kind: str) -> list[str]:
     """The policies of `kind`."""
-    return [name for name in POLICIES if policy_class(name).kind == kind]
+    return [name for name in POLICIES if policy_kind(name) == kind]
 
 
 def check_policy_table(cfg: DictConfig) -> None:
@@ -56,7 +56,7 @@ def check_policy_table(cfg: DictConfig) -> None:
 def entries_for(cfg: DictConfig) -> tuple[str, ...]:
     """The entries of `cfg.policies` that apply to the run's policy (its kind's, then its own)."""
     name = cfg.policy.name
-    return tuple(e for e in (policy_class(name).kind, name) if e in (cfg.get("policies") or {}))
+    return tuple(e for e in (policy_kind(name), name) if e in (cfg.get("policies") or {}))
 
 
 def policy_values(cfg: DictConfig, overrides=None) -> dict:
