@@ -4,18 +4,24 @@ timed from process start to exit, wall and CPU (user + sys of the process and it
 
     python benchmarks/gavel_side_by_side.py --gavel PATH --gavel-python /work/gavel_venv/bin/python \
         [--repeat 2] [--policies fifo_perf gandiva ...] [--traces A.trace B.trace] [--keep DIR] [--json]
+        [--gavel-processes N] [--raysim-processes N]
 
 One sitting alternates the sides, Gavel first: Gavel, raysim, Gavel, raysim (--repeat times each).
 - Gavel's side is twenty processes, one per policy and trace, of Gavel's trace-replay driver,
   unmodified: `scheduler/scripts/drivers/simulate_scheduler_with_trace.py -t TRACE -p POLICY
   --throughputs_file JSON -c 8:8:8 --num_gpus_per_server 4:4:4 --seed 0 --solver ECOS
   --time_per_iteration 360`, run in Gavel's scheduler/ folder, stdout and stderr (its DEBUG log) to
-  files. Its figure per repetition is the sum over the twenty processes. This is the configuration
-  of ../shared/references/gavel/README.md (no measurement window: every job runs to completion).
+  files. This is the configuration of ../shared/references/gavel/README.md (no measurement window:
+  every job runs to completion). The processes run one after another, or --gavel-processes at a
+  time (as a user runs a sweep of them on several cores).
 - raysim's side is what a user types (benchmarks/README.md, "The ten policies as a user runs
   them"): two multiruns, one per trace, `python -m raysim -m +experiment=gavel_trace runtime=local
   trace.path=TRACE cluster.throughput=JSON policy=<the ten>`, from the repository root, plus only
-  `hydra.sweep.dir=` so the outputs land in the scratch folder rather than multirun/.
+  `hydra.sweep.dir=` so the outputs land in the scratch folder rather than multirun/. Its runs go
+  one per CPU at a time (raysim's default launcher); --raysim-processes N adds
+  `hydra.launcher.processes=N` (1: one after another).
+A side's wall time per repetition is from its first process's start to its last one's exit; its
+CPU time is the sum over its processes.
 
 Every process is timed with os.wait4 (wall from just before the fork to its exit; CPU = ru_utime +
 ru_stime of the process and the descendants it waited for). A run only counts if it produced
@@ -130,27 +136,31 @@ def parse_raysim(sweep: Path, policies: list[str]) -> dict:
 
 
 def gavel_side(args, scheduler: Path, traces: dict, work: Path, rep: int) -> dict:
-    wall = cpu = 0.0
-    results = {}
-    for label, trace in traces.items():
-        for name in args.policies:
-            out, err = work / f"gavel_{label}_{name}.out", work / f"gavel_{label}_{name}.err"
-            cmd = [args.gavel_python, "scripts/drivers/simulate_scheduler_with_trace.py", "-t", str(trace),
-                   "-p", name, "--throughputs_file", str(args.throughputs), *GAVEL_ARGS]
-            w, c, rc = timed(cmd, scheduler, out, err)
-            try:
-                if rc != 0:
-                    raise RunFailed(f"exit code {rc}")
-                results[(label, name)] = {**parse_gavel(out, trace_jobs(trace)), "wall_s": w, "cpu_s": c}
-            except RunFailed as exc:
-                raise RunFailed(f"Gavel {name} on {label} (repetition {rep}): {exc}\n"
-                                f"--- stdout tail ---\n{tail(out)}\n--- stderr tail ---\n{tail(err)}") from None
-            if not args.keep:
-                err.unlink()  # Gavel's DEBUG log, ~15 MB a run
-            wall += w
-            cpu += c
-            log(args, f"  gavel {label} {name}: {w:.2f} s wall, {c:.2f} s CPU")
-    return {"wall_s": wall, "cpu_s": cpu, "runs": results}
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(label: str, trace: Path, name: str) -> dict:
+        out, err = work / f"gavel_{label}_{name}.out", work / f"gavel_{label}_{name}.err"
+        cmd = [args.gavel_python, "scripts/drivers/simulate_scheduler_with_trace.py", "-t", str(trace),
+               "-p", name, "--throughputs_file", str(args.throughputs), *GAVEL_ARGS]
+        w, c, rc = timed(cmd, scheduler, out, err)
+        try:
+            if rc != 0:
+                raise RunFailed(f"exit code {rc}")
+            result = {**parse_gavel(out, trace_jobs(trace)), "wall_s": w, "cpu_s": c}
+        except RunFailed as exc:
+            raise RunFailed(f"Gavel {name} on {label} (repetition {rep}): {exc}\n"
+                            f"--- stdout tail ---\n{tail(out)}\n--- stderr tail ---\n{tail(err)}") from None
+        if not args.keep:
+            err.unlink()  # Gavel's DEBUG log, ~15 MB a run
+        log(args, f"  gavel {label} {name}: {w:.2f} s wall, {c:.2f} s CPU")
+        return result
+
+    runs = [(label, trace, name) for label, trace in traces.items() for name in args.policies]
+    start = time.perf_counter()
+    with ThreadPoolExecutor(args.gavel_processes) as pool:  # (each thread waits for its own process)
+        done = list(pool.map(lambda r: run(*r), runs))
+    results = {(label, name): result for (label, _, name), result in zip(runs, done)}
+    return {"wall_s": time.perf_counter() - start, "cpu_s": sum(r["cpu_s"] for r in done), "runs": results}
 
 
 def raysim_side(args, traces: dict, work: Path, rep: int) -> dict:
@@ -164,6 +174,8 @@ def raysim_side(args, traces: dict, work: Path, rep: int) -> dict:
         cmd = [args.python, "-m", "raysim", "-m", "+experiment=gavel_trace", "runtime=local",
                f"trace.path={trace}", f"cluster.throughput={args.throughputs}", f"policy={','.join(names)}",
                f"hydra.sweep.dir={sweep}"]
+        if args.raysim_processes is not None:
+            cmd.append(f"hydra.launcher.processes={args.raysim_processes}")
         w, c, rc = timed(cmd, REPO, out, err, env)
         try:
             if rc != 0:
@@ -216,8 +228,13 @@ def main() -> int:
                         help="Gavel's policy names (default: all ten)")
     parser.add_argument("--repeat", type=int, default=2, help="repetitions per side, alternating")
     parser.add_argument("--keep", type=Path, help="keep every run's output in this folder")
+    parser.add_argument("--gavel-processes", type=int, default=1, help="Gavel's processes run this many at a time")
+    parser.add_argument("--raysim-processes", type=int,
+                        help="raysim's hydra.launcher.processes (default: the launcher's, one per CPU)")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
     args = parser.parse_args()
+    if args.gavel_processes < 1 or args.raysim_processes is not None and args.raysim_processes < 1:
+        parser.error("--gavel-processes and --raysim-processes must be at least 1")
     scheduler = args.gavel / "scheduler" if (args.gavel / "scheduler").is_dir() else args.gavel
     if not (scheduler / "scripts" / "drivers" / "simulate_scheduler_with_trace.py").exists():
         parser.error(f"no Gavel driver under {scheduler}")
@@ -269,7 +286,8 @@ def main() -> int:
     if args.json:
         print(json.dumps({
             "date": started.isoformat(timespec="seconds"), "machine": platform.node(), "cpus": os.cpu_count(),
-            "load_before": load_before, "load_after": load_after, "traces": {k: str(v) for k, v in traces.items()},
+            "load_before": load_before, "load_after": load_after, "gavel_processes": args.gavel_processes,
+            "raysim_processes": args.raysim_processes, "traces": {k: str(v) for k, v in traces.items()},
             "policies": args.policies, "repetitions": [
                 {side: {"wall_s": r[side]["wall_s"], "cpu_s": r[side]["cpu_s"]} for side in ("gavel", "raysim")}
                 for r in reps],
@@ -282,7 +300,8 @@ def main() -> int:
 
     print(f"\n{started:%Y-%m-%d %H:%M %Z}, {platform.node()}, {os.cpu_count()} CPUs, "
           f"load {load_before[0]:.2f} before, {load_after[0]:.2f} after; {len(args.policies)} policies x "
-          f"{len(traces)} traces ({', '.join(traces)})")
+          f"{len(traces)} traces ({', '.join(traces)}); Gavel's processes {args.gavel_processes} at a time, "
+          f"raysim's hydra.launcher.processes={args.raysim_processes or 'default (one per CPU)'}")
     print("\n| repetition | Gavel wall | Gavel CPU | raysim wall | raysim CPU |\n|---|---|---|---|---|")
     for i, r in enumerate(reps, 1):
         print(f"| {i} | {r['gavel']['wall_s']:.1f} s | {r['gavel']['cpu_s']:.1f} s | "

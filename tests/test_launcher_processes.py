@@ -112,8 +112,10 @@ def config(**values):
     return OmegaConf.create(values)
 
 
-def test_only_runs_in_process_run_in_parallel():
-    """Runs on Ray share the Ray this process starts: they run one after another here."""
+def test_only_runs_in_process_run_in_parallel(monkeypatch):
+    """Runs on Ray share the Ray this process starts: they run one after another here; so do all
+    runs where the system is not Linux."""
+    monkeypatch.setattr(sys, "platform", "linux")
     local, ray = config(mode="cluster", runtime={"name": "local"}), config(mode="cluster", runtime={"name": "ray"})
     assert runs_in_process(local) and not runs_in_process(ray)
     assert runs_in_process(config(mode="fgd"))
@@ -123,3 +125,5 @@ def test_only_runs_in_process_run_in_parallel():
     assert launcher._processes([local]) == 1
     assert LocalProcessesLauncher(processes=1)._processes([local] * 3) == 1
     assert LocalProcessesLauncher(processes=2)._processes([local] * 3) == 2
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert launcher._processes([local] * 3) == 1

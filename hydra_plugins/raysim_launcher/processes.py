@@ -3,8 +3,9 @@ in a process forked from this one once the sweep is composed, so a sweep of shor
 CPU without paying the imports again per run.
 
 Jobs run in parallel only where that is safe and gives the same results: every job of the batch
-runs in-process (`runtime=local`, or the FGD experiment), the platform can fork, and more than one
-process is asked for. Otherwise (a job on Ray, whose runs share the Ray the first one starts;
+runs in-process (`runtime=local`, or the FGD experiment), the system is Linux (where forking a
+process that holds numpy, Arrow and Hydra is safe; macOS discourages it, Windows cannot), and more
+than one process is asked for. Otherwise (a job on Ray, whose runs share the Ray the first one starts;
 `hydra.launcher.processes=1`) the jobs run one after another in this process, exactly as Hydra's
 basic launcher runs them. A run's results do not depend on which process ran it (each is seeded and
 reads only its own config); folders are numbered by job as always.
@@ -131,9 +132,9 @@ class LocalProcessesLauncher(Launcher):
         return self._in_processes(configs, labels, processes)
 
     def _processes(self, configs: List[DictConfig]) -> int:
-        """How many jobs run at a time: 1 unless every job runs in-process and the platform forks."""
+        """How many jobs run at a time: 1 unless every job runs in-process and the system is Linux."""
         wanted = self.processes if self.processes is not None else usable_cpus()
-        if wanted == 1 or len(configs) == 1 or "fork" not in multiprocessing.get_all_start_methods():
+        if wanted == 1 or len(configs) == 1 or not sys.platform.startswith("linux"):
             return 1
         if not all(runs_in_process(cfg) for cfg in configs):
             return 1  # runs on Ray share the one Ray this process starts
