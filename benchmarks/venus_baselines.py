@@ -2,7 +2,8 @@
 
     python benchmarks/venus_baselines.py [--trace ../shared/traces/venus_sept] [--compat lucid] [--json]
 
-Trace loading (from the Parquet cache after the first run) is timed separately from simulation.
+Trace loading (from the Parquet cache after the first run) is timed separately from simulation. The
+cache goes to ~/.cache/raysim, not beside the trace (a copy such as ../shared stays as it is).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def main() -> None:
     args = ap.parse_args()
 
     t = time.perf_counter()
-    trace = load_trace(args.trace)
+    trace = load_trace(args.trace, cache_dir=Path.home() / ".cache" / "raysim")
     load_s = time.perf_counter() - t
     est_path = Path(args.estimates) if args.estimates else Path(trace.source).parent / "lucid_artifacts" / "duration_estimates_ebm.csv"
     est = (estimates_for(trace.table, source="file", path=est_path) if est_path.exists()

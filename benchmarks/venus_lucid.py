@@ -38,7 +38,7 @@ def main() -> None:
 
     shared = Path(args.shared)
     venus = shared / "traces" / "venus_sept"
-    trace = load_trace(venus)
+    trace = load_trace(venus, cache_dir=Path.home() / ".cache" / "raysim")  # (not beside ../shared's copy)
     settings = policy_settings("lucid", {
         "profiler": {"take_from": ["vc8Gr", "vcefl"], "lender": "vcYVn"},
         "forecast": {"source": "file", "path": str(venus / "lucid_artifacts" / "throughput_forecast.csv")},

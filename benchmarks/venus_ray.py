@@ -45,7 +45,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
-    trace = load_trace(args.trace)
+    trace = load_trace(args.trace, cache_dir=Path.home() / ".cache" / "raysim")  # (not beside ../shared's copy)
     est_path = Path(trace.source).parent / "lucid_artifacts" / "duration_estimates_ebm.csv"
     est = (estimates_for(trace.table, source="file", path=est_path) if est_path.exists()
            else estimates_for(trace.table, source="oracle"))
