@@ -32,10 +32,10 @@ import sys
 from pathlib import Path
 from typing import Any, List, Optional, Sequence
 
-from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, run_job, setup_globals
-from hydra.plugins.launcher import Launcher
-from hydra.types import HydraContext, TaskFunction
-from omegaconf import DictConfig, open_dict
+from hydra.core.utils import JobReturn, JobStatus, configure_log, run_job, setup_globals
+from omegaconf import DictConfig
+
+from hydra_plugins.raysim_launcher.jobs import SweepLauncher, run_captured
 
 log = logging.getLogger(__name__)
 
@@ -64,41 +64,27 @@ _BATCH: List[Any] = []
 
 def _run_one(i: int):
     """Run job i of _BATCH in this (forked) process: (i, its JobReturn, what it printed)."""
-    import contextlib
-    import io
     import traceback
 
     hydra_context, task_function, config = _BATCH[i]
-    out = io.StringIO()
-
-    def task(cfg: DictConfig) -> Any:
-        with contextlib.redirect_stdout(out):
-            return task_function(cfg)
-
-    ret = run_job(hydra_context=hydra_context, task_function=task, config=config,
-                  job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+    ret, printed = run_captured(hydra_context, task_function, config)
     if ret.status == JobStatus.FAILED:  # its traceback does not travel: send it as text
         error = ret._return_value
         text = "".join(traceback.format_exception(error))
         ret.return_value = JobFailed(f"job {config.hydra.job.num} ({' '.join(ret.overrides or [])}) failed in "
                                      f"its process:\n{text}")
         ret.status = JobStatus.FAILED
-    return i, ret, out.getvalue()
+    return i, ret, printed
 
 
 class JobFailed(RuntimeError):
     """A job of a parallel sweep raised an error that is not a user error (its traceback as text)."""
 
 
-class LocalProcessesLauncher(Launcher):
+class LocalProcessesLauncher(SweepLauncher):
     def __init__(self, processes: Optional[int] = None) -> None:
+        super().__init__()
         self.processes = processes  # (checked by launch: an error raised here reaches the user wrapped)
-        self.config: Optional[DictConfig] = None
-        self.task_function: Optional[TaskFunction] = None
-        self.hydra_context: Optional[HydraContext] = None
-
-    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
-        self.hydra_context, self.task_function, self.config = hydra_context, task_function, config
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         setup_globals()
@@ -111,14 +97,7 @@ class LocalProcessesLauncher(Launcher):
                               "(one per CPU)", self.processes)
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
         Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
-        configs, labels = [], []
-        for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
-            labels.append(f"#{idx} : {' '.join(filter_overrides(overrides))}")
-            cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-            with open_dict(cfg):
-                cfg.hydra.job.id = idx
-                cfg.hydra.job.num = idx
-            configs.append(cfg)
+        configs, labels = self.job_configs(job_overrides, initial_job_idx)
         processes = self._processes(configs)
         if processes == 1:
             log.info(f"Launching {len(configs)} jobs locally, one after another")
@@ -150,8 +129,6 @@ class LocalProcessesLauncher(Launcher):
         return runs
 
     def _in_processes(self, configs: List[DictConfig], labels: List[str], processes: int) -> List[JobReturn]:
-        from raysim.errors import Failure, record_failure
-
         _BATCH[:] = [(self.hydra_context, self.task_function, cfg) for cfg in configs]
         sys.stdout.flush()
         sys.stderr.flush()
@@ -160,11 +137,7 @@ class LocalProcessesLauncher(Launcher):
             with multiprocessing.get_context("fork").Pool(processes) as pool:
                 for i, ret, printed in pool.imap_unordered(_run_one, range(len(configs))):
                     results[i] = ret
-                    if printed:
-                        sys.stdout.write(f"{labels[i]}\n{printed}" + ("" if printed.endswith("\n") else "\n"))
-                        sys.stdout.flush()
-                    if ret.status == JobStatus.COMPLETED and isinstance(ret.return_value, Failure):
-                        record_failure(ret.return_value)
+                    self.report(labels[i], ret, printed)
         finally:
             _BATCH.clear()
         return results

@@ -11,16 +11,16 @@ No `from __future__ import annotations` here: Hydra's plugin scan executes this 
 registering it in sys.modules, and dataclasses cannot resolve string annotations then."""
 
 import logging
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from hydra.core.config_store import ConfigStore
-from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, run_job, setup_globals
-from hydra.plugins.launcher import Launcher
+from hydra.core.utils import JobReturn, configure_log, setup_globals
 from hydra.types import HydraContext, TaskFunction
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig
+
+from hydra_plugins.raysim_launcher.jobs import SweepLauncher, run_captured
 
 log = logging.getLogger(__name__)
 
@@ -38,38 +38,20 @@ ConfigStore.instance().store(group="hydra/launcher", name="raysim_ray", node=Ray
 
 def _run(hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig):
     """(the job's JobReturn, what it printed): its output goes back to the driver in one piece."""
-    import contextlib
-    import io
-
     from raysim.resolvers import register_resolvers
 
     register_resolvers()  # raysim's config resolvers, in this worker
-
-    out = io.StringIO()
-
-    def task(cfg: DictConfig) -> Any:  # only the task's prints: its log lines still stream (run_job set them up)
-        with contextlib.redirect_stdout(out):
-            return task_function(cfg)
-
-    ret = run_job(hydra_context=hydra_context, task_function=task, config=config,
-                  job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
-    return ret, out.getvalue()
+    return run_captured(hydra_context, task_function, config)
 
 
-class RayTasksLauncher(Launcher):
+class RayTasksLauncher(SweepLauncher):
     def __init__(self, address: Optional[str] = None, num_cpus: float = 1.0) -> None:
+        super().__init__()
         self.address, self.num_cpus = address, num_cpus
-        self.config: Optional[DictConfig] = None
-        self.task_function: Optional[TaskFunction] = None
-        self.hydra_context: Optional[HydraContext] = None
-
-    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
-        self.hydra_context, self.task_function, self.config = hydra_context, task_function, config
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         import ray
 
-        from raysim.errors import Failure, record_failure
         from raysim.runtime.ray_backend import ensure_ray
 
         setup_globals()
@@ -80,17 +62,11 @@ class RayTasksLauncher(Launcher):
         ensure_ray(self.address)
         remote = ray.remote(num_cpus=self.num_cpus, max_retries=0)(_run)
         log.info(f"Launching {len(job_overrides)} jobs as Ray tasks")
-        refs: list[Any] = []
-        labels: list[str] = []
-        for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
-            labels.append(f"#{idx} : {' '.join(filter_overrides(overrides))}")
-            log.info(f"\t{labels[-1]}")
-            cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-            with open_dict(cfg):
-                cfg.hydra.job.id = idx
-                cfg.hydra.job.num = idx
-                cfg.hydra.sweep.dir = str(sweep_dir)  # tasks may run in another working directory
-            refs.append(remote.remote(self.hydra_context, self.task_function, cfg))
+        # (tasks may run in another working directory: the sweep folder is made absolute)
+        configs, labels = self.job_configs(job_overrides, initial_job_idx, sweep_dir=str(sweep_dir))
+        for label in labels:
+            log.info(f"\t{label}")
+        refs = [remote.remote(self.hydra_context, self.task_function, cfg) for cfg in configs]
         results: list[Any] = [None] * len(refs)
         pending = {ref: i for i, ref in enumerate(refs)}
         while pending:
@@ -99,11 +75,7 @@ class RayTasksLauncher(Launcher):
                 i = pending.pop(ref)
                 ret, printed = ray.get(ref)
                 results[i] = ret
-                if printed:
-                    sys.stdout.write(f"{labels[i]}\n{printed}" + ("" if printed.endswith("\n") else "\n"))
-                    sys.stdout.flush()
-                if ret.status == JobStatus.COMPLETED and isinstance(ret.return_value, Failure):
-                    record_failure(ret.return_value)
+                self.report(labels[i], ret, printed)
         return results
 
 
