@@ -127,3 +127,25 @@ def test_only_runs_in_process_run_in_parallel(monkeypatch):
     assert LocalProcessesLauncher(processes=2)._processes([local] * 3) == 2
     monkeypatch.setattr(sys, "platform", "darwin")
     assert launcher._processes([local] * 3) == 1
+
+
+def test_ctrl_c_stops_a_parallel_sweep_in_one_line(tmp_path):
+    """Ctrl-C reaches the whole process group: the forked processes leave it to the driver, which
+    stops them and says it was interrupted, in one line (no traceback of a pool process)."""
+    import signal
+    import time
+
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    proc = subprocess.Popen([sys.executable, "-m", "raysim", "-m", "+experiment=venus", "runtime=local",
+                             "policy=fifo,srtf,tiresias,sjf,qssf", "hydra.launcher.processes=2",
+                             f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    for line in proc.stdout:  # Hydra's log line, once the processes are about to start
+        if "Launching 5 jobs locally, 2 at a time" in line:
+            break
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert err.strip().splitlines()[-1].startswith("raysim: interrupted")
+    assert "Traceback" not in err and "ForkPoolWorker" not in err

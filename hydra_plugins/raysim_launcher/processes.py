@@ -77,6 +77,14 @@ def _run_one(i: int):
     return i, ret, printed
 
 
+def _leave_ctrl_c_to_the_driver() -> None:
+    """In a pool's process: Ctrl-C (sent to the whole process group) is the driver's to handle; it
+    stops the processes and says it was interrupted, in one line."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class JobFailed(RuntimeError):
     """A job of a parallel sweep raised an error that is not a user error (its traceback as text)."""
 
@@ -134,7 +142,7 @@ class LocalProcessesLauncher(SweepLauncher):
         sys.stderr.flush()
         results: List[Any] = [None] * len(configs)
         try:
-            with multiprocessing.get_context("fork").Pool(processes) as pool:
+            with multiprocessing.get_context("fork").Pool(processes, initializer=_leave_ctrl_c_to_the_driver) as pool:
                 for i, ret, printed in pool.imap_unordered(_run_one, range(len(configs))):
                     results[i] = ret
                     self.report(labels[i], ret, printed)
