@@ -34,9 +34,10 @@ from raysim.resolvers import register_resolvers
 
 register_resolvers()
 
-# raysim's Hydra launcher (hydra/launcher=raysim_ray): importing it registers its config, and
-# main() registers the class, which an editable install hides from Hydra's own plugin scan; the
-# same for its sweeper (conf/config.yaml's hydra.sweeper).
+# raysim's Hydra launchers: main() registers their classes, which an editable install hides from
+# Hydra's own plugin scan (raysim_local, the default, has its config in conf/hydra/launcher/;
+# importing raysim_ray registers its config); the same for its sweeper (conf/config.yaml's
+# hydra.sweeper).
 from hydra_plugins.raysim_launcher.processes import register as register_local_launcher  # noqa: E402
 from hydra_plugins.raysim_launcher.ray_tasks import register as register_launcher  # noqa: E402
 from hydra_plugins.raysim_launcher.sweeper import register as register_sweeper  # noqa: E402

@@ -73,7 +73,6 @@ def _run_one(i: int):
         text = "".join(traceback.format_exception(error))
         ret.return_value = JobFailed(f"job {config.hydra.job.num} ({' '.join(ret.overrides or [])}) failed in "
                                      f"its process:\n{text}")
-        ret.status = JobStatus.FAILED
     return i, ret, printed
 
 
