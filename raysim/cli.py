@@ -76,6 +76,8 @@ def hydra_main(cfg: DictConfig):
     hc = HydraConfig.get()
     _checkpoint["dir"] = _checkpoint_dir(cfg)
     try:
+        if hc.mode != RunMode.MULTIRUN:
+            refuse_launcher_settings(hc.overrides.hydra)
         return run(cfg, Path(hc.runtime.output_dir))
     except Exception as exc:
         message = user_error_message(exc)
@@ -86,6 +88,18 @@ def hydra_main(cfg: DictConfig):
         failure = Failure.of(exc, message, hc.job.num if multirun else None, hc.overrides.task if multirun else ())
         record_failure(failure)
         return failure
+
+
+def refuse_launcher_settings(hydra_overrides) -> None:
+    """A single run launches no jobs: a launcher or launcher setting on its command line
+    (hydra/launcher=..., hydra.launcher.KEY=...) is one line saying so, not ignored."""
+    from raysim.errors import ConfigError
+
+    for override in hydra_overrides:
+        key, _, value = override.partition("=")
+        if key.lstrip("+~").startswith(("hydra.launcher", "hydra/launcher")):
+            raise ConfigError(key.lstrip("+~").replace("/", "."), "only a multirun (-m) launches its jobs: a single "
+                              "run reads no launcher setting", value)
 
 
 def main(argv: list[str] | None = None) -> None:

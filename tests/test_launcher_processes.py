@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from hydra_plugins.raysim_launcher.processes import LocalProcessesLauncher, runs_in_process
+from hydra_plugins.raysim_launcher.processes import LocalProcessesLauncher, runs_in_process, usable_cpus
 
 REPO = Path(__file__).resolve().parent.parent
 JOBS = """job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state
@@ -36,7 +36,7 @@ def raysim(*args, cwd):
 
 
 def test_a_local_sweep_in_processes_writes_and_prints_what_one_after_another_does(small_trace, tmp_path):
-    sweeps = {n: tmp_path / f"sweep{n}" for n in (1, 3)}
+    sweeps = {n: tmp_path / f"sweep{n}" for n in (1, 2)}
     out = {}
     for n, sweep in sweeps.items():
         res = raysim("-m", "runtime=local", f"trace.path={small_trace}", "trace.cache=false",
@@ -44,21 +44,21 @@ def test_a_local_sweep_in_processes_writes_and_prints_what_one_after_another_doe
                      cwd=tmp_path)
         assert res.returncode == 0, res.stderr[-3000:]
         out[n] = res
-    assert "Launching 3 jobs locally, 3 at a time" in out[3].stdout + out[3].stderr
+    assert "Launching 3 jobs locally, 2 at a time" in out[2].stdout + out[2].stderr
     assert "Launching 3 jobs locally, one after another" in out[1].stdout + out[1].stderr
     for job in ("0", "1", "2"):
         for name in RESULT_FILES:
-            assert (sweeps[3] / job / name).read_bytes() == (sweeps[1] / job / name).read_bytes(), (job, name)
-    assert (sweeps[3] / "sweep_summary.csv").read_bytes() == (sweeps[1] / "sweep_summary.csv").read_bytes()
-    printed = out[3].stdout.splitlines()
+            assert (sweeps[2] / job / name).read_bytes() == (sweeps[1] / job / name).read_bytes(), (job, name)
+    assert (sweeps[2] / "sweep_summary.csv").read_bytes() == (sweeps[1] / "sweep_summary.csv").read_bytes()
+    printed = out[2].stdout.splitlines()
     for job, policy in enumerate(("fifo", "srtf", "tiresias")):  # each table once, whole, under its job's label
         title = f"## raysim: {policy}, clean semantics"
         assert printed.count(title) == 1
         at = printed.index(title)
         assert printed[at - 1].startswith(f"#{job} : ") and f"policy={policy}" in printed[at - 1]
         assert printed[at + 2].startswith("| vc |")
-        assert f"results: {sweeps[3] / str(job)}" in printed
-    assert out[3].stdout.count("results: ") == 3
+        assert f"results: {sweeps[2] / str(job)}" in printed
+    assert out[2].stdout.count("results: ") == 3
 
 
 def test_a_user_error_in_one_job_is_its_line_and_exit_status_2_the_others_finish(small_trace, tmp_path):
@@ -98,14 +98,26 @@ def test_a_crash_in_a_job_ends_the_sweep_with_its_traceback(small_trace, tmp_pat
     assert (tmp_path / "sweep" / "0" / "jobs.parquet").exists()
 
 
-@pytest.mark.parametrize("value", [0, -1, 1.5, "abc", True])
+@pytest.mark.parametrize("value", [0, -1, 1.5, "abc", True, "nan", "inf", 1e12, 10**12, usable_cpus() + 1])
 def test_a_bad_number_of_processes_is_one_line(small_trace, tmp_path, value):
     res = raysim("-m", "runtime=local", f"trace.path={small_trace}", "trace.cache=false", "policy=fifo,srtf",
                  f"hydra.launcher.processes={value}", f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path)
     assert res.returncode == 2
     assert res.stderr.strip().splitlines()[-1].startswith(
-        "raysim: error: hydra.launcher.processes: must be a whole number of at least 1, or null")
+        "raysim: error: hydra.launcher.processes: must be a whole number from 1 to the ")
     assert not (tmp_path / "sweep" / "0").exists()
+
+
+@pytest.mark.parametrize("override", ["hydra.launcher.processes=2", "hydra/launcher=raysim_ray"])
+def test_a_single_run_refuses_launcher_settings(small_trace, tmp_path, override):
+    """A single run launches no jobs: a launcher setting on its command line is one line, not ignored."""
+    res = raysim("runtime=local", f"trace.path={small_trace}", "trace.cache=false", override,
+                 f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert res.returncode == 2
+    key, value = override.replace("/", ".").split("=")
+    assert res.stderr.strip().splitlines()[-1] == (
+        f"raysim: error: {key}: only a multirun (-m) launches its jobs: a single run reads no launcher setting "
+        f"(value '{value}')")
 
 
 def config(**values):

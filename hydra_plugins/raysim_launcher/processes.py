@@ -97,11 +97,11 @@ class LocalProcessesLauncher(SweepLauncher):
         setup_globals()
         assert self.config is not None and self.hydra_context is not None and self.task_function is not None
         if self.processes is not None and (isinstance(self.processes, bool) or not isinstance(self.processes, int)
-                                           or self.processes < 1):
+                                           or not 1 <= self.processes <= usable_cpus()):
             from raysim.errors import ConfigError
 
-            raise ConfigError("hydra.launcher.processes", "must be a whole number of at least 1, or null "
-                              "(one per CPU)", self.processes)
+            raise ConfigError("hydra.launcher.processes", "must be a whole number from 1 to the "
+                              f"{usable_cpus()} CPUs this process may use, or null (one per CPU)", self.processes)
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
         Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
         configs, labels = self.job_configs(job_overrides, initial_job_idx)
