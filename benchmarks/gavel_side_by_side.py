@@ -309,7 +309,7 @@ def main() -> int:
     print(f"| median | {med['gavel']['wall_s']:.1f} s | {med['gavel']['cpu_s']:.1f} s | "
           f"{med['raysim']['wall_s']:.1f} s | {med['raysim']['cpu_s']:.1f} s |")
     print(f"\nGavel / raysim (medians): wall {ratio['wall_s']:.2f}x, CPU {ratio['cpu_s']:.2f}x")
-    print("\nper trace, last repetition (wall / CPU):")
+    print("\nper trace, last repetition (sums over its processes, wall / CPU):")
     for label in traces:
         g = [v for (l, _), v in last["gavel"]["runs"].items() if l == label]
         rs = last["raysim"]["runs"][label]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
+from test_cli import raysim
 
 from hydra_plugins.raysim_launcher.processes import LocalProcessesLauncher, runs_in_process, usable_cpus
 
@@ -27,12 +28,6 @@ def small_trace(tmp_path) -> Path:
     (tmp_path / "jobs.csv").write_text(JOBS)
     (tmp_path / "vc_config.csv").write_text(",num\nvcA,1\nvcB,2\n")
     return tmp_path / "jobs.csv"
-
-
-def raysim(*args, cwd):
-    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-    return subprocess.run([sys.executable, "-m", "raysim", *map(str, args)], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
 
 
 def test_a_local_sweep_in_processes_writes_and_prints_what_one_after_another_does(small_trace, tmp_path):
@@ -86,16 +81,31 @@ def test_a_crash_in_a_job_ends_the_sweep_with_its_traceback(small_trace, tmp_pat
         "        raise RuntimeError('boom in srtf')\n"
         "    return original(cfg, run_dir)\n"
         "original, c.run_cluster = c.run_cluster, boom\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(crash), os.environ.get("PYTHONPATH", "")])}
-    env.pop("HYDRA_FULL_ERROR", None)
-    res = subprocess.run([sys.executable, "-m", "raysim", "-m", "runtime=local", f"trace.path={small_trace}",
-                          "trace.cache=false", "policy=fifo,srtf", "hydra.launcher.processes=2",
-                          f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=600)
+    res = raysim("-m", "runtime=local", f"trace.path={small_trace}", "trace.cache=false", "policy=fifo,srtf",
+                 "hydra.launcher.processes=2", f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path,
+                 env={"PYTHONPATH": os.pathsep.join([str(crash), os.environ.get("PYTHONPATH", "")])})
     assert res.returncode != 0
     assert "JobFailed" in res.stderr and "RuntimeError: boom in srtf" in res.stderr, res.stderr[-3000:]
     assert "in boom" in res.stderr  # the job's own frames, from its process
     assert (tmp_path / "sweep" / "0" / "jobs.parquet").exists()
+
+
+def test_a_sweep_larger_than_the_configs_kept_runs_in_parts(small_trace, tmp_path):
+    """At most the sweeper's KEPT job configs are composed at a time: a larger sweep runs in parts,
+    every job numbered as one part would number it (KEPT set to 2 here, for three jobs)."""
+    part = tmp_path / "part"
+    part.mkdir()
+    (part / "sitecustomize.py").write_text("import hydra_plugins.raysim_launcher.processes as p\np.KEPT = 2\n")
+    sweep = tmp_path / "sweep"
+    res = raysim("-m", "runtime=local", f"trace.path={small_trace}", "trace.cache=false", "policy=fifo,srtf,tiresias",
+                 "hydra.launcher.processes=2", f"hydra.sweep.dir={sweep}", cwd=tmp_path,
+                 env={"PYTHONPATH": os.pathsep.join([str(part), os.environ.get("PYTHONPATH", "")])})
+    assert res.returncode == 0, res.stderr[-3000:]
+    launched = res.stdout + res.stderr
+    assert "Launching 2 jobs locally, 2 at a time" in launched and "Launching 1 jobs locally, one after another" in launched
+    for job, policy in enumerate(("fifo", "srtf", "tiresias")):
+        assert (sweep / str(job) / "jobs.parquet").exists()
+        assert f"policy={policy}" in (sweep / str(job) / ".hydra" / "overrides.yaml").read_text()
 
 
 @pytest.mark.parametrize("value", [0, -1, 1.5, "abc", True, "nan", "inf", 1e12, 10**12, usable_cpus() + 1])

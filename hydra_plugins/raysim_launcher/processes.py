@@ -17,7 +17,8 @@ recorded here, and `raysim` exits with status 2 after the sweep. A job that rais
 ends the sweep with that error and the job's traceback.
 
 Each process holds one run's trace and state at a time: a sweep over a large trace needs
-`processes` times one run's memory (`hydra.launcher.processes=N` caps it).
+`processes` times one run's memory (`hydra.launcher.processes=N` caps it). Jobs are composed and
+launched at most the sweeper's KEPT at a time, so a large sweep holds no more configs than that.
 
 Its settings are conf/hydra/launcher/raysim_local.yaml (a file of raysim's config tree, so that a
 config composed without raysim's command line, e.g. in a test, finds it).
@@ -36,6 +37,7 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log, run_job, setup
 from omegaconf import DictConfig
 
 from hydra_plugins.raysim_launcher.jobs import SweepLauncher, run_captured
+from hydra_plugins.raysim_launcher.sweeper import KEPT
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +106,12 @@ class LocalProcessesLauncher(SweepLauncher):
                               f"{usable_cpus()} CPUs this process may use, or null (one per CPU)", self.processes)
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
         Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
+        runs: List[JobReturn] = []
+        for start in range(0, len(job_overrides), KEPT):  # (at most KEPT composed configs held at a time)
+            runs += self._launch_part(job_overrides[start:start + KEPT], initial_job_idx + start)
+        return runs
+
+    def _launch_part(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> List[JobReturn]:
         configs, labels = self.job_configs(job_overrides, initial_job_idx)
         processes = self._processes(configs)
         if processes == 1:
@@ -127,6 +135,7 @@ class LocalProcessesLauncher(SweepLauncher):
         return min(wanted, len(configs))
 
     def _one_after_another(self, configs: List[DictConfig]) -> List[JobReturn]:
+        """Hydra's basic launcher's loop, on configs composed already."""
         assert self.config is not None
         runs = []
         for cfg in configs:

@@ -11,14 +11,14 @@ from raysim.registry import Registry
 from raysim.rounds.policies import POLICIES as ROUND_POLICIES
 from raysim.settings import as_options, defaults, describe, parse
 
-#: name -> Policy subclass, each module imported when its policy is first used (raysim.registry);
-#: Gavel's round-based family (raysim.rounds.policies) as RoundBased kernel policies.
 _SHIPPED = (  # name, module, class, kind (the class's `kind`, raysim.policy.base.Policy)
     ("fifo", "fifo", "FIFO", "event"), ("fifo_backfill", "fifo_backfill", "FIFOBackfill", "event"),
     ("sjf", "sjf", "SJF", "event"), ("srtf", "srtf", "SRTF", "event"), ("qssf", "qssf", "QSSF", "event"),
     ("tiresias", "tiresias", "Tiresias", "event"), ("lucid", "lucid", "Lucid", "event"),
     ("sia", "sia", "Sia", "elastic"), ("pollux", "pollux", "Pollux", "elastic"),
     ("gavel_elastic", "gavel_elastic", "GavelElastic", "elastic"), ("bftrainer", "bftrainer", "BFTrainer", "harvest"))
+#: name -> Policy subclass, each module imported when its policy is first used (raysim.registry);
+#: Gavel's round-based family (raysim.rounds.policies) as RoundBased kernel policies.
 POLICIES: Registry = Registry({
     **{name: f"raysim.policy.{module}:{cls}" for name, module, cls, _ in _SHIPPED},
     **{name: f"raysim.policy.rounds:RoundBased_{name}" for name in ROUND_POLICIES}}, what="policy")
