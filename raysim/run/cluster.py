@@ -58,14 +58,15 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     ray_s, own_ray = start_ray(cfg)
     sim_start = time.perf_counter()
     rt = cfg.runtime
-    stop_ray = None
-    if own_ray and not in_multirun():  # (a sweep's runs share the Ray its first run started)
-        from raysim.runtime.ray_backend import stop_ray_in_background as stop_ray
     simulate_to(run_dir, trace, spec, estimates, runtime=rt.name, window_s=int(rt.window_s),
                 vcs_per_actor=cfg.ray.vcs_per_actor, ray_options=dict(cfg.ray),
                 checkpoint_dir=rt.checkpoint_dir, checkpoint_every=int(rt.checkpoint_every),
-                resume=bool(rt.resume), progress=True, job_extra=job_extra, estimator=online, simulated=stop_ray)
+                resume=bool(rt.resume), progress=True, job_extra=job_extra, estimator=online)
     sim_wall = time.perf_counter() - sim_start
+    if own_ray and not in_multirun():  # a sweep's runs share the Ray its first run started
+        from raysim.runtime.ray_backend import stop_ray_in_background
+
+        stop_ray_in_background()
     settings = report_settings(plain(cfg, "report"))
     columns = ["vc", "submit_time", "end_time", "queue", "jct", "preemptions", "finished"]
     if spec.quota.mode != "none":

@@ -55,7 +55,7 @@ def vc_groups(vcs: list[str], vcs_per_actor: int | str, quota: QuotaSettings | N
 def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "local",
                 window_s: int = 604_800, vcs_per_actor: int | str = 1, ray_options: dict | None = None,
                 checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False, progress: bool = False,
-                executor=None, job_extra: dict | None = None, estimator=None, simulated=None) -> dict:
+                executor=None, job_extra: dict | None = None, estimator=None) -> dict:
     """Simulate every VC of `trace`, writing `out_dir`/jobs.parquet and timeseries.parquet.
 
     Results stream to disk as Parquet row groups while the run goes on. `runtime` is "local"
@@ -73,9 +73,6 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     With `checkpoint_dir`, checkpoints carry the run's fingerprint (raysim.runtime.fingerprint) and
     `resume` refuses one written by a run with other inputs, naming them. A finished run leaves its
     result files beside its checkpoint; resuming it re-emits them without simulating again.
-
-    `simulated` (no arguments) is called once every window is simulated, before the result files
-    are written: a single run stops the Ray it started there, while the files are written.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -84,8 +81,6 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
         fingerprint = run_fingerprint(trace.table, spec, estimates, job_extra, estimator)
         finished = Path(checkpoint_dir) / FINISHED
         if resume and (finished / "run.json").exists():
-            if simulated is not None:
-                simulated()  # (nothing to simulate)
             return _reemit_finished(finished, fingerprint, out_dir)
         shutil.rmtree(finished, ignore_errors=True)  # a new run: an earlier finished one is superseded
     if executor is None and runtime == "ray" and vcs_per_actor == "auto":
@@ -120,8 +115,6 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
                               origin=trace.origin, ticks_per_s=ticks, estimator=estimator, fingerprint=fingerprint,
                               dispatch_s=dispatch_span(window_s, spec, estimator), exchange=exchange)
     end, stage = coordinator.run()
-    if simulated is not None:
-        simulated()
     files = sink.close(end)
     write_jobs(trace.table, merge_profiling(read_records(files["records"]), stage), out_dir / "jobs.parquet",
                ticks_per_s=ticks, gpu_types=spec.catalog.gpu_types,
