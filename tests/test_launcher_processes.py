@@ -10,7 +10,8 @@ import pytest
 from omegaconf import OmegaConf
 from test_cli import raysim
 
-from hydra_plugins.raysim_launcher.processes import LocalProcessesLauncher, runs_in_process, usable_cpus
+from hydra_plugins.raysim_launcher.processes import LocalProcessesLauncher, runs_in_process
+from raysim.forking import usable_cpus
 
 REPO = Path(__file__).resolve().parent.parent
 JOBS = """job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state

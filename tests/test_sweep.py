@@ -72,6 +72,8 @@ class FakeLoader:
 
     def load_sweep_config(self, master, overrides):
         self.calls.append(tuple(overrides))
+        if "policy=bogus" in overrides:
+            raise ValueError("Could not find 'policy/bogus'")
         return {"job": tuple(overrides)}
 
 
@@ -82,14 +84,35 @@ def test_the_sweeper_composes_each_job_config_once():
 
     loader = ComposedConfigs(FakeLoader())
     batch = [["policy=fifo"], ["policy=srtf"]]
-    for overrides in batch:  # the batch's check, before any job runs
-        loader.keep({}, overrides)
+    loader.keep({}, batch, processes=1)  # the batch's check, before any job runs
     assert [loader.load_sweep_config({}, o) for o in batch] == [{"job": ("policy=fifo",)}, {"job": ("policy=srtf",)}]
     assert loader.calls == [("policy=fifo",), ("policy=srtf",)] and not loader.kept
-    loader.keep({}, ["policy=sjf"])
+    loader.keep({}, [["policy=sjf"]], processes=1)
     shipped = pickle.loads(pickle.dumps(loader))  # (raysim_ray ships the loader with each task: not the configs)
     assert shipped.kept == {} and loader.kept
     assert loader.load_sweep_config({}, ["policy=fifo"]) == {"job": ("policy=fifo",)} and len(loader.calls) == 4
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="configs are composed in forked processes on Linux")
+def test_the_sweeper_composes_a_batch_in_forked_processes(monkeypatch):
+    """Each config composed in a forked process is kept here, at most KEPT of them; one that does
+    not compose there is composed again here, raising Hydra's own error."""
+    from hydra_plugins.raysim_launcher import sweeper
+
+    monkeypatch.setattr("raysim.forking.can_fork", lambda: True)
+    batch = [["policy=fifo"], ["policy=srtf"], ["policy=sjf"]]
+    loader = sweeper.ComposedConfigs(FakeLoader())
+    loader.keep({}, batch, processes=2)
+    assert loader.loader.calls == []  # (composed in the forked processes)
+    assert loader.kept == {tuple(o): {"job": tuple(o)} for o in batch}
+    loader = sweeper.ComposedConfigs(FakeLoader())
+    with pytest.raises(ValueError, match="policy/bogus"):
+        loader.keep({}, [["policy=fifo"], ["policy=bogus"], ["policy=srtf"]], processes=2)
+    assert loader.loader.calls == [("policy=bogus",)]  # composed again here, to raise its error
+    monkeypatch.setattr(sweeper, "KEPT", 2)
+    loader = sweeper.ComposedConfigs(FakeLoader())
+    loader.keep({}, batch, processes=2)
+    assert list(loader.kept) == [("policy=fifo",), ("policy=srtf",)]  # the third is checked, not kept
 
 
 def test_a_sweep_stops_before_any_job_when_one_does_not_compose(tmp_path):

@@ -1,6 +1,6 @@
 """`hydra/launcher=raysim_local` (the default): a multirun's in-process runs, several at a time, each
-in a process forked from this one once the sweep is composed, so a sweep of short runs uses every
-CPU without paying the imports again per run.
+in a process forked from this one once the sweep is composed (raysim.forking), so a sweep of short
+runs uses every CPU without paying the imports again per run.
 
 Jobs run in parallel only where that is safe and gives the same results: every job of the batch
 runs in-process (`runtime=local`, or the FGD experiment), the system is Linux (where forking a
@@ -27,8 +27,6 @@ No `from __future__ import annotations` here: Hydra's plugin scan executes this 
 registering it in sys.modules (see ray_tasks)."""
 
 import logging
-import multiprocessing
-import os
 import sys
 from pathlib import Path
 from typing import Any, List, Optional, Sequence
@@ -36,18 +34,11 @@ from typing import Any, List, Optional, Sequence
 from hydra.core.utils import JobReturn, JobStatus, configure_log, run_job, setup_globals
 from omegaconf import DictConfig
 
-from hydra_plugins.raysim_launcher.jobs import SweepLauncher, run_captured
+from hydra_plugins.raysim_launcher.jobs import SweepLauncher, checked_processes, run_captured
 from hydra_plugins.raysim_launcher.sweeper import KEPT
+from raysim.forking import forked_as_done, usable_cpus
 
 log = logging.getLogger(__name__)
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity where the platform says, else the count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # (not on every platform)
-        return os.cpu_count() or 1
 
 
 def runs_in_process(config: DictConfig) -> bool:
@@ -59,31 +50,17 @@ def runs_in_process(config: DictConfig) -> bool:
     return runtime is not None and runtime.get("name") == "local"
 
 
-#: The batch a pool's processes run: set before they are forked, so each inherits it (nothing is
-#: pickled on the way in; the jobs' returns are, on the way back).
-_BATCH: List[Any] = []
-
-
-def _run_one(i: int):
-    """Run job i of _BATCH in this (forked) process: (i, its JobReturn, what it printed)."""
+def _run_one(hydra_context, task_function, config: DictConfig):
+    """Run one job (in a forked process): (its JobReturn, what it printed)."""
     import traceback
 
-    hydra_context, task_function, config = _BATCH[i]
     ret, printed = run_captured(hydra_context, task_function, config)
     if ret.status == JobStatus.FAILED:  # its traceback does not travel: send it as text
         error = ret._return_value
         text = "".join(traceback.format_exception(error))
         ret.return_value = JobFailed(f"job {config.hydra.job.num} ({' '.join(ret.overrides or [])}) failed in "
                                      f"its process:\n{text}")
-    return i, ret, printed
-
-
-def _leave_ctrl_c_to_the_driver() -> None:
-    """In a pool's process: Ctrl-C (sent to the whole process group) is the driver's to handle; it
-    stops the processes and says it was interrupted, in one line."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return ret, printed
 
 
 class JobFailed(RuntimeError):
@@ -98,12 +75,7 @@ class LocalProcessesLauncher(SweepLauncher):
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         setup_globals()
         assert self.config is not None and self.hydra_context is not None and self.task_function is not None
-        if self.processes is not None and (isinstance(self.processes, bool) or not isinstance(self.processes, int)
-                                           or not 1 <= self.processes <= usable_cpus()):
-            from raysim.errors import ConfigError
-
-            raise ConfigError("hydra.launcher.processes", "must be a whole number from 1 to the "
-                              f"{usable_cpus()} CPUs this process may use, or null (one per CPU)", self.processes)
+        checked_processes(self.processes)
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
         Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
         runs: List[JobReturn] = []
@@ -127,7 +99,7 @@ class LocalProcessesLauncher(SweepLauncher):
 
     def _processes(self, configs: List[DictConfig]) -> int:
         """How many jobs run at a time: 1 unless every job runs in-process and the system is Linux."""
-        wanted = self.processes if self.processes is not None else usable_cpus()
+        wanted = self.processes if self.processes is not None else usable_cpus()  # (checked by launch)
         if wanted == 1 or len(configs) == 1 or not sys.platform.startswith("linux"):
             return 1
         if not all(runs_in_process(cfg) for cfg in configs):
@@ -145,17 +117,11 @@ class LocalProcessesLauncher(SweepLauncher):
         return runs
 
     def _in_processes(self, configs: List[DictConfig], labels: List[str], processes: int) -> List[JobReturn]:
-        _BATCH[:] = [(self.hydra_context, self.task_function, cfg) for cfg in configs]
-        sys.stdout.flush()
-        sys.stderr.flush()
         results: List[Any] = [None] * len(configs)
-        try:
-            with multiprocessing.get_context("fork").Pool(processes, initializer=_leave_ctrl_c_to_the_driver) as pool:
-                for i, ret, printed in pool.imap_unordered(_run_one, range(len(configs))):
-                    results[i] = ret
-                    self.report(labels[i], ret, printed)
-        finally:
-            _BATCH.clear()
+        tasks = [(_run_one, (self.hydra_context, self.task_function, cfg)) for cfg in configs]
+        for i, (ret, printed) in forked_as_done(tasks, processes):
+            results[i] = ret
+            self.report(labels[i], ret, printed)
         return results
 
 
