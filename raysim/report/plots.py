@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from raysim.forking import forked_map
 from raysim.report.describe import time_axis
 
 #: (bin width in seconds, name) of the bins a long series is averaged into: the narrowest that leaves
@@ -32,24 +33,36 @@ def run_plots(jobs: pd.DataFrame, series: pd.DataFrame, summary: pd.DataFrame, o
 def compare_plots(runs: dict[str, tuple], out: Path, title: str = "") -> list[Path]:
     """The same plots with one line/bar per run: {label: (jobs, series, summary)}; `title` (default:
     the run labels) is each plot's second line. The queue per VC is left out where there is one VC
-    (its one bar is the summary's avg_queue)."""
+    (its one bar is the summary's avg_queue). The plots are drawn one per CPU at a time where this
+    process may fork (raysim.forking)."""
+    return forked_map(plot_tasks(runs, out, title))
+
+
+def plot_tasks(runs: dict[str, tuple], out: Path, title: str = "") -> list[tuple]:
+    """compare_plots' plots as `(function, args)` pieces for raysim.forking, each drawing one plot
+    and returning its path (`out` is created here)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     what = title or ", ".join(runs)
-    paths = [jct_cdf({label: jobs["jct"] for label, (jobs, _, _) in runs.items()}, out / "jct_cdf.png", title=what)]
+    tasks = [(jct_cdf, ({label: jobs["jct"] for label, (jobs, _, _) in runs.items()}, out / "jct_cdf.png", what))]
     if len(vc_names(runs)) > 1:
-        paths.append(save_figure(queue_per_vc(runs, what), out / "queue_per_vc.png"))
-    paths += [save_figure(over_time(runs, ["gpu_utilization"], "fraction of GPUs busy",
-                                    "GPU utilisation (cluster)", what), out / "gpu_utilization.png"),
-              save_figure(over_time(runs, ["pending_gpujob_num"], "jobs waiting", "pending jobs (cluster)", what),
-                          out / "pending_jobs.png")]
+        tasks.append((drawn, (queue_per_vc, (runs, what), out / "queue_per_vc.png")))
+    tasks += [(drawn, (over_time, (runs, ["gpu_utilization"], "fraction of GPUs busy", "GPU utilisation (cluster)",
+                                   what), out / "gpu_utilization.png")),
+              (drawn, (over_time, (runs, ["pending_gpujob_num"], "jobs waiting", "pending jobs (cluster)", what),
+                       out / "pending_jobs.png"))]
     series = next(iter(runs.values()))[1]
     per_type = [c for c in series.columns if c.startswith("gpu_utilization_")]
     if per_type and len(runs) == 1:
-        paths.append(save_figure(over_time(runs, per_type, "fraction of the type's GPUs busy",
-                                           "GPU utilisation per GPU type (cluster)", what),
-                                 out / "gpu_utilization_per_type.png"))
-    return paths
+        tasks.append((drawn, (over_time, (runs, per_type, "fraction of the type's GPUs busy",
+                                          "GPU utilisation per GPU type (cluster)", what),
+                              out / "gpu_utilization_per_type.png")))
+    return tasks
+
+
+def drawn(figure, args: tuple, path: Path) -> Path:
+    """`figure(*args)` (a function making a Figure) saved to `path`."""
+    return save_figure(figure(*args), path)
 
 
 def vc_names(runs: dict[str, tuple]) -> list[str]:

@@ -9,8 +9,9 @@ import pyarrow.parquet as pq
 from hydra.experimental.callback import Callback
 from omegaconf import OmegaConf
 
+from raysim.forking import forked_map
 from raysim.report.describe import common_overrides, has_results, run_folders, run_labels, run_overrides
-from raysim.report.plots import compare_plots, save_figure, set_title, subplots
+from raysim.report.plots import plot_tasks, save_figure, set_title, subplots
 from raysim.report.timeseries import cluster_series
 from raysim.report.settings import report_settings
 from raysim.tables import markdown_table, unit, units_caption
@@ -61,12 +62,14 @@ def summarize_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True
     missing = missing_runs_line(sweep_dir)
     (sweep_dir / "sweep_summary.md").write_text(_markdown(table) + (f"\n{missing}\n" if missing else ""))
     title = sweep_description(runs)
+    tasks = []  # drawn one per CPU at a time where this process may fork (raysim.forking)
     if plots and data:
-        compare_plots(data, sweep_dir / "plots", title=title)
+        tasks += plot_tasks(data, sweep_dir / "plots", title=title)
     if plots:
-        rate_figure(table, sweep_dir / "plots" / "avg_jct_vs_rate.png", title=title)
+        tasks.append((rate_figure, (table, sweep_dir / "plots" / "avg_jct_vs_rate.png", title)))
     if html:
-        write_sweep_page(sweep_dir, table, METRICS, METRICS)
+        tasks.append((write_sweep_page, (sweep_dir, table, METRICS, METRICS)))
+    forked_map(tasks)
     return table
 
 
