@@ -43,7 +43,11 @@ def wait_for(predicate, timeout, what):
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("raycluster")
-    ray_tmp = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # Unix socket paths must stay < 108 bytes
+    # Unix socket paths must stay < 108 bytes. Each node gets its own folder, as on two machines: a
+    # worker node without one shares the head's, and the two nodes' runtime-env agents then unpack
+    # and clean up the job's working_dir package in the same place (a job once lost a module file
+    # while the driver imported it).
+    ray_tmp, worker_tmp = (tempfile.mkdtemp(prefix="rs", dir="/tmp") for _ in range(2))
     gcs, dashboard = free_port(), free_port()
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     common = ["--node-ip-address=127.0.0.1", "--block", "--disable-usage-stats"]
@@ -62,7 +66,8 @@ def cluster(tmp_path_factory):
             return res.returncode == 0
 
         wait_for(dashboard_up, 120, "the head node's dashboard")
-        worker = subprocess.Popen([RAY, "start", f"--address=127.0.0.1:{gcs}", "--num-cpus=1", *common],
+        worker = subprocess.Popen([RAY, "start", f"--address=127.0.0.1:{gcs}", "--num-cpus=1",
+                                   f"--temp-dir={worker_tmp}", *common],
                                   env=env, stdout=logs[1], stderr=subprocess.STDOUT, start_new_session=True)
         procs.append(worker)
 
@@ -86,7 +91,8 @@ def cluster(tmp_path_factory):
                 os.killpg(p.pid, signal.SIGKILL)
         for f in logs:
             f.close()
-        shutil.rmtree(ray_tmp, ignore_errors=True)
+        for folder in (ray_tmp, worker_tmp):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_job_submit_runs_an_experiment_on_the_cluster(cluster, tmp_path):
