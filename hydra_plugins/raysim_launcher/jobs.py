@@ -13,17 +13,16 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, open_dict
 
+from raysim.errors import ConfigError
+from raysim.forking import usable_cpus
+
 
 def checked_processes(value: Any) -> int:
     """How many processes `hydra.launcher.processes` asks for: `value` (a whole number from 1 to the
     CPUs this process may use) or, for None, one per usable CPU; any other value is a ConfigError."""
-    from raysim.forking import usable_cpus
-
     if value is None:
         return usable_cpus()
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= usable_cpus():
-        from raysim.errors import ConfigError
-
         raise ConfigError("hydra.launcher.processes", "must be a whole number from 1 to the "
                           f"{usable_cpus()} CPUs this process may use, or null (one per CPU)", value)
     return value

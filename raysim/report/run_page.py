@@ -63,8 +63,6 @@ def run_page(run_dir: Path) -> Page:
     return page
 
 
-
-
 def run_name(report: dict, config: dict) -> str:
     """"venus_synth: fifo / consolidate, compat=clean" (with the quota where there is one)."""
     source = Path(str(report.get("source", "")))
