@@ -1,12 +1,17 @@
 """raysim.forking: pieces of work in forked processes where that is safe, here otherwise."""
 
 import os
+import subprocess
 import sys
+import textwrap
 import threading
+from pathlib import Path
 
 import pytest
 
 from raysim import forking
+
+REPO = Path(__file__).resolve().parent.parent
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
 
@@ -19,19 +24,38 @@ def broken(x):
     raise KeyError(f"no {x}")
 
 
-@linux
-def test_results_come_back_in_order_from_forked_processes(monkeypatch):
-    monkeypatch.setattr(forking, "can_fork", lambda: True)  # (pytest's own threads may be running here)
-    out = forking.forked_map([(pid_and_square, (x,)) for x in range(6)], processes=2)
-    assert [square for _, square in out] == [x * x for x in range(6)]
-    assert os.getpid() not in {pid for pid, _ in out}
+def in_a_fresh_process(code: str) -> None:
+    """Run `code` in a new interpreter, where forking is what it is for a user's command (this
+    pytest process may hold Ray's threads, started by another test: it must not fork)."""
+    res = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "PYTHONPATH": os.pathsep.join((str(REPO), str(REPO / "tests")))})
+    assert res.returncode == 0, res.stdout + res.stderr
 
 
 @linux
-def test_a_piece_that_raises_in_its_process_names_it_with_its_traceback(monkeypatch):
-    monkeypatch.setattr(forking, "can_fork", lambda: True)
-    with pytest.raises(forking.ForkedTaskFailed, match=r"(?s)broken failed in its process:.*KeyError: 'no 2'"):
-        forking.forked_map([(pid_and_square, (1,)), (broken, (2,))], processes=2)
+def test_results_come_back_in_order_from_forked_processes():
+    in_a_fresh_process("""
+        import os
+        from raysim import forking
+        from test_forking import pid_and_square
+
+        assert forking.can_fork()
+        out = forking.forked_map([(pid_and_square, (x,)) for x in range(6)], processes=2)
+        assert [square for _, square in out] == [x * x for x in range(6)]
+        assert os.getpid() not in {pid for pid, _ in out}
+    """)
+
+
+@linux
+def test_a_piece_that_raises_in_its_process_names_it_with_its_traceback():
+    in_a_fresh_process("""
+        import pytest
+        from raysim import forking
+        from test_forking import broken, pid_and_square
+
+        with pytest.raises(forking.ForkedTaskFailed, match=r"(?s)broken failed in its process:.*KeyError: 'no 2'"):
+            forking.forked_map([(pid_and_square, (1,)), (broken, (2,))], processes=2)
+    """)
 
 
 def test_where_forking_is_unsafe_the_pieces_run_here_in_order(monkeypatch):
@@ -64,7 +88,10 @@ def test_a_process_with_other_threads_or_ray_does_not_fork(monkeypatch):
 def test_a_pool_process_does_not_fork_again():
     """A job of a parallel sweep runs in a pool's process, which may not have children: its plots
     are drawn in it, one after another."""
-    import multiprocessing
+    in_a_fresh_process("""
+        import multiprocessing
+        from raysim import forking
 
-    with multiprocessing.get_context("fork").Pool(1) as pool:
-        assert pool.apply(forking.can_fork) is False
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            assert pool.apply(forking.can_fork) is False
+    """)

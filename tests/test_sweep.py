@@ -8,6 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from test_forking import in_a_fresh_process
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -94,25 +96,29 @@ def test_the_sweeper_composes_each_job_config_once():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="configs are composed in forked processes on Linux")
-def test_the_sweeper_composes_a_batch_in_forked_processes(monkeypatch):
+def test_the_sweeper_composes_a_batch_in_forked_processes():
     """Each config composed in a forked process is kept here, at most KEPT of them; one that does
-    not compose there is composed again here, raising Hydra's own error."""
-    from hydra_plugins.raysim_launcher import sweeper
+    not compose there is composed again here, raising Hydra's own error (in a new interpreter:
+    this pytest process may hold Ray's threads, and must not fork)."""
+    in_a_fresh_process("""
+        import pytest
+        from hydra_plugins.raysim_launcher import sweeper
+        from test_sweep import FakeLoader
 
-    monkeypatch.setattr("raysim.forking.can_fork", lambda: True)
-    batch = [["policy=fifo"], ["policy=srtf"], ["policy=sjf"]]
-    loader = sweeper.ComposedConfigs(FakeLoader())
-    loader.keep({}, batch, processes=2)
-    assert loader.loader.calls == []  # (composed in the forked processes)
-    assert loader.kept == {tuple(o): {"job": tuple(o)} for o in batch}
-    loader = sweeper.ComposedConfigs(FakeLoader())
-    with pytest.raises(ValueError, match="policy/bogus"):
-        loader.keep({}, [["policy=fifo"], ["policy=bogus"], ["policy=srtf"]], processes=2)
-    assert loader.loader.calls == [("policy=bogus",)]  # composed again here, to raise its error
-    monkeypatch.setattr(sweeper, "KEPT", 2)
-    loader = sweeper.ComposedConfigs(FakeLoader())
-    loader.keep({}, batch, processes=2)
-    assert list(loader.kept) == [("policy=fifo",), ("policy=srtf",)]  # the third is checked, not kept
+        batch = [["policy=fifo"], ["policy=srtf"], ["policy=sjf"]]
+        loader = sweeper.ComposedConfigs(FakeLoader())
+        loader.keep({}, batch, processes=2)
+        assert loader.loader.calls == []  # (composed in the forked processes)
+        assert loader.kept == {tuple(o): {"job": tuple(o)} for o in batch}
+        loader = sweeper.ComposedConfigs(FakeLoader())
+        with pytest.raises(ValueError, match="policy/bogus"):
+            loader.keep({}, [["policy=fifo"], ["policy=bogus"], ["policy=srtf"]], processes=2)
+        assert loader.loader.calls == [("policy=bogus",)]  # composed again here, to raise its error
+        sweeper.KEPT = 2
+        loader = sweeper.ComposedConfigs(FakeLoader())
+        loader.keep({}, batch, processes=2)
+        assert list(loader.kept) == [("policy=fifo",), ("policy=srtf",)]  # the third is checked, not kept
+    """)
 
 
 def test_a_sweep_stops_before_any_job_when_one_does_not_compose(tmp_path):
