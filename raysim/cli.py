@@ -8,7 +8,8 @@ Errors: a user error (bad input file, config value or override, missing input, u
 folder; see :mod:`raysim.errors`) ends the command with exit status 2 and one line on stderr,
 ``raysim: error: ...``; ``--verbose`` (anywhere on the command line) or ``HYDRA_FULL_ERROR=1`` adds
 its traceback. A bug keeps its traceback and exit status 1. Ctrl-C ends with one line saying where
-the run's checkpoint is (exit status 130).
+the run's checkpoint is (exit status 130). A reader that leaves (``raysim ... | head``) only ends
+the console output: the run goes on and writes every result.
 """
 
 from __future__ import annotations
@@ -106,6 +107,8 @@ def refuse_launcher_settings(hydra_overrides) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console script `raysim`."""
     console = argv is None
+    if console:
+        sys.stdout, sys.stderr = ReaderMayLeave.around(sys.stdout), ReaderMayLeave.around(sys.stderr)
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in argv or os.environ.get("HYDRA_FULL_ERROR") == "1"
     argv = [a for a in argv if a != "--verbose"]
@@ -156,9 +159,6 @@ def guarded(command, verbose: bool = False) -> int:
     and status 2, Ctrl-C one line and status 130; a bug propagates with its traceback."""
     try:
         return command() or 0
-    except BrokenPipeError:  # e.g. `raysim --help | head`: the reader left; nothing to report
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
     except KeyboardInterrupt:
         sys.stderr.write(("\n" if sys.stderr.isatty() else "") + interrupted_line() + "\n")  # after a progress line
         return 130
@@ -256,6 +256,45 @@ def _exit(code: int, console: bool) -> None:
         _flush()
         os._exit(code)
     sys.exit(code)
+
+
+class ReaderMayLeave:
+    """The console script's stdout or stderr: once the reader of its pipe has gone (`raysim ... |
+    head`), what is still written there is dropped, so the run (and its log lines, which Hydra
+    sends to stdout) goes on to write every result instead of stopping on a BrokenPipeError or
+    printing logging's traceback for each line. Everything else is the wrapped stream's."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    @classmethod
+    def around(cls, stream):
+        return stream if stream is None or isinstance(stream, cls) else cls(stream)
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._reader_left()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._reader_left()
+
+    def _reader_left(self) -> None:
+        """Point the stream's file descriptor at /dev/null: what its buffer holds, and all that
+        follows, goes nowhere."""
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 def _flush() -> None:

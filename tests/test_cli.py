@@ -121,6 +121,23 @@ def test_ctrl_c_is_one_line_saying_where_the_checkpoint_is(tmp_path):
     assert (ckpt / "checkpoint.pkl").exists()
 
 
+def test_a_reader_that_leaves_ends_only_the_console_output(tiny_trace, tmp_path):
+    """`raysim ... | head`: stdout's reader is gone before the first line; the run still writes every
+    result (the page last), with no logging traceback, and ends as the run did."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write to stdout fails with EPIPE from the first on
+    run_dir = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    proc = subprocess.run([sys.executable, "-m", "raysim", "runtime=local", f"trace.path={tiny_trace}",
+                           f"hydra.run.dir={run_dir}"], cwd=REPO, env=env, stdout=write_end, stderr=subprocess.PIPE,
+                          text=True, timeout=300)
+    os.close(write_end)
+    assert proc.returncode == 0 and proc.stderr == ""
+    for name in ("jobs.parquet", "summary.csv", "summary.md", "report.html"):
+        assert (run_dir / name).exists(), name
+    assert "policy=fifo placer=consolidate" in (run_dir / "raysim.log").read_text()  # the log file has every line
+
+
 def test_harvest_prints_its_table_and_results_path(shared_dir, tmp_path, capsys):
     from hydra import compose, initialize_config_dir
 
