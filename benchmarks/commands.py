@@ -15,6 +15,9 @@ Cases (issue 36's before/after table):
   sia_saturn              `+experiment=sia_saturn` (Sia on Saturn workload 1; its data by name,
                           `raysim data fetch sia_workloads sia_profiles` first, or from `--sia DIR`,
                           a folder with Sia's workloads/ and profiles/)
+  ray_floor               not raysim: a Python process that only starts a local Ray as raysim does,
+                          starts one idle actor per CPU, calls each once and stops Ray: the least any
+                          run on a local Ray takes on this machine (compare it with quick_local)
 
 Each run writes into a temporary folder that is removed afterwards (kept, with the run's output,
 when it fails). Each process is timed as gavel_side_by_side.py times it: wall time, and CPU time =
@@ -68,16 +71,33 @@ def case_args(name: str, opts) -> list[str]:
     raise SystemExit(f"unknown case {name!r}")
 
 
-CASES = ("quick_ray", "quick_local", "gavel_seed0", "gavel_seed1", "helios_fifo", "helios_tiresias", "sia_saturn")
+#: The ray_floor case: Ray started with raysim.runtime.ray_backend.ensure_ray's settings, one idle
+#: actor per CPU (a quick start on this machine starts as many), one call each, Ray stopped.
+RAY_FLOOR = """
+import logging, os, ray
+ray.init(include_dashboard=False, namespace="raysim", logging_level=logging.WARNING, log_to_driver=True)
+Idle = ray.remote(num_cpus=0.1)(type("Idle", (), {"ping": lambda self: os.getpid()}))
+ray.get([actor.ping.remote() for actor in [Idle.remote() for _ in range(os.cpu_count() or 1)]])
+ray.shutdown()
+"""
+
+CASES = ("quick_ray", "quick_local", "gavel_seed0", "gavel_seed1", "helios_fifo", "helios_tiresias", "sia_saturn",
+         "ray_floor")
+
+
+def command(name: str, opts, out: Path) -> list[str]:
+    """The process of case `name`, writing into folder `out`."""
+    if name == "ray_floor":
+        return [sys.executable, "-c", RAY_FLOOR]
+    args = case_args(name, opts)
+    where = "hydra.sweep.dir" if "-m" in args else "hydra.run.dir"
+    return [sys.executable, "-m", "raysim", *args, f"{where}={out / 'run'}"]
 
 
 def run_once(name: str, opts) -> dict:
     """Run case `name` once as a process; its wall and CPU seconds."""
-    args = case_args(name, opts)
     out = Path(tempfile.mkdtemp(prefix=f"raysim_bench_{name}_"))
-    where = "hydra.sweep.dir" if "-m" in args else "hydra.run.dir"
-    wall, cpu, rc = timed([sys.executable, "-m", "raysim", *args, f"{where}={out / 'run'}"], Path.cwd(),
-                          out / "stdout", out / "stderr", dict(os.environ))
+    wall, cpu, rc = timed(command(name, opts, out), Path.cwd(), out / "stdout", out / "stderr", dict(os.environ))
     if rc != 0:
         raise SystemExit(f"{name} failed (exit {rc}):\n{tail(out / 'stderr', 40)}")
     shutil.rmtree(out, ignore_errors=True)
