@@ -403,6 +403,15 @@ def test_missing_data_and_old_settings_are_one_line(tmp_path):
         run(_with(cfg, **{"policy": {"name": "fifo"}}), tmp_path / "run")
 
 
+def test_a_lookahead_beyond_any_trace_is_one_line(tmp_path):
+    """harvest.tfwd multiplies every rate of the allocators' objective: 1e300 overflowed it to inf
+    (the run went on, with other results than 1e30's); it stops at 1e9 s."""
+    cfg = compose_harvest(["harvest.tfwd=1e300", "runtime=local"])
+    with pytest.raises(ConfigError, match=r"^harvest\.tfwd: must be at most 1,000,000,000 \(value 1e\+300\)$"):
+        run(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
 def _with(cfg, **values):
     from omegaconf import OmegaConf
 

@@ -90,7 +90,9 @@ class HarvestSettings:
     nodes: object | None = setting(256, "the first N nodes of the machine (log column order), or all (null: all)",
                                    check=_nodes,
                             what="a node count or all")
-    tfwd: float = setting(10.0, "seconds the optimiser looks ahead (Tfwd)", above=0)
+    # (at most 1e9 s, longer than any trace: Tfwd multiplies the tasks' rates in every allocator's
+    # objective, which overflows to inf, where the allocators' choices stop meaning anything, near 1e300)
+    tfwd: float = setting(10.0, "seconds the optimiser looks ahead (Tfwd)", above=0, maximum=1e9)
     max_jobs: int = setting(10, "tasks active at once (admitted first-come first-served)", minimum=1)
     allocator: str = setting("exact", "exact (optimal, DP) | heuristic (reference equal share) | milp "
                                       "(node-level, small pools)", choices=tuple(ALLOCATORS))
