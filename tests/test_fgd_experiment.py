@@ -1,9 +1,11 @@
 """+experiment=fgd_openb: the Hydra route into one inflation run, its files, and the sweep summary."""
 
 import pandas as pd
+import pytest
 from hydra import compose, initialize_config_dir
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
+from raysim.errors import ConfigError
 from raysim.paths import CONF_DIR
 from raysim.run import run
 from raysim.sharing.run import summarize_fgd_sweep
@@ -40,6 +42,14 @@ def test_one_run_writes_the_reference_layout(tmp_path):
 
     (tmp_path / "out" / "report.html").unlink()
     assert report([str(tmp_path / "out")]) == 0 and (tmp_path / "out" / "report.html").exists()
+
+
+def test_a_tune_beyond_ten_times_the_cluster_is_one_line(tmp_path):
+    """fgd.tune=1e300 drew pods until memory ran out; it stops at 10 (the curves end at 1.3)."""
+    cfg = composed(tmp_path, "fgd.tune=1e300")
+    with pytest.raises(ConfigError, match=r"^fgd\.tune: must be at most 10 \(value 1e\+300\)$"):
+        run(cfg, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
 
 
 def test_sweep_summary_averages_seeds_per_policy(tmp_path):

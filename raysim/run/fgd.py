@@ -55,7 +55,10 @@ class FgdSettings:
     node_list: str = setting("openb_node_list_gpu_node", "the cluster's node list (the reference uses the 1,213 "
                                                          "GPU nodes)")
     policy: str = setting("fgd", "the node scorer placing each pod", choices=tuple(SCORERS))
-    tune: float = setting(1.3, "arrivals stop when requested GPUs reach tune x the cluster's", above=0)
+    # (at most 10: the curves end at 130 % of the cluster's GPUs, and the arrivals and their memory grow
+    # with tune; 1e300 drew pods forever)
+    tune: float = setting(1.3, "arrivals stop when requested GPUs reach tune x the cluster's", above=0,
+                          maximum=10)
     plots: bool = setting(True, "plots/fgd_curves.png: allocation and fragmentation against arrived workload")
 
 
