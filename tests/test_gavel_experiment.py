@@ -11,7 +11,7 @@ from simutil import NO_PAGES
 from raysim import cli  # noqa: F401  (the raysim_path resolver)
 from raysim.paths import CONF_DIR
 from raysim.run import run
-from raysim.errors import TraceError
+from raysim.errors import ConfigError, TraceError
 from raysim.trace.gavel import read_gavel_trace, write_gavel_trace
 
 LINE = "ResNet-18 (batch size 64)\tpython3 main.py\timage_classification/cifar10\t--num_steps\t1\t{steps}\t{scale}\t1\t-1.000000\t{arrival}"
@@ -104,6 +104,18 @@ def test_continuous_run_generates_gavels_jobs(tmp_path):
     assert jobs.job_id.tolist() == list(range(30)) and jobs.finished.all()
     assert jobs.submit_time.iloc[0] == 0.0 and jobs.submit_time.is_monotonic_increasing
     assert row["avg_jct_window"] == pytest.approx(jobs.jct[10:20].mean())
+
+
+@pytest.mark.parametrize("override, line", [
+    ("rounds.generate.lam_s=1e300", "rounds.generate.lam_s: must be at most 1,000,000,000 (value 1e+300)"),
+    ("rounds.rate_jobs_per_hour=1e-300", "rounds.rate_jobs_per_hour: must be at least 3.6e-06 (value 1e-300)")])
+def test_arrivals_too_far_apart_for_int64_seconds_are_one_line(tmp_path, override, line):
+    """The generator's submit times overflowed int64 (a traceback) at these; 32 years apart is the most."""
+    cfg = composed("+experiment=gavel_continuous", f"cluster.throughput={gavel_table(tmp_path / 't.json')}",
+                   "runtime=local", override)
+    with pytest.raises(ConfigError) as err:
+        run(cfg, tmp_path / "run")
+    assert str(err.value) == line and not (tmp_path / "run").exists()
 
 
 def test_event_driven_policies_run_on_gavel_traces_and_round_ones_on_raysim_traces(tmp_path, venus_first_day):

@@ -22,6 +22,8 @@ TABLE_HELP = ("Gavel's throughput table is public: github.com/stanford-futuredat
 
 #: The most jobs Gavel's generator may make (more would not fit in memory).
 MAX_GENERATED_JOBS = 1_000_000
+#: The generator's longest mean inter-arrival time, seconds (rate_jobs_per_hour: 3600 / it at least).
+MAX_LAM_S = 1e9
 
 
 def _templates(value, key: str) -> list[tuple[str, bool]]:
@@ -45,7 +47,9 @@ class GenerateSettings:
     """Gavel's continuous generator (`rounds.generate`, +experiment=gavel_continuous)."""
 
     jobs: int = setting(300, "jobs generated (and simulated to completion)", minimum=1, maximum=MAX_GENERATED_JOBS)
-    lam_s: float = setting(8000.0, "mean inter-arrival time in seconds (3600 / rate)", minimum=0)
+    # (at most MAX_LAM_S, 32 years between arrivals: MAX_GENERATED_JOBS jobs then still arrive within
+    # int64 seconds; 1e300 overflowed the submit times)
+    lam_s: float = setting(8000.0, "mean inter-arrival time in seconds (3600 / rate)", minimum=0, maximum=MAX_LAM_S)
     multi_gpu: bool = setting(True, "Gavel's continuous-multiple: scale factors 1/2/4/8")
     templates: object = setting([], "Gavel's job templates [{model, distributed}], in its JobTable order (the draw "
                                     "order matters)", check=_templates, what="a list of {model, distributed}")
@@ -60,7 +64,7 @@ class RoundsSettings:
     generate: GenerateSettings | None = setting(None, "Gavel's continuous generator instead of a trace "
                                                       "(+experiment=gavel_continuous)")
     rate_jobs_per_hour: float | None = setting(None, "jobs per hour of the generator (null: generate.lam_s)",
-                                               above=0)
+                                               minimum=3600 / MAX_LAM_S)
 
 
 def throughput_table(path: str | None, *, required: bool = True) -> ThroughputTable | None:
