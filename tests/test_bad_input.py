@@ -731,7 +731,10 @@ def test_command(outcomes, name):
     (["sim.sample_interval=0"], ["sim.sample_interval:"]),
     (["sim.network=maybe"], ["sim.network:"]),
     (["sim.network=on", "network.duty=2"], ["network.duty:", "at most 1"]),
-    (["sim.network=on", "network.nic_gbps=0"], ["network.nic_gbps:", "greater than 0"]),
+    (["sim.network=on", "network.nic_gbps=0"], ["network.nic_gbps:", "at least 0.01"]),
+    # (1e300 Gb/s per GPU, or a NIC of 1e-300, overflowed the slowed jobs' end times into a traceback)
+    (["sim.network=on", "network.nic_gbps=1e-300"], ["network.nic_gbps:", "at least 0.01"]),
+    (["sim.network=on", "network.gbps_per_gpu=1e300"], ["network.gbps_per_gpu:", "at most 10,000"]),
     (["trace.on_error=bogus"], ["trace.on_error:", "raise, skip"]),
     (["trace.format=bogus"], ["trace.format:"]),
     (["trace.state_filter=COMPLETED"], ["trace.state_filter:", "must be a list"]),

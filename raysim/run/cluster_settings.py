@@ -108,8 +108,11 @@ class SimSettings:
 class NetworkSettings:
     """`network:` NIC contention (sim.network=on, raysim.sim.network)."""
 
-    nic_gbps: float = setting(100, "NIC bandwidth per node (Gb/s)", above=0)
-    gbps_per_gpu: float = setting(25, "traffic per GPU of a multi-node job while it communicates (Gb/s)", minimum=0)
+    # (the bounds keep a slowdown, at most about gbps_per_gpu x GPUs per node / nic_gbps, below 1e9:
+    # 1e300 Gb/s per GPU overflowed the jobs' end times into a traceback)
+    nic_gbps: float = setting(100, "NIC bandwidth per node (Gb/s)", minimum=0.01)
+    gbps_per_gpu: float = setting(25, "traffic per GPU of a multi-node job while it communicates (Gb/s)", minimum=0,
+                                  maximum=10_000)
     duty: float = setting(0.3, "fraction of its time a multi-node job communicates", minimum=0, maximum=1)
 
 
