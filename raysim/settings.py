@@ -257,22 +257,23 @@ def _typed(d: Declared, value, key: str, owner: str):
         raise ConfigError(key, f"must be {_a(d.kind)}", value)
     if not math.isfinite(value):
         raise ConfigError(key, f"must be a finite {'integer' if d.kind == 'int' else 'number'}", value)
+    given = value  # (what errors show: 1e+300, not the 301 digits of int(1e300))
     if d.kind == "int":
         if value != int(value):
-            raise ConfigError(key, "must be an integer", value)
+            raise ConfigError(key, "must be an integer", given)
         value = int(value)
     else:
         value = float(value)
     if d.choices and value not in d.choices:
-        raise ConfigError(key, "must be " + _choices(d), value)
+        raise ConfigError(key, "must be " + _choices(d), given)
     if d.above is not None and not value > d.above:
-        raise ConfigError(key, f"must be greater than {_shown(d.above)}", value)
+        raise ConfigError(key, f"must be greater than {_shown(d.above)}", given)
     if d.minimum is not None and value < d.minimum:
-        raise ConfigError(key, f"must be at least {_shown(d.minimum)}", value)
+        raise ConfigError(key, f"must be at least {_shown(d.minimum)}", given)
     if d.maximum is not None and value > d.maximum:
-        raise ConfigError(key, f"must be at most {_shown(d.maximum)}", value)
+        raise ConfigError(key, f"must be at most {_shown(d.maximum)}", given)
     if d.nonzero and value == 0:
-        raise ConfigError(key, "must not be 0", value)
+        raise ConfigError(key, "must not be 0", given)
     return value
 
 

@@ -589,6 +589,9 @@ for _name, _argv, _parts in [
     ("window", ["+experiment=venus", "runtime.window_s=1000000000000"], ["runtime.window_s: must be at most"]),
     ("gpus_per_node", ["+experiment=venus", "cluster.gpus_per_node=1000000000000"],
      ["cluster.gpus_per_node: must be at most 1,024"]),
+    # an integer setting shows the value as given, not int(1e300)'s 301 digits
+    ("checkpoint_interval", ["+experiment=venus", "checkpoint.interval_s=1e300"],
+     ["checkpoint.interval_s: must be at most 1,000,000,000,000 (value 1e+300)"]),
 ]:
     def _build(root, name=f"huge_{_name}", argv=_argv, parts=_parts):
         run_dir = root / "runs" / name
