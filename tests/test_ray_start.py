@@ -60,6 +60,21 @@ def test_a_slow_window_whose_process_is_busy_is_progress_not_a_hang(monkeypatch,
     assert sum("may be hung" in line and "is idle" in line for line in lines) == 1
 
 
+@pytest.mark.parametrize("slow_min_s, slow_factor, lost_after_s", [(1e300, 10.0, 1e300), (60.0, 1e300, None)])
+def test_waits_longer_than_ray_can_express_are_capped(monkeypatch, slow_min_s, slow_factor, lost_after_s):
+    """Ray takes a wait's timeout in milliseconds as a C long: ray.slow_min_s=1e300 with
+    ray.lost_after_s=1e300 (or slow_factor 1e300 x a window's time) overflowed it in a traceback."""
+    from raysim.runtime import ray_backend
+
+    timeouts = []
+    monkeypatch.setattr(ray, "wait", lambda refs, timeout=None: (timeouts.append(timeout) or ["ref"], []))
+    executor = object.__new__(ray_backend.RayExecutor)
+    executor.slow_min_s, executor.slow_factor, executor._slowest = slow_min_s, slow_factor, 2.0
+    executor.lost_after_s = lost_after_s
+    assert executor._wait("ref", "VC group 0 (vcA; process 1)") is not None
+    assert timeouts == [ray_backend.LONGEST_WAIT_S]
+
+
 def test_cpu_seconds_of_this_process_grow():
     import os
 

@@ -157,6 +157,17 @@ class _ProfilerActor:
         return True
 
 
+#: The longest single wait for an actor (32 years): Ray takes a wait's timeout in milliseconds as a
+#: C long, which ray.slow_min_s, ray.lost_after_s or ray.slow_factor x a window's time may exceed.
+LONGEST_WAIT_S = 1e9
+
+
+def _ready(ref, timeout_s: float | None) -> bool:
+    """Whether `ref` is ready within `timeout_s` seconds (None: however long it takes)."""
+    ready, _ = ray.wait([ref], timeout=None if timeout_s is None else min(timeout_s, LONGEST_WAIT_S))
+    return bool(ready)
+
+
 _POOL: dict = {"session": None, "groups": [], "profiler": []}
 
 
@@ -303,7 +314,7 @@ class RayExecutor:
         if self.lost_after_s is not None:
             warn_s = min(warn_s, self.lost_after_s)
         cpu = cpu_seconds(pid) if pid is not None else None
-        ready, _ = ray.wait([ref], timeout=warn_s)
+        ready = _ready(ref, warn_s)
         while not ready:
             waited = time.perf_counter() - start
             rest = None if self.lost_after_s is None else max(0.0, self.lost_after_s - waited)
@@ -313,13 +324,13 @@ class RayExecutor:
                          "simulating: its process used %.0f s of CPU in the last %.0f s", who, waited, self._slowest,
                          used - cpu, warn_s)
                 cpu = used
-                ready, _ = ray.wait([ref], timeout=warn_s if rest is None else min(warn_s, rest))
+                ready = _ready(ref, warn_s if rest is None else min(warn_s, rest))
                 continue
             log.warning("%s: this window has run %.0f s, its windows so far took at most %.1f s, and its process %s; "
                         "the actor may be hung (it counts as lost after ray.lost_after_s=%s)", who, waited,
                         self._slowest, "is idle" if used is not None else "cannot be looked at from here",
                         self.lost_after_s)
-            ready, _ = ray.wait([ref], timeout=rest)
+            ready = _ready(ref, rest)
             if not ready:
                 return None
         return time.perf_counter() - start
