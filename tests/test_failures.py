@@ -127,6 +127,7 @@ def test_the_presets_pass_the_checks(preset):
     (["failures=exponential", "failures.repair=weekly"], "failures.repair"),
     (["failures=exponential", "+failures.shape=2"], "failures.shape"),
     (["failures=weibull", "failures.shape=inf"], "failures.shape"),
+    (["failures=weibull", "failures.shape=1e-300"], "failures.shape"),  # (gamma(1 + 1/k) overflowed)
     (["failures=exponential", "failures.categories=[{name: a, share: 0, kind: down}]"], "failures.categories[0].share"),
     (["failures=exponential", "failures.categories=[{name: a, share: 1, kind: x}]"], "failures.categories[0].kind"),
     (["failures=exponential", "failures.categories=[{name: a b, share: 1, kind: down}]"], "categories[0].name"),

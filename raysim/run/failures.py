@@ -56,8 +56,10 @@ class ModelSettings:
     """A failure model's settings (conf/failures/exponential.yaml holds the defaults)."""
 
     distribution: str = setting("exponential", "time to failure: exponential | weibull", choices=DISTRIBUTIONS)
+    # (at least 0.1: the scale is the MTBF over gamma(1 + 1/k), which overflowed in a traceback below
+    # about 0.006; at 0.1 the median time to failure is already 1e-8 of the mean)
     shape: float | None = setting(None, "Weibull shape k, only with distribution weibull (< 1: infant mortality; > 1: "
-                                  "wear-out)", above=0)
+                                  "wear-out)", minimum=0.1)
     node_mtbf_h: float | None = setting(1000.0, "mean time between failures of one node, hours ...",
                                         above=0, maximum=MAX_HOURS)
     gpu_mtbf_h: float | None = setting(None, "... or of one GPU: a node of g GPUs fails g times as often (set "
