@@ -183,6 +183,38 @@ def test_auto_packing_gives_one_vc_group_per_cpu(ray_local):
     assert vc_groups(vcs, 2) == [["vc0", "vc1"], ["vc2", "vc3"], ["vc4"]]
 
 
+def _venus_cfg(*overrides):
+    from hydra import compose, initialize_config_dir
+
+    from raysim import cli  # noqa: F401  (the raysim_path resolver)
+    from raysim.paths import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        return compose(config_name="config", overrides=["+experiment=venus", *overrides])
+
+
+@pytest.mark.parametrize("overrides, profiler, line", [
+    (["ray.actor_cpus=2"], None, "ray.actor_cpus: 2 actors (2 VC groups of ray.vcs_per_actor=auto) x 2 CPU = 4 CPUs"),
+    (["ray.actor_cpus=1"], {"nodes": 1}, "ray.actor_cpus: 3 actors (2 VC groups of ray.vcs_per_actor=auto, and the "
+                                         "profiler stage) x 1 CPU = 3 CPUs"),
+])
+def test_actors_that_do_not_fit_the_local_ray_are_one_line(ray_local, overrides, profiler, line):
+    """Ray would wait forever for actors its CPUs cannot hold: ray.actor_cpus=2 under the default
+    packing (one group per CPU) used to hang the run. The check counts the groups the run will use,
+    and the profiler stage's actor where there is one, against the 2 CPUs of the tests' Ray."""
+    from types import SimpleNamespace
+
+    from raysim.errors import ConfigError
+    from raysim.run.cluster import check_local_ray_fits
+
+    spec = SimpleNamespace(vcs=[f"vc{i}" for i in range(15)], quota=None, profiler=profiler)
+    with pytest.raises(ConfigError) as err:
+        check_local_ray_fits(_venus_cfg(*overrides), spec)
+    assert str(err.value).startswith(line + ", more than the 2 of the local Ray (ray.num_cpus): Ray would wait")
+    fits = SimpleNamespace(vcs=spec.vcs, quota=None, profiler=None)  # 2 groups of 8 VCs x 1 CPU: the 2 CPUs
+    check_local_ray_fits(_venus_cfg("ray.actor_cpus=1", "ray.vcs_per_actor=8"), fits)
+
+
 class KillProfilerOnce(RayExecutor):
     """A Ray executor that kills the profiler actor right after handing it window `at`."""
 

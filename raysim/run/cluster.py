@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -54,8 +53,8 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
              spec.policy, spec.placer, cfg.sim.compat, cfg.runtime.name, spec.quota.mode)
 
     read_s = time.perf_counter() - wall
-    check_local_ray_fits(cfg, spec.vcs)
     ray_s, own_ray = start_ray(cfg)
+    check_local_ray_fits(cfg, spec)
     sim_start = time.perf_counter()
     rt = cfg.runtime
     simulate_to(run_dir, trace, spec, estimates, runtime=rt.name, window_s=int(rt.window_s),
@@ -174,20 +173,23 @@ def check_not_empty(trace) -> None:
                                    f"({reasons})")
 
 
-def check_local_ray_fits(cfg: DictConfig, vcs: list[str]) -> None:
-    """The actors of a run on a Ray that raysim starts here must fit its CPUs (each reserves
-    ray.actor_cpus): otherwise Ray waits for them forever. Checked before Ray starts."""
+def check_local_ray_fits(cfg: DictConfig, spec) -> None:
+    """The actors of a run on a local Ray (started by this run or by an earlier run of its sweep)
+    must fit its CPUs, each reserving ray.actor_cpus: otherwise Ray waits for them forever.
+    Checked once Ray is up, before any actor starts, against the CPUs Ray counts (a container's
+    limit included) and the groups the run will use (ray.vcs_per_actor=auto packs the VCs into one
+    group per CPU), and the profiler stage's actor where the run has one (policy=lucid)."""
     if cfg.runtime.name != "ray" or cfg.ray.address or os.environ.get("RAY_ADDRESS"):
         return
-    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
-        return
-    if cfg.ray.vcs_per_actor == "auto":
-        return  # one actor per CPU
-    cpus = float(cfg.ray.num_cpus) if cfg.ray.num_cpus is not None else float(os.cpu_count() or 1)
-    actors = len(vc_groups(vcs, cfg.ray.vcs_per_actor)) + 1  # and the profiler stage's
+    import ray
+
+    cpus = float(ray.cluster_resources().get("CPU", 0))
+    groups = len(vc_groups(spec.vcs, cfg.ray.vcs_per_actor, spec.quota))
+    actors = groups + (1 if spec.profiler else 0)
     need = actors * float(cfg.ray.actor_cpus)
     if need > cpus + 1e-9:
-        raise ConfigError("ray.actor_cpus", f"{actors} actors (ray.vcs_per_actor={cfg.ray.vcs_per_actor}, and the "
-                          f"profiler's) x {float(cfg.ray.actor_cpus):g} CPU = {need:g} CPUs, more than the {cpus:g} "
-                          "of the local Ray (ray.num_cpus): Ray would wait for them forever; raise "
-                          "ray.vcs_per_actor or lower ray.actor_cpus", cfg.ray.actor_cpus)
+        raise ConfigError("ray.actor_cpus", f"{plural(actors, 'actor')} ({plural(groups, 'VC group')} of "
+                          f"ray.vcs_per_actor={cfg.ray.vcs_per_actor}{', and the profiler stage' if spec.profiler else ''})"
+                          f" x {float(cfg.ray.actor_cpus):g} CPU = {need:g} CPUs, more than the {cpus:g} of the local "
+                          "Ray (ray.num_cpus): Ray would wait for them forever; lower ray.actor_cpus, or raise "
+                          "ray.vcs_per_actor", cfg.ray.actor_cpus)
