@@ -6,8 +6,8 @@ Forking is safe here on Linux, in a process that runs only its main thread, has 
 process holding Ray's or any other threads must not fork: a lock one of them holds stays locked in
 the child) and is not itself a pool's process. Elsewhere, or with one process asked for, the pieces
 run here, one after another. The forked processes inherit the pieces (nothing is pickled on the way
-in); their results travel back pickled, so they must be picklable and small. Ctrl-C is the parent's to handle: the forked
-processes ignore it, the parent stops them."""
+in); their results travel back pickled, so they must be picklable and small. Ctrl-C is the parent's
+to handle: the forked processes ignore it, the parent stops them."""
 
 from __future__ import annotations
 

@@ -188,8 +188,9 @@ def check_local_ray_fits(cfg: DictConfig, spec) -> None:
     actors = groups + (1 if spec.profiler else 0)
     need = actors * float(cfg.ray.actor_cpus)
     if need > cpus + 1e-9:
+        stage = ", and the profiler stage" if spec.profiler else ""
         raise ConfigError("ray.actor_cpus", f"{plural(actors, 'actor')} ({plural(groups, 'VC group')} of "
-                          f"ray.vcs_per_actor={cfg.ray.vcs_per_actor}{', and the profiler stage' if spec.profiler else ''})"
+                          f"ray.vcs_per_actor={cfg.ray.vcs_per_actor}{stage})"
                           f" x {float(cfg.ray.actor_cpus):g} CPU = {need:g} CPUs, more than the {cpus:g} of the local "
                           "Ray (ray.num_cpus): Ray would wait for them forever; lower ray.actor_cpus, or raise "
                           "ray.vcs_per_actor", cfg.ray.actor_cpus)
