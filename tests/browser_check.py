@@ -59,3 +59,70 @@ def render(html: Path, screenshot: Path | None = None, width: int = 1200) -> Ren
                             titles, errors, load_s)
         finally:
             browser.close()
+
+
+@dataclass
+class DrawnBars:
+    """What a bar chart drew, read back from its uPlot and its canvas."""
+
+    id: str
+    values: list  # the values it holds, one per bar
+    y_range: tuple[float, float]  # its value axis as drawn
+    tops: list  # the value at each bar's drawn end, read from the canvas pixels (None: no bar drawn)
+    pixel: float  # the value one canvas pixel of the axis stands for
+    legend: list[str]  # the legend's text with the cursor over each bar
+    ticks: list[str]  # the value axis's tick labels
+
+
+#: Reads a chart's bars from its canvas: for each bar, the first pixel from the top of the plot in
+#: the bar's middle column that is coloured (not white or grey), as a value of the y axis
+READ_BARS = """(id) => {
+  const u = document.getElementById(id).uplot;
+  const {left, top, width, height} = u.bbox;
+  const y = u.scales.y;
+  const pixel = (y.max - y.min) / height;
+  const tops = u.data[0].map((_, i) => {
+    const column = u.ctx.getImageData(Math.round(u.valToPos(i, "x", true)), top, 1, height).data;
+    for (let row = 0; row < height; row++) {
+      const c = column.slice(4 * row, 4 * row + 3);
+      if (Math.max(...c) - Math.min(...c) > 40) return y.max - (row + 0.5) * pixel;
+    }
+    return null;
+  });
+  return {values: Array.from(u.data[1]), y_range: [y.min, y.max], tops: tops, pixel: pixel,
+          ticks: u.axes[1]._values.map(String)};
+}"""
+
+
+def read_bars(html: Path, width: int = 1400) -> list[DrawnBars]:
+    """Every bar chart of `html` (its charts of kind bars, one series), read back as drawn in
+    Chromium at `width` px: the values, the axis, each bar's end on the canvas, the legend while
+    the cursor is over each bar, the tick labels."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            page.goto(html.resolve().as_uri(), wait_until="load")
+            specs = page.evaluate("JSON.parse(document.getElementById('raysim-charts').textContent)")
+            out = []
+            for spec in (s for s in specs if s["kind"] == "bars"):
+                page.evaluate("(id) => document.getElementById(id).scrollIntoView({block: 'center'})", spec["id"])
+                drawn = page.evaluate(READ_BARS, spec["id"])
+                legend = []
+                for i in range(len(drawn["values"])):
+                    box = page.evaluate("""([id, i]) => { const u = document.getElementById(id).uplot;
+                        const r = u.over.getBoundingClientRect();
+                        return [r.left + u.valToPos(i, "x"), r.top + r.height / 2]; }""", [spec["id"], i])
+                    page.mouse.move(*box)
+                    page.wait_for_function("([id, i]) => document.getElementById(id).uplot.cursor.idx === i",
+                                           arg=[spec["id"], i])
+                    legend.append(page.evaluate("""(id) => document.getElementById(id).uplot.root
+                        .querySelectorAll('.u-legend .u-series')[1].querySelector('.u-value').textContent""",
+                                                spec["id"]))
+                out.append(DrawnBars(spec["id"], drawn["values"], tuple(drawn["y_range"]), drawn["tops"],
+                                     drawn["pixel"], legend, drawn["ticks"]))
+            return out
+        finally:
+            browser.close()

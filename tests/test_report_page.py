@@ -18,6 +18,7 @@ import pytest
 from browser_check import render
 from raysim.report.page import Chart, Page, number_list
 from raysim.report.page_data import cdf_on, cdf_points, step_means
+from raysim.tables import cell
 
 REPO = Path(__file__).resolve().parent.parent
 IMG = REPO / "docs" / "img"
@@ -82,6 +83,38 @@ def test_page_is_self_contained_and_escapes_text():
     assert "Content-Security-Policy" in html and "default-src 'none'" in html
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # nothing to fetch
     assert number_list([1234567.891, 0.000123456]) == [1234600.0, 0.00012346]
+    assert number_list([1879258.0, 0.2231194, np.nan], exact=True) == [1879258.0, 0.2231194, None]
+
+
+def test_bars_and_points_carry_their_values_exact_and_the_tables_text():
+    """A bar's value is read one at a time (as a table's): its JSON is exact, not 5 digits, and
+    its legend shows the text given (the table's), where lines keep 5 significant digits."""
+    page = Page(title="t")
+    page.chart(Chart("b", "bars", {"label": "run", "categories": ["a", "b"]}, {"label": ""}, ["makespan"],
+                     [[0, 1], [1879209.0, 1879258.0]], kind="bars", text=[["1,879,209", "1,879,258"]]))
+    page.chart(Chart("l", "line", {"label": "x"}, {"label": "y"}, ["u"], [[0, 1], [0.2231194, 1879258.0]]))
+    bars, line = charts_of(page.render())
+    assert bars["data"][1] == [1879209.0, 1879258.0] and bars["text"] == [["1,879,209", "1,879,258"]]
+    assert line["data"][1] == [0.22312, 1879300.0] and line["text"] is None
+
+
+def test_bar_axis_starts_at_0_unless_values_lie_close_but_not_too_close():
+    from raysim.report.bar_axis import bar_axis
+
+    fmt = "{:,.0f}".format
+    makespans = bar_axis([1879209, 1879209, 1879258])  # 0.0026 % apart: from 0, the caption says how close
+    assert makespans.low == 0 and makespans.high > 1879258 and makespans.from_zero
+    assert makespans.note(fmt) == ("The values lie within 0.0026 % of each other (1,879,209 to 1,879,258): "
+                                   "bars from 0 look equal.")
+    jct = bar_axis([809406.625, 840136.67, 811044.264])  # 3.7 % apart: the axis spans them
+    assert 800000 < jct.low < 809406.625 and 840136.67 < jct.high < 850000 and not jct.from_zero
+    assert "does not start at 0" in jct.note(fmt) and "at most 3.7 % of the largest value" in jct.note(fmt)
+    far = bar_axis([26923.2, 12766.3, np.nan])  # a factor 2 apart: from 0, nothing to say; NaN: no bar
+    assert far.low == 0 and far.high > 26923.2 and far.note(fmt) == ""
+    assert bar_axis([5.0, 5.0]).note(fmt) == "Every run has the same value (5)." and bar_axis([5.0, 5.0]).low == 0
+    negative = bar_axis([-3.0, 2.0])
+    assert negative.low < -3 and negative.high > 2
+    assert bar_axis([0.0, 0.0]).high == 1.0 and bar_axis([np.nan]) is None
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +145,9 @@ def test_run_page_says_what_was_run_and_what_came_out(venus_run):
     assert ids[:5] == ["jct_cdf", "queue_cdf", "queue_per_vc", "series_gpu_utilization", "series_pending_gpujob_num"]
     jct = next(c for c in charts_of(html) if c["id"] == "jct_cdf")
     assert jct["x"]["log"] and jct["data"][1][-1] == 1.0 and len(jct["data"][0]) <= 201
+    per_vc = summary[summary.vc != "all"].avg_queue
+    queue = next(c for c in charts_of(html) if c["id"] == "queue_per_vc")  # exact, the legend as the table
+    assert queue["data"][1] == per_vc.tolist() and queue["text"] == [[cell(v, "avg_queue") for v in per_vc]]
     utilisation = next(c for c in charts_of(html) if c["id"] == "series_gpu_utilization")
     assert utilisation["series"][0] == "cluster" and len(utilisation["series"]) == 11  # the cluster and 10 VCs
     assert len(utilisation["data"][0]) <= 1000

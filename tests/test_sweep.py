@@ -5,10 +5,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from test_forking import in_a_fresh_process
+from test_report_page import charts_of
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -64,6 +67,103 @@ def check_sweep_page(sweep: Path, table: pd.DataFrame) -> None:
     assert seen.errors == [] and seen.requests == [(sweep / "report.html").resolve().as_uri()]
     assert seen.charts == html.count('class="chart"') and seen.drawn == str(seen.charts)
     assert f"{overall.loc['policy=fifo', 'avg_jct']:,.1f}" in seen.text
+    check_bars(sweep)
+
+
+def check_bars(sweep: Path) -> None:
+    """Every bar of a sweep page's comparison charts as Chromium draws it: the value it holds is
+    sweep_summary.csv's (relative difference under 1e-6); its end is drawn where that value lies on
+    the axis, inside it (no bar cut); with the cursor over it the legend shows the table's text;
+    an axis not from 0 says so; no two tick labels read alike."""
+    from browser_check import read_bars
+
+    from raysim.tables import cell
+
+    overall = pd.read_csv(sweep / "sweep_summary.csv").query("vc == 'all'").set_index("run")
+    specs = {c["id"]: c for c in charts_of((sweep / "report.html").read_text())}
+    drawn = read_bars(sweep / "report.html")
+    assert sorted(d.id for d in drawn) == sorted(i for i, c in specs.items() if c["kind"] == "bars") and drawn
+    for bars in drawn:
+        metric = bars.id.removeprefix("metric_")
+        expected = overall[metric].to_numpy(dtype=float)
+        assert specs[bars.id]["x"]["categories"] == [run.split("=", 1)[1] for run in overall.index]
+        np.testing.assert_allclose(bars.values, expected, rtol=1e-6, atol=0, err_msg=bars.id)
+        low, high = bars.y_range
+        assert all(low <= v <= high for v in expected), (bars.id, bars.y_range)
+        assert (low > 0) == ("(axis not from 0)" in specs[bars.id]["title"]), bars.id
+        for value, top in zip(expected, bars.tops):  # (uPlot strokes a bar inside it: its end 1 to 2 px under the value)
+            if top is None:  # no pixel of a bar: one of height 0 at the axis's foot
+                assert value - low <= 3 * bars.pixel, (bars.id, value)
+            else:
+                assert abs(top - value) <= 3 * bars.pixel and high - top > 3 * bars.pixel, (bars.id, value, top)
+        assert bars.legend == [cell(v, metric) for v in overall[metric]], bars.id
+        ticks = [t for t in bars.ticks if t]
+        assert len(set(ticks)) == len(ticks) > 1, (bars.id, ticks)
+
+
+#: The cluster rows of the README's sweep (policy=fifo,srtf,tiresias on the shipped Venus-like week):
+#: average JCTs a factor 2 apart, p99.9 JCTs 3.7 % apart, makespans 0.0026 % and utilisations 0.46 %
+THREE_RUNS = pd.DataFrame({"policy": ["fifo", "srtf", "tiresias"], "jobs": 6412,
+                           "avg_jct": [26923.152838, 12766.305053, 13385.471304],
+                           "avg_queue": [14607.818777, 442.967249, 1063.243918], "p50_queue": [0.0, 0.0, 34.0],
+                           "p99_queue": [211345.12, 13482.41, 37385.86], "p99.9_queue": [274939.021, 56739.637, 72709.013],
+                           "p99.9_jct": [809406.625, 840136.67, 811044.264], "makespan": [1879209, 1879209, 1879258],
+                           "gpu_utilization": [0.2220936, 0.2224712, 0.2231194]})
+
+
+def test_sweep_page_bars_carry_the_summary_exact(tmp_path):
+    """A three-policy sweep's page (its runs' summaries as the README's sweep gives them): every bar
+    holds sweep_summary.csv's value exact and its legend the table's text; each axis follows the
+    rule of raysim.report.bar_axis, its caption saying how close values are; then drawn in Chromium
+    (check_bars)."""
+    from raysim.report.sweep import summarize_sweep
+    from raysim.tables import cell
+
+    sweep = tmp_path / "sweep"
+    for i, row in THREE_RUNS.iterrows():
+        run = sweep / str(i)
+        (run / ".hydra").mkdir(parents=True)
+        (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(["+experiment=venus", f"policy={row.policy}"]))
+        summary = pd.DataFrame([row.drop("policy")] * 3).assign(vc=["all", "vcA", "vcB"])
+        summary[["vc", *THREE_RUNS.columns[1:]]].to_csv(run / "summary.csv", index=False)
+    summarize_sweep(sweep, plots=False)
+    overall = pd.read_csv(sweep / "sweep_summary.csv").query("vc == 'all'").set_index("run")
+    html = (sweep / "report.html").read_text()
+    specs = {c["id"]: c for c in charts_of(html)}
+    for metric in THREE_RUNS.columns[2:]:
+        bars = specs[f"metric_{metric}"]
+        expected = overall[metric].to_numpy(dtype=float)
+        assert np.all(np.abs(np.array(bars["data"][1]) - expected) <= 1e-6 * np.abs(expected)), metric
+        assert bars["text"] == [[cell(v, metric) for v in overall[metric]]]
+        low, high = bars["y"]["range"]
+        assert low <= expected.min() and expected.max() < high
+    assert specs["metric_p99.9_jct"]["y"]["range"][0] > 800_000 and "(axis not from 0)" in specs["metric_p99.9_jct"]["title"]
+    assert "at most 3.7 % of the largest value (809,407 to 840,137)" in html
+    for metric in ("makespan", "gpu_utilization", "avg_jct", "p50_queue"):
+        assert specs[f"metric_{metric}"]["y"]["range"][0] == 0 and "not from 0" not in specs[f"metric_{metric}"]["title"]
+    assert "The values lie within 0.0026 % of each other (1,879,209 to 1,879,258)" in html
+    assert "The values lie within 0.46 % of each other (0.222 to 0.223)" in html
+    per_vc = specs["per_vc_avg_jct"]
+    assert per_vc["data"][1] == [26923.152838] * 2 and per_vc["text"][0] == ["26,923.2"] * 2
+    from browser_check import chromium
+
+    chromium()  # skips here, with its reason, where Chromium is absent
+    check_bars(sweep)
+
+
+@pytest.mark.slow  # a 3-run multirun: test_sweep_page_bars_carry_the_summary_exact checks its figures in the main suite
+def test_readme_sweep_page_bars_in_chromium(tmp_path):
+    """The README's sweep (policy=fifo,srtf,tiresias), whose makespans lie 0.0026 % apart: every
+    bar of its page as drawn in Chromium is sweep_summary.csv's (check_bars)."""
+    from browser_check import chromium
+
+    chromium()
+    sweep = tmp_path / "sweep"
+    res = subprocess.run([sys.executable, "-m", "raysim", "-m", "+experiment=venus", "policy=fifo,srtf,tiresias",
+                          "runtime=local", "report.plots=none", f"hydra.sweep.dir={sweep}"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    check_bars(sweep)
 
 
 class FakeLoader:

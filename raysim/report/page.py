@@ -20,8 +20,10 @@ from raysim.tables import cell, units_caption
 
 #: What the page may load: nothing from anywhere (its scripts and styles are inline, images data: URIs)
 POLICY = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
-#: Significant digits of the numbers a chart's JSON holds (what a chart can show, not the data's precision)
+#: Significant digits of the numbers a line chart's JSON holds (what a line can show, not the data's precision)
 DIGITS = 5
+#: Kinds of chart whose values are read one by one (a table's figures): their JSON holds them exact
+EXACT_KINDS = ("bars", "points")
 
 
 def esc(text) -> str:
@@ -29,10 +31,13 @@ def esc(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def number_list(values) -> list:
-    """Numbers for a chart's JSON: DIGITS significant digits, NaN and infinity as null (a gap)."""
+def number_list(values, exact: bool = False) -> list:
+    """Numbers for a chart's JSON: DIGITS significant digits (`exact`: as they are), NaN and infinity
+    as null (a gap)."""
     v = np.asarray(values, dtype=np.float64)
     finite = np.isfinite(v)
+    if exact:
+        return [x if ok else None for x, ok in zip(v.tolist(), finite.tolist())]
     magnitude = np.floor(np.log10(np.abs(np.where(finite & (v != 0), v, 1.0))))
     scale = 10.0 ** (DIGITS - 1 - magnitude)
     rounded = np.round(np.where(finite, v, 0.0) * scale) / scale
@@ -42,8 +47,10 @@ def number_list(values) -> list:
 @dataclass
 class Chart:
     """One chart: `data` is [x, y1, y2, ...] with one label per y in `series`; `kind` line, step,
-    bars or points; an axis is {"label": ..., "log": bool, "asinh": bool, "range": [lo, hi],
-    "categories": [names of x = 0, 1, ...]}."""
+    bars or points (bars and points carry their values exact, lines DIGITS significant digits); an
+    axis is {"label": ..., "log": bool, "asinh": bool, "range": [lo, hi], "categories": [names of
+    x = 0, 1, ...]}; `text`: per y, what the legend shows for each value (the table's text), where
+    the page is not to format the values itself."""
 
     id: str
     title: str
@@ -55,11 +62,13 @@ class Chart:
     caption: str = ""
     height: int = 320
     bold: int | None = None  # the series drawn thicker (the cluster among its VCs)
+    text: list[list[str]] | None = None
 
     def spec(self) -> dict:
+        exact = self.kind in EXACT_KINDS
         return {"id": self.id, "title": self.title, "x": self.x, "y": self.y, "series": self.series,
-                "data": [number_list(d) for d in self.data], "kind": self.kind, "height": self.height,
-                "bold": self.bold}
+                "data": [number_list(d, exact) for d in self.data], "kind": self.kind, "height": self.height,
+                "bold": self.bold, "text": self.text}
 
 
 @dataclass

@@ -18,7 +18,7 @@ from raysim import __version__
 from raysim.report.describe import run_overrides, time_axis
 from raysim.report.page import Chart, Page, cards, esc, facts, table
 from raysim.report.page_data import cdf_points, largest_vcs, series_edges, vc_series
-from raysim.tables import plural
+from raysim.tables import cell, plural
 from raysim.report.timeseries import column_names
 from raysim.yamlfile import read_yaml
 
@@ -124,7 +124,7 @@ def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) 
                                       {"label": "VC", "categories": vcs},
                                       {"label": "average queueing delay (s)", "range": [0, top * 1.08 or 1.0]},
                                       ["avg_queue"], [np.arange(len(vcs)), values], kind="bars",
-                                      height=300 + 4 * min(len(vcs), 40),
+                                      height=300 + 4 * min(len(vcs), 40), text=[[cell(v, "avg_queue") for v in values]],
                                       caption="From the summary's avg_queue; a VC whose jobs never waited has no bar.")))
     series_path = run_dir / "timeseries.parquet"
     if series_path.exists():

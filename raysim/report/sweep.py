@@ -10,6 +10,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import OmegaConf
 
 from raysim.forking import forked_map
+from raysim.report.bar_axis import bar_axis
 from raysim.report.describe import common_overrides, has_results, run_folders, run_labels, run_overrides
 from raysim.report.plots import plot_tasks, save_figure, set_title, subplots
 from raysim.report.timeseries import cluster_series
@@ -186,8 +187,9 @@ FGD_RESULTS = ["allo_100", "allo_130", "frag_ratio_100", "frag_ratio_130"]
 
 def metric_bars(table: pd.DataFrame, kind: str, title: str = ""):
     """A bar chart per metric of FGD_RESULTS (with its unit), runs on the x axis, each bar labelled
-    with its value. The y axis spans the values, not from 0, so that 86.7 % and 95.1 % look apart;
-    its label says so. Returns the Figure (None without such a metric); `title`: what was run."""
+    with its value. The y axis as raysim.report.bar_axis puts it (spanning the values, not from 0,
+    where they lie close together, so that 86.7 % and 95.1 % look apart; its label says so).
+    Returns the Figure (None without such a metric); `title`: what was run."""
     metrics = [m for m in FGD_RESULTS if m in table.columns and pd.api.types.is_numeric_dtype(table[m])]
     if not metrics:
         return None
@@ -195,12 +197,12 @@ def metric_bars(table: pd.DataFrame, kind: str, title: str = ""):
                          squeeze=False, sharex=True)
     for ax, metric in zip(axes[:, 0], metrics):
         values = table[metric].to_numpy(dtype=float)
-        low, high = float(values.min()), float(values.max())
-        pad = (high - low) * 0.3 or max(abs(high) * 0.02, 0.5)
         ax.bar_label(ax.bar(range(len(table)), values, color="C0"), fmt="%.1f", fontsize=7, padding=2)
-        bottom = max(0.0, low - pad) if low >= 0 else low - pad
-        ax.set_ylim(bottom, high + pad)
-        ax.set_ylabel(f"{metric}\n({unit(metric)}" + (";\naxis not from 0)" if bottom > 0 else ")"), fontsize=7)
+        spans = bar_axis(values)
+        if spans is not None:
+            ax.set_ylim(spans.low, spans.high)
+        from_zero = spans is None or spans.from_zero
+        ax.set_ylabel(f"{metric}\n({unit(metric)}" + (")" if from_zero else ";\naxis not from 0)"), fontsize=7)
         ax.set_xticks(range(len(table)))
         ax.set_xticklabels(table["run"], rotation=30, ha="right", fontsize=7)
         ax.grid(alpha=0.3, axis="y")

@@ -14,13 +14,14 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from raysim import __version__
+from raysim.report.bar_axis import bar_axis
 from raysim.report.describe import (common_overrides, has_results, run_compat, run_description, run_folders,
                                     run_labels, run_overrides, time_axis)
 from raysim.report.page import Chart, Page, esc, facts, table
 from raysim.report.page_data import CDF_POINTS, SERIES_POINTS, cdf_on, cdf_points, series_edges, vc_series
 from raysim.report.run_page import FILE, duration, fgd_curves
 from raysim.yamlfile import read_yaml
-from raysim.tables import plural, unit
+from raysim.tables import cell, plural, unit
 
 #: The per-VC comparisons drawn (summary columns), where the runs have several VCs
 PER_VC = ("avg_queue", "avg_jct")
@@ -123,7 +124,7 @@ def replay_charts(page: Page, table_: pd.DataFrame, runs: list[Path], labels: di
             parts.append(page.chart(Chart(
                 f"per_vc_{metric}", f"{metric} per VC", {"label": "VC", "categories": vcs},
                 {"label": f"{metric} (s)"}, names, [np.arange(len(vcs)), *(grid[n].to_numpy(float) for n in names)],
-                kind="points", height=320 + 4 * min(len(vcs), 40),
+                kind="points", height=320 + 4 * min(len(vcs), 40), text=[[cell(v, metric) for v in grid[n]] for n in names],
                 caption=f"One dot per run and VC; hover a VC for every run's {metric}. Click a run in the legend to hide it.")))
     parts.append(jct_cdfs(page, runs, names))
     parts += series_charts(page, runs, names)
@@ -143,20 +144,22 @@ def short_names(runs: list[Path], names: list[str]) -> list[str]:
 
 
 def metric_chart(page: Page, overall: pd.DataFrame, names: list[str], metric: str, axis: list[str] | None = None) -> str:
-    """Bars of `metric` per run (`names`: the table's labels; `axis`: what the x axis calls them);
-    the y axis spans the values (not from 0) where they lie close together, which the title says."""
-    values = overall[metric].reindex(names).to_numpy(dtype=float)
-    low, high = np.nanmin(values), np.nanmax(values)
+    """Bars of `metric` per run (`names`: the table's labels; `axis`: what the x axis calls them),
+    exact, the legend showing the table's text; the value axis as raysim.report.bar_axis puts it
+    (not from 0 where the values lie close together, which the title says; the caption says how
+    close)."""
+    values = overall[metric].reindex(names)
+    spans = bar_axis(values.to_numpy(dtype=float))
     y = {"label": ""}
     title = f"{metric} ({unit(metric) or 'count'}), whole cluster"
-    if low > 0 and (high - low) < 0.25 * high:
-        pad = (high - low) * 0.3 or abs(high) * 0.02 or 1.0
-        y["range"] = [float(low - pad), float(high + pad)]
-        title += " (axis not from 0)"
-    elif np.isfinite(high):
-        y["range"] = [float(min(low, 0.0)) * 1.08, float(max(high, 0.0)) * 1.08 or 1.0]  # bars start at 0
+    caption = ""
+    if spans is not None:
+        y["range"] = [spans.low, spans.high]
+        title += "" if spans.from_zero else " (axis not from 0)"
+        caption = spans.note(lambda v: cell(v, metric))
     return page.chart(Chart(f"metric_{metric}", title, {"label": "run", "categories": axis or names},
-                            y, [metric], [np.arange(len(names)), values], kind="bars", height=260))
+                            y, [metric], [np.arange(len(names)), values.to_numpy(dtype=float)], kind="bars",
+                            height=260, caption=caption, text=[[cell(v, metric) for v in values]]))
 
 
 def jct_cdfs(page: Page, runs: list[Path], names: list[str]) -> str:

@@ -18,6 +18,16 @@
     return Number.isInteger(v) ? v.toLocaleString("en-US") : String(+v.toPrecision(3));
   }
 
+  // Labels of a linear axis: as many decimals as the step between ticks has, the same for every
+  // tick (0.2220, 0.2225, 0.2230), so that no two ticks read alike
+  function linearTicks(u, splits, axisIdx, space, incr) {
+    var d = 0;
+    while (d < 15 && Math.abs(+incr.toFixed(d) - incr) > Math.abs(incr) * 1e-6) d++;
+    return splits.map(function (v) {
+      return v == null ? "" : (v + 0).toLocaleString("en-US", {minimumFractionDigits: d, maximumFractionDigits: d});
+    });
+  }
+
   function axisValues(spec) {
     if (spec.categories) {
       return function (u, splits) { return splits.map(function (i) { return spec.categories[i] || ""; }); };
@@ -29,7 +39,7 @@
         });
       };
     }
-    return null;  // uPlot's own labels (their precision follows the tick spacing)
+    return linearTicks;
   }
 
   function draw(chart) {
@@ -41,9 +51,10 @@
     chart.series.forEach(function (name, i) {
       var colour = COLOURS[i % COLOURS.length];
       var faint = chart.bold != null && chart.bold !== i;
+      var text = chart.text && chart.text[i];  // the table's text of each value, where the chart has it
       var s = {label: name, stroke: faint ? colour + "b0" : colour, width: faint ? 1.1 : (chart.bold === i ? 2.6 : 1.5),
                spanGaps: false,
-               value: function (u, v) { return fmt(v); }};
+               value: function (u, v, si, di) { return text && di != null && v != null ? text[di] : fmt(v); }};
       if (chart.kind === "bars") {
         s.fill = colour + "aa";
         s.paths = uPlot.paths.bars({size: [0.7, 80]});
@@ -87,7 +98,7 @@
       cursor: {drag: {x: !cats, y: false}},
       legend: {live: true}
     };
-    new uPlot(opts, chart.data, el);
+    el.uplot = new uPlot(opts, chart.data, el);  // what it drew, for a test or the console to read back
   }
 
   function sortable(table) {
