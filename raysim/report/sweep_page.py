@@ -124,7 +124,8 @@ def replay_charts(page: Page, table_: pd.DataFrame, runs: list[Path], labels: di
             parts.append(page.chart(Chart(
                 f"per_vc_{metric}", f"{metric} per VC", {"label": "VC", "categories": vcs},
                 {"label": f"{metric} (s)"}, names, [np.arange(len(vcs)), *(grid[n].to_numpy(float) for n in names)],
-                kind="points", height=320 + 4 * min(len(vcs), 40), text=[[cell(v, metric) for v in grid[n]] for n in names],
+                kind="points", height=320 + 4 * min(len(vcs), 40),
+                text=[[cell(v, metric) for v in grid[n]] for n in names],
                 caption=f"One dot per run and VC; hover a VC for every run's {metric}. Click a run in the legend to hide it.")))
     parts.append(jct_cdfs(page, runs, names))
     parts += series_charts(page, runs, names)
