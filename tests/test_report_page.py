@@ -112,6 +112,7 @@ def test_bar_axis_starts_at_0_unless_values_lie_close_but_not_too_close():
     far = bar_axis([26923.2, 12766.3, np.nan])  # a factor 2 apart: from 0, nothing to say; NaN: no bar
     assert far.low == 0 and far.high > 26923.2 and far.note(fmt) == ""
     assert bar_axis([5.0, 5.0]).note(fmt) == "Every run has the same value (5)." and bar_axis([5.0, 5.0]).low == 0
+    assert bar_axis([5.0, np.nan]).note(fmt) == ""  # one bar: nothing to compare
     negative = bar_axis([-3.0, 2.0])
     assert negative.low < -3 and negative.high > 2
     assert bar_axis([0.0, 0.0]).high == 1.0 and bar_axis([np.nan]) is None

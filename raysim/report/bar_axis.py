@@ -37,6 +37,7 @@ class BarAxis:
     smallest: float  # of the values
     largest: float
     spread: float  # (largest - smallest) / the largest magnitude; 0 for equal values
+    count: int  # finite values
 
     @property
     def from_zero(self) -> bool:
@@ -44,8 +45,10 @@ class BarAxis:
 
     def note(self, fmt: Callable[[float], str]) -> str:
         """What a caption says of the axis and the values (`fmt`: a value as the table shows it);
-        empty where the bars speak for themselves."""
+        empty where the bars speak for themselves (or there is one)."""
         values = f"{fmt(self.smallest)} to {fmt(self.largest)}"
+        if self.count < 2:
+            return ""
         if not self.from_zero:
             return (f"The axis does not start at 0: the bars' heights exaggerate differences of at most "
                     f"{percent(self.spread)} % of the largest value ({values}).")
@@ -67,9 +70,9 @@ def bar_axis(values) -> BarAxis | None:
     spread = (largest - smallest) / magnitude if magnitude > 0 else 0.0
     if smallest > 0 and CLOSE <= spread < ZOOM:
         pad = PAD * (largest - smallest)
-        return BarAxis(smallest - pad, largest + pad, smallest, largest, spread)
+        return BarAxis(smallest - pad, largest + pad, smallest, largest, spread, len(v))
     low, high = min(smallest, 0.0) * (1 + HEADROOM), max(largest, 0.0) * (1 + HEADROOM)
-    return BarAxis(low, high if high > low else 1.0, smallest, largest, spread)
+    return BarAxis(low, high if high > low else 1.0, smallest, largest, spread, len(v))
 
 
 def percent(share: float) -> str:
