@@ -1,0 +1,146 @@
+"""Lost work and interruptions per cause on the HTML pages (raysim.report.page), from a run's
+lost_by_cause.csv (raysim.report.capacity.lost_by_cause): the run page's headline figures with the
+policy's own preemptions apart from failures and node events, its table and charts per cause, the
+node log and failure model the run read; the sweep's columns per cause and their comparison."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from raysim.report.capacity import OTHER_STOPS, PREEMPTIONS, RECLAIMS
+from raysim.report.page import Chart, Page, esc, facts, table
+
+FILE = "lost_by_cause.csv"
+#: What the page calls the causes of stops that no capacity event made; every other cause is a
+#: failure category or a node log's cause ("failures and node events").
+STOPS = {PREEMPTIONS: "the policy's preemptions", RECLAIMS: "quota reclaims",
+         OTHER_STOPS: "preemptions and reclaims of the same jobs"}
+EVENTS = "failures and node events"
+
+
+def read_causes(run_dir: Path) -> pd.DataFrame | None:
+    """A run's lost_by_cause.csv (VC and cause names as text, `lost_gpu_h` NaN for a run without
+    checkpoints), or None where the run has none (no capacity events)."""
+    path = Path(run_dir) / FILE
+    if not path.exists():
+        return None
+    return pd.read_csv(path, dtype={"vc": str, "cause": str}, keep_default_na=False, na_values={"lost_gpu_h": [""]})
+
+
+def kind(cause: str) -> str:
+    """What stopped the jobs of `cause`: STOPS' words for a stop no capacity event made, else EVENTS."""
+    return STOPS.get(cause, EVENTS)
+
+
+def groups(causes: pd.DataFrame) -> pd.DataFrame:
+    """The cluster's interruptions and lost GPU-hours per kind of cause (`kind`): EVENTS and the
+    policy's preemptions always, quota reclaims (and both) where the run has them; `lost_gpu_h` NaN
+    without checkpoints."""
+    cluster = causes[causes["vc"] == "all"].assign(kind=lambda f: f["cause"].map(kind))
+    shown = [EVENTS, STOPS[PREEMPTIONS], *(k for k in (STOPS[RECLAIMS], STOPS[OTHER_STOPS]) if k in set(cluster["kind"]))]
+    sums = cluster.groupby("kind").agg(interruptions=("interruptions", "sum"),
+                                       lost_gpu_h=("lost_gpu_h", lambda v: v.sum(min_count=1)))
+    out = sums.reindex(shown).rename_axis("kind").reset_index()
+    out["interruptions"] = out["interruptions"].fillna(0).astype(int)
+    if cluster["lost_gpu_h"].notna().any():
+        out["lost_gpu_h"] = out["lost_gpu_h"].fillna(0.0)
+    return out
+
+
+def headline(causes: pd.DataFrame) -> list[tuple[str, str]]:
+    """The run page's headline figures of the stops (name, text): per kind of cause (`groups`) the
+    interruptions and, under checkpoint-restart, the GPU-hours of work lost; never one lumped total."""
+    items = []
+    for row in groups(causes).itertuples(index=False):
+        items.append((f"stops: {row.kind}", f"{row.interruptions:,}"))
+        if pd.notna(row.lost_gpu_h):
+            items.append((f"GPU-hours lost: {row.kind}", f"{row.lost_gpu_h:,.1f}"))
+    return items
+
+
+def causes_html(page: Page, causes: pd.DataFrame) -> str:
+    """The run page's section of lost work per cause: the cluster's table (each cause with what kind
+    of cause it is), a bar chart of the GPU-hours lost (under checkpoint-restart) and one of the
+    interruptions per cause, and every VC's rows folded."""
+    cluster = causes[causes["vc"] == "all"]
+    if cluster.empty:
+        return "<p>No job was interrupted: no node event or failure stopped one, and no job was preempted.</p>"
+    names = cluster["cause"].tolist()
+    lost = cluster["lost_gpu_h"].notna().all()
+    shown = cluster.drop(columns="vc").assign(kind=cluster["cause"].map(kind))
+    measure, label, what = ("lost_gpu_h", "GPU-hours lost", "GPU-hours of work lost") if lost else (
+        "interruptions", "interruptions", "Interruptions")
+    charts = [bars(page, f"causes_{measure}", f"{what} per cause, whole cluster", names, cluster[measure], label)]
+    if lost:
+        charts.append(bars(page, "causes_interruptions", "Interruptions per cause, whole cluster", names,
+                           cluster["interruptions"], "interruptions"))
+    events = cluster[~cluster["cause"].isin(STOPS)]
+    if len(events) and len(events) < len(cluster):  # the events alone, not dwarfed by the stops beside them
+        charts.append(bars(page, f"causes_events_{measure}", f"{what} per failure or node event, whole cluster",
+                           events["cause"].tolist(), events[measure], label))
+    note = ("" if lost else " The run had no checkpoint model (checkpoint.interval_s), so no work lost is counted.")
+    return (table(shown[["cause", "kind", "interruptions", "lost_gpu_h"]], caption=False)
+            + '<p class="caption">From lost_by_cause.csv. A failure category or a node log\'s cause counts the '
+              "jobs its events stopped; “preemptions” are the stops the policy made itself, “reclaims” those "
+              "of quota reclaims (a job both preempted and reclaimed is counted under "
+              f"“{OTHER_STOPS}”: jobs.parquet does not split the work it lost). GPU-hours lost: work since the "
+              f"last completed checkpoint x GPUs.{esc(note)}</p>"
+            + f'<div class="small-multiples">{"".join(charts)}</div>'
+            + "<details><summary>per VC</summary>" + table(causes[causes["vc"] != "all"], caption=False)
+            + "</details>")
+
+
+def bars(page: Page, chart_id: str, title: str, names: list[str], values, label: str) -> str:
+    """A bar chart of `values` per cause (`names` on the x axis), from 0."""
+    values = np.asarray(values, dtype=np.float64)
+    top = float(values.max(initial=0.0))
+    return page.chart(Chart(chart_id, title, {"label": "cause", "categories": names},
+                            {"label": label, "range": [0.0, top * 1.08 or 1.0]}, [label],
+                            [np.arange(len(names)), values], kind="bars", height=300,
+                            caption="Hover a bar for its value; the table above has every figure."))
+
+
+def capacity_inputs_html(report: dict) -> str:
+    """What changed the run's nodes (trace_report.json's `capacity`, raysim.run.outputs): the node
+    log and the failure model, files by their resolved path with their sha256; "" for a run
+    without capacity events."""
+    inputs = report.get("capacity") or {}
+    if not inputs:
+        return ""
+    items = []
+    log = inputs.get("node_log")
+    items.append(("node log (cluster.capacity)", file_html(log) if log else "none"))
+    model = inputs.get("failures")
+    if model:
+        settings = {k: v for k, v in model.items() if k not in ("name", "path", "categories") and v is not None}
+        items.append(("failure model (failures)", f"<code>{esc(model.get('name'))}</code>: "
+                      + esc(", ".join(f"{k}={v}" for k, v in settings.items()))))
+        if model.get("path"):
+            items.append(("failure trace (failures.path)", file_html(model["path"])))
+        if model.get("categories"):
+            rows = pd.DataFrame(model["categories"])
+            items.append(("failure categories", table(rows, sortable=False, caption=False)))
+    else:
+        items.append(("failure model (failures)", "none"))
+    return "<h3>Node log and failure model</h3>" + facts(items)
+
+
+def file_html(entry: dict) -> str:
+    """A file the run read ({path, sha256}) as its path and hash."""
+    return f"<code>{esc(entry.get('path'))}</code><br>sha256 <code>{esc(entry.get('sha256'))}</code>"
+
+
+def cause_columns(causes: pd.DataFrame) -> pd.DataFrame:
+    """A run's lost_by_cause.csv as columns of its summary rows (one row per VC and "all"):
+    `interruptions_<cause>` and, under checkpoint-restart, `lost_gpu_h_<cause>`, 0 where a VC has
+    no row of a cause; the causes in the cluster's order (most lost first)."""
+    order = list(dict.fromkeys(causes.loc[causes["vc"] == "all", "cause"]))
+    wide = causes.pivot(index="vc", columns="cause")
+    parts = {"interruptions": wide["interruptions"].reindex(columns=order).fillna(0).astype(int)}
+    if causes["lost_gpu_h"].notna().all():
+        parts["lost_gpu_h"] = wide["lost_gpu_h"].reindex(columns=order).fillna(0.0)
+    columns = [part.add_prefix(f"{name}_") for name, part in parts.items()]
+    return pd.concat(columns, axis=1).rename_axis(index="vc", columns=None)
