@@ -135,12 +135,76 @@ def file_html(entry: dict) -> str:
 
 def cause_columns(causes: pd.DataFrame) -> pd.DataFrame:
     """A run's lost_by_cause.csv as columns of its summary rows (one row per VC and "all"):
-    `interruptions_<cause>` and, under checkpoint-restart, `lost_gpu_h_<cause>`, 0 where a VC has
+    `<cause>_interruptions` and, under checkpoint-restart, `<cause>_lost_gpu_h`, 0 where a VC has
     no row of a cause; the causes in the cluster's order (most lost first)."""
     order = list(dict.fromkeys(causes.loc[causes["vc"] == "all", "cause"]))
     wide = causes.pivot(index="vc", columns="cause")
     parts = {"interruptions": wide["interruptions"].reindex(columns=order).fillna(0).astype(int)}
     if causes["lost_gpu_h"].notna().all():
         parts["lost_gpu_h"] = wide["lost_gpu_h"].reindex(columns=order).fillna(0.0)
-    columns = [part.add_prefix(f"{name}_") for name, part in parts.items()]
+    columns = [part.add_suffix(f"_{name}") for name, part in parts.items()]
     return pd.concat(columns, axis=1).rename_axis(index="vc", columns=None)
+
+
+def with_cause_columns(table_: pd.DataFrame, causes: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """A sweep's run x VC table (sweep_summary.csv) with each run's `cause_columns` (`causes`:
+    {run label: its lost_by_cause.csv}): 0 where a run with capacity events had no stop of a cause,
+    empty for a run without capacity events; the causes in order of the most lost (else the most
+    interruptions) over the runs' clusters."""
+    if not causes:
+        return table_
+    wide = pd.concat({run: cause_columns(c) for run, c in causes.items()}, names=["run"]).reset_index()
+    added = [c for c in wide.columns if c not in ("run", "vc")]
+    out = table_.merge(wide, on=["run", "vc"], how="left")
+    has = out["run"].isin(list(causes))
+    out.loc[has, added] = out.loc[has, added].fillna(0)
+    cluster = out.loc[out["vc"] == "all", added]
+    named = [c.removesuffix("_interruptions") for c in added if c.endswith("_interruptions")]
+    lost = {c: cluster.get(f"{c}_lost_gpu_h", pd.Series(dtype=float)).sum() for c in named}
+    order = sorted(named, key=lambda c: (-lost[c], -cluster[f"{c}_interruptions"].sum()))
+    for cause in order:
+        out[f"{cause}_interruptions"] = out[f"{cause}_interruptions"].astype("Int64")
+    ordered = [f"{c}_{m}" for c in order for m in ("interruptions", "lost_gpu_h") if f"{c}_{m}" in added]
+    return out[[c for c in out.columns if c not in added] + ordered]
+
+
+def sweep_causes_html(page: Page, table_: pd.DataFrame, names: list[str]) -> str:
+    """The sweep page's comparison per cause (`table_` with_cause_columns, `names`: the runs in
+    order): the cluster's GPU-hours lost (under checkpoint-restart, else the interruptions) per cause,
+    a dot per run (again for the failures and node events alone, where the policy's preemptions or
+    reclaims are beside them), and a cause x run table of both; "" where no run had capacity events."""
+    cluster = table_[table_["vc"] == "all"].set_index("run").reindex(names)
+    causes = [c.removesuffix("_interruptions") for c in cluster.columns if c.endswith("_interruptions")]
+    if not causes:
+        return ""
+    lost = all(f"{c}_lost_gpu_h" in cluster for c in causes)
+    measure, what = ("lost_gpu_h", "GPU-hours lost") if lost else ("interruptions", "interruptions")
+    events = [c for c in causes if c not in STOPS]
+    charts = [causes_points(page, f"sweep_causes_{measure}", f"{what} per cause and run, whole cluster", cluster,
+                            causes, measure, what)]
+    if events and len(events) < len(causes):  # the events alone, not dwarfed by the stops beside them
+        charts.append(causes_points(page, f"sweep_events_{measure}", f"{what} per failure or node event and run, "
+                                    "whole cluster", cluster, events, measure, what))
+    shown = pd.DataFrame({"cause": causes, "kind": [kind(c) for c in causes]})
+    for run in names:
+        for m in ("interruptions", "lost_gpu_h"):
+            if all(f"{c}_{m}" in cluster for c in causes):
+                shown[f"{run}: {m}"] = [float(cluster.at[run, f"{c}_{m}"]) for c in causes]
+    return ("".join(charts) + table(shown, caption=False)
+            + '<p class="caption">Per cause and run: interruptions (stops) and lost_gpu_h (GPU-hours of work '
+              "lost since the last completed checkpoint), sweep_summary.csv's &lt;cause&gt;_interruptions and "
+              "&lt;cause&gt;_lost_gpu_h; "
+              "“preemptions” are the stops the policy made itself, every other cause but “reclaims” a failure "
+              "category or a node log's cause. Empty: the run had no capacity events.</p>")
+
+
+def causes_points(page: Page, chart_id: str, title: str, cluster: pd.DataFrame, causes: list[str], measure: str,
+                  what: str) -> str:
+    """A dot per run (`cluster`'s rows) and cause (`causes` on the x axis) of `measure`, from 0."""
+    values = cluster[[f"{c}_{measure}" for c in causes]].astype(float).to_numpy()
+    top = float(np.nanmax(values, initial=0.0))
+    return page.chart(Chart(
+        chart_id, title, {"label": "cause", "categories": causes}, {"label": what, "range": [0.0, top * 1.08 or 1.0]},
+        list(cluster.index), [np.arange(len(causes)), *values], kind="points", height=320,
+        caption="One dot per run and cause (from each run's lost_by_cause.csv); hover a cause for every run's figure. "
+                "Click a run in the legend to hide it."))
