@@ -177,6 +177,7 @@ def sweep_causes_html(page: Page, table_: pd.DataFrame, names: list[str]) -> str
     causes = [c.removesuffix("_interruptions") for c in cluster.columns if c.endswith("_interruptions")]
     if not causes:
         return ""
+    cluster = cluster[[c for c in cluster.columns if c.endswith(("_interruptions", "_lost_gpu_h"))]].astype(float)
     lost = all(f"{c}_lost_gpu_h" in cluster for c in causes)
     measure, what = ("lost_gpu_h", "GPU-hours lost") if lost else ("interruptions", "interruptions")
     events = [c for c in causes if c not in STOPS]
@@ -189,7 +190,7 @@ def sweep_causes_html(page: Page, table_: pd.DataFrame, names: list[str]) -> str
     for run in names:
         for m in ("interruptions", "lost_gpu_h"):
             if all(f"{c}_{m}" in cluster for c in causes):
-                shown[f"{run}: {m}"] = [float(cluster.at[run, f"{c}_{m}"]) for c in causes]
+                shown[f"{run}: {m}"] = [cluster.at[run, f"{c}_{m}"] for c in causes]
     return ("".join(charts) + table(shown, caption=False)
             + '<p class="caption">Per cause and run: interruptions (stops) and lost_gpu_h (GPU-hours of work '
               "lost since the last completed checkpoint), sweep_summary.csv's &lt;cause&gt;_interruptions and "
@@ -200,8 +201,9 @@ def sweep_causes_html(page: Page, table_: pd.DataFrame, names: list[str]) -> str
 
 def causes_points(page: Page, chart_id: str, title: str, cluster: pd.DataFrame, causes: list[str], measure: str,
                   what: str) -> str:
-    """A dot per run (`cluster`'s rows) and cause (`causes` on the x axis) of `measure`, from 0."""
-    values = cluster[[f"{c}_{measure}" for c in causes]].astype(float).to_numpy()
+    """A dot per run (`cluster`'s rows, numbers as floats) and cause (`causes` on the x axis) of
+    `measure`, from 0."""
+    values = cluster[[f"{c}_{measure}" for c in causes]].to_numpy()
     top = float(np.nanmax(values, initial=0.0))
     return page.chart(Chart(
         chart_id, title, {"label": "cause", "categories": causes}, {"label": what, "range": [0.0, top * 1.08 or 1.0]},
