@@ -350,7 +350,7 @@ def test_a_run_with_a_node_log_and_no_checkpoints_writes_its_stops_per_cause(tmp
     assert cluster.interruptions["preemptions"] == jobs.preemptions.sum() > 0 and cluster.lost_gpu_h.isna().all()
     log = Path(project_path("traces/venus_synth/maintenance.csv")).resolve()
     assert json.loads((out / "trace_report.json").read_text())["capacity"] == {
-        "node_log": {"path": str(log), "sha256": hashlib.sha256(log.read_bytes()).hexdigest()}, "failures": None}
+        "node_log": {"key": "cluster.capacity", "path": str(log), "sha256": hashlib.sha256(log.read_bytes()).hexdigest()}, "failures": None}
 
 
 @pytest.mark.parametrize("policy", ["max_min_fairness_perf", "gavel_fifo"])

@@ -177,8 +177,8 @@ def test_the_run_pages_causes_are_those_of_lost_by_cause_csv(tmp_path):
         ("stops: failures and node events", "2"), ("GPU-hours lost: failures and node events", "1.5"),
         ("stops: the policy's preemptions", "2"), ("GPU-hours lost: the policy's preemptions", "2.0"),
         ("stops: quota reclaims", "1"), ("GPU-hours lost: quota reclaims", "2.0"),
-        ("stops: preemptions and reclaims of the same jobs", "4"),
-        ("GPU-hours lost: preemptions and reclaims of the same jobs", "1.0")]
+        ("stops: preemptions and reclaims, not split", "4"),
+        ("GPU-hours lost: preemptions and reclaims, not split", "1.0")]
 
 
 def test_a_sweep_has_columns_per_cause(tmp_path):
@@ -264,3 +264,21 @@ def test_a_run_page_with_failures_in_chromium(failures_run):
     assert "${" not in text
     assert str(log) in data and hashlib.sha256(log.read_bytes()).hexdigest() in data
     assert "llama3" in data and "faulty_gpu" in data
+
+
+def test_a_failure_trace_is_recorded_and_shown_by_its_resolved_path_and_hash(tmp_path, monkeypatch):
+    from raysim.report.causes import capacity_inputs_html
+    from raysim.run.outputs import record_capacity_inputs
+
+    monkeypatch.chdir(tmp_path)  # a relative path: from where raysim was launched
+    (tmp_path / "fails.csv").write_text("time,vc,node,category,repair_s\n10,a,0,failure,60\n")
+    (tmp_path / "trace_report.json").write_text("{}")
+    record_capacity_inputs(tmp_path, "cluster.capacity", None,
+                           {"name": "trace", "path": "fails.csv", "kinds": {"failure": "down"}})
+    report = json.loads((tmp_path / "trace_report.json").read_text())
+    digest = hashlib.sha256((tmp_path / "fails.csv").read_bytes()).hexdigest()
+    assert report["capacity"] == {"node_log": None, "failures": {"name": "trace", "kinds": {"failure": "down"}, "path": {
+        "path": str((tmp_path / "fails.csv").resolve()), "sha256": digest}}}
+    html = capacity_inputs_html(report)
+    assert f"<code>{(tmp_path / 'fails.csv').resolve()}</code>" in html and digest in html
+    assert "<dt>node log (cluster.capacity)</dt><dd>none</dd>" in html

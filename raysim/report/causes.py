@@ -17,17 +17,18 @@ FILE = "lost_by_cause.csv"
 #: What the page calls the causes of stops that no capacity event made; every other cause is a
 #: failure category or a node log's cause ("failures and node events").
 STOPS = {PREEMPTIONS: "the policy's preemptions", RECLAIMS: "quota reclaims",
-         OTHER_STOPS: "preemptions and reclaims of the same jobs"}
+         OTHER_STOPS: "preemptions and reclaims, not split"}
 EVENTS = "failures and node events"
 
 
 def read_causes(run_dir: Path) -> pd.DataFrame | None:
-    """A run's lost_by_cause.csv (VC and cause names as text, `lost_gpu_h` NaN for a run without
-    checkpoints), or None where the run has none (no capacity events)."""
+    """A run's lost_by_cause.csv (VC and cause names as text; `lost_gpu_h` NaN for a run without
+    checkpoints, `interruptions` NaN in the preemptions_and_reclaims row of a file written before
+    stops were counted per cause), or None where the run has none (no capacity events)."""
     path = Path(run_dir) / FILE
     if not path.exists():
         return None
-    return pd.read_csv(path, dtype={"vc": str, "cause": str}, keep_default_na=False, na_values={"lost_gpu_h": [""]})
+    return pd.read_csv(path, dtype={"vc": str, "cause": str}, keep_default_na=False, na_values={"interruptions": [""], "lost_gpu_h": [""]})
 
 
 def kind(cause: str) -> str:
@@ -37,17 +38,14 @@ def kind(cause: str) -> str:
 
 def groups(causes: pd.DataFrame) -> pd.DataFrame:
     """The cluster's interruptions and lost GPU-hours per kind of cause (`kind`): EVENTS and the
-    policy's preemptions always, quota reclaims (and both) where the run has them; `lost_gpu_h` NaN
-    without checkpoints."""
+    policy's preemptions always (0 where the run had none), quota reclaims where the run has them;
+    NaN where the file has no figure (`lost_gpu_h` without checkpoints; the interruptions of a file
+    written before stops were counted per cause)."""
     cluster = causes[causes["vc"] == "all"].assign(kind=lambda f: f["cause"].map(kind))
-    shown = [EVENTS, STOPS[PREEMPTIONS], *(k for k in (STOPS[RECLAIMS], STOPS[OTHER_STOPS]) if k in set(cluster["kind"]))]
-    sums = cluster.groupby("kind").agg(interruptions=("interruptions", "sum"),
-                                       lost_gpu_h=("lost_gpu_h", lambda v: v.sum(min_count=1)))
-    out = sums.reindex(shown).rename_axis("kind").reset_index()
-    out["interruptions"] = out["interruptions"].fillna(0).astype(int)
-    if cluster["lost_gpu_h"].notna().any():
-        out["lost_gpu_h"] = out["lost_gpu_h"].fillna(0.0)
-    return out
+    sums = cluster.groupby("kind", sort=False)[["interruptions", "lost_gpu_h"]].sum(min_count=1)
+    shown = [EVENTS, STOPS[PREEMPTIONS], *(k for k in (STOPS[RECLAIMS], STOPS[OTHER_STOPS]) if k in sums.index)]
+    none = {"interruptions": 0.0, "lost_gpu_h": 0.0 if cluster["lost_gpu_h"].notna().any() else np.nan}
+    return pd.DataFrame([sums.loc[k].to_dict() if k in sums.index else none for k in shown]).assign(kind=shown)
 
 
 def headline(causes: pd.DataFrame) -> list[tuple[str, str]]:
@@ -55,7 +53,8 @@ def headline(causes: pd.DataFrame) -> list[tuple[str, str]]:
     interruptions and, under checkpoint-restart, the GPU-hours of work lost; never one lumped total."""
     items = []
     for row in groups(causes).itertuples(index=False):
-        items.append((f"stops: {row.kind}", f"{row.interruptions:,}"))
+        if pd.notna(row.interruptions):
+            items.append((f"stops: {row.kind}", f"{row.interruptions:,.0f}"))
         if pd.notna(row.lost_gpu_h):
             items.append((f"GPU-hours lost: {row.kind}", f"{row.lost_gpu_h:,.1f}"))
     return items
@@ -112,7 +111,7 @@ def capacity_inputs_html(report: dict) -> str:
         return ""
     items = []
     log = inputs.get("node_log")
-    items.append(("node log (cluster.capacity)", file_html(log) if log else "none"))
+    items.append((f"node log ({log['key']})" if log else "node log (cluster.capacity)", file_html(log) if log else "none"))
     model = inputs.get("failures")
     if model:
         settings = {k: v for k, v in model.items() if k not in ("name", "path", "categories") and v is not None}

@@ -103,7 +103,8 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
         from raysim.report.capacity import write_lost_by_cause
 
         write_lost_by_cause(jobs, run_dir, title, plot=plots)
-        record_capacity_inputs(run_dir, value(cfg, "cluster.capacity"), plain(cfg, "failures"))
+        key = "harvest.node_log" if harvest else "cluster.capacity"
+        record_capacity_inputs(run_dir, key, value(cfg, key), plain(cfg, "failures"))
     write_job_views(run_dir, settings, spec)
     record_wall(run_dir, {"read_s": read_s, "ray_start_s": ray_s, "simulate_s": sim_wall,
                           "write_s": time.perf_counter() - sim_start - sim_wall})
