@@ -309,7 +309,8 @@ def hand_stops(checkpoints: bool = True) -> pa.Table:
     columns = {"vc": ["a", "a", "b", "b"], "preemptions": [2, 0, 0, 1], "reclaims": [0, 1, 0, 3],
                "interruptions_gpu": [1, 0, 1, 0]}
     if checkpoints:
-        columns |= {"lost_gpu_s": [3 * 3600.0, 2 * 3600.0, 1800.0, 3600.0], "lost_gpu_s_gpu": [3600.0, 0.0, 1800.0, 0.0]}
+        columns |= {"lost_gpu_s": [3 * 3600.0, 2 * 3600.0, 1800.0, 3600.0],
+                    "lost_gpu_s_gpu": [3600.0, 0.0, 1800.0, 0.0]}
     return pa.table(columns)
 
 
@@ -349,8 +350,9 @@ def test_a_run_with_a_node_log_and_no_checkpoints_writes_its_stops_per_cause(tmp
     assert {c: cluster.interruptions.get(c, 0) for c in causes} == {c: jobs[f"interruptions_{c}"].sum() for c in causes}
     assert cluster.interruptions["preemptions"] == jobs.preemptions.sum() > 0 and cluster.lost_gpu_h.isna().all()
     log = Path(project_path("traces/venus_synth/maintenance.csv")).resolve()
+    digest = hashlib.sha256(log.read_bytes()).hexdigest()
     assert json.loads((out / "trace_report.json").read_text())["capacity"] == {
-        "node_log": {"key": "cluster.capacity", "path": str(log), "sha256": hashlib.sha256(log.read_bytes()).hexdigest()}, "failures": None}
+        "node_log": {"key": "cluster.capacity", "path": str(log), "sha256": digest}, "failures": None}
 
 
 @pytest.mark.parametrize("policy", ["max_min_fairness_perf", "gavel_fifo"])

@@ -277,8 +277,9 @@ def test_a_failure_trace_is_recorded_and_shown_by_its_resolved_path_and_hash(tmp
                            {"name": "trace", "path": "fails.csv", "kinds": {"failure": "down"}})
     report = json.loads((tmp_path / "trace_report.json").read_text())
     digest = hashlib.sha256((tmp_path / "fails.csv").read_bytes()).hexdigest()
-    assert report["capacity"] == {"node_log": None, "failures": {"name": "trace", "kinds": {"failure": "down"}, "path": {
-        "path": str((tmp_path / "fails.csv").resolve()), "sha256": digest}}}
+    assert report["capacity"] == {"node_log": None, "failures": {
+        "name": "trace", "kinds": {"failure": "down"}, "path": {"path": str((tmp_path / "fails.csv").resolve()),
+                                                                "sha256": digest}}}
     html = capacity_inputs_html(report)
     assert f"<code>{(tmp_path / 'fails.csv').resolve()}</code>" in html and digest in html
     assert "<dt>node log (cluster.capacity)</dt><dd>none</dd>" in html

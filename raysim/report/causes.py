@@ -28,7 +28,8 @@ def read_causes(run_dir: Path) -> pd.DataFrame | None:
     path = Path(run_dir) / FILE
     if not path.exists():
         return None
-    return pd.read_csv(path, dtype={"vc": str, "cause": str}, keep_default_na=False, na_values={"interruptions": [""], "lost_gpu_h": [""]})
+    return pd.read_csv(path, dtype={"vc": str, "cause": str}, keep_default_na=False,
+                       na_values={"interruptions": [""], "lost_gpu_h": [""]})
 
 
 def kind(cause: str) -> str:
@@ -111,7 +112,7 @@ def capacity_inputs_html(report: dict) -> str:
         return ""
     items = []
     log = inputs.get("node_log")
-    items.append((f"node log ({log['key']})" if log else "node log (cluster.capacity)", file_html(log) if log else "none"))
+    items.append((f"node log ({log.get('key')})", file_html(log)) if log else ("node log (cluster.capacity)", "none"))
     model = inputs.get("failures")
     if model:
         settings = {k: v for k, v in model.items() if k not in ("name", "path", "categories") and v is not None}

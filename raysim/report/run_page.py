@@ -237,7 +237,8 @@ def run_html(run_dir: Path, report: dict, config: dict) -> str:
                              + " GPUs")),
              ("raysim version", esc(__version__)),
              ("page written", esc(datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")))]
-    composed = yaml.safe_dump(resolved_config(config), sort_keys=False) if config else "(no .hydra/config.yaml in the run folder)"
+    composed = (yaml.safe_dump(resolved_config(config), sort_keys=False) if config
+                else "(no .hydra/config.yaml in the run folder)")
     return facts(items) + f"<details><summary>the whole configuration</summary><pre>{esc(composed)}</pre></details>"
 
 
