@@ -11,11 +11,15 @@ policies on their own small clusters; random traces and node logs never place a 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import pickle
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
@@ -27,9 +31,10 @@ from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
 from raysim.errors import ConfigError, TraceError
 from raysim.models.forecast import PackingSwitch
-from raysim.paths import CONF_DIR
+from raysim.paths import CONF_DIR, project_path
 from raysim.placement import make_placer
 from raysim.policy import make_policy
+from raysim.report.capacity import lost_by_cause
 from raysim.report.schema import read_jobs
 from raysim.run import run
 from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
@@ -296,6 +301,58 @@ def test_failures_with_checkpoints_report_lost_work_by_cause_and_the_effective_t
     assert 0.5 < summary.ettr["all"] < 1 and summary.down_gpu_h["all"] > 0
     for plot in ("capacity.png", "lost_by_cause.png"):
         assert (out / "plots" / plot).stat().st_size > 10_000
+
+
+def hand_stops(checkpoints: bool = True) -> pa.Table:
+    """Four jobs: a (preempted twice, a gpu failure), a (reclaimed once), b (a gpu failure), b
+    (preempted once and reclaimed three times); the work each lost, whole hours of GPU time."""
+    columns = {"vc": ["a", "a", "b", "b"], "preemptions": [2, 0, 0, 1], "reclaims": [0, 1, 0, 3],
+               "interruptions_gpu": [1, 0, 1, 0]}
+    if checkpoints:
+        columns |= {"lost_gpu_s": [3 * 3600.0, 2 * 3600.0, 1800.0, 3600.0],
+                    "lost_gpu_s_gpu": [3600.0, 0.0, 1800.0, 0.0]}
+    return pa.table(columns)
+
+
+def test_lost_by_cause_keeps_the_policys_preemptions_apart_from_reclaims_and_failures():
+    """The rest of a job's lost work goes to what stopped it besides capacity events: its policy, a
+    lender's reclaims, or both (a job stopped both ways, whose loss jobs.parquet does not split)."""
+    table = lost_by_cause(hand_stops())
+    rows = {vc: list(g[["cause", "interruptions", "lost_gpu_h"]].itertuples(index=False, name=None))
+            for vc, g in table.groupby("vc", sort=False)}
+    assert rows == {"a": [("preemptions", 2, 2.0), ("reclaims", 1, 2.0), ("gpu", 1, 1.0)],
+                    "b": [("preemptions_and_reclaims", 4, 1.0), ("gpu", 1, 0.5)],
+                    "all": [("preemptions", 2, 2.0), ("reclaims", 1, 2.0), ("gpu", 2, 1.5),
+                            ("preemptions_and_reclaims", 4, 1.0)]}
+    assert table[table.vc == "all"].lost_gpu_h.sum() == 6.5  # every hour lost, once
+
+
+def test_lost_by_cause_without_checkpoints_counts_the_stops():
+    table = lost_by_cause(hand_stops(checkpoints=False))
+    cluster = table[table.vc == "all"]
+    assert list(zip(cluster.cause, cluster.interruptions)) == [("preemptions_and_reclaims", 4), ("gpu", 2),
+                                                               ("preemptions", 2), ("reclaims", 1)]
+    assert cluster.lost_gpu_h.isna().all()
+
+
+def test_a_run_with_a_node_log_and_no_checkpoints_writes_its_stops_per_cause(tmp_path, venus_first_day):
+    """The maintenance experiment (no checkpoints): lost_by_cause.csv counts the stops of each of the
+    node log's causes and the policy's preemptions, and trace_report.json names the node log read."""
+    out = tmp_path / "run"
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["+experiment=venus_maintenance", "policy=tiresias",
+                                                       "runtime=local", "report.plots=none", "report.html=false",
+                                                       f"trace.path={venus_first_day}"])
+    run(cfg, out)
+    jobs = read_jobs(out).to_pandas()
+    cluster = pd.read_csv(out / "lost_by_cause.csv").query("vc == 'all'").set_index("cause")
+    causes = [c[len("interruptions_"):] for c in jobs.columns if c.startswith("interruptions_")]
+    assert {c: cluster.interruptions.get(c, 0) for c in causes} == {c: jobs[f"interruptions_{c}"].sum() for c in causes}
+    assert cluster.interruptions["preemptions"] == jobs.preemptions.sum() > 0 and cluster.lost_gpu_h.isna().all()
+    log = Path(project_path("traces/venus_synth/maintenance.csv")).resolve()
+    digest = hashlib.sha256(log.read_bytes()).hexdigest()
+    assert json.loads((out / "trace_report.json").read_text())["capacity"] == {
+        "node_log": {"key": "cluster.capacity", "path": str(log), "sha256": digest}, "failures": None}
 
 
 @pytest.mark.parametrize("policy", ["max_min_fairness_perf", "gavel_fifo"])

@@ -5,6 +5,7 @@ asks for nothing but itself."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -178,3 +179,144 @@ def test_run_page_in_chromium(venus_run, tmp_path):
     overall = pd.read_csv(venus_run / "summary.csv").set_index("vc").loc["all"]
     assert f"{overall.avg_jct:,.1f}" in seen.text and f"{int(overall.jobs):,}" in seen.text
     assert shot.stat().st_size > 50_000
+
+
+def hand_causes(tmp_path: Path) -> Path:
+    """A run folder holding the lost_by_cause.csv of test_capacity's four hand-made jobs."""
+    from test_capacity import hand_stops
+
+    from raysim.report.capacity import write_lost_by_cause
+
+    write_lost_by_cause(hand_stops(), tmp_path, plot=False)
+    return tmp_path
+
+
+def test_the_run_pages_causes_are_those_of_lost_by_cause_csv(tmp_path):
+    """The per-cause table and charts carry lost_by_cause.csv's numbers as they are, and the
+    headline keeps the policy's preemptions, the reclaims and the failures apart."""
+    from raysim.report.causes import causes_html, headline, read_causes
+
+    csv = pd.read_csv(hand_causes(tmp_path) / "lost_by_cause.csv")
+    cluster = csv[csv.vc == "all"]
+    page = Page(title="t")
+    html = causes_html(page, read_causes(tmp_path))
+    cells = re.findall(r'<tr><td data-v="([^"]*)">[^<]*</td><td data-v="[^"]*">[^<]*</td>'
+                       r'<td class=n data-v="([^"]*)">[^<]*</td><td class=n data-v="([^"]*)">', html)
+    assert [(c, float(n), float(h)) for c, n, h in cells[:len(cluster)]] == list(
+        zip(cluster.cause, cluster.interruptions.astype(float), cluster.lost_gpu_h))
+    charts = {c.id: c for c in page.charts}
+    assert charts["causes_lost_gpu_h"].x["categories"] == cluster.cause.tolist()
+    assert charts["causes_lost_gpu_h"].data[1].tolist() == cluster.lost_gpu_h.tolist()
+    assert charts["causes_interruptions"].data[1].tolist() == cluster.interruptions.tolist()
+    events = charts["causes_events_lost_gpu_h"]  # the failures alone, not dwarfed by the stops
+    assert events.x["categories"] == ["gpu"] and events.data[1].tolist() == [1.5]
+    assert headline(read_causes(tmp_path)) == [
+        ("stops: failures and node events", "2"), ("GPU-hours lost: failures and node events", "1.5"),
+        ("stops: the policy's preemptions", "2"), ("GPU-hours lost: the policy's preemptions", "2.0"),
+        ("stops: quota reclaims", "1"), ("GPU-hours lost: quota reclaims", "2.0"),
+        ("stops: preemptions and reclaims, not split", "4"),
+        ("GPU-hours lost: preemptions and reclaims, not split", "1.0")]
+
+
+def test_a_sweep_has_columns_per_cause(tmp_path):
+    from raysim.report.causes import read_causes, sweep_causes_html, with_cause_columns
+
+    runs = pd.DataFrame({"run": ["x", "x", "x", "y", "y", "y"], "vc": ["a", "b", "all"] * 2, "jobs": [1, 1, 2] * 2})
+    table_ = with_cause_columns(runs, {"x": read_causes(hand_causes(tmp_path))})
+    assert list(table_.columns) == ["run", "vc", "jobs", "preemptions_interruptions", "preemptions_lost_gpu_h",
+                                    "reclaims_interruptions", "reclaims_lost_gpu_h", "gpu_interruptions",
+                                    "gpu_lost_gpu_h", "preemptions_and_reclaims_interruptions",
+                                    "preemptions_and_reclaims_lost_gpu_h"]
+    x = table_[table_.run == "x"].set_index("vc")
+    assert x.gpu_lost_gpu_h.tolist() == [1.0, 0.5, 1.5] and x.reclaims_interruptions.tolist() == [1, 0, 1]
+    assert table_[table_.run == "y"].iloc[:, 3:].isna().all().all()  # no capacity events: empty, not 0
+    page = Page(title="t")
+    assert "preemptions_and_reclaims" in sweep_causes_html(page, table_, ["x", "y"])
+    dots = page.charts[0]
+    assert dots.series == ["x", "y"] and dots.x["categories"] == ["preemptions", "reclaims", "gpu",
+                                                                  "preemptions_and_reclaims"]
+    assert dots.data[1].tolist() == [2.0, 2.0, 1.5, 1.0] and np.isnan(dots.data[2]).all()
+
+
+@pytest.fixture(scope="module")
+def failures_run(tmp_path_factory, venus_first_day) -> Path:
+    """The maintenance experiment's node log and Llama 3's failures under Tiresias with checkpoints,
+    on the shipped week's first day."""
+    from hydra import compose, initialize_config_dir
+
+    from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
+    from raysim.paths import CONF_DIR
+    from raysim.run import run
+
+    folder = tmp_path_factory.mktemp("failures") / "run"
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=[
+            "+experiment=venus_maintenance", "policy=tiresias", "runtime=local", "failures=llama3",
+            "failures.gpu_mtbf_h=2000", "checkpoint.interval_s=1800", "checkpoint.write_s=60",
+            "checkpoint.restart_s=300", "report.plots=none", f"trace.path={venus_first_day}"])
+    run(cfg, folder)
+    return folder
+
+
+def test_a_run_page_with_failures_in_chromium(failures_run):
+    """The page of a run with a node log and failures, drawn in Chromium: the stops and lost work per
+    cause as lost_by_cause.csv has them (the policy's preemptions apart from the failures and node
+    events), and the node log and failure model by their resolved paths and hashes."""
+    from playwright.sync_api import sync_playwright
+
+    from browser_check import FLAGS, chromium
+
+    csv = pd.read_csv(failures_run / "lost_by_cause.csv")
+    cluster = csv[csv.vc == "all"]
+    assert "preemptions" in set(cluster.cause) and len(cluster) > 2  # Tiresias' own, and failures and node events
+    log = REPO / "traces" / "venus_synth" / "maintenance.csv"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            errors = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto((failures_run / "report.html").resolve().as_uri(), wait_until="load")
+            rows = page.eval_on_selector_all("#causes > .scroll > table > tbody > tr", """rows => rows.map(
+                r => Array.from(r.cells).map(c => c.getAttribute('data-v')))""")
+            titles = page.locator("#causes .uplot .u-title").all_inner_texts()
+            cards = page.locator("#summary .card").all_inner_texts()
+            data = page.inner_text("#data")
+            text = page.inner_text("body")
+        finally:
+            browser.close()
+    assert errors == []
+    assert [(c, float(n), float(h)) for c, _, n, h in rows] == list(
+        zip(cluster.cause, cluster.interruptions.astype(float), cluster.lost_gpu_h))
+    assert titles == ["GPU-hours of work lost per cause, whole cluster", "Interruptions per cause, whole cluster",
+                      "GPU-hours of work lost per failure or node event, whole cluster"]
+    events = cluster[cluster.cause != "preemptions"]
+    preempted = cluster[cluster.cause == "preemptions"].iloc[0]
+    shown = {tuple(c.split("\n")[::-1]) for c in cards}
+    assert {("stops: failures and node events", f"{events.interruptions.sum():,}"),
+            ("GPU-hours lost: failures and node events", f"{events.lost_gpu_h.sum():,.1f}"),
+            ("stops: the policy's preemptions", f"{preempted.interruptions:,}"),
+            ("GPU-hours lost: the policy's preemptions", f"{preempted.lost_gpu_h:,.1f}")} <= shown
+    assert not any(k == "GPU-hours of work lost" for k, _ in shown)  # no lumped total
+    assert "${" not in text
+    assert str(log) in data and hashlib.sha256(log.read_bytes()).hexdigest() in data
+    assert "llama3" in data and "faulty_gpu" in data
+
+
+def test_a_failure_trace_is_recorded_and_shown_by_its_resolved_path_and_hash(tmp_path, monkeypatch):
+    from raysim.report.causes import capacity_inputs_html
+    from raysim.run.outputs import record_capacity_inputs
+
+    monkeypatch.chdir(tmp_path)  # a relative path: from where raysim was launched
+    (tmp_path / "fails.csv").write_text("time,vc,node,category,repair_s\n10,a,0,failure,60\n")
+    (tmp_path / "trace_report.json").write_text("{}")
+    record_capacity_inputs(tmp_path, "cluster.capacity", None,
+                           {"name": "trace", "path": "fails.csv", "kinds": {"failure": "down"}})
+    report = json.loads((tmp_path / "trace_report.json").read_text())
+    digest = hashlib.sha256((tmp_path / "fails.csv").read_bytes()).hexdigest()
+    assert report["capacity"] == {"node_log": None, "failures": {
+        "name": "trace", "kinds": {"failure": "down"}, "path": {"path": str((tmp_path / "fails.csv").resolve()),
+                                                                "sha256": digest}}}
+    html = capacity_inputs_html(report)
+    assert f"<code>{(tmp_path / 'fails.csv').resolve()}</code>" in html and digest in html
+    assert "<dt>node log (cluster.capacity)</dt><dd>none</dd>" in html

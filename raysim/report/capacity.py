@@ -65,30 +65,53 @@ def _binned(time: np.ndarray, series: list, points: int) -> tuple[np.ndarray, li
     return time[edges], [np.add.reduceat(values, edges) / counts for values in series]
 
 
-#: The cause of stops that no capacity event made (policy preemptions, quota reclaims).
-OTHER_STOPS = "preemptions_and_reclaims"
+#: The causes of stops that no capacity event made, as lost_by_cause calls them: the policy's own
+#: preemptions (jobs.parquet's `preemptions`), quota reclaims (`reclaims`), and both where a job
+#: had both (jobs.parquet does not split the work such a job lost between the two).
+PREEMPTIONS, RECLAIMS, OTHER_STOPS = "preemptions", "reclaims", "preemptions_and_reclaims"
 
 
 def lost_by_cause(jobs: pa.Table) -> pd.DataFrame:
-    """Per VC and for the cluster ("all"), per cause: interruptions and GPU-hours of work lost, from
-    jobs.parquet's `interruptions_<cause>` and `lost_gpu_s_<cause>` (the work lost to other stops,
-    preemptions and reclaims, as OTHER_STOPS). Rows by VC (layout order, then "all"), then most lost."""
-    df = jobs.to_pandas()
+    """Per VC and for the cluster ("all"), per cause: interruptions and GPU-hours of work lost.
+
+    The causes of capacity events (node log causes, failure categories) from jobs.parquet's
+    `interruptions_<cause>` and, under checkpoint-restart, `lost_gpu_s_<cause>`; then the stops no
+    capacity event made, each job's counted by what stopped it: PREEMPTIONS (jobs only its policy
+    preempted), RECLAIMS (jobs only quota reclaims stopped) and OTHER_STOPS (jobs both stopped: their
+    stops counted together, the work they lost not split). The work lost to those is the rest of a
+    job's `lost_gpu_s`. Without checkpoints (no `lost_gpu_s`) `lost_gpu_h` is NaN. A cause without an
+    interruption or lost work in a VC has no row there. Rows by VC (layout order, then "all"), then
+    most lost, then most interruptions."""
+    names = jobs.column_names
+    checkpoints = "lost_gpu_s" in names
+    causes = [c[len("interruptions_"):] for c in names if c.startswith("interruptions_")]
+    df = jobs.select(["vc", "preemptions", *(["reclaims"] if "reclaims" in names else []), *(
+        f"interruptions_{c}" for c in causes), *((["lost_gpu_s"] + [f"lost_gpu_s_{c}" for c in causes])
+                                                 if checkpoints else [])]).to_pandas()
     df["vc"] = df["vc"].astype(str)
-    causes = [c[len("lost_gpu_s_"):] for c in jobs.column_names if c.startswith("lost_gpu_s_")]
-    df[f"lost_gpu_s_{OTHER_STOPS}"] = df["lost_gpu_s"] - df[[f"lost_gpu_s_{c}" for c in causes]].sum(axis=1)
+    preempted = df["preemptions"] > 0
+    reclaimed = df["reclaims"] > 0 if "reclaims" in df else pd.Series(False, index=df.index)
+    rest = (df["lost_gpu_s"] - df[[f"lost_gpu_s_{c}" for c in causes]].sum(axis=1)) if checkpoints else None
+    stops = {PREEMPTIONS: preempted & ~reclaimed, RECLAIMS: reclaimed & ~preempted, OTHER_STOPS: reclaimed & preempted}
+    other = df["preemptions"] + (df["reclaims"] if "reclaims" in df else 0)
+    for cause, who in stops.items():  # a job's stops of no capacity event under one of the three
+        df[f"interruptions_{cause}"] = np.where(who, other, 0)
+        if checkpoints:
+            df[f"lost_gpu_s_{cause}"] = np.where(who, rest, 0.0)
     rows = []
     for vc, g in [*df.groupby("vc", sort=False), ("all", df)]:
-        part = [{"vc": vc, "cause": c, "interruptions": int(g[f"interruptions_{c}"].sum())
-                 if f"interruptions_{c}" in g else None,
-                 "lost_gpu_h": float(g[f"lost_gpu_s_{c}"].sum()) / 3600} for c in [*causes, OTHER_STOPS]]
-        rows += sorted((r for r in part if r["lost_gpu_h"] or r["interruptions"]), key=lambda r: -r["lost_gpu_h"])
+        part = [{"vc": vc, "cause": c, "interruptions": int(g[f"interruptions_{c}"].sum()),
+                 "lost_gpu_h": float(g[f"lost_gpu_s_{c}"].sum()) / 3600 if checkpoints else np.nan}
+                for c in [*causes, *stops]]
+        rows += sorted((r for r in part if r["interruptions"] or (checkpoints and r["lost_gpu_h"])),
+                       key=lambda r: (-np.nan_to_num(r["lost_gpu_h"]), -r["interruptions"]))
     return pd.DataFrame(rows, columns=["vc", "cause", "interruptions", "lost_gpu_h"])
 
 
 def write_lost_by_cause(jobs: pa.Table, run_dir: Path, title: str = "", plot: bool = True) -> None:
     """`lost_by_cause.csv` (lost_by_cause) and, with `plot`, `plots/lost_by_cause.png`: the
-    cluster's lost GPU-hours per cause, with each cause's interruptions; `title`: what was run."""
+    cluster's lost GPU-hours per cause, with each cause's interruptions (without checkpoints, the
+    interruptions alone); `title`: what was run."""
     table = lost_by_cause(jobs)
     table.to_csv(run_dir / "lost_by_cause.csv", index=False)
     if not plot:
@@ -96,13 +119,14 @@ def write_lost_by_cause(jobs: pa.Table, run_dir: Path, title: str = "", plot: bo
     from raysim.report.plots import save_figure, set_title, subplots
 
     cluster = table[table.vc == "all"].iloc[::-1]
+    lost = cluster.lost_gpu_h.notna().all()
     fig, ax = subplots(figsize=(7, 0.8 + 0.28 * len(cluster)))
-    ax.barh(cluster.cause, cluster.lost_gpu_h, color="C3")
+    ax.barh(cluster.cause, cluster.lost_gpu_h if lost else cluster.interruptions, color="C3")
     for y, (hours, n) in enumerate(zip(cluster.lost_gpu_h, cluster.interruptions)):
-        ax.annotate(f"{hours:,.0f}" + ("" if pd.isna(n) else f" ({int(n)} stops)"), (hours, y), fontsize=7,
+        ax.annotate(f"{hours:,.0f} ({n} stops)" if lost else f"{n}", (hours if lost else n, y), fontsize=7,
                     xytext=(3, -3), textcoords="offset points")
-    ax.set_xlabel("GPU-hours of work lost (since the last completed checkpoint)")
-    set_title(ax, "work lost per cause of interruption, whole cluster", title)
+    ax.set_xlabel("GPU-hours of work lost (since the last completed checkpoint)" if lost else "interruptions")
+    set_title(ax, f"{'work lost' if lost else 'interruptions'} per cause, whole cluster", title)
     ax.tick_params(axis="y", labelsize=7)
     ax.grid(alpha=0.3, axis="x")
     ax.margins(x=0.15)

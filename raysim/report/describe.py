@@ -45,6 +45,22 @@ def run_compat(run_dir) -> str | None:
     return (saved.get("sim") or {}).get("compat")
 
 
+def resolved_config(config: dict) -> dict:
+    """A run's saved config (.hydra/config.yaml) with its interpolations resolved (e.g.
+    ``${raysim_path:traces/venus_synth/maintenance.csv}`` as the path it names); as saved where one
+    does not resolve (a path of a project folder that is gone, a resolver of another program)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from raysim.resolvers import register_resolvers
+
+    register_resolvers()
+    try:
+        return OmegaConf.to_container(OmegaConf.create(config), resolve=True)
+    except OmegaConfBaseException:
+        return config
+
+
 def run_description(what: str, compat: str | None = None, overrides=()) -> str:
     """What a plot's title says of the run(s) it shows: `what` (e.g. "venus_synth: fifo / consolidate"),
     the semantics mode ("compat=lucid") and, on a second line, the command-line overrides,

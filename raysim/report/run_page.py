@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 import yaml
 
 from raysim import __version__
-from raysim.report.describe import run_overrides, time_axis
+from raysim.report.causes import capacity_inputs_html, causes_html, headline, read_causes
+from raysim.report.describe import resolved_config, run_overrides, time_axis
 from raysim.report.page import Chart, Page, cards, esc, facts, table
 from raysim.report.page_data import cdf_points, largest_vcs, series_edges, vc_series
 from raysim.tables import cell, plural
@@ -52,12 +53,15 @@ def run_page(run_dir: Path) -> Page:
     report = json.loads((run_dir / "trace_report.json").read_text())
     config = read_yaml(run_dir / ".hydra" / "config.yaml", {})
     summary = pd.read_csv(run_dir / "summary.csv")
+    causes = read_causes(run_dir)
     what = run_name(report, config)
     page = Page(title=f"raysim: {what}", subtitle=" ".join(run_overrides(run_dir)))
-    page.section("summary", "Summary", summary_html(summary))
+    page.section("summary", "Summary", summary_html(summary, causes))
     page.section("plots", "Charts", charts_html(page, run_dir, report, summary))
+    if causes is not None:
+        page.section("causes", "Lost work per cause", causes_html(page, causes))
     page.section("run", "What was run", run_html(run_dir, report, config))
-    page.section("data", "Data", data_html(report))
+    page.section("data", "Data", data_html(report) + capacity_inputs_html(report))
     page.section("time", "Wall time", wall_html(report.get("wall_s") or {}))
     page.section("files", "Files", files_html(run_dir))
     return page
@@ -76,8 +80,10 @@ def run_name(report: dict, config: dict) -> str:
     return "".join(parts) + (f", compat={compat}" if compat else "")
 
 
-def summary_html(summary: pd.DataFrame) -> str:
-    """Headline figures of the cluster, then the summary per VC (sortable)."""
+def summary_html(summary: pd.DataFrame, causes: pd.DataFrame | None = None) -> str:
+    """Headline figures of the cluster, then the summary per VC (sortable); a run with capacity
+    events (`causes`: its lost_by_cause.csv) has its stops and lost work per kind of cause instead
+    of their totals (raysim.report.causes.headline)."""
     overall = summary[summary["vc"] == "all"].iloc[0]
     head = [("jobs", f"{int(overall['jobs']):,}"), ("average JCT", hours(overall["avg_jct"])),
             ("average queueing delay", hours(overall["avg_queue"])),
@@ -86,9 +92,9 @@ def summary_html(summary: pd.DataFrame) -> str:
         head.append(("GPU utilisation", f"{overall['gpu_utilization']:.3f}"))
     for key, name in (("interruptions", "interruptions"), ("retries", "retries of failed runs"),
                       ("lost_gpu_h", "GPU-hours of work lost")):
-        if key in overall and pd.notna(overall[key]):
+        if key in overall and pd.notna(overall[key]) and (causes is None or key == "retries"):
             head.append((name, f"{overall[key]:,.0f}" if key != "lost_gpu_h" else f"{overall[key]:,.1f}"))
-    return cards(head) + table(summary, total="all")
+    return cards(head + (headline(causes) if causes is not None else [])) + table(summary, total="all")
 
 
 def hours(seconds) -> str:
@@ -129,10 +135,6 @@ def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) 
     series_path = run_dir / "timeseries.parquet"
     if series_path.exists():
         parts += over_time_charts(page, series_path, largest_vcs(report.get("layout") or {}))
-    lost = run_dir / "lost_by_cause.csv"
-    if lost.exists():
-        parts.append("<h3>Interruptions and work lost per cause</h3>"
-                     + table(pd.read_csv(lost).query("vc == 'all'").drop(columns="vc")))
     return "\n".join(parts)
 
 
@@ -235,7 +237,8 @@ def run_html(run_dir: Path, report: dict, config: dict) -> str:
                              + " GPUs")),
              ("raysim version", esc(__version__)),
              ("page written", esc(datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")))]
-    composed = yaml.safe_dump(config, sort_keys=False) if config else "(no .hydra/config.yaml in the run folder)"
+    composed = (yaml.safe_dump(resolved_config(config), sort_keys=False) if config
+                else "(no .hydra/config.yaml in the run folder)")
     return facts(items) + f"<details><summary>the whole configuration</summary><pre>{esc(composed)}</pre></details>"
 
 

@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 
 from raysim.forking import forked_map
 from raysim.report.bar_axis import bar_axis
+from raysim.report.causes import read_causes, with_cause_columns
 from raysim.report.describe import common_overrides, has_results, run_folders, run_labels, run_overrides
 from raysim.report.plots import plot_tasks, save_figure, set_title, subplots
 from raysim.report.timeseries import cluster_series
@@ -43,22 +44,26 @@ def missing_runs_line(sweep_dir: str | Path) -> str | None:
 
 
 def summarize_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True) -> pd.DataFrame:
-    """Build sweep_summary.csv/.md (run x metric, overall and per VC), the PNG plots (`plots`) and
-    report.html (`html`) in `sweep_dir`."""
+    """Build sweep_summary.csv/.md (run x metric, overall and per VC; with capacity events, per
+    cause too: raysim.report.causes.with_cause_columns), the PNG plots (`plots`) and report.html
+    (`html`) in `sweep_dir`."""
     sweep_dir = Path(sweep_dir)
     runs = sorted(p.parent for p in sweep_dir.glob("*/summary.csv"))
     if not runs:
         raise FileNotFoundError(f"{sweep_dir}: no run folder with a summary.csv (is this a multirun folder?)")
-    frames, data = [], {}
+    frames, data, causes = [], {}, {}
     for run, label in zip(runs, run_labels(runs)):
         summary = pd.read_csv(run / "summary.csv")
         frames.append(summary.assign(run=label))
+        lost = read_causes(run)
+        if lost is not None:
+            causes[label] = lost
         if plots and (run / "jobs.parquet").exists():
             jobs = pq.read_table(run / "jobs.parquet", columns=["jct"]).to_pandas()
             series = cluster_series(run / "timeseries.parquet")
             data[label] = (jobs, series, summary)
     table = pd.concat(frames, ignore_index=True)
-    table = table[["run"] + [c for c in table.columns if c != "run"]]
+    table = with_cause_columns(table[["run"] + [c for c in table.columns if c != "run"]], causes)
     table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
     missing = missing_runs_line(sweep_dir)
     (sweep_dir / "sweep_summary.md").write_text(_markdown(table) + (f"\n{missing}\n" if missing else ""))

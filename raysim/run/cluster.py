@@ -17,12 +17,12 @@ from raysim.errors import ConfigError, TraceError
 from raysim.policy import policy_class
 from raysim.report.describe import run_description, run_overrides
 from raysim.report.settings import report_settings
-from raysim.run.values import plain
+from raysim.run.values import plain, value
 from raysim.report.summary import summarize
 from raysim.tables import plural, to_markdown
 from raysim.run.config import (check_cluster_config, estimates_from_config, load_from_config, policy_constants_of,
                                spec_from_config)
-from raysim.run.outputs import record_wall, write_outputs, write_plots
+from raysim.run.outputs import record_capacity_inputs, record_wall, write_outputs, write_plots
 from raysim.run.simulate import simulate_to, vc_groups
 from raysim.run.overrides import in_multirun
 
@@ -70,11 +70,11 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     columns = ["vc", "submit_time", "end_time", "queue", "jct", "preemptions", "finished"]
     if spec.quota.mode != "none":
         columns += ["ran_on_vc", "reclaims"]
+    names = pq.ParquetFile(run_dir / "jobs.parquet").schema_arrow.names
     if spec.capacity is not None:
-        columns.append("interruptions")
+        columns += [c for c in names if c.startswith("interruptions")]
     if spec.checkpoints:
-        columns += ["duration", "gpu_num"] + [c for c in pq.ParquetFile(run_dir / "jobs.parquet").schema_arrow.names
-                                              if c.startswith(("lost_gpu_s", "overhead_gpu_s", "interruptions_"))]
+        columns += ["duration", "gpu_num"] + [c for c in names if c.startswith(("lost_gpu_s", "overhead_gpu_s"))]
     if spec.attempts is not None:
         columns += ["retries", "failed", "failed_gpu_s"]
     jobs = pq.read_table(run_dir / "jobs.parquet", columns=columns)
@@ -99,10 +99,12 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     if plots:
         write_plots(jobs, run_dir, summary, label=spec.policy, interval=int(cfg.sim.sample_interval), title=title)
     write_outputs(run_dir, summary, trace, spec, title=f"{spec.policy} / {spec.placer} / {cfg.sim.compat}")
-    if spec.checkpoints and spec.capacity is not None:
+    if spec.capacity is not None:
         from raysim.report.capacity import write_lost_by_cause
 
         write_lost_by_cause(jobs, run_dir, title, plot=plots)
+        key = "harvest.node_log" if harvest else "cluster.capacity"
+        record_capacity_inputs(run_dir, key, value(cfg, key), plain(cfg, "failures"))
     write_job_views(run_dir, settings, spec)
     record_wall(run_dir, {"read_s": read_s, "ray_start_s": ray_s, "simulate_s": sim_wall,
                           "write_s": time.perf_counter() - sim_start - sim_wall})

@@ -47,3 +47,25 @@ def record_wall(run_dir: Path, wall_s: dict) -> None:
     report = json.loads(path.read_text())
     report["wall_s"] = wall_s
     path.write_text(json.dumps(report, indent=2))
+
+
+def record_capacity_inputs(run_dir: Path, key: str, node_log, failures: dict | None) -> None:
+    """Add to trace_report.json what changed the run's nodes, which report.html shows: the node log
+    (`node_log`, the resolved value of setting `key`: cluster.capacity, or harvesting's
+    harvest.node_log; None: none) and the failure model (the `failures` group, resolved; its failure
+    trace, failures=trace, as `path`), each file as its absolute path with its sha256."""
+    from raysim.data.store import sha256_of
+    from raysim.paths import original_cwd
+
+    def named(path) -> dict:  # (a relative path is relative to where raysim was launched, as read)
+        path = (original_cwd() / Path(str(path)).expanduser()).resolve()
+        return {"path": str(path), "sha256": sha256_of(path)}
+
+    report_path = run_dir / "trace_report.json"
+    report = json.loads(report_path.read_text())
+    model = dict(failures or {})
+    if model.get("path") is not None:
+        model["path"] = named(model["path"])
+    report["capacity"] = {"node_log": {"key": key, **named(node_log)} if node_log is not None else None,
+                          "failures": model if model.get("name", "none") != "none" else None}
+    report_path.write_text(json.dumps(report, indent=2))
