@@ -39,8 +39,9 @@ class GpuIds:
     pool, node by node) and then those of the node slots past its layout that the run used (nodes
     joined with cluster.capacity, lent by Lucid's profiler), each as wide as a node of its first
     pool; a node borrowed under quota=borrow is counted in its lender's range instead (jobs.parquet
-    `ran_on_vc`), so the ids stay the cluster's GPUs. Jobs that ran outside any VC (Lucid's
-    profiling pool, `first_node` -1) share one range after the VCs'."""
+    `ran_on_vc`), so the ids stay the cluster's GPUs. Under quota=global the one merged VC holds
+    every VC's pools in layout order: its range numbers the GPUs as quota=none's ranges do. Jobs
+    that ran outside any VC (Lucid's profiling pool, `first_node` -1) share one range after the VCs'."""
 
     #: VC -> (first id of its range, its end, first id of each of its own nodes, end of its own nodes'
     #: ids, width of a slot past them)
