@@ -505,24 +505,23 @@ def interval_start_and_size(text):
 @pytest.fixture(scope="module", params=[pytest.param(name, marks=[] if name == "global" else pytest.mark.slow)
                                         for name in sorted(quota_modes_of_conf())])
 def every_output(request, tmp_path_factory, venus_first_day):
-    """(mode, run folder) of the first day of the Venus-like week under Tiresias with node maintenance
-    and failures, checkpoints and every output on (the page, plots, out_jobs.csv, timeline.json), for
-    each `quota=` of conf/quota/. About 5 s of CPU a mode: `global` in the main suite (no other test
-    runs it end to end), the others, which other tests run end to end, with the slow ones."""
-    from hydra import compose, initialize_config_dir
-
-    from raysim import cli  # noqa: F401  (the raysim_path resolver)
-    from raysim.paths import CONF_DIR
-    from raysim.run import run
+    """(mode, run folder) of `python -m raysim` on the first day of the Venus-like week under Tiresias
+    with node maintenance and failures, checkpoints and every output on (the page, plots,
+    out_jobs.csv, timeline.json), for each `quota=` of conf/quota/. About 5 s of CPU a mode: `global`
+    in the main suite (no other test runs it end to end), the others, which other tests run end to
+    end, with the slow ones."""
+    import subprocess
+    import sys
+    from pathlib import Path
 
     name = request.param
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        cfg = compose(config_name="config", overrides=[
-            "+experiment=venus_maintenance", "runtime=local", f"trace.path={venus_first_day}", f"quota={name}",
-            "policy=tiresias", "failures=exponential", "checkpoint.interval_s=3600", "report.html=true",
-            "report.plots=run", "report.out_jobs=true", "report.timeline=true"])
-    run_dir = tmp_path_factory.mktemp(name)
-    run(cfg, run_dir)
+    run_dir = tmp_path_factory.mktemp(name) / "run"
+    res = subprocess.run([sys.executable, "-m", "raysim", "+experiment=venus_maintenance", "runtime=local",
+                          f"trace.path={venus_first_day}", f"quota={name}", "policy=tiresias", "failures=exponential",
+                          "checkpoint.interval_s=3600", "report.html=true", "report.plots=run", "report.out_jobs=true",
+                          "report.timeline=true", f"hydra.run.dir={run_dir}"],
+                         cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
     return name, run_dir
 
 
@@ -588,4 +587,4 @@ def test_every_quota_mode_writes_every_output_and_they_agree(every_output):
     series = pq.read_table(run_dir / "timeseries.parquet", columns=["vc", "down_gpu_num"])
     assert set(series.column("vc").to_pylist()) == {*report["layout"], "all"}
     html = (run_dir / "report.html").read_text()
-    assert f"{summary.loc['all', 'avg_jct']:,.1f}" in html and "<dt>quota</dt>" in html
+    assert f"{summary.loc['all', 'avg_jct']:,.1f}" in html and f"<dt>quota</dt><dd>{mode}</dd>" in html
