@@ -109,6 +109,28 @@ def test_nodes_on_loan_keep_the_ids_the_clusters_gpus(jobset, tmp_path):
         (out / "trace_report.json").read_text())["layout"].values() for p in pools)
 
 
+def test_the_merged_vc_of_quota_global_numbers_the_clusters_gpus(tmp_path):
+    """quota=global: `ran_on_vc` names the VC whose pool of the one merged VC held a job's first node,
+    not a lender; `first_node` counts the merged VC's nodes, numbered VC by VC as the cluster's GPUs."""
+    layout = {"global": [{"gpu_type": "gpu", "gpus_per_node": 8, "nodes": 2},
+                         {"gpu_type": "gpu", "gpus_per_node": 4, "nodes": 1}]}
+    jobs = pa.table({"job_id": [1, 2, 3], "vc": ["a", "b", "b"], "gpu_num": pa.array([2, 4, 8], pa.int32()),
+                     "submit_time": [0, 0, 0], "duration": [5, 5, 5], "start_time": [0, 0, 0],
+                     "end_time": [5, 5, 5], "queue": [0, 0, 0], "preemptions": pa.array([0, 0, 0], pa.int32()),
+                     "first_node": pa.array([2, 0, 1], pa.int32()), "num_nodes": pa.array([1, 1, 1], pa.int32()),
+                     "ran_on_vc": ["b", "a", "a"]})
+    pq.write_table(jobs, tmp_path / "jobs.parquet")
+    ids = gpu_ids(tmp_path / "jobs.parquet", layout)
+    assert ids.pool == 20 and set(ids.vcs) == {"global"}
+    assert batsim_rows(jobs, ids, "w").column("allocated_resources").to_pylist() == ["16-17", "0-3", "8-15"]
+    # where each VC ran on its own, `ran_on_vc` is a lender, one the layout has
+    lender = jobs.set_column(jobs.schema.get_field_index("ran_on_vc"), "ran_on_vc", pa.array(["a", "c", "b"]))
+    pq.write_table(lender, tmp_path / "jobs.parquet")
+    own = {"a": layout["global"][:1], "b": layout["global"][1:]}
+    with pytest.raises(ValueError, match=r"ran on VC 'c' \(ran_on_vc\), which trace_report.json's layout lacks"):
+        gpu_ids(tmp_path / "jobs.parquet", own)
+
+
 def test_utilisation_plot_of_evalys(fifo_run, jobset, tmp_path):
     import matplotlib
 

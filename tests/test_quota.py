@@ -484,3 +484,107 @@ def test_a_sweep_shows_the_queue_each_vc_gained_or_lost():
     change = quota_change(table, "avg_queue")
     assert list(change.columns) == ["policy=fifo,quota=borrow"]  # sjf has no quota=none run to compare to
     assert change.loc["a"].tolist() == [-60.0] and change.loc["all"].tolist() == [-20.0]
+
+
+# ---------------------------------------------------------------------- every mode, every output
+def quota_modes_of_conf():
+    """The quota modes conf/quota/ offers (`quota=<name>`), each file's `mode`."""
+    import yaml
+
+    from raysim.paths import CONF_DIR
+
+    return {path.stem: yaml.safe_load(path.read_text())["mode"] for path in sorted((CONF_DIR / "quota").glob("*.yaml"))}
+
+
+def interval_start_and_size(text):
+    """(first id, number of ids) of an out_jobs.csv interval set ("8-15 0-3"), its first interval first."""
+    parts = [tuple(map(int, part.split("-"))) if "-" in part else (int(part), int(part)) for part in text.split()]
+    return parts[0][0], sum(hi - lo + 1 for lo, hi in parts)
+
+
+@pytest.fixture(scope="module", params=[pytest.param(name, marks=[] if name == "global" else pytest.mark.slow)
+                                        for name in sorted(quota_modes_of_conf())])
+def every_output(request, tmp_path_factory, venus_first_day):
+    """(mode, run folder) of `python -m raysim` on the first day of the Venus-like week under Tiresias
+    with node maintenance and failures, checkpoints and every output on (the page, plots,
+    out_jobs.csv, timeline.json), for each `quota=` of conf/quota/. About 5 s of CPU a mode: `global`
+    in the main suite (no other test runs it end to end), the others, which other tests run end to
+    end, with the slow ones."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    name = request.param
+    run_dir = tmp_path_factory.mktemp(name) / "run"
+    res = subprocess.run([sys.executable, "-m", "raysim", "+experiment=venus_maintenance", "runtime=local",
+                          f"trace.path={venus_first_day}", f"quota={name}", "policy=tiresias", "failures=exponential",
+                          "checkpoint.interval_s=3600", "report.html=true", "report.plots=run", "report.out_jobs=true",
+                          "report.timeline=true", f"hydra.run.dir={run_dir}"],
+                         cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return name, run_dir
+
+
+def test_conf_offers_every_quota_mode():
+    from raysim.quota.settings import MODES
+
+    assert sorted(quota_modes_of_conf().values()) == sorted(MODES)
+    assert all(name == mode for name, mode in quota_modes_of_conf().items())
+
+
+def test_every_quota_mode_writes_every_output_and_they_agree(every_output):
+    import json
+
+    mode, run_dir = every_output
+    plots = {"jct_cdf", "queue_per_vc", "gpu_utilization", "pending_jobs", "capacity", "lost_by_cause"}
+    assert {p.stem for p in (run_dir / "plots").glob("*.png")} == plots | ({"loans"} if mode == "borrow" else set())
+    jobs = pq.read_table(run_dir / "jobs.parquet").to_pandas()
+    report = json.loads((run_dir / "trace_report.json").read_text())
+    assert len(jobs) == report["jobs"] == 1_096 and jobs.finished.all()
+    summary = pd.read_csv(run_dir / "summary.csv").set_index("vc")
+    assert summary.loc["all", "jobs"] == len(jobs) and summary.drop(index="all").jobs.sum() == len(jobs)
+    down = summary.drop(index="all").down_gpu_h
+    if mode == "global":  # the series has the merged VC only: no VC's own share of it
+        assert down.isna().all()
+    else:
+        assert down.sum() == pytest.approx(summary.loc["all", "down_gpu_h"])
+    assert summary.loc["all", "down_gpu_h"] > 0 and summary.loc["all", "interruptions"] > 0
+
+    # out_jobs.csv: every job, in trace order, on gpu_num of the cluster's GPUs, starting in those of
+    # the VC whose node it started on: its own, or (borrow) the lender of a first node it held on loan,
+    # or (global) the VC whose pool held it
+    out = pd.read_csv(run_dir / "out_jobs.csv")
+    assert out.job_id.tolist() == jobs.job_id.tolist()
+    np.testing.assert_array_equal(out.waiting_time, jobs.start_time - jobs.submit_time)
+    assert {pool["gpus_per_node"] for pools in report["layout"].values() for pool in pools} == {8}
+    sizes = 8 * np.array(list(report["vcs"].values()))  # each VC's GPUs, numbered VC by VC (layout order)
+    ranges = dict(zip(report["vcs"], zip(np.cumsum(sizes) - sizes, np.cumsum(sizes))))
+    on = jobs.vc.astype(str)
+    if mode == "global":
+        on = jobs.ran_on_vc
+    elif mode == "borrow":
+        held = jobs.first_node >= on.map(report["vcs"])
+        on = on.where(~held, jobs.ran_on_vc)
+        assert held.any()
+    for text, gpus, vc in zip(out.allocated_resources, jobs.gpu_num, on):
+        first, size = interval_start_and_size(text)
+        assert size == gpus and ranges[vc][0] <= first < ranges[vc][1], (text, vc)
+
+    # timeline.json: a slice per job, the capacity events, a process per simulated VC
+    timeline = json.loads((run_dir / "timeline.json").read_text())
+    events = timeline["traceEvents"]
+    assert sorted(e["args"]["job_id"] for e in events if e["ph"] == "X") == sorted(jobs.job_id)
+    assert timeline["otherData"]["raysim"]["capacity_events"] == sum(e["ph"] == "i" for e in events) > 0
+    assert {e["args"]["name"] for e in events if e["name"] == "process_name"} == {f"VC {vc}" for vc in report["layout"]}
+
+    # lost_by_cause.csv: the cluster's rows add up to the summary's lost work and interruptions
+    lost = pd.read_csv(run_dir / "lost_by_cause.csv")
+    cluster = lost[lost.vc == "all"]
+    assert cluster.lost_gpu_h.sum() == pytest.approx(summary.loc["all", "lost_gpu_h"])
+    assert cluster.interruptions.sum() == summary.loc["all", "interruptions"]
+
+    # timeseries.parquet: the simulated VCs and the cluster; the page: the summary's figures
+    series = pq.read_table(run_dir / "timeseries.parquet", columns=["vc", "down_gpu_num"])
+    assert set(series.column("vc").to_pylist()) == {*report["layout"], "all"}
+    html = (run_dir / "report.html").read_text()
+    assert f"{summary.loc['all', 'avg_jct']:,.1f}" in html and f"<dt>quota</dt><dd>{mode}</dd>" in html

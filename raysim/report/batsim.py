@@ -39,8 +39,9 @@ class GpuIds:
     pool, node by node) and then those of the node slots past its layout that the run used (nodes
     joined with cluster.capacity, lent by Lucid's profiler), each as wide as a node of its first
     pool; a node borrowed under quota=borrow is counted in its lender's range instead (jobs.parquet
-    `ran_on_vc`), so the ids stay the cluster's GPUs. Jobs that ran outside any VC (Lucid's
-    profiling pool, `first_node` -1) share one range after the VCs'."""
+    `ran_on_vc`), so the ids stay the cluster's GPUs. Under quota=global the one merged VC holds
+    every VC's pools in layout order: its range numbers the GPUs as quota=none's ranges do. Jobs
+    that ran outside any VC (Lucid's profiling pool, `first_node` -1) share one range after the VCs'."""
 
     #: VC -> (first id of its range, its end, first id of each of its own nodes, end of its own nodes'
     #: ids, width of a slot past them)
@@ -60,7 +61,7 @@ def gpu_ids(jobs_path: Path, layout: dict) -> GpuIds:
         last = (table.column("first_node").fill_null(-1).to_numpy().astype(np.int64)
                 + table.column("num_nodes").to_numpy())
         codes, names = _codes(table.column("vc"))
-        own_slots = ~_borrowed(table)
+        own_slots = ~_borrowed(table, layout)
         for code in np.unique(codes[own_slots]):
             simulated = simulated_vc(names[code], layout)
             slots[simulated] = max(slots[simulated], int(last[own_slots & (codes == code)].max()))
@@ -164,7 +165,7 @@ def allocated_resources(jobs: pa.Table, ids: GpuIds) -> pa.Array:
         own = len(node_start)
         begin[rows], end[rows] = b, e
         start[rows] = np.where(k < own, node_start[np.minimum(k, own - 1)] if own else b, own_end + (k - own) * width)
-    lent = _borrowed(jobs) & (first >= 0)
+    lent = _borrowed(jobs, ids.vcs) & (first >= 0)
     if lent.any():
         lender_codes, lenders = _codes(jobs.column("ran_on_vc").fill_null(""))
         for code, lender_code in set(zip(codes[lent].tolist(), lender_codes[lent].tolist())):
@@ -190,14 +191,27 @@ def _interval(lo: np.ndarray, hi: np.ndarray) -> pa.Array:
     return pc.if_else(pa.array(lo == hi), lo_text, pc.binary_join_element_wise(lo_text, hi_text, "-"))
 
 
-def _borrowed(jobs: pa.Table) -> np.ndarray:
-    """Per job, whether its latest run used another VC's nodes lent under quota=borrow (`ran_on_vc`
-    names another VC); all False for runs without loans."""
+def _borrowed(jobs: pa.Table, layout) -> np.ndarray:
+    """Per job, whether its latest run used nodes its VC held on loan under quota=borrow: its
+    `ran_on_vc` names a VC of `layout` (trace_report.json's, or GpuIds.vcs) other than its own. All
+    False for runs without loans, and under quota=global, where `ran_on_vc` names the VC whose pool
+    of the one merged VC held its first node, which `first_node` already counts. A `ran_on_vc`
+    naming no VC of the run is a ValueError."""
     if "ran_on_vc" not in jobs.column_names:
         return np.zeros(jobs.num_rows, bool)
-    ran_on = pc.cast(jobs.column("ran_on_vc").fill_null(""), pa.string())
-    borrowed = pc.and_(pc.not_equal(ran_on, ""), pc.not_equal(ran_on, pc.cast(jobs.column("vc"), pa.string())))
-    return np.asarray(borrowed.to_numpy(zero_copy_only=False), dtype=bool)
+    codes, names = _codes(jobs.column("vc"))
+    ran_codes, ran_on = _codes(jobs.column("ran_on_vc").fill_null(""))
+    pair = codes.astype(np.int64) * len(ran_on) + ran_codes
+    borrowed = np.zeros(jobs.num_rows, bool)
+    for key in np.unique(pair).tolist():
+        vc, lender = names[key // len(ran_on)], ran_on[key % len(ran_on)]
+        if vc not in layout or lender in ("", vc):  # (not in it: quota=global's merged VC ran the job)
+            continue
+        if lender not in layout:
+            raise ValueError(f"jobs.parquet says a job of VC {vc!r} ran on VC {lender!r} (ran_on_vc), "
+                             f"which trace_report.json's layout lacks")
+        borrowed |= pair == key
+    return borrowed
 
 
 def _codes(column) -> tuple[np.ndarray, list[str]]:

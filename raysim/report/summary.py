@@ -27,8 +27,9 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
     run with quota=borrow, `borrowed_gpu_h` and `lent_gpu_h` (raysim.report.loans). With capacity
     events (jobs with `interruptions`): `interruptions` (times a node going down stopped its jobs)
     and, from the time series' `down_gpu_num`, `down_gpu_h` (GPU-hours of the VC's nodes out of
-    service). Under checkpoint-restart (jobs with `lost_gpu_s`, `overhead_gpu_s`, `duration` and
-    `gpu_num`): `lost_gpu_h`, `overhead_gpu_h` and `ettr` (checkpoint_figures). Under
+    service; NaN for a VC the series lacks: under quota=global it has the merged VC only). Under
+    checkpoint-restart (jobs with `lost_gpu_s`, `overhead_gpu_s`, `duration` and `gpu_num`):
+    `lost_gpu_h`, `overhead_gpu_h` and `ettr` (checkpoint_figures). Under
     trace.failed=replay (jobs with `retries`, `failed` and `failed_gpu_s`): `retries`, `failed_jobs`
     and `failed_gpu_h` (GPU-hours of work of the runs that failed).
     """
@@ -84,7 +85,7 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
         down = column_hours(series, CAPACITY_COLUMNS, interval)
         for row in rows:
             row["down_gpu_h"] = float(sum(v[0] for v in down.values()) if row["vc"] == "all"
-                                      else down.get(row["vc"], [0.0])[0])
+                                      else down.get(row["vc"], [np.nan])[0])
     return pd.DataFrame(rows)
 
 
