@@ -107,6 +107,7 @@ def test_run_page_says_what_was_run_and_what_came_out(venus_run):
         assert f"<dt>{fact}</dt>" in html
     assert re.search(r"<code>[0-9a-f]{64}</code>", html)  # the trace file's hash
     assert "none skipped, none converted" in html
+    assert "<dt>cluster</dt><dd>15 VCs, 1,080 GPUs</dd>" in html  # GPUs of the unnamed type `gpu`: no "1,080 gpu GPUs"
     assert "simulating" in html and "reading the trace" in html  # the wall-time split
     ids = [c["id"] for c in charts_of(html)]
     assert ids[:5] == ["jct_cdf", "queue_cdf", "queue_per_vc", "series_gpu_utilization", "series_pending_gpujob_num"]

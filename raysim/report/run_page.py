@@ -18,7 +18,7 @@ from raysim import __version__
 from raysim.report.describe import run_overrides, time_axis
 from raysim.report.page import Chart, Page, cards, esc, facts, table
 from raysim.report.page_data import cdf_points, largest_vcs, series_edges, vc_series
-from raysim.tables import plural
+from raysim.tables import gpu_counts, plural
 from raysim.report.timeseries import column_names
 from raysim.yamlfile import read_yaml
 
@@ -231,8 +231,7 @@ def run_html(run_dir: Path, report: dict, config: dict) -> str:
              ("quota", esc(pick("quota", "mode"))), ("runtime", esc(pick("runtime", "name"))),
              ("semantics (sim.compat)", esc(pick("sim", "compat"))), ("seed", esc(config.get("seed"))),
              ("trace", esc(report.get("source", ""))), ("jobs", f"{report.get('jobs', 0):,}"),
-             ("cluster", esc(f"{plural(len(layout), 'VC')}, " + ", ".join(f"{n:,} {t}" for t, n in gpus.items())
-                             + " GPUs")),
+             ("cluster", esc(f"{plural(len(layout), 'VC')}, {gpu_counts(gpus)}")),
              ("raysim version", esc(__version__)),
              ("page written", esc(datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")))]
     composed = yaml.safe_dump(config, sort_keys=False) if config else "(no .hydra/config.yaml in the run folder)"
