@@ -16,7 +16,7 @@ import yaml
 
 from raysim import __version__
 from raysim.report.describe import run_overrides, time_axis
-from raysim.report.page import Chart, Page, cards, esc, facts, table
+from raysim.report.page import Chart, Page, cards, esc, facts, small_multiples, table
 from raysim.report.page_data import cdf_points, largest_vcs, series_edges, vc_series
 from raysim.tables import gpu_counts, plural
 from raysim.report.timeseries import column_names
@@ -109,13 +109,15 @@ def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) 
     parts.append(page.chart(Chart("jct_cdf", "JCT distribution", {"label": "job completion time (s, log scale)",
                                                                   "log": True},
                                   {"label": "fraction of jobs finished within it", "range": [0, 1]},
-                                  ["all jobs"], [x, y], caption=f"Empirical CDF over the {plural(int((~np.isnan(jct)).sum()), 'finished job')} "
+                                  ["all jobs"], [x, y], kind="step",
+                                  caption=f"Empirical CDF over the {plural(int((~np.isnan(jct)).sum()), 'finished job')} "
                                   "(JCTs under 1 s drawn at 1 s); hover for the fraction at a JCT.")))
     x, y = cdf_points(queue)
     parts.append(page.chart(Chart("queue_cdf", "Queueing delay distribution",
                                   {"label": "queueing delay (s, asinh scale: linear below 1 s)", "asinh": True},
                                   {"label": "fraction of jobs that waited at most this", "range": [0, 1]},
-                                  ["all jobs"], [x, y], caption="Empirical CDF over the jobs that started.")))
+                                  ["all jobs"], [x, y], kind="step",
+                                  caption="Empirical CDF over the jobs that started.")))
     vcs = [vc for vc in summary["vc"] if vc != "all"]
     if len(vcs) > 1:
         values = summary.set_index("vc")["avg_queue"].reindex(vcs).to_numpy(dtype=float)
@@ -138,8 +140,9 @@ def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) 
 
 def over_time_charts(page: Page, path: Path, top: list[str]) -> list[str]:
     """Over-time charts of a timeseries.parquet: each SERIES_CHARTS column it has (and that is not 0
-    throughout), the cluster in bold with its `top` VCs; the utilisation per GPU type where there
-    are several types."""
+    throughout), the cluster in bold with its `top` VCs, but the GPU utilisation of the cluster alone
+    and then of each of several VCs in a small chart of its own (against the cluster's); the
+    utilisation per GPU type where there are several types."""
     names = column_names(path)
     edges, step = series_edges(path)
     origin, per, label = time_axis(edges)
@@ -155,10 +158,21 @@ def over_time_charts(page: Page, path: Path, top: list[str]) -> list[str]:
         lines = [data[vc][column] for vc in vcs]
         if column != "gpu_utilization" and not any(np.nansum(np.abs(v)) for v in lines):
             continue  # nothing to see (no node ever down, no loan, no node shared)
+        y = {"label": ylabel, **({"range": y_range} if y_range else {})}
+        if column == "gpu_utilization" and len(vcs) > 2:  # ten VCs' utilisations tangle: one small chart each
+            out.append(page.chart(Chart(f"series_{column}", title, {"label": label}, y, ["cluster"], [x, lines[0]],
+                                        bold=0, caption=f"{title} of the cluster ({means}). Drag to zoom, "
+                                        "double-click to zoom out.")))
+            out.append(small_multiples([page.chart(Chart(f"series_{column}_{i}", vc, {"label": label}, y,
+                                                         ["cluster", vc], [x, lines[0], line], bold=1, height=240))
+                                        for i, (vc, line) in enumerate(zip(vcs[1:], lines[1:]))]))
+            out.append(f'<p class="caption">{title} of each of the {len(vcs) - 1} largest VCs (thick) against the '
+                       f"cluster's (thin), on the same axes ({means}).</p>")
+            continue
         shown = f"the cluster and its {len(top)} largest VCs" if len(top) > 1 else "the cluster"
-        out.append(page.chart(Chart(f"series_{column}", title, {"label": label}, {"label": ylabel, **(
-            {"range": y_range} if y_range else {})}, ["cluster" if vc == "all" else vc for vc in vcs],
-            [x, *lines], bold=0, caption=f"{title} of {shown} ({means}). Drag to zoom, double-click to zoom out.")))
+        out.append(page.chart(Chart(f"series_{column}", title, {"label": label}, y,
+                                    ["cluster" if vc == "all" else vc for vc in vcs], [x, *lines], bold=0,
+                                    caption=f"{title} of {shown} ({means}). Drag to zoom, double-click to zoom out.")))
     if len(types) > 1:
         out.append(page.chart(Chart("series_gpu_types", "GPU utilisation per GPU type", {"label": label},
                                     {"label": "fraction of the type's GPUs busy", "range": [0, 1]},
