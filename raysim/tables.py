@@ -24,6 +24,14 @@ def plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
+def gpu_counts(gpus: dict) -> str:
+    """A cluster's GPUs from {GPU type: count}: '1,080 GPUs' (one type without a name of its own:
+    `gpu`), else '8 V100, 8 P100 GPUs'."""
+    if len(gpus) == 1 and next(iter(gpus)).lower() == "gpu":
+        return plural(next(iter(gpus.values())), "GPU")
+    return ", ".join(f"{n:,} {t}" for t, n in gpus.items()) + " GPUs"
+
+
 #: Column name endings of times in seconds or hours (besides the averages): one decimal.
 TIME_SUFFIXES = ("_s", "_h")
 

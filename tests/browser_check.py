@@ -14,6 +14,33 @@ import pytest
 #: Flags that keep Chromium's own background traffic (updates, sign-in) out of a closed network
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
+#: Run before the page's own scripts: records the box of every text drawn on a canvas (a chart's tick
+#: labels and axis titles), from the canvas's transform and the text's measured extent, and keeps
+#: those that reach outside their canvas (text there is cut off)
+TEXT_BOXES = """
+window.__texts = 0; window.__outside = [];
+const fillText = CanvasRenderingContext2D.prototype.fillText;
+CanvasRenderingContext2D.prototype.fillText = function (text, x, y) {
+  const m = this.measureText(text), t = this.getTransform(), c = this.canvas;
+  const corners = [[x - m.actualBoundingBoxLeft, y - m.actualBoundingBoxAscent],
+                   [x + m.actualBoundingBoxRight, y - m.actualBoundingBoxAscent],
+                   [x - m.actualBoundingBoxLeft, y + m.actualBoundingBoxDescent],
+                   [x + m.actualBoundingBoxRight, y + m.actualBoundingBoxDescent]].map(
+    ([px, py]) => t.transformPoint(new DOMPoint(px, py)));
+  const xs = corners.map(p => p.x), ys = corners.map(p => p.y);
+  if (String(text).trim()) {
+    window.__texts++;
+    if (Math.min(...xs) < -0.5 || Math.min(...ys) < -0.5 || Math.max(...xs) > c.width + 0.5
+        || Math.max(...ys) > c.height + 0.5) {
+      const chart = c.closest(".chart");
+      window.__outside.push(`${chart ? chart.id : "?"}: "${text}" at x ${Math.min(...xs).toFixed(1)}..`
+        + `${Math.max(...xs).toFixed(1)}, y ${Math.min(...ys).toFixed(1)}..${Math.max(...ys).toFixed(1)}`
+        + ` on a ${c.width} x ${c.height} canvas`);
+    }
+  }
+  return fillText.apply(this, arguments);
+};
+"""
 
 
 def chromium() -> str:
@@ -34,6 +61,10 @@ class Rendered:
     titles: list[str]  # the drawn charts' titles
     errors: list[str]  # script errors and console errors
     load_s: float  # seconds from navigation to the load event
+    texts: int  # texts drawn on the charts' canvases (tick labels, axis titles)
+    outside: list[str]  # those reaching outside their canvas (cut off), each with its box
+    legends: list[list[str]]  # each chart's legend as shown with the cursor away from the charts: its entries
+    wide_tables: list[bool]  # for each table that is wider than its box (it scrolls): whether a hint says so
 
 
 def render(html: Path, screenshot: Path | None = None, width: int = 1200) -> Rendered:
@@ -48,6 +79,7 @@ def render(html: Path, screenshot: Path | None = None, width: int = 1200) -> Ren
             page.on("request", lambda r: requests.append(r.url))
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.add_init_script(TEXT_BOXES)
             start = time.perf_counter()
             page.goto(html.resolve().as_uri(), wait_until="load")
             load_s = time.perf_counter() - start
@@ -55,8 +87,16 @@ def render(html: Path, screenshot: Path | None = None, width: int = 1200) -> Ren
             titles = page.locator(".uplot .u-title").all_inner_texts()
             if screenshot is not None:
                 page.screenshot(path=str(screenshot), full_page=True)
+            wide_tables = page.evaluate("""Array.from(document.querySelectorAll("div.scroll"))
+                .filter(box => box.scrollWidth > box.clientWidth + 1)
+                .map(box => !!box.previousElementSibling && box.previousElementSibling.matches(".scroll-hint")
+                            && box.previousElementSibling.offsetParent !== null)""")
             return Rendered(requests, page.inner_text("body"), charts, page.get_attribute("body", "data-charts-drawn"),
-                            titles, errors, load_s)
+                            titles, errors, load_s, page.evaluate("window.__texts"), page.evaluate("window.__outside"),
+                            page.evaluate("""Array.from(document.querySelectorAll(".uplot .u-legend")).map(legend =>
+                                Array.from(legend.querySelectorAll(".u-series"))
+                                     .filter(row => row.offsetParent !== null).map(row => row.innerText.trim()))"""),
+                            wide_tables)
         finally:
             browser.close()
 

@@ -18,7 +18,7 @@ import pytest
 
 from browser_check import render
 from raysim.report.page import Chart, Page, number_list
-from raysim.report.page_data import cdf_on, cdf_points, step_means
+from raysim.report.page_data import cdf_on, cdf_points, largest_vcs, step_means
 from raysim.tables import cell
 
 REPO = Path(__file__).resolve().parent.parent
@@ -142,17 +142,26 @@ def test_run_page_says_what_was_run_and_what_came_out(venus_run):
         assert f"<dt>{fact}</dt>" in html
     assert re.search(r"<code>[0-9a-f]{64}</code>", html)  # the trace file's hash
     assert "none skipped, none converted" in html
+    assert "<dt>cluster</dt><dd>15 VCs, 1,080 GPUs</dd>" in html  # GPUs of the unnamed type `gpu`: no "1,080 gpu GPUs"
     assert "simulating" in html and "reading the trace" in html  # the wall-time split
-    ids = [c["id"] for c in charts_of(html)]
-    assert ids[:5] == ["jct_cdf", "queue_cdf", "queue_per_vc", "series_gpu_utilization", "series_pending_gpujob_num"]
-    jct = next(c for c in charts_of(html) if c["id"] == "jct_cdf")
+    charts = {c["id"]: c for c in charts_of(html)}
+    per_vc = [f"series_gpu_utilization_{i}" for i in range(10)]
+    assert list(charts)[:15] == ["jct_cdf", "queue_cdf", "queue_per_vc", "series_gpu_utilization", *per_vc,
+                                 "series_pending_gpujob_num"]
+    jct = charts["jct_cdf"]
     assert jct["x"]["log"] and jct["data"][1][-1] == 1.0 and len(jct["data"][0]) <= 201
-    per_vc = summary[summary.vc != "all"].avg_queue
-    queue = next(c for c in charts_of(html) if c["id"] == "queue_per_vc")  # exact, the legend as the table
-    assert queue["data"][1] == per_vc.tolist() and queue["text"] == [[cell(v, "avg_queue") for v in per_vc]]
-    utilisation = next(c for c in charts_of(html) if c["id"] == "series_gpu_utilization")
-    assert utilisation["series"][0] == "cluster" and len(utilisation["series"]) == 11  # the cluster and 10 VCs
-    assert len(utilisation["data"][0]) <= 1000
+    vc_queue = summary[summary.vc != "all"].avg_queue
+    queue = charts["queue_per_vc"]  # exact, the legend as the table
+    assert queue["data"][1] == vc_queue.tolist() and queue["text"] == [[cell(v, "avg_queue") for v in vc_queue]]
+    assert jct["kind"] == charts["queue_cdf"]["kind"] == "step"  # an empirical CDF is a step function
+    utilisation = charts["series_gpu_utilization"]
+    assert utilisation["series"] == ["cluster"] and len(utilisation["data"][0]) <= 1000
+    layout = json.loads((venus_run / "trace_report.json").read_text())["layout"]
+    assert [charts[i]["title"] for i in per_vc] == largest_vcs(layout)  # a small chart for each of the 10 largest VCs
+    for i in per_vc:  # each against the cluster's line, on the same axes
+        assert charts[i]["series"] == ["cluster", charts[i]["title"]] and charts[i]["bold"] == 1
+        assert charts[i]["data"][1] == utilisation["data"][1] and charts[i]["y"]["range"] == [0, 1]
+    assert len(charts["series_pending_gpujob_num"]["series"]) == 11  # the cluster and 10 VCs
     assert (venus_run / "report.html").stat().st_size < 1_000_000
     trace_report = json.loads((venus_run / "trace_report.json").read_text())
     assert set(trace_report["wall_s"]) == {"read_s", "ray_start_s", "simulate_s", "write_s"}
@@ -167,11 +176,42 @@ def test_report_rebuilds_a_run_page(venus_run, tmp_path):
     assert (venus_run / "report.html").exists() and "report.html" in res.stdout
 
 
+@pytest.fixture(scope="module")
+def ten_job_run(tmp_path_factory) -> Path:
+    """A run of the shipped Venus-like week's first 10 jobs (its whole cluster): CDFs of a few steps."""
+    import pyarrow.parquet as pq
+
+    week = REPO / "traces" / "venus_synth"
+    trace = tmp_path_factory.mktemp("ten_jobs") / "trace"
+    trace.mkdir()
+    pq.write_table(pq.read_table(week / "jobs.parquet").slice(0, 10), trace / "jobs.parquet")
+    (trace / "vc_config.csv").write_text((week / "vc_config.csv").read_text())
+    folder = trace.parent / "run"
+    res = subprocess.run([sys.executable, "-m", "raysim", "+experiment=venus", "runtime=local", f"trace.path={trace}",
+                          f"hydra.run.dir={folder}"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return folder
+
+
+def check_laid_out(seen, html: str) -> None:
+    """What a person sees of a page's layout in Chromium: every tick label and axis title inside its
+    chart (none cut off at the edge), legends that name the lines without a placeholder value while
+    the cursor is away, and a hint over every table wider than the page."""
+    specs = charts_of(html)
+    assert seen.texts > 3 * len(specs)  # the charts' labels were drawn and measured: two axis titles, ticks
+    assert seen.outside == []
+    assert seen.legends == [spec["series"] for spec in specs]  # the names alone: no x value, no "–"
+    assert all(seen.wide_tables)
+
+
 def test_run_page_in_chromium(venus_run, tmp_path):
-    """Drawn in headless Chromium: every chart, the summary's numbers, no request but the page."""
+    """Drawn in headless Chromium at a laptop's width (1,280 px): every chart, the summary's numbers,
+    no request but the page; nothing cut off, legends without placeholders, the wide summary's hint."""
     shot = tmp_path / "run.png"
-    seen = render(venus_run / "report.html", screenshot=shot)
+    seen = render(venus_run / "report.html", screenshot=shot, width=1280)
     assert seen.errors == []
+    check_laid_out(seen, (venus_run / "report.html").read_text())
+    assert seen.wide_tables  # the summary's 20-odd columns
     assert seen.requests == [(venus_run / "report.html").resolve().as_uri()]
     specs = charts_of((venus_run / "report.html").read_text())
     assert seen.drawn == str(len(specs)) and seen.charts == len(specs)
@@ -320,3 +360,14 @@ def test_a_failure_trace_is_recorded_and_shown_by_its_resolved_path_and_hash(tmp
     html = capacity_inputs_html(report)
     assert f"<code>{(tmp_path / 'fails.csv').resolve()}</code>" in html and digest in html
     assert "<dt>node log (cluster.capacity)</dt><dd>none</dd>" in html
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run,width", [("venus_run", 1400), ("ten_job_run", 1400), ("ten_job_run", 1280)])
+def test_run_page_layout_in_chromium(run, width, request, tmp_path):
+    """The page at 1,400 px and a small run's page (CDFs of ten steps, no job that waited) at both
+    widths: nothing cut off, no placeholder in a legend, a hint over the wide summary."""
+    folder = request.getfixturevalue(run)
+    seen = render(folder / "report.html", screenshot=tmp_path / "page.png", width=width)
+    assert seen.errors == []
+    check_laid_out(seen, (folder / "report.html").read_text())

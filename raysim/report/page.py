@@ -138,6 +138,11 @@ def table(frame: pd.DataFrame, *, sortable: bool = True, total: str | None = Non
             f"<tbody>{''.join(rows)}</tbody></table></div>" + (f'<p class="caption">{esc(units)}</p>' if units else ""))
 
 
+def small_multiples(charts: list[str]) -> str:
+    """Charts side by side, as many to a row as the page's width allows."""
+    return f'<div class="small-multiples">{"".join(charts)}</div>' if charts else ""
+
+
 def facts(items: list[tuple[str, str]]) -> str:
     """A list of (name, value) pairs (values are HTML already: escape them with `esc`)."""
     return '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in items) + "</dl>"

@@ -17,9 +17,9 @@ import yaml
 from raysim import __version__
 from raysim.report.causes import capacity_inputs_html, causes_html, headline, read_causes
 from raysim.report.describe import resolved_config, run_overrides, time_axis
-from raysim.report.page import Chart, Page, cards, esc, facts, table
+from raysim.report.page import Chart, Page, cards, esc, facts, small_multiples, table
 from raysim.report.page_data import cdf_points, largest_vcs, series_edges, vc_series
-from raysim.tables import cell, plural
+from raysim.tables import cell, gpu_counts, plural
 from raysim.report.timeseries import column_names
 from raysim.yamlfile import read_yaml
 
@@ -115,13 +115,15 @@ def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) 
     parts.append(page.chart(Chart("jct_cdf", "JCT distribution", {"label": "job completion time (s, log scale)",
                                                                   "log": True},
                                   {"label": "fraction of jobs finished within it", "range": [0, 1]},
-                                  ["all jobs"], [x, y], caption=f"Empirical CDF over the {plural(int((~np.isnan(jct)).sum()), 'finished job')} "
+                                  ["all jobs"], [x, y], kind="step",
+                                  caption=f"Empirical CDF over the {plural(int((~np.isnan(jct)).sum()), 'finished job')} "
                                   "(JCTs under 1 s drawn at 1 s); hover for the fraction at a JCT.")))
     x, y = cdf_points(queue)
     parts.append(page.chart(Chart("queue_cdf", "Queueing delay distribution",
                                   {"label": "queueing delay (s, asinh scale: linear below 1 s)", "asinh": True},
                                   {"label": "fraction of jobs that waited at most this", "range": [0, 1]},
-                                  ["all jobs"], [x, y], caption="Empirical CDF over the jobs that started.")))
+                                  ["all jobs"], [x, y], kind="step",
+                                  caption="Empirical CDF over the jobs that started.")))
     vcs = [vc for vc in summary["vc"] if vc != "all"]
     if len(vcs) > 1:
         values = summary.set_index("vc")["avg_queue"].reindex(vcs).to_numpy(dtype=float)
@@ -140,8 +142,9 @@ def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) 
 
 def over_time_charts(page: Page, path: Path, top: list[str]) -> list[str]:
     """Over-time charts of a timeseries.parquet: each SERIES_CHARTS column it has (and that is not 0
-    throughout), the cluster in bold with its `top` VCs; the utilisation per GPU type where there
-    are several types."""
+    throughout), the cluster in bold with its `top` VCs, but the GPU utilisation of the cluster alone
+    and then of each of several VCs in a small chart of its own (against the cluster's); the
+    utilisation per GPU type where there are several types."""
     names = column_names(path)
     edges, step = series_edges(path)
     origin, per, label = time_axis(edges)
@@ -157,10 +160,21 @@ def over_time_charts(page: Page, path: Path, top: list[str]) -> list[str]:
         lines = [data[vc][column] for vc in vcs]
         if column != "gpu_utilization" and not any(np.nansum(np.abs(v)) for v in lines):
             continue  # nothing to see (no node ever down, no loan, no node shared)
+        y = {"label": ylabel, **({"range": y_range} if y_range else {})}
+        if column == "gpu_utilization" and len(vcs) > 2:  # ten VCs' utilisations tangle: one small chart each
+            out.append(page.chart(Chart(f"series_{column}", title, {"label": label}, y, ["cluster"], [x, lines[0]],
+                                        bold=0, caption=f"{title} of the cluster ({means}). Drag to zoom, "
+                                        "double-click to zoom out.")))
+            out.append(small_multiples([page.chart(Chart(f"series_{column}_{i}", vc, {"label": label}, y,
+                                                         ["cluster", vc], [x, lines[0], line], bold=1, height=240))
+                                        for i, (vc, line) in enumerate(zip(vcs[1:], lines[1:]))]))
+            out.append(f'<p class="caption">{title} of each of the {len(vcs) - 1} largest VCs (thick) against the '
+                       f"cluster's (thin), on the same axes ({means}).</p>")
+            continue
         shown = f"the cluster and its {len(top)} largest VCs" if len(top) > 1 else "the cluster"
-        out.append(page.chart(Chart(f"series_{column}", title, {"label": label}, {"label": ylabel, **(
-            {"range": y_range} if y_range else {})}, ["cluster" if vc == "all" else vc for vc in vcs],
-            [x, *lines], bold=0, caption=f"{title} of {shown} ({means}). Drag to zoom, double-click to zoom out.")))
+        out.append(page.chart(Chart(f"series_{column}", title, {"label": label}, y,
+                                    ["cluster" if vc == "all" else vc for vc in vcs], [x, *lines], bold=0,
+                                    caption=f"{title} of {shown} ({means}). Drag to zoom, double-click to zoom out.")))
     if len(types) > 1:
         out.append(page.chart(Chart("series_gpu_types", "GPU utilisation per GPU type", {"label": label},
                                     {"label": "fraction of the type's GPUs busy", "range": [0, 1]},
@@ -233,8 +247,7 @@ def run_html(run_dir: Path, report: dict, config: dict) -> str:
              ("quota", esc(pick("quota", "mode"))), ("runtime", esc(pick("runtime", "name"))),
              ("semantics (sim.compat)", esc(pick("sim", "compat"))), ("seed", esc(config.get("seed"))),
              ("trace", esc(report.get("source", ""))), ("jobs", f"{report.get('jobs', 0):,}"),
-             ("cluster", esc(f"{plural(len(layout), 'VC')}, " + ", ".join(f"{n:,} {t}" for t, n in gpus.items())
-                             + " GPUs")),
+             ("cluster", esc(f"{plural(len(layout), 'VC')}, {gpu_counts(gpus)}")),
              ("raysim version", esc(__version__)),
              ("page written", esc(datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")))]
     composed = (yaml.safe_dump(resolved_config(config), sort_keys=False) if config

@@ -18,7 +18,7 @@ from raysim.report.bar_axis import bar_axis
 from raysim.report.causes import sweep_causes_html
 from raysim.report.describe import (common_overrides, has_results, run_compat, run_description, run_folders,
                                     run_labels, run_overrides, time_axis)
-from raysim.report.page import Chart, Page, esc, facts, table
+from raysim.report.page import Chart, Page, esc, facts, small_multiples, table
 from raysim.report.page_data import CDF_POINTS, SERIES_POINTS, cdf_on, cdf_points, series_edges, vc_series
 from raysim.report.run_page import FILE, duration, fgd_curves
 from raysim.yamlfile import read_yaml
@@ -136,11 +136,6 @@ def replay_charts(page: Page, table_: pd.DataFrame, runs: list[Path], labels: di
     return "\n".join(p for p in parts if p)
 
 
-def small_multiples(charts: list[str]) -> str:
-    """Charts side by side, as many to a row as the page's width allows."""
-    return f'<div class="small-multiples">{"".join(charts)}</div>' if charts else ""
-
-
 def short_names(runs: list[Path], names: list[str]) -> list[str]:
     """What a chart's axis calls each run: the value of the one setting that varies (`fifo` for
     `policy=fifo`), else the run's label."""
@@ -179,7 +174,7 @@ def jct_cdfs(page: Page, runs: list[Path], names: list[str]) -> str:
     return page.chart(Chart("jct_cdf", "JCT distribution per run", {"label": "job completion time (s, log scale)",
                                                                     "log": True},
                             {"label": "fraction of jobs finished within it", "range": [0, 1]}, list(jcts),
-                            [xs, *(cdf_on(xs, np.maximum(v, 1.0)) for v in jcts.values())],
+                            [xs, *(cdf_on(xs, np.maximum(v, 1.0)) for v in jcts.values())], kind="step",
                             caption="Empirical CDFs (JCTs under 1 s drawn at 1 s). Drag to zoom, double-click to zoom out."))
 
 

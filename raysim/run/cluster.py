@@ -19,7 +19,7 @@ from raysim.report.describe import run_description, run_overrides
 from raysim.report.settings import report_settings
 from raysim.run.values import plain, value
 from raysim.report.summary import summarize
-from raysim.tables import plural, to_markdown
+from raysim.tables import gpu_counts, plural, to_markdown
 from raysim.run.config import (check_cluster_config, estimates_from_config, load_from_config, policy_constants_of,
                                spec_from_config)
 from raysim.run.outputs import record_capacity_inputs, record_wall, write_outputs, write_plots
@@ -141,13 +141,6 @@ def with_window_jct(summary, jobs_path: Path, window):
     summary = summary.copy()
     summary["avg_jct_window"] = summary.vc.map(means)
     return summary
-
-
-def gpu_counts(gpus: dict) -> str:
-    """'1080 GPUs' (one type without a name of its own: `gpu`), else '8 V100, 8 P100 GPUs'."""
-    if len(gpus) == 1 and next(iter(gpus)).lower() == "gpu":
-        return plural(next(iter(gpus.values())), "GPU")
-    return ", ".join(f"{n:,} {t}" for t, n in gpus.items()) + " GPUs"
 
 
 def start_ray(cfg: DictConfig) -> tuple[float | None, bool]:
