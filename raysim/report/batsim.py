@@ -20,6 +20,10 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from raysim.errors import UserError
+from raysim.report.run_files import read_trace_report
+from raysim.report.schema import check_jobs_file
+
 #: Batsim's columns of out_jobs.csv, in Batsim's order.
 COLUMNS = ("job_id", "workload_name", "profile", "submission_time", "requested_number_of_resources",
            "requested_time", "success", "final_state", "starting_time", "execution_time", "finish_time",
@@ -79,7 +83,8 @@ def write_out_jobs(run_dir, *, chunk_rows: int = 1 << 17) -> Path:
     """Write `run_dir`/out_jobs.csv from its jobs.parquet and trace_report.json, one row per job in
     trace order, `chunk_rows` jobs at a time; returns its path."""
     run_dir = Path(run_dir)
-    report = json.loads((run_dir / "trace_report.json").read_text())
+    report = read_trace_report(run_dir)
+    check_jobs_file(run_dir / "jobs.parquet")
     ids = gpu_ids(run_dir / "jobs.parquet", report["layout"])
     workload = Path(report.get("source") or "raysim").parent.name or "raysim"
     file = pq.ParquetFile(run_dir / "jobs.parquet")
@@ -220,4 +225,4 @@ def simulated_vc(vc: str, layout) -> str:
         return vc
     if len(layout) == 1:
         return next(iter(layout))
-    raise ValueError(f"jobs.parquet names VC {vc!r}, which trace_report.json's layout lacks")
+    raise UserError(f"jobs.parquet names VC {vc!r}, which trace_report.json's layout lacks (files of two runs?)")

@@ -13,6 +13,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from raysim.errors import TraceError
+
 #: Columns every jobs.parquet has: name -> what it holds.
 COMMON = {
     "job_id": "the trace's job id",
@@ -97,11 +99,22 @@ def groups_of(names) -> list[str]:
     return out
 
 
-def check_jobs(table: pa.Table) -> list[str]:
-    """Problems of a jobs table against the schema: missing common columns, a group present in
-    part, columns the schema does not know. Empty when it conforms."""
-    names = list(table.column_names)
+#: The type of each COMMON column (docs/results.md): integer, number (integer or float), text or boolean.
+KINDS = {"job_id": "integer", "vc": "text", "user": "text", "gpu_num": "integer", "submit_time": "number",
+         "duration": "number", "start_time": "number", "end_time": "number", "queue": "number", "jct": "number",
+         "preemptions": "integer", "first_node": "integer", "num_nodes": "integer", "shared": "boolean",
+         "profiled": "boolean", "finished": "boolean"}
+
+
+def check_jobs(table: pa.Table | pa.Schema) -> list[str]:
+    """Problems of a jobs table (or its schema) against the schema: missing common columns, a common
+    column of another type (KINDS; a column of nulls only is any type), a group present in part,
+    columns the schema does not know. Empty when it conforms."""
+    schema = table if isinstance(table, pa.Schema) else table.schema
+    names = list(schema.names)
     problems = [f"missing column {c!r}" for c in COMMON if c not in names]
+    problems += [f"column {c!r} holds {schema.field(c).type}, not {KINDS[c]} values" for c in COMMON
+                 if c in names and not _of_kind(schema.field(c).type, KINDS[c])]
     known = set(COMMON)
     for group in groups_of(names):
         for column in GROUPS[group][1]:
@@ -112,17 +125,49 @@ def check_jobs(table: pa.Table) -> list[str]:
     return problems
 
 
-def read_jobs(path) -> pa.Table:
-    """A run's jobs.parquet (a file or its run folder), checked against the schema: a ValueError
-    naming the file and its first problem when it does not conform."""
+def read_jobs(path, columns: list[str] | None = None) -> pa.Table:
+    """A run's jobs.parquet (a file or its run folder), all its columns or `columns`, checked against
+    the schema: a TraceError naming the file and its first problem when it is missing, not readable
+    Parquet (truncated, damaged) or does not conform (`check_jobs`)."""
     path = Path(path)
     if path.is_dir():
         path = path / "jobs.parquet"
-    table = pq.read_table(path)
-    problems = check_jobs(table)
+    check_jobs_file(path)
+    try:
+        return pq.read_table(path, columns=columns)
+    except (OSError, pa.ArrowException) as exc:
+        raise TraceError(str(path), f"not a readable Parquet file ({first_line(exc)}): damaged") from None
+
+
+def check_jobs_file(path) -> pa.Schema:
+    """The schema of a jobs.parquet, checked as `read_jobs` checks it (without reading its rows)."""
+    try:
+        schema = pq.read_schema(path)
+    except FileNotFoundError:
+        raise TraceError(str(path), "missing (the run's jobs)") from None
+    except (OSError, pa.ArrowException) as exc:
+        raise TraceError(str(path), f"not a readable Parquet file ({first_line(exc)}): truncated or damaged") from None
+    problems = check_jobs(schema)
     if problems:
-        raise ValueError(f"{path}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
-    return table
+        raise TraceError(str(path), problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    return schema
+
+
+def _of_kind(kind: pa.DataType, expected: str) -> bool:
+    if pa.types.is_null(kind):
+        return True
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return {"integer": pa.types.is_integer(kind),
+            "number": pa.types.is_integer(kind) or pa.types.is_floating(kind),
+            "text": pa.types.is_string(kind) or pa.types.is_large_string(kind),
+            "boolean": pa.types.is_boolean(kind)}[expected]
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message, its first line (or its type's name where it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _is(column: str, name: str) -> bool:
