@@ -15,6 +15,7 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -67,10 +68,17 @@ def read_result_csv(path, required: tuple[str, ...], text_columns: tuple[str, ..
 
 
 def read_summary(path) -> pd.DataFrame:
-    """A run's summary.csv: a row per VC and one for the cluster ("all"), numbers in every column but `vc`."""
+    """A run's summary.csv: a row per VC and one for the cluster ("all"), numbers in every column but
+    `vc`, a whole number of `jobs` in every row."""
     frame = read_result_csv(path, ("vc", "jobs", "avg_jct", "avg_queue"), ("vc",), "the run's summary")
     if "all" not in set(frame["vc"]):
         raise TraceError(str(path), "no row for the cluster (vc 'all'): truncated or not a run's summary", column="vc")
+    jobs = frame["jobs"].to_numpy(dtype=float)
+    bad = ~np.isfinite(jobs) | (jobs < 0) | (jobs != np.round(jobs))
+    if bad.any():
+        row = int(bad.argmax())
+        raise TraceError(str(path), "not a whole number of jobs" if np.isfinite(jobs[row]) else "empty",
+                         row=row + 1, column="jobs", value=jobs[row].item() if np.isfinite(jobs[row]) else None)
     return frame
 
 
