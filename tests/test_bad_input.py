@@ -878,6 +878,23 @@ def test_report_on_a_damaged_result_file_names_it(result_folders, tmp_path, caps
         assert "column" in err[0], err
 
 
+@pytest.mark.parametrize("name", ["jobs.parquet", "timeseries.parquet"])
+def test_report_on_a_parquet_file_damaged_inside_names_it(result_folders, tmp_path, capsys, name):
+    """The column the page reads overwritten with random bytes in its first row group (the footer
+    intact): Arrow fails while reading the rows, which is one line naming the file too."""
+    run = tmp_path / "run"
+    shutil.copytree(result_folders[0], run)
+    meta = pq.read_metadata(run / name).row_group(0)
+    chunk = next(meta.column(i) for i in range(meta.num_columns) if meta.column(i).path_in_schema in ("jct", "time"))
+    data = bytearray((run / name).read_bytes())
+    start, size = chunk.data_page_offset, chunk.total_compressed_size
+    data[start:start + size] = np.random.default_rng(1).integers(0, 256, size, dtype=np.uint8).tobytes()
+    (run / name).write_bytes(bytes(data))
+    status, err = report(run, capsys)
+    assert status == 2 and err == [f"raysim: error: {run / name}: " + err[0].split(": ", 3)[-1]], err
+    assert err[0].endswith("): truncated or damaged") and "not a readable Parquet file (" in err[0]
+
+
 @pytest.mark.parametrize("damage", DAMAGES)
 @pytest.mark.parametrize("name", RESULT_FILES)
 def test_report_on_a_sweep_with_a_damaged_result_file(result_folders, tmp_path, capsys, name, damage):

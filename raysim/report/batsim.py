@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from raysim.errors import UserError
 from raysim.report.run_files import read_trace_report
-from raysim.report.schema import check_jobs_file
+from raysim.report.schema import check_jobs_file, reading, reads
 
 #: Batsim's columns of out_jobs.csv, in Batsim's order.
 COLUMNS = ("job_id", "workload_name", "profile", "submission_time", "requested_number_of_resources",
@@ -53,6 +53,7 @@ class GpuIds:
     pool: int
 
 
+@reads
 def gpu_ids(jobs_path: Path, layout: dict) -> GpuIds:
     """The GPU ids of a run with `layout` (trace_report.json's: VC -> pools with `gpus_per_node`
     and `nodes`), sized by the node slots its jobs (`jobs_path`, jobs.parquet) used."""
@@ -93,11 +94,12 @@ def write_out_jobs(run_dir, *, chunk_rows: int = 1 << 17) -> Path:
     options = pacsv.WriteOptions(quoting_style="needed")
     writer = None
     try:
-        for batch in file.iter_batches(batch_size=chunk_rows, columns=columns):
-            table = batsim_rows(pa.Table.from_batches([batch]), ids, workload)
-            if writer is None:
-                writer = pacsv.CSVWriter(path, table.schema, write_options=options)
-            writer.write_table(table)
+        with reading(run_dir / "jobs.parquet"):
+            for batch in file.iter_batches(batch_size=chunk_rows, columns=columns):
+                table = batsim_rows(pa.Table.from_batches([batch]), ids, workload)
+                if writer is None:
+                    writer = pacsv.CSVWriter(path, table.schema, write_options=options)
+                writer.write_table(table)
     finally:
         if writer is not None:
             writer.close()

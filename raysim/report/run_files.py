@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from raysim.errors import TraceError
 from raysim.report.page import esc
-from raysim.report.schema import first_line
+from raysim.report.schema import reading
 from raysim.report.timeseries import META_KEY
 
 #: Columns of timeseries.parquet that every run has and the pages and plots draw (besides vc, time).
@@ -154,12 +154,8 @@ def check_series(path) -> None:
     column of whole numbers, the SERIES_DRAWN columns and numbers in every other column, and, in a
     change-points file, its grid (interval, first, last) as whole numbers."""
     name = str(path)
-    try:
+    with reading(path, "the cluster's state over time"):
         schema = pq.read_schema(path)
-    except FileNotFoundError:
-        raise TraceError(name, "missing (the cluster's state over time)") from None
-    except (OSError, pa.ArrowException) as exc:
-        raise TraceError(name, f"not a readable Parquet file ({first_line(exc)}): truncated or damaged") from None
     for column, ok, expected in (("vc", _is_text, "text"), ("time", pa.types.is_integer, "whole numbers"),
                                  *((c, _is_number, "numbers") for c in SERIES_DRAWN)):
         if column not in schema.names:

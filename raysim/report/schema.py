@@ -8,6 +8,8 @@ trace clock: integers, or floats where the simulator's clock is finer (round-bas
 
 from __future__ import annotations
 
+import functools
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -133,20 +135,14 @@ def read_jobs(path, columns: list[str] | None = None) -> pa.Table:
     if path.is_dir():
         path = path / "jobs.parquet"
     check_jobs_file(path)
-    try:
+    with reading(path):
         return pq.read_table(path, columns=columns)
-    except (OSError, pa.ArrowException) as exc:
-        raise TraceError(str(path), f"not a readable Parquet file ({first_line(exc)}): damaged") from None
 
 
 def check_jobs_file(path) -> pa.Schema:
     """The schema of a jobs.parquet, checked as `read_jobs` checks it (without reading its rows)."""
-    try:
+    with reading(path, "the run's jobs"):
         schema = pq.read_schema(path)
-    except FileNotFoundError:
-        raise TraceError(str(path), "missing (the run's jobs)") from None
-    except (OSError, pa.ArrowException) as exc:
-        raise TraceError(str(path), f"not a readable Parquet file ({first_line(exc)}): truncated or damaged") from None
     problems = check_jobs(schema)
     if problems:
         raise TraceError(str(path), problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
@@ -162,6 +158,30 @@ def _of_kind(kind: pa.DataType, expected: str) -> bool:
             "number": pa.types.is_integer(kind) or pa.types.is_floating(kind),
             "text": pa.types.is_string(kind) or pa.types.is_large_string(kind),
             "boolean": pa.types.is_boolean(kind)}[expected]
+
+
+@contextmanager
+def reading(path, what: str = "", kind: str = "Parquet"):
+    """Reading the result file `path` (a `kind` file; `what`: what it holds): a file that is missing,
+    or that Arrow cannot read (truncated, damaged, not of its kind) is a TraceError naming it. An
+    OSError with an errno (a full disk, a file not allowed) stays itself: it names its own file."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise TraceError(str(path), f"missing ({what})" if what else "missing") from None
+    except (OSError, pa.ArrowException) as exc:
+        if isinstance(exc, OSError) and exc.errno is not None:
+            raise
+        raise TraceError(str(path), f"not a readable {kind} file ({first_line(exc)}): truncated or damaged") from None
+
+
+def reads(function):
+    """`function(path, ...)`, a reader of a result file, with `reading(path)`'s errors."""
+    @functools.wraps(function)
+    def read(path, *args, **kwargs):
+        with reading(path):
+            return function(path, *args, **kwargs)
+    return read
 
 
 def first_line(exc: BaseException) -> str:
