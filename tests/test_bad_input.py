@@ -895,6 +895,29 @@ def test_report_on_a_parquet_file_damaged_inside_names_it(result_folders, tmp_pa
     assert err[0].endswith("): truncated or damaged") and "not a readable Parquet file (" in err[0]
 
 
+def test_out_jobs_cut_short_by_a_damaged_jobs_file_is_not_left(result_folders, tmp_path, monkeypatch):
+    """Rows that cannot be read after out_jobs.csv's first chunk: the error names jobs.parquet and
+    the half-written table is removed (a later `raysim report` would take it as written)."""
+    from raysim.errors import TraceError
+    from raysim.report import batsim
+
+    run = tmp_path / "run"
+    shutil.copytree(result_folders[0], run)
+    chunks = []
+
+    def second_chunk_unreadable(*args):
+        chunks.append(args)
+        if len(chunks) == 2:
+            raise OSError("Unexpected end of stream")  # (what Arrow raises for a damaged page)
+        return batsim_rows(*args)
+
+    batsim_rows = batsim.batsim_rows
+    monkeypatch.setattr(batsim, "batsim_rows", second_chunk_unreadable)
+    with pytest.raises(TraceError, match=r"jobs.parquet: not a readable Parquet file \(Unexpected end of stream\)"):
+        batsim.write_out_jobs(run, chunk_rows=200)
+    assert len(chunks) == 2 and not (run / "out_jobs.csv").exists()
+
+
 @pytest.mark.parametrize("damage", DAMAGES)
 @pytest.mark.parametrize("name", RESULT_FILES)
 def test_report_on_a_sweep_with_a_damaged_result_file(result_folders, tmp_path, capsys, name, damage):

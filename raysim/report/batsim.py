@@ -100,6 +100,9 @@ def write_out_jobs(run_dir, *, chunk_rows: int = 1 << 17) -> Path:
                 if writer is None:
                     writer = pacsv.CSVWriter(path, table.schema, write_options=options)
                 writer.write_table(table)
+    except BaseException:
+        path.unlink(missing_ok=True)  # no table cut short (`raysim report` would take it as written)
+        raise
     finally:
         if writer is not None:
             writer.close()

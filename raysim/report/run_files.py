@@ -1,8 +1,9 @@
 """A run folder's result files read back for `raysim report` and the pages, checked: a file that is
-missing, empty, truncated, not of its kind or of another kind (other columns, other types, JSON of
-another shape) is one line naming it, and the row and column where it applies (a TraceError, exit
-status 2), never a traceback or a page drawn from wrong numbers. jobs.parquet is read with
-raysim.report.schema.read_jobs; timeseries.parquet is checked with `check_series`.
+missing, empty, truncated, not in its format, or a valid file of another kind (other columns, other
+types, JSON of another shape) is one line naming it, and the row and column where it applies (a
+TraceError, exit status 2), never a traceback or a page drawn from wrong numbers. jobs.parquet is
+read with raysim.report.schema.read_jobs; timeseries.parquet is checked with `check_series` (and
+read by readers under raysim.report.schema.reads).
 
 Which files a page needs: summary.csv, jobs.parquet and trace_report.json (an error when one is
 missing); timeseries.parquet and lost_by_cause.csv are optional (a page without one says so,
