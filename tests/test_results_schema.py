@@ -158,6 +158,9 @@ def test_the_schema_check_names_what_is_wrong(tmp_path):
     assert check_jobs(pa.table(columns)) == []
     assert check_jobs(pa.table({**columns, "jct": pa.array(["1"])})) == ["column 'jct' holds string, not number values"]
     assert check_jobs(pa.table({**columns, "end_time": pa.nulls(1)})) == []  # nulls only: any type
+    pq.write_table(pa.table({**columns, "vc": pa.array([None], pa.string())}), tmp_path / "jobs.parquet")
+    with pytest.raises(ValueError, match=r"jobs.parquet, column 'vc': 1 null value\(s\) in row group 0; every job has one"):
+        read_jobs(tmp_path)
     assert check_jobs(pa.table({**columns, "gpu_type": pa.array(["V100"])})) == ["group 'gpu_types' lacks 'run_s_<type>'"]
     assert check_jobs(pa.table({**columns, "mystery": pa.array([0])})) == [
         "column 'mystery' is not in the result schema (docs/results.md)"]

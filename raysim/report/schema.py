@@ -108,6 +108,10 @@ KINDS = {"job_id": "integer", "vc": "text", "user": "text", "gpu_num": "integer"
          "profiled": "boolean", "finished": "boolean"}
 
 
+#: COMMON columns every job has a value in (the others are null where docs/results.md says so).
+NOT_NULL = ("job_id", "vc", "gpu_num", "submit_time", "preemptions", "num_nodes", "shared", "profiled", "finished")
+
+
 def check_jobs(table: pa.Table | pa.Schema) -> list[str]:
     """Problems of a jobs table (or its schema) against the schema: missing common columns, a common
     column of another type (KINDS; a column of nulls only is any type), a group present in part,
@@ -140,12 +144,21 @@ def read_jobs(path, columns: list[str] | None = None) -> pa.Table:
 
 
 def check_jobs_file(path) -> pa.Schema:
-    """The schema of a jobs.parquet, checked as `read_jobs` checks it (without reading its rows)."""
+    """The schema of a jobs.parquet, checked as `read_jobs` checks it, and its NOT_NULL columns
+    without a null where the file's statistics count them (without reading its rows)."""
     with reading(path, "the run's jobs"):
         schema = pq.read_schema(path)
+        meta = pq.read_metadata(path)
     problems = check_jobs(schema)
     if problems:
         raise TraceError(str(path), problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    for group in range(meta.num_row_groups):
+        chunks = meta.row_group(group)
+        for j in range(chunks.num_columns):
+            stats, name = chunks.column(j).statistics, chunks.column(j).path_in_schema
+            if name in NOT_NULL and stats is not None and stats.has_null_count and stats.null_count:
+                raise TraceError(str(path), f"{stats.null_count:,} null value(s) in row group {group}; every job "
+                                            "has one", column=name)
     return schema
 
 
