@@ -8,8 +8,10 @@ Errors: a user error (bad input file, config value or override, missing input, u
 folder; see :mod:`raysim.errors`) ends the command with exit status 2 and one line on stderr,
 ``raysim: error: ...``; ``--verbose`` (anywhere on the command line) or ``HYDRA_FULL_ERROR=1`` adds
 its traceback. A bug keeps its traceback and exit status 1. Ctrl-C ends with one line saying where
-the run's checkpoint is (exit status 130). A reader that leaves (``raysim ... | head``) only ends
-the console output: the run goes on and writes every result.
+the run's checkpoint is (exit status 130). Each way, the run's folder keeps failed.json saying
+why (beside Hydra's .hydra and raysim.log), and `raysim report` skips it with that reason. A
+reader that leaves (``raysim ... | head``) only ends the console output: the run goes on and
+writes every result.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from pathlib import Path
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-from raysim.errors import FAILURES, Failure, record_failure, user_error_message
+from raysim.errors import (FAILURES, Failure, clear_failed_run, record_failure, user_error_message,
+                           write_failed_run)
 from raysim.paths import CONF_DIR
 from raysim.quota.settings import refuse_old_name
 from raysim.resolvers import register_resolvers
@@ -72,22 +75,33 @@ _checkpoint: dict[str, Path | None] = {"dir": None}
 @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
 def hydra_main(cfg: DictConfig):
     """Hydra's task function: run one job; a user error becomes the job's `Failure` (printed by
-    `main` once every job of the command is done) instead of an exception with a traceback."""
+    `main` once every job of the command is done) instead of an exception with a traceback. A job
+    that ends on any error (user error, bug, Ctrl-C) leaves failed.json in its folder saying why
+    (raysim.errors.write_failed_run)."""
     from raysim.run import run
 
     hc = HydraConfig.get()
     _checkpoint["dir"] = _checkpoint_dir(cfg)
+    run_dir = Path(hc.runtime.output_dir)
+    overrides = OmegaConf.to_container(hc.overrides.task, resolve=False)  # as typed: `${...}` unresolved
+    command = " ".join(["python -m raysim", *overrides])
+    clear_failed_run(run_dir)  # what an earlier run in this folder left
     try:
         if hc.mode != RunMode.MULTIRUN:
             refuse_launcher_settings(hc.overrides.hydra)
-        return run(cfg, Path(hc.runtime.output_dir))
+        return run(cfg, run_dir)
+    except KeyboardInterrupt:
+        write_failed_run(run_dir, interrupted_line().removeprefix("raysim: "), 130, command)
+        raise
     except Exception as exc:
         message = user_error_message(exc)
+        write_failed_run(run_dir, message or f"a bug in raysim: {type(exc).__name__}: {exc}",
+                         1 if message is None else 2, command)
         if message is None:
             raise
         multirun = hc.mode == RunMode.MULTIRUN
         _log_to_run_file(message)
-        failure = Failure.of(exc, message, hc.job.num if multirun else None, hc.overrides.task if multirun else ())
+        failure = Failure.of(exc, message, hc.job.num if multirun else None, overrides if multirun else ())
         record_failure(failure)
         return failure
 

@@ -16,23 +16,31 @@ What counts as a user error (:func:`user_error_message`), and nothing else:
   interpolation that does not resolve, a value of the wrong type for a typed field).
 - File-system errors naming a file (``FileNotFoundError``, ``PermissionError``, ...; a full or
   read-only disk), including Hydra failing to open the run's log file in an unwritable folder.
+
+A run that ends on any error (a user error, a bug, Ctrl-C) says so in its folder, beside Hydra's
+.hydra and raysim.log: ``failed.json`` (:func:`write_failed_run`) holds the one-line reason, the
+exit status, the time and the command; ``raysim report`` skips such a folder with that reason
+(:func:`failed_run`).
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import re
 import sys
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
 
 _NO_VALUE = object()
 
 
 class TraceError(ValueError):
-    """Bad input in a trace or cluster file. `row` is the 1-based data row; its file line is `line`
-    (default row + 1: a CSV with a header line)."""
+    """Bad input in a trace or cluster file (or a result file read back). `row` is the 1-based data
+    row; its file line is `line` (default row + 1: a CSV with a header line)."""
 
     def __init__(self, file: str, message: str, *, row: int | None = None, column: str | None = None,
                  value=None, line: int | None = None):
@@ -269,3 +277,45 @@ FAILURES: list[Failure] = []
 
 def record_failure(failure: Failure) -> None:
     FAILURES.append(failure)
+
+
+#: The file a run that ended on an error leaves in its folder (write_failed_run).
+FAILED_FILE = "failed.json"
+
+
+def write_failed_run(run_dir, reason: str, status: int, command: str) -> None:
+    """Say in `run_dir`/failed.json that the run there ended on an error: its one-line `reason`, the
+    exit `status` (2: a user error, 1: a bug, 130: Ctrl-C), the time (UTC) and the `command`. A
+    folder that cannot be written stays as it is (the error itself still reaches the console)."""
+    record = {"reason": one_line(reason), "status": status,
+              "time": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"), "command": command}
+    try:
+        (Path(run_dir) / FAILED_FILE).write_text(json.dumps(record, indent=2) + "\n")
+    except OSError:
+        pass
+
+
+def clear_failed_run(run_dir) -> None:
+    """Remove what an earlier run in `run_dir` said of its failure (a run starting there again)."""
+    try:
+        (Path(run_dir) / FAILED_FILE).unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def failed_run(run_dir) -> str | None:
+    """Why the run in `run_dir` failed, in one line ("failed at <time> (exit status N): <reason>"),
+    from its failed.json; None where it has none. A failed.json that is not such a record still says
+    the run failed."""
+    path = Path(run_dir) / FAILED_FILE
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = None
+    if not isinstance(record, dict) or not isinstance(record.get("reason"), str):
+        return f"failed ({FAILED_FILE} is there but does not say why)"
+    when = f" at {record['time']}" if isinstance(record.get("time"), str) else ""
+    status = f" (exit status {record['status']})" if isinstance(record.get("status"), int) else ""
+    return f"failed{when}{status}: {one_line(record['reason'])}"

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -665,7 +668,8 @@ def _interrupt(root, with_checkpoint: bool) -> Case:
         assert len(lines) == 1 and lines[0].startswith("raysim: interrupted"), res.stderr
         assert (f"checkpoint in {ckpt}" in lines[0]) == with_checkpoint
         assert with_checkpoint or "set runtime.checkpoint_dir" in lines[0]
-    return Case(replay(root, None, *extra, name="interrupted"), check=check, setup=PLANT.format("KeyboardInterrupt"))
+    name = "interrupted_with_checkpoint" if with_checkpoint else "interrupted"
+    return Case(replay(root, None, *extra, name=name), check=check, setup=PLANT.format("KeyboardInterrupt"))
 
 
 case("interrupt_without_checkpoint")(lambda root: _interrupt(root, False))
@@ -717,6 +721,241 @@ def test_command(outcomes, name):
         c.check(res)
     else:
         one_error_line(res, *c.parts, prefix=c.prefix)
+
+
+def test_a_run_that_failed_says_why_in_its_folder(outcomes, capsys):
+    """Every run folder of a command that failed (a user error, a bug, Ctrl-C; a sweep's failed job)
+    holds failed.json with the exit status, the reason the console gave, the time and the command,
+    beside raysim.log; a run that succeeded has none; `raysim report` skips a failed run's folder."""
+    from raysim.cli import main
+    from raysim.errors import FAILED_FILE, failed_run
+
+    def setting(c: Case, key: str) -> Path | None:
+        return next((Path(a.split("=", 1)[1]) for a in c.argv if a.startswith(key + "=")), None)
+
+    folders = {}
+    for name, (c, res) in outcomes.items():
+        sweep = setting(c, "hydra.sweep.dir")
+        for run in sorted(sweep.glob("[0-9]*")) if sweep else [setting(c, "hydra.run.dir")]:
+            folders.setdefault(run, []).append(name)
+    reasons = {}
+    for run, (name, *others) in folders.items():
+        c, res = outcomes[name]
+        if run is not None and not others and (run / ".hydra").is_dir():  # (a folder of one case only)
+            record = json.loads((run / FAILED_FILE).read_text()) if (run / FAILED_FILE).exists() else None
+            if res.returncode == 0 or (run / "summary.csv").exists():
+                assert record is None, (name, record)
+                continue
+            assert record is not None and (run / "raysim.log").exists(), name
+            assert record["status"] == res.returncode and record["command"].startswith("python -m raysim "), name
+            assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", record["time"]), record
+            assert res.returncode != 2 or record["reason"] in res.stderr, (name, record["reason"])
+            assert failed_run(run).endswith(f"(exit status {res.returncode}): {record['reason']}")
+            reasons[name] = record["reason"]
+    assert {outcomes[n][1].returncode for n in reasons} == {1, 2, 130}  # user errors, the planted bug, Ctrl-C
+    assert reasons["interrupt_without_checkpoint"] == ("interrupted (no checkpoint: set runtime.checkpoint_dir to "
+                                                       "resume)")
+    assert reasons["bug_keeps_its_traceback"] == "a bug in raysim: ValueError: planted bug"
+    assert reasons["multirun_reports_each_failed_job_after_the_others"].startswith("seed: must be an integer")
+    bug = setting(outcomes["bug_keeps_its_traceback"][0], "hydra.run.dir")
+    with pytest.raises(SystemExit) as end:
+        main(["report", str(bug)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert end.value.code == 2 and len(err) == 1
+    assert err[0].startswith(f"raysim: error: {bug}: the run there failed at "), err
+    assert err[0].endswith("(exit status 1): a bug in raysim: ValueError: planted bug; nothing to report")
+
+
+# --- result files read back by `raysim report`, damaged ---------------------------------------------------
+
+
+def _foreign(path: Path) -> None:
+    """A valid file of the same format with nothing a run writes in it."""
+    if path.suffix == ".parquet":
+        pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), path)
+    elif path.suffix == ".csv":
+        path.write_text("a,b\n1,2\n")
+    else:
+        path.write_text("[1, 2, 3]\n")
+
+
+def _wrong_type(path: Path) -> None:
+    """One value or column of the wrong type (JSON: a layout's GPUs as text)."""
+    if path.suffix == ".parquet":
+        table = pq.read_table(path)
+        column = "jct" if path.name == "jobs.parquet" else "gpu_utilization"
+        i = table.schema.get_field_index(column)
+        pq.write_table(table.set_column(i, column, table.column(column).cast(pa.string())), path)
+    elif path.suffix == ".csv":
+        lines = path.read_text().splitlines()
+        lines[-1] = lines[-1].rsplit(",", 1)[0] + ",lots"
+        path.write_text("\n".join(lines) + "\n")
+    else:
+        report = json.loads(path.read_text())
+        pools = next(iter(report["layout"].values()))
+        pools[0]["gpus_per_node"] = "8"
+        path.write_text(json.dumps(report))
+
+
+def _lacking(path: Path) -> None:
+    """A column (JSON: a key) the pages read, gone."""
+    if path.suffix == ".parquet":
+        table = pq.read_table(path)
+        pq.write_table(table.drop_columns(["jct" if path.name == "jobs.parquet" else "pending_gpujob_num"]), path)
+    elif path.suffix == ".csv":
+        frame = pd.read_csv(path)
+        frame.drop(columns=["avg_queue" if path.name == "summary.csv" else "cause"]).to_csv(path, index=False)
+    else:
+        report = json.loads(path.read_text())
+        del report["layout"]
+        path.write_text(json.dumps(report))
+
+
+DAMAGES = {"half": lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2]),
+           "empty": lambda p: p.write_bytes(b""),
+           "random": lambda p: p.write_bytes(bytes(np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8))),
+           "foreign": _foreign, "wrong_type": _wrong_type, "lacking": _lacking, "deleted": lambda p: p.unlink()}
+RESULT_FILES = ("jobs.parquet", "summary.csv", "lost_by_cause.csv", "trace_report.json", "timeseries.parquet")
+#: What a page says of an optional result file that is missing (any other file: one line naming it).
+OPTIONAL = {"timeseries.parquet": "timeseries.parquet is missing: no over-time charts",
+            "lost_by_cause.csv": "lost_by_cause.csv is missing: no table of the work lost per cause"}
+#: The files a sweep's page and plots read of each run (the others: the runs' own pages).
+SWEEP_READS = {"jobs.parquet": "jobs.parquet is missing in 1: not in the JCT distribution",
+               "summary.csv": None,
+               "timeseries.parquet": "timeseries.parquet is missing in 1: not in the over-time charts"}
+
+
+@pytest.fixture(scope="module")
+def result_folders(tmp_path_factory, venus_first_day) -> tuple[Path, Path]:
+    """A run of the first Venus day with failures and checkpoints (so lost_by_cause.csv too), without
+    out_jobs.csv, plots or page (`raysim report` writes them), and a multirun folder of three
+    copies of it."""
+    from hydra import compose, initialize_config_dir
+
+    import raysim.cli  # noqa: F401  (the raysim_path resolver)
+    from raysim.paths import CONF_DIR
+    from raysim.run import run
+
+    root = tmp_path_factory.mktemp("results")
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=[
+            "+experiment=venus", "runtime=local", "failures=llama3", "failures.gpu_mtbf_h=2000",
+            "checkpoint.interval_s=1800", f"trace.path={venus_first_day}", "report.plots=none", "report.html=false",
+            "report.out_jobs=false"])
+    run(cfg, root / "run")
+    assert (root / "run" / "lost_by_cause.csv").exists()
+    for k in range(3):
+        shutil.copytree(root / "run", root / "sweep" / str(k))
+    return root / "run", root / "sweep"
+
+
+def report(folder: Path, capsys) -> tuple[int, list[str]]:
+    """`raysim report <folder> --no-plots` in this process: (exit status, stderr's lines)."""
+    from raysim.cli import main
+
+    with pytest.raises(SystemExit) as end:
+        main(["report", str(folder), "--no-plots"])
+    return end.value.code, capsys.readouterr().err.strip().splitlines()
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+@pytest.mark.parametrize("name", RESULT_FILES)
+def test_report_on_a_damaged_result_file_names_it(result_folders, tmp_path, capsys, name, damage):
+    """A run folder: one line naming the file (and its row and column where it has them), exit
+    status 2; an optional file missing: a page that says so."""
+    run = tmp_path / "run"
+    shutil.copytree(result_folders[0], run)
+    DAMAGES[damage](run / name)
+    status, err = report(run, capsys)
+    if damage == "deleted" and name in OPTIONAL:
+        assert status == 0 and err == []
+        assert OPTIONAL[name] in (run / "report.html").read_text()
+        return
+    assert status == 2 and len(err) == 1 and err[0].startswith(f"raysim: error: {run / name}"), err
+    if damage == "wrong_type" and name.endswith(".csv"):
+        assert re.search(r", row \d+ \(line \d+\), column '\w+': not a number \(value 'lots'\)$", err[0]), err
+    if damage in ("foreign", "lacking", "wrong_type") and name.endswith(".parquet"):
+        assert "column" in err[0], err
+
+
+@pytest.mark.parametrize("name", ["jobs.parquet", "timeseries.parquet"])
+def test_report_on_a_parquet_file_damaged_inside_names_it(result_folders, tmp_path, capsys, name):
+    """The column the page reads overwritten with random bytes in its first row group (the footer
+    intact): Arrow fails while reading the rows, which is one line naming the file too."""
+    run = tmp_path / "run"
+    shutil.copytree(result_folders[0], run)
+    meta = pq.read_metadata(run / name).row_group(0)
+    chunk = next(meta.column(i) for i in range(meta.num_columns) if meta.column(i).path_in_schema in ("jct", "time"))
+    data = bytearray((run / name).read_bytes())
+    start, size = chunk.data_page_offset, chunk.total_compressed_size
+    data[start:start + size] = np.random.default_rng(1).integers(0, 256, size, dtype=np.uint8).tobytes()
+    (run / name).write_bytes(bytes(data))
+    status, err = report(run, capsys)
+    assert status == 2 and err == [f"raysim: error: {run / name}: " + err[0].split(": ", 3)[-1]], err
+    assert err[0].endswith("): truncated or damaged") and "not a readable Parquet file (" in err[0]
+
+
+def test_out_jobs_cut_short_by_a_damaged_jobs_file_is_not_left(result_folders, tmp_path, monkeypatch):
+    """Rows that cannot be read after out_jobs.csv's first chunk: the error names jobs.parquet and
+    the half-written table is removed (a later `raysim report` would take it as written)."""
+    from raysim.errors import TraceError
+    from raysim.report import batsim
+
+    run = tmp_path / "run"
+    shutil.copytree(result_folders[0], run)
+    chunks = []
+
+    def second_chunk_unreadable(*args):
+        chunks.append(args)
+        if len(chunks) == 2:
+            raise OSError("Unexpected end of stream")  # (what Arrow raises for a damaged page)
+        return batsim_rows(*args)
+
+    batsim_rows = batsim.batsim_rows
+    monkeypatch.setattr(batsim, "batsim_rows", second_chunk_unreadable)
+    with pytest.raises(TraceError, match=r"jobs.parquet: not a readable Parquet file \(Unexpected end of stream\)"):
+        batsim.write_out_jobs(run, chunk_rows=200)
+    assert len(chunks) == 2 and not (run / "out_jobs.csv").exists()
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+@pytest.mark.parametrize("name", RESULT_FILES)
+def test_report_on_a_sweep_with_a_damaged_result_file(result_folders, tmp_path, capsys, name, damage):
+    """A multirun folder whose run 1 has a damaged file the sweep reads: one line naming it, exit
+    status 2; missing: run 1 left out of what needs the file, which the page (or, for its summary,
+    the warning line) says. A file only the runs' own pages read is not read."""
+    sweep = tmp_path / "sweep"
+    shutil.copytree(result_folders[1], sweep)
+    DAMAGES[damage](sweep / "1" / name)
+    status, err = report(sweep, capsys)
+    if name not in SWEEP_READS:
+        assert status == 0 and err == []
+    elif damage != "deleted":
+        assert status == 2 and len(err) == 1 and err[0].startswith(f"raysim: error: {sweep / '1' / name}"), err
+    elif name == "summary.csv":
+        assert status == 0 and err == [f"raysim report: warning: run folder {sweep / '1'} left out of the sweep "
+                                       "summary: no summary.csv: the run failed, was stopped or is still running"]
+    else:
+        assert status == 0 and err == [] and SWEEP_READS[name] in (sweep / "report.html").read_text()
+
+
+def test_report_skips_a_run_that_failed_with_its_reason(result_folders, tmp_path, capsys):
+    """A run that wrote its results and then failed (e.g. stopped by a guard after writing what it
+    had): its failed.json keeps it out of the sweep, with the reason, on stderr, in sweep_summary.md and on
+    the page."""
+    from raysim.errors import write_failed_run
+
+    sweep = tmp_path / "sweep"
+    shutil.copytree(result_folders[1], sweep)
+    write_failed_run(sweep / "1", "no job finished for 10 days: stopped", 2, "python -m raysim seed=1")
+    status, err = report(sweep, capsys)
+    assert status == 0 and len(err) == 1
+    assert re.fullmatch(rf"raysim report: warning: run folder {re.escape(str(sweep / '1'))} left out of the sweep "
+                        r"summary: failed at [-\d: ]+ UTC \(exit status 2\): no job finished for 10 days: stopped",
+                        err[0]), err
+    assert sorted(pd.read_csv(sweep / "sweep_summary.csv", dtype={"run": str})["run"].unique()) == ["0", "2"]
+    assert err[0].removeprefix("raysim report: warning: ") in (sweep / "sweep_summary.md").read_text()
+    assert "(exit status 2): no job finished for 10 days: stopped</li>" in (sweep / "report.html").read_text()
 
 
 # --- config values, checked in-process (the command line above shows how any of them is reported) ---

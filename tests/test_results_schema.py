@@ -14,7 +14,7 @@ from simutil import NO_PAGES
 
 from raysim import cli  # noqa: F401  (the raysim_path resolver)
 from raysim.paths import CONF_DIR
-from raysim.report.schema import COMMON, GROUPS, check_jobs, groups_of, read_jobs
+from raysim.report.schema import COMMON, GROUPS, KINDS, check_jobs, groups_of, read_jobs
 from raysim.run import run
 
 #: experiment -> (small-input overrides, the optional groups its jobs.parquet has)
@@ -152,8 +152,15 @@ def test_the_fgd_inflation_experiment_writes_its_curves(data_cache, tmp_path):
 
 
 def test_the_schema_check_names_what_is_wrong(tmp_path):
-    columns = {name: pa.array([1]) for name in COMMON}
+    examples = {"integer": pa.array([1]), "number": pa.array([1.5]), "text": pa.array(["a"]),
+                "boolean": pa.array([True])}
+    columns = {name: examples[KINDS[name]] for name in COMMON}
     assert check_jobs(pa.table(columns)) == []
+    assert check_jobs(pa.table({**columns, "jct": pa.array(["1"])})) == ["column 'jct' holds string, not number values"]
+    assert check_jobs(pa.table({**columns, "end_time": pa.nulls(1)})) == []  # nulls only: any type
+    pq.write_table(pa.table({**columns, "vc": pa.array([None], pa.string())}), tmp_path / "jobs.parquet")
+    with pytest.raises(ValueError, match=r"jobs.parquet, column 'vc': 1 null value\(s\) in row group 0; every job has one"):
+        read_jobs(tmp_path)
     assert check_jobs(pa.table({**columns, "gpu_type": pa.array(["V100"])})) == ["group 'gpu_types' lacks 'run_s_<type>'"]
     assert check_jobs(pa.table({**columns, "mystery": pa.array([0])})) == [
         "column 'mystery' is not in the result schema (docs/results.md)"]

@@ -20,6 +20,10 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from raysim.errors import UserError
+from raysim.report.run_files import read_trace_report
+from raysim.report.schema import check_jobs_file, reading, reads
+
 #: Batsim's columns of out_jobs.csv, in Batsim's order.
 COLUMNS = ("job_id", "workload_name", "profile", "submission_time", "requested_number_of_resources",
            "requested_time", "success", "final_state", "starting_time", "execution_time", "finish_time",
@@ -50,6 +54,7 @@ class GpuIds:
     pool: int
 
 
+@reads
 def gpu_ids(jobs_path: Path, layout: dict) -> GpuIds:
     """The GPU ids of a run with `layout` (trace_report.json's: VC -> pools with `gpus_per_node`
     and `nodes`), sized by the node slots its jobs (`jobs_path`, jobs.parquet) used."""
@@ -80,7 +85,8 @@ def write_out_jobs(run_dir, *, chunk_rows: int = 1 << 17) -> Path:
     """Write `run_dir`/out_jobs.csv from its jobs.parquet and trace_report.json, one row per job in
     trace order, `chunk_rows` jobs at a time; returns its path."""
     run_dir = Path(run_dir)
-    report = json.loads((run_dir / "trace_report.json").read_text())
+    report = read_trace_report(run_dir)
+    check_jobs_file(run_dir / "jobs.parquet")
     ids = gpu_ids(run_dir / "jobs.parquet", report["layout"])
     workload = Path(report.get("source") or "raysim").parent.name or "raysim"
     file = pq.ParquetFile(run_dir / "jobs.parquet")
@@ -89,11 +95,15 @@ def write_out_jobs(run_dir, *, chunk_rows: int = 1 << 17) -> Path:
     options = pacsv.WriteOptions(quoting_style="needed")
     writer = None
     try:
-        for batch in file.iter_batches(batch_size=chunk_rows, columns=columns):
-            table = batsim_rows(pa.Table.from_batches([batch]), ids, workload)
-            if writer is None:
-                writer = pacsv.CSVWriter(path, table.schema, write_options=options)
-            writer.write_table(table)
+        with reading(run_dir / "jobs.parquet"):
+            for batch in file.iter_batches(batch_size=chunk_rows, columns=columns):
+                table = batsim_rows(pa.Table.from_batches([batch]), ids, workload)
+                if writer is None:
+                    writer = pacsv.CSVWriter(path, table.schema, write_options=options)
+                writer.write_table(table)
+    except BaseException:
+        path.unlink(missing_ok=True)  # no table cut short (`raysim report` would take it as written)
+        raise
     finally:
         if writer is not None:
             writer.close()
@@ -234,4 +244,4 @@ def simulated_vc(vc: str, layout) -> str:
         return vc
     if len(layout) == 1:
         return next(iter(layout))
-    raise ValueError(f"jobs.parquet names VC {vc!r}, which trace_report.json's layout lacks")
+    raise UserError(f"jobs.parquet names VC {vc!r}, which trace_report.json's layout lacks (files of two runs?)")

@@ -12,6 +12,7 @@ import pandas as pd
 
 from raysim.report.capacity import OTHER_STOPS, PREEMPTIONS, RECLAIMS
 from raysim.report.page import Chart, Page, esc, facts, table
+from raysim.report.run_files import read_lost_by_cause
 
 FILE = "lost_by_cause.csv"
 #: What the page calls the causes of stops that no capacity event made; every other cause is a
@@ -28,8 +29,7 @@ def read_causes(run_dir: Path) -> pd.DataFrame | None:
     path = Path(run_dir) / FILE
     if not path.exists():
         return None
-    return pd.read_csv(path, dtype={"vc": str, "cause": str}, keep_default_na=False,
-                       na_values={"interruptions": [""], "lost_gpu_h": [""]})
+    return read_lost_by_cause(path)
 
 
 def kind(cause: str) -> str:

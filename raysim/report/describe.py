@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from raysim.errors import failed_run
 from raysim.yamlfile import read_yaml
 
 #: (longest span in seconds, unit name, seconds per unit) for time axes
@@ -94,6 +95,12 @@ def run_folders(sweep_dir) -> list[Path]:
 
 
 def has_results(run_dir: Path) -> bool:
-    """Whether a run folder holds its summary (SUMMARY_FILES): a run that failed, was stopped or is
-    still running has none."""
-    return any((run_dir / name).exists() for name in SUMMARY_FILES)
+    """Whether a run folder holds its summary (SUMMARY_FILES) and no failed.json: a run that failed,
+    was stopped or is still running has none (a run that failed may have written some files)."""
+    return any((run_dir / name).exists() for name in SUMMARY_FILES) and failed_run(run_dir) is None
+
+
+def why_no_results(run_dir: Path) -> str:
+    """Why a run folder has no results (`has_results` False), in one line: its failed.json's reason,
+    else that it has no summary."""
+    return failed_run(run_dir) or "no summary.csv: the run failed, was stopped or is still running"

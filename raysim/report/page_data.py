@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from raysim.report.schema import reads
 from raysim.report.timeseries import column_names, series_layout
 
 #: Points of a CDF curve, at most (quantiles 0, 1/(n-1), ..., 1 of the values)
@@ -60,6 +61,7 @@ def step_means(time: np.ndarray, value: np.ndarray, end: float, edges: np.ndarra
         return np.where(covered > 0, np.diff(integral) / covered, np.nan)
 
 
+@reads
 def series_edges(path, points: int = SERIES_POINTS) -> tuple[np.ndarray, float]:
     """(span edges, seconds a sample stands for) of a timeseries.parquet: `points` equal spans from
     its first sample to the end of its last one, or one span per sample where it has fewer."""
@@ -79,6 +81,7 @@ def series_edges(path, points: int = SERIES_POINTS) -> tuple[np.ndarray, float]:
     return np.linspace(float(first), float(end), min(points, max(samples, 1)) + 1), float(step)
 
 
+@reads
 def vc_series(path, vcs: list[str], columns: list[str], edges: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
     """{vc: {column: the mean over each span of `edges`}} for each of `vcs` (e.g. "all" and the
     largest VCs) of a timeseries.parquet, grid or change-points alike."""

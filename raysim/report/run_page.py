@@ -19,6 +19,8 @@ from raysim.report.causes import capacity_inputs_html, causes_html, headline, re
 from raysim.report.describe import resolved_config, run_overrides, time_axis
 from raysim.report.page import Chart, Page, cards, esc, facts, small_multiples, table
 from raysim.report.page_data import cdf_points, largest_vcs, series_edges, vc_series
+from raysim.report.run_files import check_series, missing_note, read_summary, read_trace_report
+from raysim.report.schema import read_jobs
 from raysim.tables import cell, gpu_counts, plural
 from raysim.report.timeseries import column_names
 from raysim.yamlfile import read_yaml
@@ -50,9 +52,9 @@ def write_run_page(run_dir) -> Path:
 def run_page(run_dir: Path) -> Page:
     """The page of a trace replay's folder (summary.csv, jobs.parquet, timeseries.parquet,
     trace_report.json and Hydra's .hydra folder)."""
-    report = json.loads((run_dir / "trace_report.json").read_text())
+    report = read_trace_report(run_dir)
     config = read_yaml(run_dir / ".hydra" / "config.yaml", {})
-    summary = pd.read_csv(run_dir / "summary.csv")
+    summary = read_summary(run_dir / "summary.csv")
     causes = read_causes(run_dir)
     what = run_name(report, config)
     page = Page(title=f"raysim: {what}", subtitle=" ".join(run_overrides(run_dir)))
@@ -108,7 +110,7 @@ def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) 
     """The run's charts: JCT and queueing-delay CDFs, the average queue per VC, and over time the
     GPU utilisation (per GPU type too), pending jobs, and where the run has them GPUs down, GPUs
     borrowed and nodes with shared GPUs, for the cluster and its largest VCs."""
-    jobs = pq.read_table(run_dir / "jobs.parquet", columns=["jct", "queue"])
+    jobs = read_jobs(run_dir / "jobs.parquet", columns=["jct", "queue"])
     jct, queue = (jobs.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in ("jct", "queue"))
     parts = []
     x, y = cdf_points(np.maximum(jct, 1.0))
@@ -136,7 +138,13 @@ def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) 
                                       caption="From the summary's avg_queue; a VC whose jobs never waited has no bar.")))
     series_path = run_dir / "timeseries.parquet"
     if series_path.exists():
+        check_series(series_path)
         parts += over_time_charts(page, series_path, largest_vcs(report.get("layout") or {}))
+    else:
+        parts.append(missing_note("timeseries.parquet is missing: no over-time charts"))
+    if not (run_dir / "lost_by_cause.csv").exists() and any(
+            c.startswith("lost_gpu_s_") for c in pq.read_schema(run_dir / "jobs.parquet").names):
+        parts.append(missing_note("lost_by_cause.csv is missing: no table of the work lost per cause"))
     return "\n".join(parts)
 
 

@@ -8,10 +8,14 @@ trace clock: integers, or floats where the simulator's clock is finer (round-bas
 
 from __future__ import annotations
 
+import functools
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from raysim.errors import TraceError
 
 #: Columns every jobs.parquet has: name -> what it holds.
 COMMON = {
@@ -97,11 +101,26 @@ def groups_of(names) -> list[str]:
     return out
 
 
-def check_jobs(table: pa.Table) -> list[str]:
-    """Problems of a jobs table against the schema: missing common columns, a group present in
-    part, columns the schema does not know. Empty when it conforms."""
-    names = list(table.column_names)
+#: The type of each COMMON column (docs/results.md): integer, number (integer or float), text or boolean.
+KINDS = {"job_id": "integer", "vc": "text", "user": "text", "gpu_num": "integer", "submit_time": "number",
+         "duration": "number", "start_time": "number", "end_time": "number", "queue": "number", "jct": "number",
+         "preemptions": "integer", "first_node": "integer", "num_nodes": "integer", "shared": "boolean",
+         "profiled": "boolean", "finished": "boolean"}
+
+
+#: COMMON columns every job has a value in (the others are null where docs/results.md says so).
+NOT_NULL = ("job_id", "vc", "gpu_num", "submit_time", "preemptions", "num_nodes", "shared", "profiled", "finished")
+
+
+def check_jobs(table: pa.Table | pa.Schema) -> list[str]:
+    """Problems of a jobs table (or its schema) against the schema: missing common columns, a common
+    column of another type (KINDS; a column of nulls only is any type), a group present in part,
+    columns the schema does not know. Empty when it conforms."""
+    schema = table if isinstance(table, pa.Schema) else table.schema
+    names = list(schema.names)
     problems = [f"missing column {c!r}" for c in COMMON if c not in names]
+    problems += [f"column {c!r} holds {schema.field(c).type}, not {KINDS[c]} values" for c in COMMON
+                 if c in names and not _of_kind(schema.field(c).type, KINDS[c])]
     known = set(COMMON)
     for group in groups_of(names):
         for column in GROUPS[group][1]:
@@ -112,17 +131,76 @@ def check_jobs(table: pa.Table) -> list[str]:
     return problems
 
 
-def read_jobs(path) -> pa.Table:
-    """A run's jobs.parquet (a file or its run folder), checked against the schema: a ValueError
-    naming the file and its first problem when it does not conform."""
+def read_jobs(path, columns: list[str] | None = None) -> pa.Table:
+    """A run's jobs.parquet (a file or its run folder), all its columns or `columns`, checked against
+    the schema: a TraceError naming the file and its first problem when it is missing, not readable
+    Parquet (truncated, damaged) or does not conform (`check_jobs`)."""
     path = Path(path)
     if path.is_dir():
         path = path / "jobs.parquet"
-    table = pq.read_table(path)
-    problems = check_jobs(table)
+    check_jobs_file(path)
+    with reading(path):
+        return pq.read_table(path, columns=columns)
+
+
+def check_jobs_file(path) -> pa.Schema:
+    """The schema of a jobs.parquet, checked as `read_jobs` checks it, and its NOT_NULL columns
+    without a null where the file's statistics count them (without reading its rows)."""
+    with reading(path, "the run's jobs"):
+        schema = pq.read_schema(path)
+        meta = pq.read_metadata(path)
+    problems = check_jobs(schema)
     if problems:
-        raise ValueError(f"{path}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
-    return table
+        raise TraceError(str(path), problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    for group in range(meta.num_row_groups):
+        chunks = meta.row_group(group)
+        for j in range(chunks.num_columns):
+            stats, name = chunks.column(j).statistics, chunks.column(j).path_in_schema
+            if name in NOT_NULL and stats is not None and stats.has_null_count and stats.null_count:
+                raise TraceError(str(path), f"{stats.null_count:,} null value(s) in row group {group}; every job "
+                                            "has one", column=name)
+    return schema
+
+
+def _of_kind(kind: pa.DataType, expected: str) -> bool:
+    if pa.types.is_null(kind):
+        return True
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return {"integer": pa.types.is_integer(kind),
+            "number": pa.types.is_integer(kind) or pa.types.is_floating(kind),
+            "text": pa.types.is_string(kind) or pa.types.is_large_string(kind),
+            "boolean": pa.types.is_boolean(kind)}[expected]
+
+
+@contextmanager
+def reading(path, what: str = "", kind: str = "Parquet"):
+    """Reading the result file `path` (a `kind` file; `what`: what it holds): a file that is missing,
+    or that Arrow cannot read (truncated, damaged, not of its kind) is a TraceError naming it. An
+    OSError with an errno (a full disk, a file not allowed) stays itself: it names its own file."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise TraceError(str(path), f"missing ({what})" if what else "missing") from None
+    except (OSError, pa.ArrowException) as exc:
+        if isinstance(exc, OSError) and exc.errno is not None:
+            raise
+        raise TraceError(str(path), f"not a readable {kind} file ({first_line(exc)}): truncated or damaged") from None
+
+
+def reads(function):
+    """`function(path, ...)`, a reader of a result file, with `reading(path)`'s errors."""
+    @functools.wraps(function)
+    def read(path, *args, **kwargs):
+        with reading(path):
+            return function(path, *args, **kwargs)
+    return read
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message, its first line (or its type's name where it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _is(column: str, name: str) -> bool:

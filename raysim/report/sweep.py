@@ -5,15 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 from hydra.experimental.callback import Callback
 from omegaconf import OmegaConf
 
 from raysim.forking import forked_map
 from raysim.report.bar_axis import bar_axis
 from raysim.report.causes import read_causes, with_cause_columns
-from raysim.report.describe import common_overrides, has_results, run_folders, run_labels, run_overrides
+from raysim.report.describe import (common_overrides, has_results, run_folders, run_labels, run_overrides,
+                                    why_no_results)
 from raysim.report.plots import plot_tasks, save_figure, set_title, subplots
+from raysim.report.run_files import check_series, read_summary
+from raysim.report.schema import read_jobs
 from raysim.report.timeseries import cluster_series
 from raysim.report.settings import report_settings
 from raysim.tables import markdown_table, unit, units_caption
@@ -26,21 +28,24 @@ METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queu
 
 
 def runs_without_results(sweep_dir: str | Path) -> list[Path]:
-    """The run folders of a multirun without their summary: runs that failed, were stopped or are
-    still running, which a sweep summary leaves out."""
+    """The run folders of a multirun without their summary, or with failed.json: runs that failed,
+    were stopped or are still running, which a sweep summary leaves out."""
     return [run for run in run_folders(sweep_dir) if not has_results(run)]
 
 
-def missing_runs_line(sweep_dir: str | Path) -> str | None:
-    """One line naming the run folders without results (`runs_without_results`), or None."""
+def missing_runs_lines(sweep_dir: str | Path) -> list[str]:
+    """One line per run folder without results (`runs_without_results`): the folder, its swept
+    settings and why (its failed.json's reason, else that it has no summary)."""
     missing = runs_without_results(sweep_dir)
     if not missing:
-        return None
+        return []
     common = set(common_overrides(run_folders(sweep_dir)))
-    swept = {run: " ".join(o for o in run_overrides(run) if o not in common) for run in missing}
-    named = ", ".join(f"{run}" + (f" ({swept[run]})" if swept[run] else "") for run in missing)
-    return (f"{len(missing)} run folder(s) without results (no summary.csv: the run failed, was stopped or is "
-            f"still running), left out of the sweep summary: {named}")
+    lines = []
+    for run in missing:
+        swept = " ".join(o for o in run_overrides(run) if o not in common)
+        lines.append(f"run folder {run}" + (f" ({swept})" if swept else "")
+                     + f" left out of the sweep summary: {why_no_results(run)}")
+    return lines
 
 
 def summarize_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True) -> pd.DataFrame:
@@ -48,25 +53,26 @@ def summarize_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True
     cause too: raysim.report.causes.with_cause_columns), the PNG plots (`plots`) and report.html
     (`html`) in `sweep_dir`."""
     sweep_dir = Path(sweep_dir)
-    runs = sorted(p.parent for p in sweep_dir.glob("*/summary.csv"))
+    runs = sorted(p.parent for p in sweep_dir.glob("*/summary.csv") if has_results(p.parent))
     if not runs:
         raise FileNotFoundError(f"{sweep_dir}: no run folder with a summary.csv (is this a multirun folder?)")
     frames, data, causes = [], {}, {}
     for run, label in zip(runs, run_labels(runs)):
-        summary = pd.read_csv(run / "summary.csv")
+        summary = read_summary(run / "summary.csv")
         frames.append(summary.assign(run=label))
         lost = read_causes(run)
         if lost is not None:
             causes[label] = lost
-        if plots and (run / "jobs.parquet").exists():
-            jobs = pq.read_table(run / "jobs.parquet", columns=["jct"]).to_pandas()
+        if plots and (run / "jobs.parquet").exists() and (run / "timeseries.parquet").exists():
+            jobs = read_jobs(run / "jobs.parquet", columns=["jct"]).to_pandas()
+            check_series(run / "timeseries.parquet")
             series = cluster_series(run / "timeseries.parquet")
             data[label] = (jobs, series, summary)
     table = pd.concat(frames, ignore_index=True)
     table = with_cause_columns(table[["run"] + [c for c in table.columns if c != "run"]], causes)
     table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
-    missing = missing_runs_line(sweep_dir)
-    (sweep_dir / "sweep_summary.md").write_text(_markdown(table) + (f"\n{missing}\n" if missing else ""))
+    missing = missing_runs_lines(sweep_dir)
+    (sweep_dir / "sweep_summary.md").write_text(_markdown(table) + "".join(f"\n{line}\n" for line in missing))
     title = sweep_description(runs)
     tasks = []  # drawn one per CPU at a time where this process may fork (raysim.forking)
     if plots and data:
@@ -159,7 +165,7 @@ def report_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True) -
     if any(sweep_dir.glob("*/summary.csv")):
         return summarize_sweep(sweep_dir, plots=plots, html=html)
     name = "fgd_summary.csv"
-    runs = sorted(p.parent for p in sweep_dir.glob(f"*/{name}"))
+    runs = sorted(p.parent for p in sweep_dir.glob(f"*/{name}") if has_results(p.parent))
     if not runs:
         raise FileNotFoundError(f"{sweep_dir}: no run folder with a summary.csv or fgd_summary.csv "
                                 "(is this a multirun folder?)")
@@ -167,9 +173,9 @@ def report_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True) -
     table = pd.DataFrame(rows)
     table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
     kind = "FGD inflation"
-    missing = missing_runs_line(sweep_dir)
+    missing = missing_runs_lines(sweep_dir)
     (sweep_dir / "sweep_summary.md").write_text(f"# Sweep summary ({kind} runs)\n\n" + headline(table) + "\n"
-                                                + (f"\n{missing}\n" if missing else ""))
+                                                + "".join(f"\n{line}\n" for line in missing))
     if plots:
         from raysim.sharing.run import summarize_fgd_sweep
 

@@ -11,16 +11,17 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 from raysim import __version__
 from raysim.report.bar_axis import bar_axis
 from raysim.report.causes import sweep_causes_html
 from raysim.report.describe import (common_overrides, has_results, run_compat, run_description, run_folders,
-                                    run_labels, run_overrides, time_axis)
+                                    run_labels, run_overrides, time_axis, why_no_results)
 from raysim.report.page import Chart, Page, esc, facts, small_multiples, table
 from raysim.report.page_data import CDF_POINTS, SERIES_POINTS, cdf_on, cdf_points, series_edges, vc_series
+from raysim.report.run_files import check_series, missing_in_runs
 from raysim.report.run_page import FILE, duration, fgd_curves
+from raysim.report.schema import read_jobs
 from raysim.yamlfile import read_yaml
 from raysim.tables import cell, plural, unit
 
@@ -107,9 +108,10 @@ def runs_html(table_: pd.DataFrame, runs: list[Path], labels: dict, metrics: lis
     if pages:
         out += "<p class=\"caption\">A run's name opens its own page (report.html in its folder).</p>"
     if missing:
-        out += ("<p><strong>Without results</strong> (the run failed, was stopped or has not finished; its "
-                "raysim.log says why): " + ", ".join(f'<a href="{esc(p.name)}/">{esc(p.name)}</a> '
-                                                     f"({esc(' '.join(run_overrides(p)))})" for p in missing) + "</p>")
+        out += ("<p><strong>Without results</strong> (left out of the table and charts; the run's raysim.log "
+                "says more):</p><ul>" + "".join(f'<li><a href="{esc(p.name)}/">{esc(p.name)}</a> '
+                                                f"({esc(' '.join(run_overrides(p)))}): {esc(why_no_results(p))}</li>"
+                                                for p in missing) + "</ul>")
     return out
 
 
@@ -131,7 +133,9 @@ def replay_charts(page: Page, table_: pd.DataFrame, runs: list[Path], labels: di
                 kind="points", height=320 + 4 * min(len(vcs), 40),
                 text=[[cell(v, metric) for v in grid[n]] for n in names],
                 caption=f"One dot per run and VC; hover a VC for every run's {metric}. Click a run in the legend to hide it.")))
+    parts.append(missing_in_runs(runs, names, "jobs.parquet", "not in the JCT distribution"))
     parts.append(jct_cdfs(page, runs, names))
+    parts.append(missing_in_runs(runs, names, "timeseries.parquet", "not in the over-time charts"))
     parts += series_charts(page, runs, names)
     return "\n".join(p for p in parts if p)
 
@@ -164,7 +168,7 @@ def metric_chart(page: Page, overall: pd.DataFrame, names: list[str], metric: st
 
 def jct_cdfs(page: Page, runs: list[Path], names: list[str]) -> str:
     """Every run's JCT CDF on one log axis (at the union of the runs' CDF points)."""
-    jcts = {n: pq.read_table(r / "jobs.parquet", columns=["jct"]).column("jct").to_numpy(zero_copy_only=False)
+    jcts = {n: read_jobs(r / "jobs.parquet", columns=["jct"]).column("jct").to_numpy(zero_copy_only=False)
             .astype(np.float64) for r, n in zip(runs, names) if (r / "jobs.parquet").exists()}
     if not jcts:
         return ""
@@ -181,6 +185,8 @@ def jct_cdfs(page: Page, runs: list[Path], names: list[str]) -> str:
 def series_charts(page: Page, runs: list[Path], names: list[str]) -> list[str]:
     """Cluster GPU utilisation and pending jobs over time, a line per run, on common spans."""
     paths = {n: r / "timeseries.parquet" for r, n in zip(runs, names) if (r / "timeseries.parquet").exists()}
+    for path in paths.values():
+        check_series(path)
     if not paths:
         return []
     spans = [series_edges(p) for p in paths.values()]

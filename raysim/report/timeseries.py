@@ -29,6 +29,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from raysim.report.schema import reads
+
 #: Longest grid written as such: 366 days of 60-s samples. Longer spans are written as change-points.
 GRID_MAX_SAMPLES = 366 * 1_440
 #: Schema metadata key of a change-points file.
@@ -164,6 +166,7 @@ def grid_count(time: np.ndarray, until: np.ndarray, start: int, end: int, interv
     return np.maximum((hi - time) // interval + (time - lo) // interval + 1, 0)
 
 
+@reads
 def cluster_series(path):
     """The cluster-wide rows (vc == "all") of a timeseries.parquet as a DataFrame: what the
     over-time plots show, read without the per-VC rows. A change-points file gives at most
