@@ -35,6 +35,9 @@ from raysim.runtime.sink import ResultSink, SinkPosition
 
 log = logging.getLogger("raysim")
 
+#: seconds in a (Julian) year, for times past the last date Python writes
+YEAR_S = 31_557_600
+
 
 class GroupLost(RuntimeError):
     """The process running VC group `group` died (raised by executors)."""
@@ -382,10 +385,15 @@ def check_resumable(where, recorded: dict | None, current: dict) -> None:
 
 
 def _clock(origin: str, t: int) -> str:
-    """Simulated time as a date when the trace has a datetime origin, else seconds."""
-    try:
-        import datetime as dt
+    """Simulated time as a date when the trace has a datetime origin, else seconds; past the dates
+    Python can write (the year 9999), seconds and years since the origin."""
+    import datetime as dt
 
-        return (dt.datetime.fromisoformat(origin) + dt.timedelta(seconds=int(t))).strftime("%Y-%m-%d %H:%M")
+    try:
+        start = dt.datetime.fromisoformat(origin)
     except ValueError:
         return f"t={t}"
+    try:
+        return (start + dt.timedelta(seconds=int(t))).strftime("%Y-%m-%d %H:%M")
+    except OverflowError:
+        return f"t={t:,} s ({t / YEAR_S:,.0f} years after {start:%Y-%m-%d %H:%M})"
