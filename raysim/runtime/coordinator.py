@@ -147,7 +147,7 @@ class Coordinator:
             if stage is None and not vc_next and loans_by is None:
                 break
             t_start = max(state.t, self._window_of(min(vc_next + [t for t in (stage, loans_by) if t is not None])))
-            t_end = t_start + self.window_s
+            t_end = self._window_of(t_start) + self.window_s  # (after a window cut short: the rest of its own)
             deadline = self._stall_deadline(state, t_start)
             if deadline is not None and t_start < deadline < t_end:
                 t_end = deadline  # (the run stops there if nothing progresses: the same point in any window)
