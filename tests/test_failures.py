@@ -423,7 +423,8 @@ def test_a_run_whose_jobs_cannot_finish_stops_after_its_stall_bound_and_writes_w
         assert (tmp_path / "604800" / name).read_bytes() == (tmp_path / "86400" / name).read_bytes()
     jobs = pq.read_table(tmp_path / "86400" / "jobs.parquet").to_pandas().set_index("job_id").sort_index()
     assert jobs.finished.tolist() == [False, False, True] and jobs.interruptions[1] > 100
-    with pytest.raises(RunStalled, match=r"at t=3601: .* for 0\.0 days of simulated time, since t=0; .* \(now 3,600 s\)"):
+    with pytest.raises(RunStalled, match=r"at t=3601: .* for 0\.0 days of simulated time, since t=0; .* "
+                                         r"\(now 3,600 s\)"):
         simulate_to(tmp_path / "out", trace, spec, None, job_extra=extra, stall_s=3600)
 
 

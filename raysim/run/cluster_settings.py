@@ -110,7 +110,8 @@ class SimSettings:
                               check=_on_off, what="on or off")
     stall_s: object = setting("auto", "a VC with unfinished jobs none of which finished or kept more work for this "
                                       "many seconds stops the run (exit status 2, results so far written; "
-                                      "docs/failures.md); auto: 10 x the VC's longest job, at least 30 days; off: never",
+                                      "docs/failures.md); auto: 10 x the VC's longest job, at least 30 days; "
+                                      "off: never",
                               check=_stall, what="seconds, auto or off")
 
 

@@ -129,8 +129,9 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
                               stall_ticks=stall)
     end, stage = coordinator.run()
     if coordinator.stalled is not None and checkpoint_dir:  # (its spool stays as the checkpoint left it)
-        raise RunStalled(f"{coordinator.stalled}; the checkpoint in {checkpoint_dir} holds the run up to there: to go "
-                         f"on, resume it (runtime.resume=true) with a larger sim.stall_s (now {stall_why}) or with it off")
+        raise RunStalled(f"{coordinator.stalled}; the checkpoint in {checkpoint_dir} holds the run up to there: to "
+                         f"go on, resume it (runtime.resume=true) with a larger sim.stall_s (now {stall_why}) or with "
+                         "it off")
     files = sink.close(end)
     write_jobs(trace.table, merge_profiling(read_records(files["records"]), stage), out_dir / "jobs.parquet",
                ticks_per_s=ticks, gpu_types=spec.catalog.gpu_types,
@@ -143,7 +144,8 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     if coordinator.stalled is not None:
         shutil.rmtree(spool, ignore_errors=True)
         raise RunStalled(f"{coordinator.stalled}; jobs.parquet and timeseries.parquet hold the run up to there "
-                         f"(unfinished jobs have no end); to go on, raise sim.stall_s (now {stall_why}) or set it to off")
+                         f"(unfinished jobs have no end); to go on, raise sim.stall_s (now {stall_why}) or set it "
+                         "to off")
     if checkpoint_dir:
         _keep_finished(Path(checkpoint_dir) / FINISHED, out_dir, fingerprint, counts)
     else:

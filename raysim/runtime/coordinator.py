@@ -225,7 +225,8 @@ class Coordinator:
         ticks = self.ticks_per_s
         return (f"the run stopped at {_clock(self.origin, t // ticks)}: VC {vc} has {st['unfinished']:,} unfinished "
                 f"job(s) ({st['running']:,} running) and none of its jobs finished or kept more work for "
-                f"{(t - since) / ticks / 86_400:,.1f} days of simulated time, since {_clock(self.origin, since // ticks)}"
+                f"{(t - since) / ticks / 86_400:,.1f} days of simulated time, "
+                f"since {_clock(self.origin, since // ticks)}"
                 + (f" (so have {len(stuck) - 1} other VC(s))" if len(stuck) > 1 else ""))
 
     def _stage_window(self, state: RunState) -> int | None:
