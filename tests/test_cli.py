@@ -92,6 +92,21 @@ def test_a_bad_value_is_one_line_and_exit_status_2(tiny_trace, tmp_path):
     assert res.stderr == "raysim: error: seed: must be an integer (value 'abc')\n"
 
 
+def test_a_run_whose_jobs_cannot_finish_ends_in_one_line_and_exit_status_2(tiny_trace, tmp_path):
+    # (the issue's `+experiment=venus failures=exponential failures.node_mtbf_h=0.01`, small: a node fails
+    # every 36 s and takes 4 hours to repair, so no job of an hour runs to its end)
+    (tmp_path / "jobs.csv").write_text(JOBS.replace(",100,", ",3600,").replace(",200,", ",3600,"))
+    res = raysim("runtime=local", f"trace.path={tmp_path / 'jobs.csv'}", "failures=exponential",
+                 "failures.node_mtbf_h=0.01", "sim.stall_s=86400", f"hydra.run.dir={tmp_path / 'run'}")
+    errors = [line for line in res.stderr.splitlines() if line.startswith("raysim: error:")]
+    assert res.returncode == 2 and len(errors) == 1 and "Traceback" not in res.stderr
+    assert errors[0].startswith("raysim: error: the run stopped at t=86401: VC vcA has 2 unfinished job(s) (0 running)"
+                                " and none of its jobs finished or kept more work for 1.0 days of simulated time, "
+                                "since t=0; jobs.parquet and timeseries.parquet hold the run up to there")
+    assert errors[0].endswith("raise sim.stall_s (now 86,400 s) or set it to off")
+    assert pq.read_table(tmp_path / "run" / "jobs.parquet").column("finished").to_pylist() == [False, False, True]
+
+
 def test_hydra_full_error_shows_the_traceback(tiny_trace, tmp_path):
     res = raysim("runtime=local", f"trace.path={tiny_trace}", "seed=abc", f"hydra.run.dir={tmp_path / 'run'}",
                  env={"HYDRA_FULL_ERROR": "1"})

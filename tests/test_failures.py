@@ -224,7 +224,7 @@ def test_after_a_node_leaves_no_failure_follows_and_an_absent_node_fails_only_on
 
 
 # ------------------------------------------------------------------------------------------ the engine
-def failing_vc(categories, *, nodes=2, mtbf_s=1000.0, repair_s=0.0, jobs=1, seed=0):
+def failing_vc(categories, *, nodes=2, mtbf_s=1000.0, repair_s=0.0, jobs=1, seed=0, checkpoint=None):
     from simutil import pools
 
     from raysim.placement import make_placer
@@ -238,7 +238,23 @@ def failing_vc(categories, *, nodes=2, mtbf_s=1000.0, repair_s=0.0, jobs=1, seed
     causes = tuple(c.name for c in categories)
     plan = CapacityPlan(causes, failing_vcs(model, seed, {"vc": pools(nodes)}, (), causes, {}, {"vc": jobs}))
     return VCSimulator("vc", pools(nodes), make_policy("fifo", params=params),
-                       make_placer("consolidate", params=params), params, capacity=plan)
+                       make_placer("consolidate", params=params), params, capacity=plan, checkpoint=checkpoint)
+
+
+@pytest.mark.parametrize("interval_s", [None, 60])
+def test_progress_is_a_job_keeping_more_work_than_ever_never_a_run_that_is_lost(interval_s):
+    from simutil import batch
+
+    from raysim.sim.checkpoint import Checkpointing
+
+    sim = failing_vc([SW], nodes=1, mtbf_s=300, checkpoint=interval_s and Checkpointing(interval_s))
+    sim.add_jobs(batch([(10, 100_000, 8)]))
+    sim.run(until=20_000)
+    assert sim.results()["interruptions"][0] > 20 and sim.unfinished == 1
+    if interval_s is None:  # every restart starts over: nothing since its arrival into the empty VC
+        assert sim.progress_at == 10
+    else:  # the latest stop that left it less work than any before
+        assert sim.progress_at > 10_000 and sim.jobs.least_remain[0] < 100_000 - 10_000
 
 
 def test_a_software_failure_restarts_the_job_and_leaves_the_node_up():
@@ -362,5 +378,77 @@ def test_a_run_with_failures_and_checkpoints_is_the_same_on_ray(tmp_path, ray_lo
     simulate_to(tmp_path / "local", trace, spec, None, runtime="local", job_extra=extra)
     simulate_to(tmp_path / "ray", trace, spec, None, runtime="ray", vcs_per_actor=4, window_s=86_400,
                 job_extra=extra)
+    for name in ("jobs.parquet", "timeseries.parquet"):
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+
+
+# ------------------------------------------------------------------------------------- the stall guard
+def tiny_run(tmp_path, rows, vcs, *overrides):
+    """(trace, spec, job inputs) of a raysim-schema trace of `rows` (vc, gpus, submit, duration) on
+    VCs `vcs` ({vc: nodes of 8 GPUs}), with the Venus experiment's settings and `overrides`."""
+    from raysim.run.config import load_from_config, spec_from_config
+
+    lines = [f"{i},{vc},u,{g},4,{t},{d},COMPLETED" for i, (vc, g, t, d) in enumerate(rows, 1)]
+    (tmp_path / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n"
+                                       + "\n".join(lines) + "\n")
+    (tmp_path / "vc_config.csv").write_text(",num\n" + "".join(f"{vc},{n}\n" for vc, n in vcs.items()))
+    cfg = compose(f"trace.path={tmp_path / 'jobs.csv'}", *overrides)
+    trace = load_from_config(cfg)
+    return (trace, *spec_from_config(cfg, trace))
+
+
+#: vcA's hour-long job cannot run 3,600 s between failures 36 s apart (repairs of 4 hours); vcB's jobs
+#: are done within a minute
+NEVER_ENDS = ([("vcA", 8, 0, 3600), ("vcA", 1, 60, 30), ("vcB", 8, 20, 50)], {"vcA": 1, "vcB": 2},
+              "failures=exponential", "failures.node_mtbf_h=0.01")
+
+
+def test_a_run_whose_jobs_cannot_finish_stops_after_its_stall_bound_and_writes_what_it_has(tmp_path):
+    import pyarrow.parquet as pq
+
+    from raysim.run.simulate import RunStalled, simulate_to
+
+    trace, spec, extra = tiny_run(tmp_path, *NEVER_ENDS)
+    said = []
+    for window_s in (604_800, 86_400):  # the stop point does not depend on the windows
+        with pytest.raises(RunStalled) as stop:
+            simulate_to(tmp_path / str(window_s), trace, spec, None, job_extra=extra, stall_s="auto", window_s=window_s)
+        said.append(str(stop.value))
+    assert said[0] == said[1]
+    assert said[0] == ("the run stopped at t=2592001: VC vcA has 2 unfinished job(s) (0 running) and none of its jobs "
+                       "finished or kept more work for 30.0 days of simulated time, since t=0; jobs.parquet and "
+                       "timeseries.parquet hold the run up to there (unfinished jobs have no end); to go on, raise "
+                       "sim.stall_s (now auto: 10 x the VC's longest job, at least 30 days) or set it to off")
+    for name in ("jobs.parquet", "timeseries.parquet"):
+        assert (tmp_path / "604800" / name).read_bytes() == (tmp_path / "86400" / name).read_bytes()
+    jobs = pq.read_table(tmp_path / "86400" / "jobs.parquet").to_pandas().set_index("job_id").sort_index()
+    assert jobs.finished.tolist() == [False, False, True] and jobs.interruptions[1] > 100
+    with pytest.raises(RunStalled, match=r"at t=3601: .* for 0\.0 days of simulated time, since t=0; .* "
+                                         r"\(now 3,600 s\)"):
+        simulate_to(tmp_path / "out", trace, spec, None, job_extra=extra, stall_s=3600)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "tiresias"])
+def test_a_long_queue_is_not_a_stall(tmp_path, policy):
+    from raysim.run.simulate import simulate_to
+
+    # 40 days of day-long jobs on one node: 4 x the least bound, 40 x the longest job
+    trace, spec, extra = tiny_run(tmp_path, [("vcA", 8, 0, 86_400)] * 40, {"vcA": 1}, f"policy={policy}")
+    counts = simulate_to(tmp_path / "out", trace, spec, None, job_extra=extra, stall_s="auto", window_s=86_400)
+    assert counts["windows"] >= 40
+
+
+@pytest.mark.slow
+def test_a_stalled_run_stops_at_the_same_point_on_ray(tmp_path, ray_local):  # noqa: F811
+    from raysim.run.simulate import RunStalled, simulate_to
+
+    trace, spec, extra = tiny_run(tmp_path, *NEVER_ENDS)
+    said = []
+    for runtime in ("local", "ray"):
+        with pytest.raises(RunStalled) as stop:
+            simulate_to(tmp_path / runtime, trace, spec, None, runtime=runtime, vcs_per_actor=1, job_extra=extra,
+                        stall_s="auto")
+        said.append(str(stop.value))
+    assert said[0] == said[1]
     for name in ("jobs.parquet", "timeseries.parquet"):
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()

@@ -137,6 +137,15 @@ def test_windows_skip_idle_stretches(tmp_path):
     assert coordinator.windows_run <= events < end // 60
 
 
+def test_the_progress_line_writes_any_simulated_time():
+    from raysim.runtime.coordinator import _clock
+
+    assert _clock("2020-09-01", 86_400) == "2020-09-02 00:00" and _clock("0", 5) == "t=5"
+    # past the year 9999 (a run whose clock ran away): seconds and years since the trace's start
+    assert _clock("2020-09-01", 8_000 * 31_557_600) == "t=252,460,800,000 s (8,000 years after 2020-09-01 00:00)"
+    assert _clock("2020-09-01", 10**18) == "t=1,000,000,000,000,000,000 s (31,688,087,814 years after 2020-09-01 00:00)"
+
+
 class KeepFirstOnly(Coordinator):
     """Keeps each group's state only after its first window, so a rebuild must replay the rest."""
 

@@ -60,7 +60,8 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     simulate_to(run_dir, trace, spec, estimates, runtime=rt.name, window_s=int(rt.window_s),
                 vcs_per_actor=cfg.ray.vcs_per_actor, ray_options=dict(cfg.ray),
                 checkpoint_dir=rt.checkpoint_dir, checkpoint_every=int(rt.checkpoint_every),
-                resume=bool(rt.resume), progress=True, job_extra=job_extra, estimator=online)
+                resume=bool(rt.resume), progress=True, job_extra=job_extra, estimator=online,
+                stall_s=None if cfg.sim.stall_s == "off" else cfg.sim.stall_s)
     sim_wall = time.perf_counter() - sim_start
     if own_ray and not in_multirun():  # a sweep's runs share the Ray its first run started
         from raysim.runtime.ray_backend import stop_ray_in_background

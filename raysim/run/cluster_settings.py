@@ -50,6 +50,12 @@ def _auto_or_count(value, key: str):
     return value
 
 
+def _stall(value, key: str):
+    if value not in ("auto", "off") and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(key, "must be a positive number of seconds, auto or off", value)
+    return value
+
+
 def _layout(value, key: str):
     if not (isinstance(value, str) and value.strip()) and not (isinstance(value, list) and value):
         raise ConfigError(key, "must be a layout CSV (vc,gpu_type,gpus_per_node,nodes) or a list of pools", value)
@@ -102,6 +108,11 @@ class SimSettings:
     sample_interval: int = setting(60, "seconds between time-series samples", minimum=1, maximum=TEN_YEARS_S)
     network: object = setting("off", "on: multi-node jobs slow down when their nodes' NICs are oversubscribed",
                               check=_on_off, what="on or off")
+    stall_s: object = setting("auto", "a VC with unfinished jobs none of which finished or kept more work for this "
+                                      "many seconds stops the run (exit status 2, results so far written; "
+                                      "docs/failures.md); auto: 10 x the VC's longest job, at least 30 days; "
+                                      "off: never",
+                              check=_stall, what="seconds, auto or off")
 
 
 @dataclass(frozen=True)

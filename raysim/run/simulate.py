@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from raysim.errors import UserError
 from raysim.policy import policy_class
 from raysim.quota import GLOBAL_VC
 from raysim.quota.cohorts import cohort_groups, decided_by_coordinator
@@ -28,6 +29,11 @@ from raysim.trace.load import Trace
 from raysim.trace.schema import arrival_seconds
 
 log = logging.getLogger("raysim")
+
+#: sim.stall_s=auto: a VC's jobs may go this many times the trace's longest job without progress ...
+STALL_JOBS = 10
+#: ... and at least this long (s): room for repairs, maintenance and nodes that join late
+STALL_MIN_S = 30 * 86_400
 
 #: Beside a checkpoint: the finished run's result files and fingerprint.
 FINISHED = "finished"
@@ -55,7 +61,7 @@ def vc_groups(vcs: list[str], vcs_per_actor: int | str, quota: QuotaSettings | N
 def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "local",
                 window_s: int = 604_800, vcs_per_actor: int | str = 1, ray_options: dict | None = None,
                 checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False, progress: bool = False,
-                executor=None, job_extra: dict | None = None, estimator=None) -> dict:
+                executor=None, job_extra: dict | None = None, estimator=None, stall_s: int | str | None = None) -> dict:
     """Simulate every VC of `trace`, writing `out_dir`/jobs.parquet and timeseries.parquet.
 
     Results stream to disk as Parquet row groups while the run goes on. `runtime` is "local"
@@ -73,6 +79,11 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     With `checkpoint_dir`, checkpoints carry the run's fingerprint (raysim.runtime.fingerprint) and
     `resume` refuses one written by a run with other inputs, naming them. A finished run leaves its
     result files beside its checkpoint; resuming it re-emits them without simulating again.
+
+    `stall_s` (seconds, "auto": `stall_bounds`; None: no guard): a run in which some VC has unfinished
+    jobs and none of them has finished or kept more work for longer stops there, writes its result
+    files (jobs not finished have no end; with `checkpoint_dir`, none: its checkpoint holds the run, to
+    be resumed with a larger bound) and raises RunStalled.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -109,12 +120,18 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     if spec.quota.mode == "global":  # every job waits in the one cluster-wide queue
         batch = batch.set_column(batch.schema.get_field_index("vc"), "vc", pa.array([GLOBAL_VC] * batch.num_rows,
                                                                                    pa.string()).dictionary_encode())
+    stall, stall_why = stall_bounds(batch, spec.vcs, stall_s, ticks)
     coordinator = Coordinator(executor, batch, groups, sink,
                               t0=spec.t0, window_s=window_s, checkpoint_dir=checkpoint_dir,
                               checkpoint_every=checkpoint_every, resume=resume, progress=progress,
                               origin=trace.origin, ticks_per_s=ticks, estimator=estimator, fingerprint=fingerprint,
-                              dispatch_s=dispatch_span(window_s, spec, estimator), exchange=exchange)
+                              dispatch_s=dispatch_span(window_s, spec, estimator), exchange=exchange,
+                              stall_ticks=stall)
     end, stage = coordinator.run()
+    if coordinator.stalled is not None and checkpoint_dir:  # (its spool stays as the checkpoint left it)
+        raise RunStalled(f"{coordinator.stalled}; the checkpoint in {checkpoint_dir} holds the run up to there: to "
+                         f"go on, resume it (runtime.resume=true) with a larger sim.stall_s (now {stall_why}) or with "
+                         "it off")
     files = sink.close(end)
     write_jobs(trace.table, merge_profiling(read_records(files["records"]), stage), out_dir / "jobs.parquet",
                ticks_per_s=ticks, gpu_types=spec.catalog.gpu_types,
@@ -124,11 +141,39 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     counts = {"events": coordinator.events, "windows": coordinator.windows_run, "recoveries": coordinator.recoveries}
     if exchange is not None:
         counts.update(epochs=exchange.epochs, loan_operations=exchange.operations)
+    if coordinator.stalled is not None:
+        shutil.rmtree(spool, ignore_errors=True)
+        raise RunStalled(f"{coordinator.stalled}; jobs.parquet and timeseries.parquet hold the run up to there "
+                         f"(unfinished jobs have no end); to go on, raise sim.stall_s (now {stall_why}) or set it "
+                         "to off")
     if checkpoint_dir:
         _keep_finished(Path(checkpoint_dir) / FINISHED, out_dir, fingerprint, counts)
     else:
         shutil.rmtree(spool, ignore_errors=True)
     return counts
+
+
+class RunStalled(UserError):
+    """A run stopped by its stall guard (`sim.stall_s`): its jobs were not progressing (one line)."""
+
+
+def stall_bounds(batch: pa.Table, vcs, stall_s: int | str | None, ticks: int = 1) -> tuple[dict | None, str]:
+    """Per VC of `vcs`, the stall guard's bound in clock ticks (None: no guard), and the setting in
+    words. `stall_s` is a number of seconds, None or "auto": STALL_JOBS times the longest job the VC
+    is given in `batch` (a job batch, durations in ticks), at least STALL_MIN_S. In a run that ends,
+    a VC's jobs go without progress only while its running jobs run (each ends within its duration
+    over its speed) or its queue waits for nodes (a repair, a late join, a loan): so no such VC is
+    stopped unless a job runs slower than 1/STALL_JOBS of its speed or nodes stay away longer."""
+    if stall_s is None:
+        return None, "off"
+    if stall_s != "auto":
+        return dict.fromkeys(vcs, int(stall_s) * ticks), f"{int(stall_s):,} s"
+    longest = dict.fromkeys(vcs, 0)
+    if batch.num_rows:
+        by = batch.select(["vc", "duration"]).group_by("vc").aggregate([("duration", "max")])
+        longest.update(zip(by.column("vc").to_pylist(), by.column("duration_max").to_pylist()))
+    bounds = {vc: max(STALL_JOBS * int(d), STALL_MIN_S * ticks) for vc, d in longest.items()}
+    return bounds, f"auto: {STALL_JOBS} x the VC's longest job, at least {STALL_MIN_S // 86_400} days"
 
 
 def in_ticks(batch: pa.Table, trace: pa.Table, ticks: int) -> pa.Table:

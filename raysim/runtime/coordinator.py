@@ -10,7 +10,10 @@ current window. With quota lending (raysim.quota.exchange) windows end at the lo
 groups report there, and the operations decided go out with the next window. Group snapshots are taken at window boundaries, so a lost group is
 rebuilt and its windows since replayed; the profiler stage is snapshotted after every window, so
 a lost stage is rebuilt and redoes its window. With a checkpoint folder an interrupted run resumes
-from there.
+from there. A stall guard (`stall_ticks`, per VC) ends the run at the end of the first window that leaves a VC
+whose jobs have not progressed for longer (raysim.sim.engine.VCSimulator.progress_at): the VC groups'
+statuses decide it, and a window ends where a VC would stall, so the run stops at the same point
+in-process and on Ray, in windows of any size (but for loans decided here, whose windows end at epochs).
 Results leave through a ResultSink as Parquet row groups while the run goes on: the coordinator
 keeps no per-job results in memory.
 """
@@ -34,6 +37,9 @@ from raysim.quota.reports import reports_of
 from raysim.runtime.sink import ResultSink, SinkPosition
 
 log = logging.getLogger("raysim")
+
+#: seconds in a (Julian) year, for times past the last date Python writes
+YEAR_S = 31_557_600
 
 
 class GroupLost(RuntimeError):
@@ -85,7 +91,7 @@ class Coordinator:
     def __init__(self, executor, batch: pa.Table, groups: list[list[str]], sink: ResultSink, *, t0: int,
                  window_s: int, checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
                  progress: bool = True, origin: str = "0", ticks_per_s: int = 1, estimator=None, fingerprint: dict | None = None,
-                 dispatch_s: int | None = None, exchange=None):
+                 dispatch_s: int | None = None, exchange=None, stall_ticks: dict | None = None):
         if window_s <= 0:
             raise ValueError("runtime.window_s must be a positive number of seconds")
         #: arrivals go to the VC groups this many seconds at a time (a multiple of the window: a
@@ -114,6 +120,11 @@ class Coordinator:
                              f"runtime.window_s ({self.window_s} s)")
         #: quota lending (raysim.quota.exchange.EpochExchange) or None
         self.exchange = exchange
+        #: the stall guard: per VC, how long (ticks) it may have unfinished jobs and no progress
+        #: before it stops the run (None: never)
+        self.stall_ticks = stall_ticks
+        #: why the run stopped before its end (one line), or None: it ran to its end
+        self.stalled: str | None = None
         self.recoveries = 0
         self.windows_run = 0
         self.events = 0
@@ -136,7 +147,10 @@ class Coordinator:
             if stage is None and not vc_next and loans_by is None:
                 break
             t_start = max(state.t, self._window_of(min(vc_next + [t for t in (stage, loans_by) if t is not None])))
-            t_end = t_start + self.window_s
+            t_end = self._window_of(t_start) + self.window_s  # (after a window cut short: the rest of its own)
+            deadline = self._stall_deadline(state, t_start)
+            if deadline is not None and t_start < deadline < t_end:
+                t_end = deadline  # (the run stops there if nothing progresses: the same point in any window)
             if stage is not None and stage <= t_start:
                 if queued is None:
                     queued = self._profile(state.pos, t_start, t_start + self.dispatch_s, state)
@@ -178,11 +192,42 @@ class Coordinator:
             self._write_checkpoint(state)
             if self.progress:
                 self._report(state, t_end, time.perf_counter() - wall)
+            self.stalled = self._stall(state, t_end)
+            if self.stalled is not None:
+                break
         if self.progress and sys.stderr.isatty():
             sys.stderr.write("\n")
         self.windows_run = state.windows
         self.events = sum(s["events"] for s in state.status.values())
         return self._finish(state)
+
+    def _stall_deadline(self, state: RunState, t_start: int) -> int | None:
+        """Where a window from `t_start` must end for the stall guard: at the earliest time a VC with
+        unfinished jobs stalls unless they progress before, and at most the least bound after
+        `t_start` (a VC that has none now stalls no earlier); None: no guard, or quota loans decided
+        here, whose windows end at their epochs."""
+        if self.stall_ticks is None or self.exchange is not None:
+            return None
+        return min([s["progress_at"] + self.stall_ticks[vc] + 1 for vc, s in state.status.items()
+                    if s.get("unfinished")] + [t_start + min(self.stall_ticks.values())])
+
+    def _stall(self, state: RunState, t: int) -> str | None:
+        """At window end `t`: why the run stalled (one line), or None. It stalled when some VC has
+        unfinished jobs and none of its jobs has progressed for longer than its `stall_ticks`."""
+        if self.stall_ticks is None:
+            return None
+        stuck = [(s["progress_at"], vc) for vc, s in state.status.items()
+                 if s.get("unfinished") and t - s["progress_at"] > self.stall_ticks[vc]]
+        if not stuck:
+            return None
+        since, vc = min(stuck)
+        st = state.status[vc]
+        ticks = self.ticks_per_s
+        return (f"the run stopped at {_clock(self.origin, t // ticks)}: VC {vc} has {st['unfinished']:,} unfinished "
+                f"job(s) ({st['running']:,} running) and none of its jobs finished or kept more work for "
+                f"{(t - since) / ticks / 86_400:,.1f} days of simulated time, "
+                f"since {_clock(self.origin, since // ticks)}"
+                + (f" (so have {len(stuck) - 1} other VC(s))" if len(stuck) > 1 else ""))
 
     def _stage_window(self, state: RunState) -> int | None:
         """Start of the next window in which the profiler stage has work (arrivals or its own events)."""
@@ -382,10 +427,15 @@ def check_resumable(where, recorded: dict | None, current: dict) -> None:
 
 
 def _clock(origin: str, t: int) -> str:
-    """Simulated time as a date when the trace has a datetime origin, else seconds."""
-    try:
-        import datetime as dt
+    """Simulated time as a date when the trace has a datetime origin, else seconds; past the dates
+    Python can write (the year 9999), seconds and years since the origin."""
+    import datetime as dt
 
-        return (dt.datetime.fromisoformat(origin) + dt.timedelta(seconds=int(t))).strftime("%Y-%m-%d %H:%M")
+    try:
+        start = dt.datetime.fromisoformat(origin)
     except ValueError:
         return f"t={t}"
+    try:
+        return (start + dt.timedelta(seconds=int(t))).strftime("%Y-%m-%d %H:%M")
+    except OverflowError:
+        return f"t={t:,} s ({t / YEAR_S:,.0f} years after {start:%Y-%m-%d %H:%M})"

@@ -200,4 +200,5 @@ class VCGroup:
             nxt = min(nxt, self.epochs.due)
         return {"next_event": None if nxt == np.inf else int(nxt),
                 "last_event": sim.last_event, "finished": sim.finished,
-                "running": len(sim.running), "pending": len(sim.pending), "events": sim.events}
+                "running": len(sim.running), "pending": len(sim.pending), "events": sim.events,
+                "unfinished": sim.unfinished, "progress_at": sim.progress_at}

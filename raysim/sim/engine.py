@@ -117,6 +117,11 @@ class VCSimulator(PolicyView):
         self.small_below = self.vc.max_node_gpus
         self.finished = 0
         self.forgotten = 0  # finished jobs dropped from the job table (forget_finished)
+        #: the latest time the VC's jobs progressed: one finished (or was dropped, or its trace's run
+        #: failed on schedule), a stop left one less work than ever before (`least_remain`: a run
+        #: stopped before it gained anything is not progress), a self-timed policy's lease ended, or
+        #: a job arrived with none waiting or running; the coordinator's stall guard reads it
+        self.progress_at = t0
         self.events = 0
         self.last_event = t0  # time of the last processed event
         self.finished_log: list[int] = []  # jobs finished since the caller last drained it
@@ -187,7 +192,7 @@ class VCSimulator(PolicyView):
             for j in range(first, jobs.n):
                 cp = self.checkpointing(j)
                 if cp is not None:
-                    jobs.remain[j] = cp.span(0, jobs.duration[j], False)
+                    jobs.remain[j] = jobs.least_remain[j] = cp.span(0, jobs.duration[j], False)
 
     def next_event_time(self) -> float:
         """Time of the next event this VC knows of (inf when idle and no job is waiting to arrive)."""
@@ -277,6 +282,8 @@ class VCSimulator(PolicyView):
                 policy.on_requeue(self, j, t)
             arrived = 0
             submit, n = jobs.submit, jobs.n
+            if self._next_arrival < n and submit[self._next_arrival] == t and not self.unfinished:
+                self.progress_at = t  # (the VC was empty: nothing could progress before)
             while self._next_arrival < n and submit[self._next_arrival] == t:
                 j = self._next_arrival
                 self._next_arrival += 1
@@ -322,6 +329,11 @@ class VCSimulator(PolicyView):
     def done(self) -> bool:
         """True when every job added so far has finished."""
         return self.finished == self.jobs_added
+
+    @property
+    def unfinished(self) -> int:
+        """Jobs that have arrived and not finished (waiting, running, or between runs)."""
+        return self._next_arrival + self.forgotten - self.finished
 
     @property
     def jobs_added(self) -> int:
@@ -387,6 +399,7 @@ class VCSimulator(PolicyView):
         self._release(j, t if ran_until is None else ran_until)
         del self.running[j]
         self.finished += 1
+        self.progress_at = t
         self.finished_log.append(j)
         self.policy.on_complete(self, j)
         if self.network is not None:
@@ -411,7 +424,8 @@ class VCSimulator(PolicyView):
         jobs.fail_at[j] = retry[1][0][0] if retry[1] else 0
         self.policy.on_ending(self, j, t)
         jobs.attained[j] = self.attained(j, t)
-        jobs.remain[j] = remain
+        jobs.remain[j] = jobs.least_remain[j] = remain
+        self.progress_at = t  # (its next run: the trace's runs are finitely many)
         back = t + gap * self.params.ticks_per_s
         jobs.ckpt_time[j] = back
         self._leave(j, t)

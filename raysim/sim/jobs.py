@@ -125,6 +125,9 @@ class JobTable:
         self.share_speed: list[float] = []
         self.net_speed: list[float] = []
         self.remain: list = []  # remaining work (s) while pending; at run_since while running
+        #: the least work any stop has left the job (its current run's at first): a stop that
+        #: leaves less is progress (raysim.sim.engine.VCSimulator.progress_at)
+        self.least_remain: list = []
         self.end_due: list[int] = []  # completion time while running
         self.attained: list[int] = []  # GPU-seconds of service before the current run
         self.run_since: list[int] = []  # time of the current placement
@@ -172,6 +175,7 @@ class JobTable:
                      "overhead_gpu_s"):
             getattr(self, name).extend([0] * k)
         self.remain += duration
+        self.least_remain += duration
         self.n += k
 
     def set_attempts(self, j: int, plan: list[tuple[int, int]]) -> None:

@@ -199,6 +199,7 @@ class PolicyView:
         self._release(j, now)
         del self.running[j]
         self._enqueue(j)
+        self.progress_at = now  # (its policy keeps the work the lease did)
         if self.vc.draining:
             self.loans.return_drained(now)
 
@@ -214,6 +215,7 @@ class PolicyView:
             jobs.end_due[j] = -1
             jobs.remain[j] = 0
             self.finished += 1
+            self.progress_at = now
             self.finished_log.append(j)
             self.policy.on_complete(self, j)
             return
@@ -235,6 +237,7 @@ class PolicyView:
         jobs.end_due[j] = -1
         jobs.end[j] = DROPPED
         self.finished += 1
+        self.progress_at = now
         self.finished_log.append(j)
         self.policy.on_complete(self, j)
 
@@ -391,6 +394,9 @@ class PolicyView:
             jobs.remain[j] = self._remain_at(j, now) + overhead
             if self.checkpoints:
                 jobs.overhead_gpu_s[j] += overhead * jobs.gpu[j]
+        if jobs.remain[j] < jobs.least_remain[j]:  # it kept more work than ever before
+            jobs.least_remain[j] = jobs.remain[j]
+            self.progress_at = now
         self._leave(j, now)
         self._enqueue(j)
 
