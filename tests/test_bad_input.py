@@ -822,7 +822,8 @@ OPTIONAL = {"timeseries.parquet": "timeseries.parquet is missing: no over-time c
 #: The files a sweep's page and plots read of each run (the others: the runs' own pages).
 SWEEP_READS = {"jobs.parquet": "jobs.parquet is missing in 1: not in the JCT distribution",
                "summary.csv": None,
-               "timeseries.parquet": "timeseries.parquet is missing in 1: not in the over-time charts"}
+               "timeseries.parquet": "timeseries.parquet is missing in 1: not in the over-time charts",
+               "lost_by_cause.csv": "lost_by_cause.csv is missing in 1: not in the comparison per cause"}
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from raysim.report.capacity import OTHER_STOPS, PREEMPTIONS, RECLAIMS
 from raysim.report.page import Chart, Page, esc, facts, table
-from raysim.report.run_files import read_lost_by_cause
+from raysim.report.run_files import missing_note, read_lost_by_cause
+from raysim.report.schema import reading
 
 FILE = "lost_by_cause.csv"
 #: What the page calls the causes of stops that no capacity event made; every other cause is a
@@ -166,6 +168,19 @@ def with_cause_columns(table_: pd.DataFrame, causes: dict[str, pd.DataFrame]) ->
         out[f"{cause}_interruptions"] = out[f"{cause}_interruptions"].astype("Int64")
     ordered = [f"{c}_{m}" for c in order for m in ("interruptions", "lost_gpu_h") if f"{c}_{m}" in added]
     return out[[c for c in out.columns if c not in added] + ordered]
+
+
+def missing_causes(runs: list[Path], names: list[str]) -> str:
+    """A sweep page's line naming the runs (`names`, of the folders `runs`) that had capacity events
+    (their jobs.parquet counts interruptions) but have no lost_by_cause.csv; "" where there are none."""
+    def lacks(run: Path) -> bool:
+        if (run / FILE).exists() or not (run / "jobs.parquet").exists():
+            return False
+        with reading(run / "jobs.parquet", "the run's jobs"):
+            return "interruptions" in pq.read_schema(run / "jobs.parquet").names
+
+    without = [name for run, name in zip(runs, names) if lacks(run)]
+    return missing_note(f"{FILE} is missing in {', '.join(without)}: not in the comparison per cause") if without else ""
 
 
 def sweep_causes_html(page: Page, table_: pd.DataFrame, names: list[str]) -> str:

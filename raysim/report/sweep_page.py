@@ -14,7 +14,7 @@ import pandas as pd
 
 from raysim import __version__
 from raysim.report.bar_axis import bar_axis
-from raysim.report.causes import sweep_causes_html
+from raysim.report.causes import missing_causes, sweep_causes_html
 from raysim.report.describe import (common_overrides, has_results, run_compat, run_description, run_folders,
                                     run_labels, run_overrides, time_axis, why_no_results)
 from raysim.report.page import Chart, Page, esc, facts, small_multiples, table
@@ -61,7 +61,8 @@ def sweep_page(sweep_dir: Path, table_: pd.DataFrame, columns: list[str], charte
     page.section("runs", "Runs", runs_html(table_, done, labels, columns, missing, trace_replay))
     if trace_replay:
         page.section("charts", "Comparison", replay_charts(page, table_, done, labels, charted))
-        causes = sweep_causes_html(page, table_, [labels[r] for r in done])
+        causes = sweep_causes_html(page, table_, [labels[r] for r in done]) + missing_causes(
+            done, [labels[r] for r in done])
         if causes:
             page.section("causes", "Lost work per cause", causes)
     else:
