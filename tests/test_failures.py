@@ -181,6 +181,8 @@ def test_a_failure_trace_replays_per_node_in_time_then_file_order(tmp_path):
     ("-1,vcA,0,failure,5\n", "row 1 (line 2), column 'time'"),
     ("10,vcA,0,failure,1.5\n", "row 1 (line 2), column 'repair_s'"),
     ("10,vcA,0,failure,100\n50,vcA,0,software,\n", "row 2 (line 3), column 'time'"),
+    ("true,vcA,0,failure,5\n", "row 1 (line 2), column 'time'"),  # a boolean is not a time
+    ("", "no failures"),
 ])
 def test_a_bad_failure_trace_is_one_line_naming_the_file_row_and_column(tmp_path, text, where):
     from raysim.sim.failure_trace import read_failure_trace
@@ -190,6 +192,14 @@ def test_a_bad_failure_trace_is_one_line_naming_the_file_row_and_column(tmp_path
     with pytest.raises(TraceError) as err:
         read_failure_trace(path, layout(), KINDS, ("failure", "software"))
     assert str(path) in str(err.value) and where in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_failure_trace_whose_repair_s_is_empty_throughout_repairs_at_once(tmp_path):
+    from raysim.sim.failure_trace import read_failure_trace
+
+    path = trace_file(tmp_path, "100,vcA,1,failure,\n500,vcA,1,software,\n")  # (Arrow reads a column of nulls)
+    out = read_failure_trace(path, layout(), KINDS, ("failure", "software"))
+    assert out[("vcA", 1)] == [(100, 0, DOWN, 0), (100, 0, UP, 0), (500, 1, RESTART, 1)]
 
 
 # ------------------------------------------------------------------------------ merged with a node log
