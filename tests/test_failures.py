@@ -129,6 +129,11 @@ def test_the_presets_pass_the_checks(preset):
     (["failures=weibull", "failures.shape=inf"], "failures.shape"),
     (["failures=weibull", "failures.shape=1e-300"], "failures.shape"),  # (gamma(1 + 1/k) overflowed)
     (["failures=exponential", "failures.categories=[{name: a, share: 0, kind: down}]"], "failures.categories[0].share"),
+    # (two shares of 1e308 summed to inf: every failure fell in the last category)
+    (["failures=exponential", "failures.categories=[{name: a, share: 1e308}, {name: b, share: 1e308}]"],
+     "failures.categories[0].share"),
+    (["failures=exponential", "failures.categories=[{name: a, share: inf}]"], "failures.categories[0].share"),
+    (["failures=exponential", "failures.categories=[{name: a, share: nan}]"], "failures.categories[0].share"),
     (["failures=exponential", "failures.categories=[{name: a, share: 1, kind: x}]"], "failures.categories[0].kind"),
     (["failures=exponential", "failures.categories=[{name: a b, share: 1, kind: down}]"], "categories[0].name"),
     (["failures=exponential", "failures.categories=[{name: a, share: 1, kind: down, x: 1}]"], "categories[0].x"),
