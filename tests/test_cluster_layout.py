@@ -62,6 +62,12 @@ def test_restrict_keeps_layout_order_and_rejects_unknown_vcs(tmp_path):
         restrict(layout, ["vcA", "vcX"])
 
 
+def test_a_vc_config_of_two_billion_nodes_is_one_line(tmp_path):
+    (tmp_path / "vc_config.csv").write_text(",num\nvcA,5\nvcB,2000000000\n")
+    with pytest.raises(TraceError, match=r"row 2 \(line 3\), column 'num': the VCs' nodes add up to more than 1,000,000"):
+        read_vc_config(tmp_path / "vc_config.csv")
+
+
 def test_vc_config_is_the_one_pool_special_case():
     vc_nodes = read_vc_config(TRACES_DIR / "venus_synth" / "vc_config.csv")
     layout = layout_from_vc_nodes(vc_nodes, 8)
@@ -88,6 +94,10 @@ CSV_ERRORS = {
     "empty vc": (HEADER + "a,V100,8,1\n ,V100,8,1\n", 2, "vc", "empty value"),
     "empty gpu_type": (HEADER + "a,,8,1\n", 1, "gpu_type", "empty value"),
     "rows count comments and blank lines": (HEADER + "# c\n\na,V100,8,x\n", 3, "nodes", "not an integer"),
+    # (two billion nodes were allocated: memory ran out, or the run never started)
+    "two billion nodes": (HEADER + "a,V100,8,2000000000\n", 1, "nodes", "must be at most 1,000,000"),
+    "nodes adding up": (HEADER + "a,V100,8,600000\nb,V100,8,600000\n", 2, "nodes", "add up to more than 1,000,000"),
+    "gpus_per_node": (HEADER + "a,V100,2000000000,1\n", 1, "gpus_per_node", "must be at most 1,024"),
 }
 
 
@@ -148,6 +158,7 @@ def test_config_list(wrap):
 
 @pytest.mark.parametrize("index, change, fragment", [
     (1, {"nodes": 0}, "entry 1, key 'nodes': must be positive (value 0)"),
+    (1, {"nodes": 2_000_000_000}, "entry 1, key 'nodes': must be at most 1,000,000 (value 2000000000)"),
     (2, {"gpus_per_node": 2.5}, "entry 2, key 'gpus_per_node': not an integer (value 2.5)"),
     (0, {"vc": ""}, "entry 0, key 'vc': empty value"),
     (0, {"gpu_type": None}, "entry 0, key 'gpu_type': expected a name"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from raysim.cluster.layout import MAX_NODES
 from raysim.errors import TraceError
 
 
@@ -20,6 +21,7 @@ def read_vc_config(path: str | Path) -> dict[str, int]:
             raise TraceError(str(path), "missing column", column="num")
         num_col = header.index("num")
         layout: dict[str, int] = {}
+        total = 0
         for row_no, row in enumerate(reader, start=1):
             if not row:
                 continue
@@ -31,6 +33,10 @@ def read_vc_config(path: str | Path) -> dict[str, int]:
                                  value=row[num_col] if num_col < len(row) else None) from None
             if nodes <= 0:
                 raise TraceError(str(path), "node count must be positive", row=row_no, column="num", value=nodes)
+            total += nodes
+            if total > MAX_NODES:
+                raise TraceError(str(path), f"the VCs' nodes add up to more than {MAX_NODES:,}", row=row_no,
+                                 column="num", value=nodes)
             if name in layout:
                 raise TraceError(str(path), "duplicate VC", row=row_no, column=header[0] or "vc", value=name)
             layout[name] = nodes
