@@ -37,9 +37,9 @@ V100,vcA,2,4
 HEADER = "vc,gpu_type,gpus_per_node,nodes\n"
 
 
-def _write(tmp_path, text: str):
+def _write(tmp_path, text: str | bytes):
     path = tmp_path / "layout.csv"
-    path.write_text(text)
+    path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
     return path
 
 
@@ -62,9 +62,12 @@ def test_restrict_keeps_layout_order_and_rejects_unknown_vcs(tmp_path):
         restrict(layout, ["vcA", "vcX"])
 
 
-def test_a_vc_config_of_two_billion_nodes_is_one_line(tmp_path):
+def test_a_vc_config_of_two_billion_nodes_or_not_utf_8_is_one_line(tmp_path):
     (tmp_path / "vc_config.csv").write_text(",num\nvcA,5\nvcB,2000000000\n")
     with pytest.raises(TraceError, match=r"row 2 \(line 3\), column 'num': the VCs' nodes add up to more than 1,000,000"):
+        read_vc_config(tmp_path / "vc_config.csv")
+    (tmp_path / "vc_config.csv").write_bytes(b",num\nvc\xffA,5\n")  # (a UnicodeDecodeError)
+    with pytest.raises(TraceError, match=r"vc_config.csv: not a readable CSV file \(UTF-8\)"):
         read_vc_config(tmp_path / "vc_config.csv")
 
 
@@ -130,6 +133,7 @@ def test_repeated_pool_names_both_rows(tmp_path):
     (HEADER, "no pools listed"),
     ("# only a comment\n\n", "empty layout file"),
     ("", "empty layout file"),
+    (HEADER.encode() + b"cl\xffuster,V100,8,2\n", "not a readable CSV file (UTF-8)"),  # (a UnicodeDecodeError)
 ])
 def test_csv_structure_errors(tmp_path, text, fragment):
     path = _write(tmp_path, text)

@@ -10,11 +10,20 @@ from raysim.errors import TraceError
 
 
 def read_vc_config(path: str | Path) -> dict[str, int]:
-    """Read a vc_config.csv: first column the VC name, a `num` column the node count."""
+    """Read a vc_config.csv: first column the VC name, a `num` column the node count (UTF-8); a bad
+    row or a file that is not such a CSV is a TraceError."""
     path = Path(path)
     if not path.exists():
         raise TraceError(str(path), "VC layout file not found (expected a CSV with a VC column and 'num')")
-    with path.open(newline="") as f:
+    try:
+        return _read_vc_config(path)
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise TraceError(str(path), f"not a readable CSV file (UTF-8): {exc}") from None
+
+
+def _read_vc_config(path: Path) -> dict[str, int]:
+    """read_vc_config's rows (a TraceError naming a bad one)."""
+    with path.open(newline="", encoding="utf-8-sig") as f:
         reader = csv.reader(f)
         header = next(reader, None)
         if not header or "num" not in header:
