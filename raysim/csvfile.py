@@ -101,17 +101,20 @@ def csv_rows(path: str | Path, columns: Sequence[str], what: str, optional: Sequ
         reader = csv.reader(handle)
         header: list[str] | None = None
         rows = []
-        for cells in reader:
-            cells = [cell.strip() for cell in cells]
-            if not any(cells) or cells[0].startswith("#"):
-                continue
-            if header is None:
-                header = _check_header(name, cells, columns, optional)
-                continue
-            row = reader.line_num - 1
-            if len(cells) != len(header):
-                raise TraceError(name, f"expected {len(header)} values, found {len(cells)}", row=row)
-            rows.append((row, dict(zip(header, cells))))
+        try:
+            for cells in reader:
+                cells = [cell.strip() for cell in cells]
+                if not any(cells) or cells[0].startswith("#"):
+                    continue
+                if header is None:
+                    header = _check_header(name, cells, columns, optional)
+                    continue
+                row = reader.line_num - 1
+                if len(cells) != len(header):
+                    raise TraceError(name, f"expected {len(header)} values, found {len(cells)}", row=row)
+                rows.append((row, dict(zip(header, cells))))
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise TraceError(name, f"not a readable CSV file (UTF-8): {exc}") from None
     if header is None:
         raise TraceError(name, f"empty {what} (expected a header {','.join(columns)})")
     return rows

@@ -410,6 +410,36 @@ def _(root):
     return Case(replay(root, None, f"cluster.throughput={path}", name="tp_json"), [str(path), "JSON"])
 
 
+@case("throughput_json_nested_100000_deep")
+def _(root):
+    path = folder(root, "tp_deep", {"tp.json": "[" * 100_000 + "]" * 100_000}) / "tp.json"
+    return Case(replay(root, None, f"cluster.throughput={path}", name="tp_deep"), [str(path), "nested too deeply"])
+
+
+@case("layout_of_two_billion_nodes")
+def _(root):
+    path = folder(root, "layout_2e9", {"layout.csv": "vc,gpu_type,gpus_per_node,nodes\nvcA,V100,8,1\n"
+                                                     "vcB,V100,8,2000000000\n"}) / "layout.csv"
+    return Case(replay(root, None, f"cluster.layout={path}", name="layout_2e9"),
+                [*where(path, 2, "nodes"), "at most 1,000,000"])
+
+
+@case("failure_trace_without_rows")
+def _(root):
+    path = folder(root, "failures_empty", {"failures.csv": "time,vc,node,category,repair_s\n"}) / "failures.csv"
+    return Case(replay(root, None, "failures=trace", f"failures.path={path}", name="failures_empty"),
+                [str(path), "no failures"])
+
+
+@case("node_log_parquet_boolean_time")
+def _(root):
+    path = root / "node_log_bool.parquet"
+    pq.write_table(pa.table({"time": [True, False], "vc": ["vcA", "vcA"], "node": [0, 0], "event": ["down", "up"]}),
+                   path)
+    return Case(replay(root, None, f"cluster.capacity={path}", name="node_log_bool"),
+                [*where(path, 1, "time"), "must be a whole number"])
+
+
 for _name, _text, _parts in [
     ("not_number", "job_id,priority\n1,10\n2,soon\n", ["row 2 (line 3)", "column 'priority'", "'soon'"]),
     ("missing_column", "job_id,estimate\n1,10\n", ["column 'priority'", "missing column"]),

@@ -15,6 +15,7 @@ import hashlib
 import json
 import pickle
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -237,6 +238,23 @@ def test_a_bad_node_log_is_one_line_naming_the_file_row_and_column(tmp_path, tex
     with pytest.raises(TraceError) as err:
         read_node_log(path, layout())
     assert str(path) in str(err.value) and where in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("column,values", [
+    ("time", [True, False]),  # a boolean is not a time (it read as 1 and 0)
+    ("time", ["soon", "10"]),
+    ("time", [float("nan"), 5.0]),
+    ("time", [datetime(2020, 1, 1), datetime(2020, 1, 2)]),
+    ("node", [False, False]),
+])
+def test_a_parquet_node_log_of_the_wrong_type_is_one_line_naming_the_row_and_column(tmp_path, column, values):
+    import pyarrow as pa
+
+    table = {"time": [1, 2], "vc": ["a", "a"], "node": [0, 0], "event": ["down", "up"]}
+    pq.write_table(pa.table({**table, column: values}), tmp_path / "log.parquet")
+    with pytest.raises(TraceError) as err:
+        read_node_log(tmp_path / "log.parquet", layout())
+    assert f"row 1 (line 2), column {column!r}: must be a whole number" in str(err.value)
 
 
 # ---------------------------------------------------------------------------------------- whole runs

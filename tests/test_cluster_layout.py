@@ -37,9 +37,9 @@ V100,vcA,2,4
 HEADER = "vc,gpu_type,gpus_per_node,nodes\n"
 
 
-def _write(tmp_path, text: str):
+def _write(tmp_path, text: str | bytes):
     path = tmp_path / "layout.csv"
-    path.write_text(text)
+    path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
     return path
 
 
@@ -60,6 +60,15 @@ def test_restrict_keeps_layout_order_and_rejects_unknown_vcs(tmp_path):
     assert restrict(layout, {"vcB"}) == {"vcB": layout["vcB"]}
     with pytest.raises(ValueError, match=r"\['vcX'\] not in the layout"):
         restrict(layout, ["vcA", "vcX"])
+
+
+def test_a_vc_config_of_two_billion_nodes_or_not_utf_8_is_one_line(tmp_path):
+    (tmp_path / "vc_config.csv").write_text(",num\nvcA,5\nvcB,2000000000\n")
+    with pytest.raises(TraceError, match=r"row 2 \(line 3\), column 'num': the VCs' nodes add up to more than 1,000,000"):
+        read_vc_config(tmp_path / "vc_config.csv")
+    (tmp_path / "vc_config.csv").write_bytes(b",num\nvc\xffA,5\n")  # (a UnicodeDecodeError)
+    with pytest.raises(TraceError, match=r"vc_config.csv: not a readable CSV file \(UTF-8\)"):
+        read_vc_config(tmp_path / "vc_config.csv")
 
 
 def test_vc_config_is_the_one_pool_special_case():
@@ -88,6 +97,10 @@ CSV_ERRORS = {
     "empty vc": (HEADER + "a,V100,8,1\n ,V100,8,1\n", 2, "vc", "empty value"),
     "empty gpu_type": (HEADER + "a,,8,1\n", 1, "gpu_type", "empty value"),
     "rows count comments and blank lines": (HEADER + "# c\n\na,V100,8,x\n", 3, "nodes", "not an integer"),
+    # (two billion nodes were allocated: memory ran out, or the run never started)
+    "two billion nodes": (HEADER + "a,V100,8,2000000000\n", 1, "nodes", "must be at most 1,000,000"),
+    "nodes adding up": (HEADER + "a,V100,8,600000\nb,V100,8,600000\n", 2, "nodes", "add up to more than 1,000,000"),
+    "gpus_per_node": (HEADER + "a,V100,2000000000,1\n", 1, "gpus_per_node", "must be at most 1,024"),
 }
 
 
@@ -120,6 +133,7 @@ def test_repeated_pool_names_both_rows(tmp_path):
     (HEADER, "no pools listed"),
     ("# only a comment\n\n", "empty layout file"),
     ("", "empty layout file"),
+    (HEADER.encode() + b"cl\xffuster,V100,8,2\n", "not a readable CSV file (UTF-8)"),  # (a UnicodeDecodeError)
 ])
 def test_csv_structure_errors(tmp_path, text, fragment):
     path = _write(tmp_path, text)
@@ -148,6 +162,7 @@ def test_config_list(wrap):
 
 @pytest.mark.parametrize("index, change, fragment", [
     (1, {"nodes": 0}, "entry 1, key 'nodes': must be positive (value 0)"),
+    (1, {"nodes": 2_000_000_000}, "entry 1, key 'nodes': must be at most 1,000,000 (value 2000000000)"),
     (2, {"gpus_per_node": 2.5}, "entry 2, key 'gpus_per_node': not an integer (value 2.5)"),
     (0, {"vc": ""}, "entry 0, key 'vc': empty value"),
     (0, {"gpu_type": None}, "entry 0, key 'gpu_type': expected a name"),

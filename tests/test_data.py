@@ -194,6 +194,48 @@ def test_verify_reports_deleted_files_as_missing(tiny, tmp_path, capsys):
     assert code == 0 and "damaged (3 recorded files missing: raysim data fetch tiny)" in out, out
 
 
+def _entry(m):
+    return m["files"]["jobs.csv"]
+
+
+@pytest.mark.parametrize("mangle, fragment", [
+    (lambda m: "not json {", "not JSON"),  # (these passed as "no dataset is cached")
+    (lambda m: "", "not JSON"),
+    (lambda m: [], "expected an object of files"),  # (an AttributeError traceback)
+    (lambda m: m.update(files=[]), "files: expected an object"),
+    (lambda m: m["files"].update({"jobs.csv": "x"}), "files['jobs.csv']: expected an object"),
+    (lambda m: _entry(m).update(sha256=5), "files['jobs.csv'].sha256: expected str"),  # (a TypeError traceback)
+    (lambda m: _entry(m).update(sha256=_entry(m)["sha256"][:40]), "expected 64 hex digits"),
+    (lambda m: _entry(m).update(sha256="sha256:" + _entry(m)["sha256"]), "expected 64 hex digits"),
+    (lambda m: _entry(m).pop("size") and None, "files['jobs.csv'].size: expected a whole number >= 0, not None"),  # (all
+    (lambda m: _entry(m).update(size="96"), "files['jobs.csv'].size: expected a whole number"),  # these passed)
+    (lambda m: _entry(m).update(evil=1), "files['jobs.csv']: unknown key 'evil'"),
+    (lambda m: m.update(evil=1), "expected an object of files (and unpacked)"),
+    (lambda m: m["files"].update({"../../outside.csv": dict(_entry(m))}), "not a path inside the dataset's folder"),
+    (lambda m: m["files"].update({"/etc/hostname": dict(_entry(m))}), "not a path inside the dataset's folder"),
+    (lambda m: json.dumps(m).replace('"files": {', '"files": {"jobs.csv": {}, ', 1), "'jobs.csv' is given twice"),
+    (lambda m: b"\xff\xfe{}", "can't decode byte 0xff"),
+])
+def test_a_mangled_manifest_fails_verification_in_one_line_and_a_fetch_rewrites_it(tiny, tmp_path, capsys, mangle,
+                                                                                  fragment):
+    assert data("fetch", "tiny", capsys=capsys)[0] == 0
+    path = tmp_path / "cache" / "tiny" / ".raysim-manifest.json"
+    manifest = json.loads(path.read_text())
+    (tmp_path / "outside.csv").write_bytes(A)  # (what ../../outside.csv names: its hash is jobs.csv's)
+    mangled = mangle(manifest)
+    mangled = json.dumps(manifest) if mangled is None else mangled if isinstance(mangled, (str, bytes)) else \
+        json.dumps(mangled)
+    (path.write_bytes if isinstance(mangled, bytes) else path.write_text)(mangled)
+    for argv in ([], ["tiny"]):
+        code, out, err = data("verify", *argv, capsys=capsys)
+        assert code == 2 and out.startswith(f"tiny: {path}: not a raysim data manifest: ") and fragment in out, out
+        assert out.count("\n") == 1 and "1 dataset(s) failed verification" in err
+    with pytest.raises(DataError, match="is not cached: run `raysim data fetch tiny`"):
+        resolve("data:tiny")  # (a mangled manifest records nothing)
+    assert data("fetch", "tiny", capsys=capsys)[0] == 0
+    assert data("verify", capsys=capsys)[:2] == (0, "tiny: ok (3 files re-hashed)\n")
+
+
 def test_unpinned_files_are_trusted_on_first_use_then_checked(tiny, tmp_path, capsys):
     other = b"other notes\n"
     (tiny / "more" / "notes.txt").write_bytes(other)

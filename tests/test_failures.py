@@ -129,6 +129,11 @@ def test_the_presets_pass_the_checks(preset):
     (["failures=weibull", "failures.shape=inf"], "failures.shape"),
     (["failures=weibull", "failures.shape=1e-300"], "failures.shape"),  # (gamma(1 + 1/k) overflowed)
     (["failures=exponential", "failures.categories=[{name: a, share: 0, kind: down}]"], "failures.categories[0].share"),
+    # (two shares of 1e308 summed to inf: every failure fell in the last category)
+    (["failures=exponential", "failures.categories=[{name: a, share: 1e308}, {name: b, share: 1e308}]"],
+     "failures.categories[0].share"),
+    (["failures=exponential", "failures.categories=[{name: a, share: inf}]"], "failures.categories[0].share"),
+    (["failures=exponential", "failures.categories=[{name: a, share: nan}]"], "failures.categories[0].share"),
     (["failures=exponential", "failures.categories=[{name: a, share: 1, kind: x}]"], "failures.categories[0].kind"),
     (["failures=exponential", "failures.categories=[{name: a b, share: 1, kind: down}]"], "categories[0].name"),
     (["failures=exponential", "failures.categories=[{name: a, share: 1, kind: down, x: 1}]"], "categories[0].x"),
@@ -181,6 +186,8 @@ def test_a_failure_trace_replays_per_node_in_time_then_file_order(tmp_path):
     ("-1,vcA,0,failure,5\n", "row 1 (line 2), column 'time'"),
     ("10,vcA,0,failure,1.5\n", "row 1 (line 2), column 'repair_s'"),
     ("10,vcA,0,failure,100\n50,vcA,0,software,\n", "row 2 (line 3), column 'time'"),
+    ("true,vcA,0,failure,5\n", "row 1 (line 2), column 'time'"),  # a boolean is not a time
+    ("", "no failures"),
 ])
 def test_a_bad_failure_trace_is_one_line_naming_the_file_row_and_column(tmp_path, text, where):
     from raysim.sim.failure_trace import read_failure_trace
@@ -190,6 +197,14 @@ def test_a_bad_failure_trace_is_one_line_naming_the_file_row_and_column(tmp_path
     with pytest.raises(TraceError) as err:
         read_failure_trace(path, layout(), KINDS, ("failure", "software"))
     assert str(path) in str(err.value) and where in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_failure_trace_whose_repair_s_is_empty_throughout_repairs_at_once(tmp_path):
+    from raysim.sim.failure_trace import read_failure_trace
+
+    path = trace_file(tmp_path, "100,vcA,1,failure,\n500,vcA,1,software,\n")  # (Arrow reads a column of nulls)
+    out = read_failure_trace(path, layout(), KINDS, ("failure", "software"))
+    assert out[("vcA", 1)] == [(100, 0, DOWN, 0), (100, 0, UP, 0), (500, 1, RESTART, 1)]
 
 
 # ------------------------------------------------------------------------------ merged with a node log

@@ -1,6 +1,7 @@
 """Gavel's trace format, and round-based runs through the Hydra config (own small data only)."""
 
 import json
+import re
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -49,14 +50,16 @@ def test_reader_reads_jobs_in_line_order(tmp_path):
 
 @pytest.mark.parametrize("rows, message, where", [
     ([(1000, 1, 0.0), (-5, 1, 1.0)], "positive number of steps", "row 2 (line 2), column 'total_steps'"),
-    ([(1000, 0, 0.0)], "positive whole number of GPUs", "column 'scale_factor'"),
+    ([(1000, 0, 0.0)], "whole number of GPUs from 1", "column 'scale_factor'"),
     ([(1000, 1, 5.0), (1000, 1, 1.0)], "arrivals must be in time order", "row 2 (line 2), column 'arrival_time'"),
     ([(1000, 1, "soon")], "not a number", "column 'arrival_time'"),
-    ([(1000, 1, -1.0)], "must not be negative", "column 'arrival_time'"),
+    ([(1000, 1, -1.0)], "must be from 0 to 1e+12 s", "column 'arrival_time'"),
+    ([(1000, 1, 1e300)], "must be from 0 to 1e+12 s", "row 1 (line 1), column 'arrival_time'"),  # (int64 overflow)
+    ([(1000, 10**12, 0.0)], "whole number of GPUs from 1 to 2,147,483,647", "column 'scale_factor'"),
 ])
 def test_reader_names_file_row_and_field(tmp_path, rows, message, where):
     path = write_trace(tmp_path / "bad.trace", rows)
-    with pytest.raises(TraceError, match=message) as info:
+    with pytest.raises(TraceError, match=re.escape(message)) as info:
         read_gavel_trace(path)
     assert where in str(info.value) and str(path) in str(info.value)
 
@@ -70,6 +73,17 @@ def test_reader_rejects_wrong_field_counts_and_empty_files(tmp_path):
     empty.write_text("\n")
     with pytest.raises(TraceError, match="no jobs"):
         read_gavel_trace(empty)
+
+
+def test_a_job_whose_steps_outlast_trace_max_duration_s_is_one_line(tmp_path):
+    """10^12 steps at 4 steps/s: 8,000 years of rounds, a run that never ended."""
+    trace = write_trace(tmp_path / "t.trace", [(1000, 1, 0.0), (10**12, 1, 1.0)])
+    cfg = composed("+experiment=gavel_trace", f"trace.path={trace}", f"cluster.throughput={gavel_table(tmp_path / 't.json')}",
+                   "runtime=local")
+    with pytest.raises(TraceError) as err:
+        run(cfg, tmp_path / "run")
+    assert str(err.value) == (f"{trace}, row 2 (line 2), column 'total_steps': its steps take 2.5e+11 s on the "
+                              "reference type V100, longer than trace.max_duration_s (31,536,000 s) (value 1000000000000.0)")
 
 
 def composed(*overrides):

@@ -4,6 +4,7 @@ everywhere, no ../shared)."""
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -139,6 +140,63 @@ def test_bad_inputs_name_file_row_and_column(tmp_path):
     pq.write_table(tab, tmp_path / "tasks.parquet")
     loaded = load_tasks(tmp_path / "tasks.parquet")
     assert np.allclose(loaded.rate_tab, tasks.rate_tab) and np.allclose(loaded.obj_tab[0], [0, 1, 2, 3, 4])
+
+
+def task_table(**columns) -> pa.Table:
+    """One task's row, with `columns` replaced."""
+    return pa.table({"job": ["a"], "Tcup": [1.0], "Tcdw": [1.0], "Jmin": [1.0], "Jmax": [4.0], "Pmax": [1e3],
+                     "Tsub": pa.array([T0]).cast(pa.timestamp("ns")), "Ns": [[0.0, 4.0]], "Ps": [[0.0, 40.0]],
+                     "Os": [[0.0, 4.0]], **columns})
+
+
+def log_table(**columns) -> pa.Table:
+    """A two-node log's snapshot, with `columns` replaced."""
+    return pa.table({"time": pa.array([T0, T0]).cast(pa.timestamp("ns")), "node": ["a", "b"],
+                     "idle": [True, False], **columns})
+
+
+@pytest.mark.parametrize("table,message", [
+    (log_table(idle=["false", "true"]), "column 'idle' must hold booleans, found string"),  # (read as True)
+    (log_table(time=[1, 2]), "column 'time' must hold timestamps"),
+    (log_table(node=["a", None]), "row 1, column 'node': missing value"),
+    (log_table(idle=pa.array([None, True], pa.bool_())), "row 0, column 'idle': missing value"),
+    (log_table().slice(0, 0), "no rows"),
+])
+def test_a_bad_node_log_is_one_line(tmp_path, table, message):
+    pq.write_table(table, tmp_path / "log.parquet")
+    with pytest.raises(ValueError, match=rf"^{tmp_path / 'log.parquet'}: {re.escape(message)}"):
+        load_node_log(tmp_path / "log.parquet")
+
+
+@pytest.mark.parametrize("table,message", [
+    (task_table(Tcup=["abc"]), "column 'Tcup' must hold numbers, found string"),
+    (task_table(Tcup=[True]), "column 'Tcup' must hold numbers, found bool"),  # (read as 1)
+    (task_table(Ns=[1.0]), "column 'Ns' must hold lists of numbers, found double"),
+    (task_table(Ns=[["0", "4"]]), "column 'Ns' must hold lists of numbers"),
+    (task_table(Ns=[[0.0, None]]), "task row 0 (a), column 'Ns': missing value in the curve"),  # (read as nan)
+    (task_table(Jmax=[1e12], Ns=[[0.0, 1e12]]), "task row 0 (a), column 'Jmax': must be an integer from 1 to 100,000"),
+    (task_table(Ps=[[0.0, 1e308]]), "task row 0 (a), column 'Ps': must be from 0 to 1e+15"),  # (an inf in the summary)
+])
+def test_a_bad_task_set_is_one_line(tmp_path, table, message):
+    pq.write_table(table, tmp_path / "tasks.parquet")
+    with pytest.raises(ValueError, match=rf"^{tmp_path / 'tasks.parquet'}: {re.escape(message)}"):
+        load_tasks(tmp_path / "tasks.parquet")
+
+
+@pytest.mark.parametrize("content", [b"", b"PAR1" + bytes(range(256)) * 20, b"time,node,idle\n2021-02-10,a,true\n"],
+                         ids=["empty", "random", "csv"])
+def test_a_harvest_file_that_is_not_parquet_is_one_line(tmp_path, content):
+    """Empty, random or truncated bytes, or a CSV renamed .parquet: a user error naming the file."""
+    from raysim.errors import user_error_message
+    from raysim.harvest.inputs import _input
+
+    path = tmp_path / "data.parquet"
+    path.write_bytes(content)
+    for read in (load_node_log, load_tasks):
+        with pytest.raises(ValueError) as err:
+            _input(lambda: read(path), str(path))
+        message = user_error_message(err.value)
+        assert message.startswith(f"{path}: not a readable Parquet file: ") and "\n" not in message
 
 
 # ---- allocators ----------------------------------------------------------------------------------

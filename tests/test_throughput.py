@@ -96,6 +96,7 @@ CSV_ERRORS = {
     "zero": (HEADER + "a,V100,0\n", 1, "throughput", "must be a positive number (value '0')"),
     "negative": (HEADER + "a,V100,-2.5\n", 1, "throughput", "must be a positive number"),
     "infinite": (HEADER + "a,V100,inf\n", 1, "throughput", "must be a positive number"),
+    "huge": (HEADER + "a,V100,1e308\n", 1, "throughput", "must be at most 1e+12"),  # (a round's steps overflowed)
     "empty throughput": (HEADER + "a,V100,\n", 1, "throughput", "not a number"),
     "empty job_type": (HEADER + "a,V100,1\n,K80,1\n", 2, "job_type", "empty value"),
     "empty gpu_type": (HEADER + "a, ,1\n", 1, "gpu_type", "empty value"),
@@ -179,6 +180,7 @@ def test_gavel_table(tmp_path):
     (lambda d: d["k80"][R18].pop("null"), "expected an object with the isolated throughput 'null'"),
     (lambda d: d["k80"][R18].update({"null": "fast"}), "['null']: throughput must be a finite number >= 0"),
     (lambda d: d["v100"][R50].update({"null": -1}), "throughput must be a finite number >= 0"),
+    (lambda d: d["v100"][R50].update({"null": 1e308}), "throughput must be a finite number >= 0 and at most 1e+12"),
     (lambda d: d["k80"][R18].update({R18_2: [1.0, 1.0]}), "a pair of jobs with different scale factors"),
     (lambda d: d["k80"][R18].update({R50: [1.0]}), "expected [throughput, other's throughput]"),
     (lambda d: d.update({"p100": [1, 2]}), "['p100']: expected an object of job types"),
@@ -196,6 +198,8 @@ def test_gavel_errors_name_file_and_entry(tmp_path, edit, fragment):
     ("{not json", "not a readable JSON file"),
     ("[1, 2]", "expected an object of GPU types"),
     ('{"v100_unconsolidated": {}}', "no GPU type with throughputs"),
+    pytest.param("[" * 100_000 + "]" * 100_000, "nested too deeply", id="deep"),  # (a RecursionError traceback)
+    ('{"v100": {}, "v100": {}}', "a key appears twice in one object"),  # (the last one won)
 ])
 def test_gavel_file_errors(tmp_path, text, fragment):
     with pytest.raises(TraceError, match="simulation_throughputs.json: " + fragment):

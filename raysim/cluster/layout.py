@@ -32,6 +32,12 @@ RESOURCE_COLUMNS = ("cpu_milli", "memory_mib")
 
 _INTEGER = re.compile(r"[+-]?\d+")
 
+#: The most GPUs a node and nodes a layout may have: past them a run would not fit in memory (two
+#: billion nodes were allocated before anything was checked). The largest GPU clusters have about
+#: 10^4 nodes.
+MAX_GPUS_PER_NODE = 1024
+MAX_NODES = 1_000_000
+
 
 @dataclass(frozen=True)
 class Pool:
@@ -169,11 +175,15 @@ def _build(rows: Iterable[tuple[int, Mapping]], fail: Fail, unit: str) -> Layout
     """Validate (where, {vc, gpu_type, gpus_per_node, nodes}) rows and group their pools by VC."""
     pools: dict[str, list[Pool]] = {}
     first: dict[tuple[str, str, int], int] = {}
+    total = 0
     for where, row in rows:
         vc = _text(row["vc"], where, "vc", fail)
         gpu_type = _text(row["gpu_type"], where, "gpu_type", fail)
-        per_node = _positive(row["gpus_per_node"], where, "gpus_per_node", fail)
-        nodes = _positive(row["nodes"], where, "nodes", fail)
+        per_node = _positive(row["gpus_per_node"], where, "gpus_per_node", fail, MAX_GPUS_PER_NODE)
+        nodes = _positive(row["nodes"], where, "nodes", fail, MAX_NODES)
+        total += nodes
+        if total > MAX_NODES:
+            raise fail(where, "nodes", f"the layout's nodes add up to more than {MAX_NODES:,}", row["nodes"])
         cpu, mem = (_capacity(row.get(c), where, c, fail) for c in RESOURCE_COLUMNS)
         shape = (vc, gpu_type, per_node)
         if shape in first and cpu is None and mem is None:
@@ -205,11 +215,13 @@ def _capacity(value: object, where: int, column: str, fail: Fail) -> int | None:
     return number
 
 
-def _positive(value: object, where: int, column: str, fail: Fail) -> int:
-    """A positive integer, given as an int or as its decimal text."""
+def _positive(value: object, where: int, column: str, fail: Fail, maximum: int) -> int:
+    """A positive integer of at most `maximum`, given as an int or as its decimal text."""
     number = _integer(value, where, column, fail)
     if number <= 0:
         raise fail(where, column, "must be positive", value)
+    if number > maximum:
+        raise fail(where, column, f"must be at most {maximum:,}", value)
     return number
 
 

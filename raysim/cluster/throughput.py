@@ -31,6 +31,10 @@ from raysim.errors import TraceError
 #: ratio() when a throughput is unknown: the job runs as fast as on its reference GPU type.
 UNKNOWN_RATIO = 1.0
 
+#: The largest throughput (Gavel's are below 10^4 steps/s): a round's steps are a throughput times the
+#: round's length, which 1e308 overflowed (a traceback).
+MAX_RATE = 1e12
+
 #: Columns of a throughput CSV (any order, no others).
 THROUGHPUT_COLUMNS = ("job_type", "gpu_type", "throughput")
 
@@ -49,7 +53,7 @@ class ThroughputTable:
     """Throughput of each (job type, GPU type, scale factor), optionally of job pairs sharing GPUs.
 
     `throughputs` maps ``(job_type, gpu_type)`` (scale factor 1) or ``(job_type, gpu_type,
-    scale_factor)`` to a finite throughput >= 0 (0: cannot run there). `pairs` maps ``(job_a,
+    scale_factor)`` to a throughput from 0 to MAX_RATE (0: cannot run there). `pairs` maps ``(job_a,
     job_b, gpu_type, scale_factor)`` to the two jobs' throughputs when packed together.
     """
 
@@ -244,10 +248,11 @@ def _pair_key(key: tuple) -> tuple[str, str, str, int]:
 
 
 def _rate(value: object, key: object) -> float:
-    """A finite throughput >= 0, as float."""
+    """A throughput from 0 to MAX_RATE, as float."""
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not number or not math.isfinite(value) or value < 0:
-        raise ValueError(f"throughput of {key!r} must be a finite number >= 0, not {value!r}")
+    if not number or not 0 <= value <= MAX_RATE:
+        raise ValueError(f"throughput of {key!r} must be a finite number >= 0 and at most {MAX_RATE:.0e}, "
+                         f"not {value!r}")
     return float(value)
 
 
@@ -259,18 +264,34 @@ def _csv_rate(name: str, row: int, text: str) -> float:
         raise TraceError(name, "not a number", row=row, column="throughput", value=text) from None
     if not math.isfinite(value) or value <= 0:
         raise TraceError(name, "must be a positive number", row=row, column="throughput", value=text)
+    if value > MAX_RATE:
+        raise TraceError(name, f"must be at most {MAX_RATE:.0e}", row=row, column="throughput", value=text)
     return value
 
 
 def _json_object(name: str, content: bytes) -> dict:
-    """The top-level object of JSON file `name`'s `content`, as a TraceError when malformed."""
+    """The top-level object of JSON file `name`'s `content`, as a TraceError when malformed (a key
+    repeated in an object, nesting too deep for Python's parser)."""
     try:
-        data = json.loads(content.decode())
+        data = json.loads(content.decode(), object_pairs_hook=lambda pairs: _unique(name, pairs))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise TraceError(name, f"not a readable JSON file: {exc}") from None
+    except RecursionError:
+        raise TraceError(name, "nested too deeply for JSON to read (a throughput table has 3 levels)") from None
     if not isinstance(data, dict):
         raise TraceError(name, "expected an object of GPU types at the top level")
     return data
+
+
+def _unique(name: str, pairs: list) -> dict:
+    """A JSON object's (key, value) pairs as a dict; a key given twice is a TraceError (JSON keeps the
+    last without a word)."""
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        seen: set = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise TraceError(name, "a key appears twice in one object", value=key)
+    return out
 
 
 def _gavel_job(name: str, gpu_type: str, text: str) -> tuple[str, int]:
@@ -291,7 +312,8 @@ def _json_rate(name: str, where: str, value: object) -> float:
     try:
         return _rate(value, where)
     except ValueError:
-        raise TraceError(name, f"{where}: throughput must be a finite number >= 0", value=value) from None
+        raise TraceError(name, f"{where}: throughput must be a finite number >= 0 and at most {MAX_RATE:.0e}",
+                         value=value) from None
 
 
 def _gavel_pair(name: str, where: str, both: object, same_scale: bool) -> tuple[float, float]:

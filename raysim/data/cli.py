@@ -59,15 +59,19 @@ def _path(args) -> int:
 
 def _verify(args) -> int:
     # every dataset the cache holds or records: one whose files were all deleted is still recorded
-    # in its manifest, and fails as missing rather than passing as "not cached"
+    # in its manifest, and fails as missing rather than passing as "not cached"; so does a manifest
+    # that is not one (mangled by hand: it fails as such)
     todo = [dataset(n) for n in args.names] if args.names else \
-        [ds for ds in datasets().values() if store.status(ds) != "not cached" or store.cached_files(ds)]
+        [ds for ds in datasets().values() if store.status(ds) != "not cached" or store.recorded(ds)]
     if not todo:
         print("no dataset is cached (raysim data fetch NAME)")
         return 0
     bad = 0
     for ds in todo:
-        issues = store.problems(ds, rehash=True)
+        try:
+            issues = store.problems(ds, rehash=True)
+        except DataError as exc:  # its manifest is not one
+            issues = [str(exc)]
         if issues:
             bad += 1
             for line in issues:

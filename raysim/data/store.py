@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import tarfile
@@ -52,14 +53,76 @@ def sha256_of(path: Path) -> str:
 
 # ---------------------------------------------------------------------------------------------- manifest
 
-def read_manifest(name: str) -> dict:
+def read_manifest(name: str, strict: bool = False) -> dict:
+    """Dataset `name`'s manifest ({"files": {}} when there is none). One that is not a manifest
+    (see `check_manifest`) is a DataError naming it when `strict` (verifying), else it counts as
+    none: every file is not cached and is fetched again."""
     p = folder(name) / MANIFEST
     try:
-        return json.loads(p.read_text())
+        manifest = json.loads(p.read_text(encoding="utf-8"), object_pairs_hook=_unique)
+        check_manifest(manifest)
+        return manifest
     except FileNotFoundError:
         return {"files": {}}
-    except (OSError, ValueError):
-        return {"files": {}}  # unreadable: every file counts as not cached and is fetched again
+    except (OSError, ValueError, RecursionError) as exc:
+        if strict:
+            why = f"not JSON ({exc})" if isinstance(exc, json.JSONDecodeError) else \
+                "nested too deeply" if isinstance(exc, RecursionError) else exc
+            raise DataError(f"{p}: not a raysim data manifest: {why} (`raysim data fetch {name}` writes it "
+                            "again)") from None
+        return {"files": {}}
+
+
+def _unique(pairs: list) -> dict:
+    """A JSON object's pairs as a dict; a key given twice is a ValueError (JSON keeps the last)."""
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        seen: set = set()
+        raise ValueError(f"{next(k for k, _ in pairs if k in seen or seen.add(k))!r} is given twice in one object")
+    return out
+
+
+#: A manifest entry's keys and their types (`sha256`, `size`, `mtime_ns` required).
+ENTRY = {"sha256": str, "size": int, "mtime_ns": int, "pinned": bool, "source": str, "fetched": str,
+         "trusted_on_first_use": bool, "unpacked_from": str}
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def check_manifest(manifest) -> None:
+    """ValueError saying where `manifest` is not what write_manifest writes: {"files": {path:
+    entry}, "unpacked": {archive: [member paths]}} (unpacked optional), each path inside the
+    dataset's folder, each entry ENTRY's keys of their types, a sha256 of 64 hex digits."""
+    if not isinstance(manifest, dict) or "files" not in manifest or set(manifest) - {"files", "unpacked"}:
+        raise ValueError("expected an object of files (and unpacked)")
+    for key in manifest:
+        if not isinstance(manifest[key], dict):
+            raise ValueError(f"{key}: expected an object")
+    for path, entry in manifest["files"].items():
+        _inside(path, f"files[{path!r}]")
+        if not isinstance(entry, dict):
+            raise ValueError(f"files[{path!r}]: expected an object of {', '.join(ENTRY)}")
+        for field in ("sha256", "size", "mtime_ns", *entry):
+            kind = ENTRY.get(field)
+            if kind is None:
+                raise ValueError(f"files[{path!r}]: unknown key {field!r}")
+            value = entry.get(field)
+            if value is None or not isinstance(value, kind) or kind is int and (isinstance(value, bool) or value < 0):
+                raise ValueError(f"files[{path!r}].{field}: expected {'a whole number >= 0' if kind is int else kind.__name__}"
+                                 f", not {value!r}")
+        if not _SHA256.fullmatch(entry["sha256"]):
+            raise ValueError(f"files[{path!r}].sha256: expected 64 hex digits, not {entry['sha256']!r}")
+    for archive, members in manifest.get("unpacked", {}).items():
+        _inside(archive, f"unpacked[{archive!r}]")
+        if not isinstance(members, list):
+            raise ValueError(f"unpacked[{archive!r}]: expected a list of paths")
+        for member in members:
+            _inside(member, f"unpacked[{archive!r}]")
+
+
+def _inside(path, where: str) -> None:
+    p = PurePosixPath(path) if isinstance(path, str) else None
+    if p is None or not path or p.is_absolute() or ".." in p.parts or "\\" in path:
+        raise ValueError(f"{where}: not a path inside the dataset's folder")
 
 
 def write_manifest(name: str, manifest: dict) -> None:
@@ -104,8 +167,8 @@ def _problems(ds: Dataset, rehash: bool = False) -> dict[str, str]:
     """{file: what is wrong with it}. A file whose size and modification time are those recorded is
     trusted without reading it unless `rehash`; any other is hashed and compared with the recorded
     hash (and, for a pinned file, with the registry's)."""
-    manifest = read_manifest(ds.name)
-    files = manifest.get("files", {})
+    manifest = read_manifest(ds.name, strict=True)
+    files = manifest["files"]
     out, touched = {}, False
     wanted = {f.path: f for f in ds.files}
     for path in [*wanted, *(p for p in files if p not in wanted)]:
@@ -139,6 +202,14 @@ def _problems(ds: Dataset, rehash: bool = False) -> dict[str, str]:
     return out
 
 
+def recorded(ds: Dataset) -> bool:
+    """Whether the cache holds a manifest of `ds` that records a file, or one that is not a manifest."""
+    try:
+        return bool(read_manifest(ds.name, strict=True)["files"])
+    except DataError:
+        return True
+
+
 def cached_files(ds: Dataset) -> dict[str, dict]:
     """Manifest entries of `ds` (registry files and files unpacked from its archives)."""
     return dict(read_manifest(ds.name).get("files", {}))
@@ -166,8 +237,12 @@ def fetch(ds: Dataset, say=print) -> list[str]:
     unpack archives. Returns the notices said (first-use hashes of unpinned files, warnings)."""
     notices: list[str] = []
     files = read_manifest(ds.name).get("files", {})
+    try:
+        wrong = _problems(ds)
+    except DataError:  # its manifest is not one: every file is fetched again, and a new one written
+        wrong = {f.path: "" for f in ds.files}
     broken = set()
-    for path in _problems(ds):
+    for path in wrong:
         broken.add(files.get(path, {}).get("unpacked_from", path))
     for f in ds.files:
         if f.path not in broken:

@@ -68,12 +68,20 @@ class NodeEvents:
 
 
 def load_node_log(path: str | Path) -> NodeLog:
-    """Read a node log Parquet file; raise ValueError naming the file on a bad schema."""
+    """Read a node log Parquet file; raise ValueError naming the file (and the row and column) when it
+    is not one: not Parquet, a column missing, of another type or with an empty value."""
     path = Path(path)
-    table = pq.read_table(path)
+    table = read_parquet(path)
     missing = {"time", "node", "idle"} - set(table.column_names)
     if missing:
         raise ValueError(f"{path}: node log lacks column(s) {sorted(missing)}; expected time, node, idle")
+    if not table.num_rows:
+        raise ValueError(f"{path}: no rows: a node log starts with a snapshot of every node")
+    for name, kind, what in (("time", pa.types.is_timestamp, "timestamps"), ("idle", pa.types.is_boolean, "booleans")):
+        if not kind(table.column(name).type):
+            raise ValueError(f"{path}: column {name!r} must hold {what}, found {table.column(name).type}")
+    for name in ("time", "node", "idle"):
+        missing_value(path, table.column(name), name)
     node = table.column("node")
     if not pa.types.is_dictionary(node.type):
         node = node.dictionary_encode()
@@ -86,6 +94,21 @@ def load_node_log(path: str | Path) -> NodeLog:
         bad = int(np.flatnonzero(np.diff(time_ns) < 0)[0]) + 1
         raise ValueError(f"{path}: row {bad}, column 'time': times must be non-decreasing")
     return NodeLog(time_ns, codes, idle, np.asarray(names, dtype=str), str(path))
+
+
+def read_parquet(path: Path) -> pa.Table:
+    """The Parquet file `path` as a table; ValueError naming it when it is not one."""
+    try:
+        return pq.read_table(path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise ValueError(f"{path}: not a readable Parquet file: {exc}") from None
+
+
+def missing_value(path: Path, column: pa.ChunkedArray, name: str, what: str = "row") -> None:
+    """ValueError naming the first empty value of `column` (rows counted from 0), if any."""
+    if column.null_count:
+        row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+        raise ValueError(f"{path}: {what} {row}, column {name!r}: missing value")
 
 
 def _snapshot_state(log: NodeLog) -> np.ndarray:

@@ -15,9 +15,18 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+
+from raysim.harvest.replay import missing_value, read_parquet
 
 COLUMNS = ("job", "Tcup", "Tcdw", "Jmin", "Jmax", "Pmax", "Tsub", "Ns", "Ps", "Os")
+#: The most nodes a task may name (Jmin, Jmax): its curves are tabulated at every count up to Jmax, and
+#: no harvested machine comes near (Summit has 4,608 nodes).
+MAX_NODES = 100_000
+#: The largest value of a curve (samples/s, objective): the allocators weigh it by up to 1e9 s of lookahead
+#: (harvest.tfwd) and add it up over tasks, which must stay finite.
+MAX_RATE = 1e15
+#: Its columns of numbers, and of curves (lists of numbers).
+NUMBERS, CURVES = ("Tcup", "Tcdw", "Jmin", "Jmax", "Pmax"), ("Ns", "Ps", "Os")
 
 
 @dataclass(frozen=True)
@@ -58,9 +67,9 @@ def make_tasks(names, tcup, tcdw, jmin, jmax, pmax, tsub_ns, ns, ps, os_=None, *
         if len(bad):
             fail(int(bad[0]), col, f"must be a finite {'positive' if col == 'Pmax' else 'non-negative'} number")
     for col, values in (("Jmin", jmin_f), ("Jmax", jmax_f)):
-        bad = np.flatnonzero(~np.isfinite(values) | (values < 1) | (values != np.round(values)))
+        bad = np.flatnonzero(~np.isfinite(values) | (values < 1) | (values > MAX_NODES) | (values != np.round(values)))
         if len(bad):
-            fail(int(bad[0]), col, "must be an integer >= 1")
+            fail(int(bad[0]), col, f"must be an integer from 1 to {MAX_NODES:,}")
     bad = np.flatnonzero(jmax_f < jmin_f)
     if len(bad):
         fail(int(bad[0]), "Jmax", "must be >= Jmin")
@@ -69,6 +78,9 @@ def make_tasks(names, tcup, tcdw, jmin, jmax, pmax, tsub_ns, ns, ps, os_=None, *
     rate_tab = np.zeros((len(names), width))
     obj_tab = np.zeros((len(names), width))
     for row in range(len(names)):
+        for col, curve in (("Ns", ns[row]), ("Ps", ps[row]), ("Os", os_[row])):
+            if any(v is None for v in curve):
+                fail(row, col, "missing value in the curve")
         n_pts = np.asarray(ns[row], float)
         for col, curve, tab in (("Ps", ps[row], rate_tab), ("Os", os_[row], obj_tab)):
             curve = np.asarray(curve, float)
@@ -78,8 +90,8 @@ def make_tasks(names, tcup, tcdw, jmin, jmax, pmax, tsub_ns, ns, ps, os_=None, *
                 fail(row, "Ns", "must be strictly increasing")
             if n_pts[0] > jmin_i[row] or n_pts[-1] < jmax_i[row]:
                 fail(row, "Ns", f"must cover [Jmin, Jmax] = [{jmin_i[row]}, {jmax_i[row]}]")
-            if not np.all(np.isfinite(curve)) or np.any(curve < 0):
-                fail(row, col, "must be finite and non-negative")
+            if not np.all((curve >= 0) & (curve <= MAX_RATE)):
+                fail(row, col, f"must be from 0 to {MAX_RATE:.0e}")
             grid = np.arange(jmin_i[row], jmax_i[row] + 1)
             tab[row, grid] = np.interp(grid, n_pts, curve)
     return TaskSet(np.asarray(names, dtype=str), cols["Tcup"], cols["Tcdw"], jmin_i, jmax_i,
@@ -89,20 +101,25 @@ def make_tasks(names, tcup, tcdw, jmin, jmax, pmax, tsub_ns, ns, ps, os_=None, *
 def load_tasks(path: str | Path) -> TaskSet:
     """Read a task-set Parquet file (columns `COLUMNS`); raise ValueError naming the file on bad input."""
     path = Path(path)
-    table = pq.read_table(path)
+    table = read_parquet(path)
     missing = [c for c in COLUMNS if c not in table.column_names]
     if missing:
         raise ValueError(f"{path}: task set lacks column(s) {missing}; expected {list(COLUMNS)}")
     col = {c: table.column(c) for c in COLUMNS}
+    for c in NUMBERS + CURVES:
+        kind = col[c].type
+        if c in CURVES:
+            kind = kind.value_type if pa.types.is_list(kind) or pa.types.is_large_list(kind) else None
+        if kind is None or not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            raise ValueError(f"{path}: column {c!r} must hold {'lists of ' if c in CURVES else ''}numbers, "
+                             f"found {col[c].type}")
     tsub = col["Tsub"]
     if not pa.types.is_timestamp(tsub.type):
         raise ValueError(f"{path}: column 'Tsub' must be a timestamp, found {tsub.type}")
     for c in COLUMNS:
-        if col[c].null_count:
-            row = int(np.flatnonzero(col[c].is_null().to_numpy(zero_copy_only=False))[0])
-            raise ValueError(f"{path}: task row {row}, column {c!r}: missing value")
-    values = {c: col[c].to_numpy() for c in ("Tcup", "Tcdw", "Jmin", "Jmax", "Pmax")}
-    curves = {c: col[c].to_pylist() for c in ("Ns", "Ps", "Os")}
+        missing_value(path, col[c], c, "task row")
+    values = {c: col[c].to_numpy() for c in NUMBERS}
+    curves = {c: col[c].to_pylist() for c in CURVES}
     return make_tasks(np.asarray(col["job"].to_pylist(), dtype=str), values["Tcup"], values["Tcdw"],
                       values["Jmin"], values["Jmax"], values["Pmax"],
                       tsub.cast(pa.timestamp("ns")).to_numpy().astype(np.int64),

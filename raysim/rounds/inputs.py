@@ -191,10 +191,13 @@ def _steps_from_durations(trace: pa.Table, rates: np.ndarray, types, reference: 
     return duration * rate
 
 
-def gavel_trace_table(jobs: pa.Table, table: ThroughputTable, *, reference: str, vc: str, source: str) -> pa.Table:
+def gavel_trace_table(jobs: pa.Table, table: ThroughputTable, *, reference: str, vc: str, source: str,
+                      max_duration_s: float | None = None) -> pa.Table:
     """A Gavel job table (:data:`raysim.trace.gavel.SCHEMA`, arrival order) as a raysim trace on VC
     `vc`: submit time = the arrival rounded up to the second, duration = the steps' time on
-    `reference` GPUs rounded up (what event-driven policies read), plus :data:`GAVEL_COLUMNS`."""
+    `reference` GPUs rounded up (what event-driven policies read), plus :data:`GAVEL_COLUMNS`. A job
+    without throughput there, or whose steps take longer than `max_duration_s` there
+    (trace.max_duration_s), is a TraceError naming its row (= its line: a Gavel trace has no header)."""
     n = jobs.num_rows
     job_type = jobs.column("job_type").to_pylist()
     scale = jobs.column("scale_factor").to_numpy().astype(np.int64)
@@ -209,7 +212,11 @@ def gavel_trace_table(jobs: pa.Table, table: ThroughputTable, *, reference: str,
         rate = rates[key]
         if not rate:
             raise TraceError(source, f"no throughput for ({jt!r}, {s} GPUs) on the reference type {reference} "
-                             "(cluster.reference_gpu_type)", row=i + 1, column="job_type", value=jt)
+                             "(cluster.reference_gpu_type)", row=i + 1, line=i + 1, column="job_type", value=jt)
+        if max_duration_s is not None and steps[i] / rate > max_duration_s:
+            raise TraceError(source, f"its steps take {steps[i] / rate:.4g} s on the reference type {reference}, "
+                             f"longer than trace.max_duration_s ({max_duration_s:,.0f} s)", row=i + 1, line=i + 1,
+                             column="total_steps", value=float(steps[i]))
         duration[i] = max(1, math.ceil(steps[i] / rate))
     dict_of = lambda values: pa.array(values, pa.string()).dictionary_encode()  # noqa: E731
     columns = {

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig
 
+from raysim.cluster.layout import MAX_GPUS_PER_NODE
 from raysim.errors import ConfigError
 from raysim.models.estimates import SOURCES as ESTIMATE_SOURCES
 from raysim.report.settings import ReportSettings
@@ -29,7 +30,6 @@ from raysim.trace.presets import COMBINED, PRESETS
 
 #: Bounds past which a run would not end or not fit in memory (a value of 1e12 hung or ran out of memory).
 TEN_YEARS_S = 10 * 365 * 86_400
-MAX_GPUS_PER_NODE = 1024
 
 
 def _mapping(value, key: str):

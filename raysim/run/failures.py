@@ -21,6 +21,8 @@ from raysim.sim.failures import DISTRIBUTIONS, KINDS, REPAIRS, Category, Failure
 #: The longest mean time between failures or repair a setting may give (hours: about 1,140 years), so
 #: that every drawn time fits the engine's clock, even at a million ticks per second.
 MAX_HOURS = 1e7
+#: The largest share of a failure category (shares are weights: counts, percentages).
+MAX_SHARE = 1e12
 _NAME = re.compile(r"[A-Za-z0-9_]+")
 HOUR = 3600
 
@@ -36,7 +38,9 @@ class CategorySettings:
     """A failure category of a model (failures.categories[i])."""
 
     name: str = setting("failure", "the category: a cause counted per job (letters, digits and _)", check=_a_name)
-    share: float = setting(1.0, "its share of failures (drawn by share)", above=0)
+    # (at most 1e12: shares are normalised by their sum, which two shares of 1e308 overflowed to inf, and
+    # every failure then fell in the last category)
+    share: float = setting(1.0, "its share of failures (drawn by share)", above=0, maximum=MAX_SHARE)
     kind: str = setting("down", "down: the node is out until repaired | restart: only its jobs restart", choices=KINDS)
     repair_h: float | None = setting(None, "its own mean repair time, hours (null: the model's repair_h)",
                                      minimum=0, maximum=MAX_HOURS)

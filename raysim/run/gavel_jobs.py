@@ -43,7 +43,8 @@ def gavel_trace(cfg: DictConfig, layout: dict):
     run = RunInputs(reference_type=rounds.reference_type, reference_gpu_type=value(cfg, "cluster.reference_gpu_type"))
     reference = reference_type(run, run_types(layout))
     jobs, source = _gavel_jobs(cfg, rounds, table)
-    trace = gavel_trace_table(jobs, table, reference=reference, vc=vc, source=source)
+    trace = gavel_trace_table(jobs, table, reference=reference, vc=vc, source=source,
+                              max_duration_s=value(cfg, "trace.max_duration_s"))
     nodes = {vc: sum(p.nodes for p in layout[vc])}
     return Trace(trace, nodes, SkipReport(file=source), source)
 

@@ -257,15 +257,18 @@ def read_table(path: Path):
 LARGEST = 10**12
 
 
-def whole_numbers(column, source: str, name: str, *, minimum: int) -> np.ndarray:
+def whole_numbers(column, source: str, name: str, *, minimum: int, empty: int | None = None) -> np.ndarray:
     """`column` as int64, every value a whole number from `minimum` to LARGEST (else a TraceError
-    naming the row)."""
+    naming the row; a boolean is not a number); an empty value is `empty` where that is given (a
+    column empty throughout, which Arrow reads as nulls of no type, included)."""
     values = column.to_pylist()
     out = np.empty(len(values), np.int64)
     for i, v in enumerate(values):
+        if v is None and empty is not None:
+            v = empty
         try:
             number = float(v)
-            ok = minimum <= number <= LARGEST and number == int(number)
+            ok = minimum <= number <= LARGEST and number == int(number) and not isinstance(v, (bool, np.bool_))
         except (TypeError, ValueError, OverflowError):
             ok = False
         if not ok:

@@ -33,9 +33,12 @@ def read_failure_trace(path, layout: dict, kinds: dict, causes: tuple) -> dict[t
     `kinds`: category -> "down" or "restart". A bad row raises TraceError naming the file, row and
     column."""
     table, source = read_event_table(path, "failures.path", "a failure trace", COLUMNS)
+    if not table.num_rows:
+        raise TraceError(source, "no failures: a failure trace has one row per failure (failures=none: a run "
+                                 "without failures)")
     times = whole_numbers(table.column("time"), source, "time", minimum=0)
     nodes = whole_numbers(table.column("node"), source, "node", minimum=0)
-    repairs = whole_numbers(table.column("repair_s").fill_null(0), source, "repair_s", minimum=0)
+    repairs = whole_numbers(table.column("repair_s"), source, "repair_s", minimum=0, empty=0)
     counts = node_counts(layout)
     vcs = [None if v is None else str(v) for v in table.column("vc").to_pylist()]
     categories = [None if v is None else str(v).strip() for v in table.column("category").to_pylist()]

@@ -15,10 +15,14 @@ from pathlib import Path
 import pyarrow as pa
 
 from raysim.errors import TraceError
+from raysim.sim.capacity import LARGEST
 
 #: The fields of one trace line, in Gavel's order.
 FIELDS = ("job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir", "total_steps",
           "scale_factor", "priority_weight", "slo", "arrival_time")
+
+#: The most GPUs a job may ask for (the trace schema's gpu_num is an int32).
+MAX_GPUS = 2**31 - 1
 
 #: The job table read from a trace (and made by :mod:`raysim.rounds.generate`).
 SCHEMA = pa.schema([("job_id", pa.int64()), ("job_type", pa.string()), ("scale_factor", pa.int64()),
@@ -31,8 +35,9 @@ def read_gavel_trace(path: str | Path) -> pa.Table:
 
     Every problem is a :class:`TraceError` naming the file, the row (= the line) and the field:
     a wrong number of fields, a non-numeric value, a non-positive step count, scale factor or
-    priority weight, a negative or non-finite arrival time, or arrivals out of order (Gavel's
-    simulator requires them sorted).
+    priority weight, more GPUs than MAX_GPUS, an arrival time that is negative, not finite or after
+    LARGEST seconds (the engine's clock), or arrivals out of order (Gavel's simulator requires them
+    sorted).
     """
     name = str(path)
     try:
@@ -61,12 +66,12 @@ def read_gavel_trace(path: str | Path) -> pa.Table:
         arrival = _number(fail, "arrival_time", job["arrival_time"])
         if steps <= 0:
             raise fail("must be a positive number of steps", "total_steps", job["total_steps"])
-        if scale < 1 or scale != int(scale):
-            raise fail("must be a positive whole number of GPUs", "scale_factor", job["scale_factor"])
+        if not 1 <= scale <= MAX_GPUS or scale != int(scale):
+            raise fail(f"must be a whole number of GPUs from 1 to {MAX_GPUS:,}", "scale_factor", job["scale_factor"])
         if weight <= 0:
             raise fail("must be positive", "priority_weight", job["priority_weight"])
-        if arrival < 0:
-            raise fail("must not be negative", "arrival_time", job["arrival_time"])
+        if not 0 <= arrival <= LARGEST:
+            raise fail(f"must be from 0 to {LARGEST:.0e} s", "arrival_time", job["arrival_time"])
         if columns["arrival_time"] and arrival < columns["arrival_time"][-1]:
             raise fail(f"arrivals must be in time order (the previous job arrives at "
                        f"{columns['arrival_time'][-1]})", "arrival_time", job["arrival_time"])
