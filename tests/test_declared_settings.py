@@ -125,7 +125,7 @@ def walk():
 
 
 #: Fields of type `value` whose own check takes 5 and []: a value each refuses.
-OWN_BAD = {"ray.vcs_per_actor": "0", "sim.network": "maybe", "harvest.nodes": "0"}
+OWN_BAD = {"ray.vcs_per_actor": "0", "sim.network": "maybe", "harvest.nodes": "0", "sim.stall_s": "maybe"}
 
 
 ROOT_SECTIONS = ("trace", "sim", "network", "checkpoint", "estimator", "ray", "report", "data", "rounds")
