@@ -20,6 +20,7 @@ import atexit
 import importlib
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -192,7 +193,8 @@ def guarded(command, verbose: bool = False) -> int:
 def _run_hydra(verbose: bool = False) -> int:
     """Run Hydra on sys.argv; its own error printing is switched off (HYDRA_FULL_ERROR=1 makes it
     re-raise), so `guarded` decides. Returns 2 after the jobs if some stopped on a user error.
-    An override under a renamed group is refused before Hydra reads it."""
+    An override under a renamed group is refused before Hydra reads it; one of a key the config
+    lacks is refused with the closest keys (`_not_in_config`)."""
     refuse_old_name(arg for arg in sys.argv[1:] if not arg.startswith("-"))
     from raysim.run.unused import refuse_retired
 
@@ -202,6 +204,11 @@ def _run_hydra(verbose: bool = False) -> int:
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         hydra_main()
+    except Exception as exc:
+        unknown = _not_in_config(exc)
+        if unknown is None:
+            raise
+        raise unknown from exc
     finally:
         if saved is None:
             os.environ.pop("HYDRA_FULL_ERROR", None)
@@ -215,6 +222,38 @@ def _run_hydra(verbose: bool = False) -> int:
         label = failure.label(_swept_keys(sys.argv[1:]))
         print(f"raysim: error: {label + ': ' if label else ''}{failure.message}", file=sys.stderr)
     return 2
+
+
+def _not_in_config(exc: BaseException):
+    """Hydra's refusal of an override whose key the composed config lacks ("Could not override 'k'.
+    To append to your config use +k=v"), as a ConfigError naming k with the config's keys closest
+    to it ("did you mean sim.compat?", raysim.settings.did_you_mean); where none is close, with
+    Hydra's advice as a condition (k may be a setting this config leaves out; if it is not one, the
+    run refuses it in one line). None for any other error."""
+    from hydra.errors import ConfigCompositionException
+    from omegaconf import DictConfig
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError
+
+    from raysim.errors import ConfigError
+    from raysim.settings import did_you_mean
+
+    cause = exc.__cause__
+    said = re.match(r"Could not override '([^']+)'\.\nTo append to your config use \+(.+)$", str(exc), re.S)
+    if (not isinstance(exc, ConfigCompositionException) or not isinstance(cause, (ConfigAttributeError, ConfigKeyError))
+            or getattr(cause, "parent_node", None) is None or said is None):
+        return None
+    key, override = said.groups()
+    node, parts = cause.parent_node._get_root(), key.split(".")
+    depth = 0
+    while depth < len(parts) - 1 and isinstance(node, DictConfig) and parts[depth] in node.keys():
+        node, depth = node._get_node(parts[depth]), depth + 1
+    if node is not cause.parent_node or parts[depth] in node.keys():  # (not a missing key: Hydra's words)
+        return None
+    hint = did_you_mean(parts[depth], node.keys(), ".".join(parts[:depth]), ".".join(parts[depth + 1:]))
+    if hint:
+        return ConfigError(key, f"not a key of the run's config; {hint}")
+    return ConfigError(key, f"not a key of the run's config: if it is a setting the config leaves out, +{override} "
+                            "sets it (raysim --help lists the settings)")
 
 
 def _swept_keys(args: list[str]) -> set[str]:

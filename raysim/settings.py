@@ -4,9 +4,10 @@ dataclass whose fields are :func:`setting`\\ s -- a default, a one-line doc, and
 :func:`parse` checks a mapping (a composed config group such as ``policy``) against a declaration,
 once, before anything is read, and returns the typed object: a wrong type, ``nan`` or ``inf``, an
 empty string, a value out of its bounds or outside its choices, and a key the declaration does not
-have, each end in one :class:`~raysim.errors.ConfigError` naming the setting (``policy.p: must not
-be 0 (value 0)``). ``raysim --help`` and docs/configuration.md show the declarations
-(:func:`describe`), so every setting is documented where it is declared.
+have (with its closest declared names, :func:`did_you_mean`), each end in one
+:class:`~raysim.errors.ConfigError` naming the setting (``policy.p: must not be 0 (value 0)``).
+``raysim --help`` and docs/configuration.md show the declarations (:func:`describe`), so every
+setting is documented where it is declared.
 
 Supported field types: ``int``, ``float``, ``bool``, ``str``, ``dict[str, float]`` (a table of
 numbers by name), ``dict[str, str]``, ``list[str]`` (names), ``list[int]``, any of them ``| None``
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import math
 from functools import lru_cache
 import types
@@ -187,10 +189,19 @@ def parse(cls, values: Mapping, *, prefix: str, owner: str):
     for key in values:
         if key not in declared:
             known = ", ".join(declared) or "none"
-            raise ConfigError(_dotted(prefix, key), f"not a setting of {owner} (its settings: {known}; "
-                              "raysim --help lists them)")
+            hint = did_you_mean(str(key), declared, prefix)
+            raise ConfigError(_dotted(prefix, key), f"not a setting of {owner}{'; ' + hint if hint else ''} "
+                              f"(its settings: {known}; raysim --help lists them)")
     return cls(**{key: check(d, values[key], _dotted(prefix, key), owner) for key, d in declared.items()
                   if key in values})
+
+
+def did_you_mean(key: str, names: Iterable[str], prefix: str = "", rest: str = "") -> str:
+    """"did you mean <prefix>.<name>.<rest>?" naming the `names` closest to `key` (a mistyped name
+    among them, difflib's ratio at least 0.6; at most three, closest first), or "" when none is close."""
+    close = difflib.get_close_matches(key, [str(n) for n in names], n=3)
+    keys = [_dotted(prefix, n) + (f".{rest}" if rest else "") for n in close]
+    return f"did you mean {' or '.join(keys)}?" if keys else ""
 
 
 def _dotted(prefix: str, key: str) -> str:

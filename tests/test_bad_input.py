@@ -462,7 +462,15 @@ for _overrides, _parts in [
     (["policy=qssf"], ["estimator.source", "estimator.source=file", "estimator.source=oracle"]),
     (["policy=bogus"], ["Could not find 'policy/bogus'", "fifo, "]),
     (["+experiment=nope"], ["Could not find 'experiment/nope'", "venus"]),
-    (["sim.compatt=lucid"], ["sim.compatt", "+sim.compatt=lucid"]),
+    # a mistyped key: its closest keys, not Hydra's advice to append it (nor, appended, a silent run)
+    (["sim.compatt=lucid"], ["sim.compatt: not a key of the run's config; did you mean sim.compat?"]),
+    (["+sim.compatt=lucid"], ["sim.compatt: not a setting of a trace replay; did you mean sim.compat? (its settings: "]),
+    (["smi.compat=lucid"], ["smi.compat: not a key of the run's config; did you mean sim.compat?"]),
+    (["+smi.compat=lucid"], ["smi.compat: not a setting of trace replays (mode=cluster); did you mean sim.compat?"]),
+    (["policy=tiresias", "policy.overhed_s=3"], ["policy.overhed_s: not a key of the run's config; did you mean "
+                                                 "policy.overhead_s or policy.large_overhead_s?"]),
+    (["policy.overhead_s=3"], ["policy.overhead_s: not a key of the run's config: if it is a setting the config "
+                               "leaves out, +policy.overhead_s=3 sets it"]),  # (no close key: Hydra's advice, as a condition)
     (["seed=[1"], ["override 'seed=[1'"]),
     (["trace.path=${oc.env:RAYSIM_TEST_NO_SUCH_VARIABLE}"], ["RAYSIM_TEST_NO_SUCH_VARIABLE", "trace.path"]),
     (["cluster.reference_gpu_type=H100"], ["cluster.reference_gpu_type:", "(value 'H100')"]),  # after loading
@@ -661,6 +669,23 @@ def _(root):
     run_dir = root / "runs" / "old_rounds_file"
     return Case(["runtime=local", f"hydra.searchpath=[file://{conf.parent}]", "+experiment=old_rounds",
                  f"hydra.run.dir={run_dir}"], check=refused(run_dir, "rounds.throughputs: renamed to cluster.throughput"))
+
+
+for _name, _yaml, _parts in [
+    ("section_key", "sim:\n  compatt: lucid\n",
+     ["sim.compatt: not a setting of a trace replay; did you mean sim.compat?"]),
+    ("policy_key", "policy:\n  overhed_s: 3\n",
+     ["policy.overhed_s: not a setting of policy tiresias; did you mean policy.overhead_s or policy.large_overhead_s?"]),
+    ("section", "smi:\n  compat: lucid\n", ["smi: not a setting of trace replays (mode=cluster); did you mean sim?"]),
+]:
+    def _build(root, name=_name, text=_yaml, parts=_parts):
+        """A mistyped key in a user's experiment file: its closest keys."""
+        conf = folder(root, f"typo_{name}_conf/experiment", {"typo.yaml": (
+            "# @package _global_\ndefaults:\n  - venus\n  - override /policy: tiresias\n  - _self_\n" + text)})
+        run_dir = root / "runs" / f"typo_{name}"
+        return Case(["runtime=local", f"hydra.searchpath=[file://{conf.parent}]", "+experiment=typo",
+                     f"hydra.run.dir={run_dir}"], check=refused(run_dir, *parts))
+    case(f"typo_in_an_experiment_file_{_name}")(_build)
 
 
 # not user errors; sweeps; the harness itself

@@ -340,8 +340,8 @@ def test_vcs_option_deals_nodes_and_pods_to_vcs(tmp_path):
 @pytest.mark.parametrize("options,words", [
     ({"speedup": "fast"}, "trace.reader_options.speedup: must be a number (value 'fast')"),
     ({"vcs": "two"}, "trace.reader_options.vcs: must be an integer (value 'two')"),
-    ({"speed": 2}, "trace.reader_options.speed: not a setting of the alibaba2023 reader (its settings: workload, "
-                   "node_list, speedup, vcs; raysim --help lists them)"),
+    ({"speed": 2}, "trace.reader_options.speed: not a setting of the alibaba2023 reader; did you mean "
+                   "trace.reader_options.speedup? (its settings: workload, node_list, speedup, vcs; raysim --help lists them)"),
 ])
 def test_bad_reader_options_are_one_line_naming_the_option(tmp_path, options, words):
     from raysim.errors import ConfigError, user_error_message

@@ -22,9 +22,12 @@ differ from a user's machine, and only these:
   only in those three datasets' file hashes and sizes.
 - A placeholder of PLACEHOLDERS (`<file.trace>`) is replaced by a small file made in the scratch folder.
 
-Running the scripts takes minutes (each command is a process that imports raysim, and the quick
-start starts Ray), so every script runs in the slow step (`slow`; those needing ../shared are also
-`shared`). The main suite keeps a fast check of every one of them,
+Each script that runs a simulation promises a figure (PROMISES: what its README row or paragraph
+says the run shows, e.g. the openb row's pods that queue), checked on the runs it made. Running the
+scripts takes minutes (each command is a process that imports raysim, and the quick start starts
+Ray), so every script runs in the slow step (`slow`; those needing ../shared are also `shared`);
+the main suite runs three of them (SMOKE: the quick start in-process, the heterogeneous demo and
+the openb row) and checks their figures. It also keeps a fast check of every one of them,
 `test_readme_command_is_well_formed`: the script is valid bash, every `raysim data fetch` names a
 dataset of the registry, every tool command (`raysim data|trace|models|report ...`) is accepted by
 the tool's own argument parser, and every simulation command (each run of a sweep) composes with
@@ -47,7 +50,10 @@ import sys
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
+import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -139,6 +145,99 @@ def readme_scripts() -> tuple[list[Script], list[tuple[int, list[str]]]]:
 
 
 SCRIPTS, SKIPPED = readme_scripts()
+
+
+# --------------------------------------------------------------------------- what each script promises
+
+def run_folders(work: Path) -> list[Path]:
+    """The run folders a script left in its scratch checkout (outputs/ and multirun/), oldest first."""
+    found = [p.parent for name in ("summary.csv", "fgd_summary.csv") for p in work.glob(f"*/**/{name}")]
+    return sorted(found, key=lambda p: (p / "raysim.log").stat().st_mtime if (p / "raysim.log").exists() else 0)
+
+
+def cluster(run: Path) -> pd.Series:
+    """The cluster-wide (`all`) row of a run's summary.csv."""
+    return pd.read_csv(run / "summary.csv").set_index("vc").loc["all"]
+
+
+def vcs(run: Path) -> int:
+    return int((pd.read_csv(run / "summary.csv")["vc"] != "all").sum())
+
+
+def queued(run: Path) -> int:
+    """Jobs of the run that waited at all."""
+    return int((pq.read_table(run / "jobs.parquet", columns=["queue"]).column("queue").to_numpy() > 0).sum())
+
+
+def peak_utilisation(run: Path) -> float:
+    series = pq.read_table(run / "timeseries.parquet", columns=["vc", "gpu_utilization"]).to_pandas()
+    return float(series.loc[series["vc"] == "all", "gpu_utilization"].max())
+
+
+def sweep_runs(work: Path) -> list[str]:
+    """The runs of the sweep a script made, as its sweep_summary.csv names them."""
+    (summary,) = work.glob("multirun/**/sweep_summary.csv")
+    table = pd.read_csv(summary)
+    return table.loc[table["vc"] == "all", "run"].tolist()
+
+
+@dataclass
+class Promise:
+    """What a README script says its run shows, and the check of that figure on the run folders it
+    left (`runs`, oldest first; `work`, its scratch checkout): true when the run shows it."""
+
+    pattern: str  # a regular expression matching the script's text
+    figure: str
+    check: Callable[[list[Path], Path], bool]
+
+
+#: The figure each script's runs show (the first pattern that matches the script): what its README
+#: row or paragraph promises. Every script that runs a simulation has one (a test checks it);
+#: test_readme_command_runs_as_written checks it on the command as written, and
+#: test_readme_promise_holds_in_a_reduced_form on the SMOKE rows, in the main suite.
+PROMISES = [
+    Promise(r"\+experiment=venus policy=tiresias placer=first_fit", "a sweep over three policies, compared",
+            lambda runs, work: len(sweep_runs(work)) == 3),
+    Promise(r"^python -m raysim \+experiment=venus$", "a summary per VC of the 15 VCs, and the page",
+            lambda runs, work: vcs(runs[-1]) == 15 and (runs[-1] / "report.html").exists()),
+    Promise(r"\+experiment=venus_maintenance", "jobs interrupted by the nodes that change",
+            lambda runs, work: cluster(runs[-1])["interruptions"] > 0),
+    Promise(r"\+experiment=venus_real", "the real Venus trace's 23,859 jobs",
+            lambda runs, work: cluster(runs[-1])["jobs"] == 23_859),
+    Promise(r"\+experiment=lucid", "avg JCT 12,886 s, avg queue 915 s",
+            lambda runs, work: (round(cluster(runs[-1])["avg_jct"]), round(cluster(runs[-1])["avg_queue"]))
+            == (12_886, 915)),
+    Promise(r"\+experiment=hetero_demo", "placement by GPU type: V100, P100 and K80 GPUs each used",
+            lambda runs, work: all(cluster(runs[-1])[f"gpu_utilization_{t}"] > 0 for t in ("V100", "P100", "K80"))),
+    Promise(r"\+experiment=saturn_synth", "~699k jobs",
+            lambda runs, work: 690_000 < cluster(runs[-1])["jobs"] < 710_000),
+    Promise(r"\+experiment=helios_synth", "62 VCs", lambda runs, work: vcs(runs[-1]) == 62),
+    Promise(r"\+experiment=fgd_openb", "FGD's GPU allocation at 100 % arrived workload, over 90 %",
+            lambda runs, work: pd.read_csv(runs[-1] / "fgd_summary.csv").at[0, "allo_100"] > 90),
+    Promise(r"\+experiment=openb", "pods that queue on a cluster that fills",
+            lambda runs, work: cluster(runs[-1])["avg_queue"] > 0 and queued(runs[-1]) > 0
+            and peak_utilisation(runs[-1]) > 0.5),
+    Promise(r"\+experiment=sia_saturn", "avg JCT 0.587 h",
+            lambda runs, work: round(cluster(runs[-1])["avg_jct"] / 3600, 3) == 0.587),
+    Promise(r"\+experiment=harvest_summit_full", "1,001 tasks", lambda runs, work: cluster(runs[-1])["jobs"] == 1_001),
+    Promise(r"\+experiment=venus_(gavel|elastic)", "the Venus week's 6,412 jobs (Gavel's round mechanism drops "
+            "a few, as Gavel does)", lambda runs, work: cluster(runs[-1])["jobs"] == 6_412),
+    Promise(r"\+experiment=(gavel_|harvest_summit)|trace\.path=",
+            "every job of the run finished",
+            lambda runs, work: 0 < cluster(runs[-1])["finished"] == cluster(runs[-1])["jobs"]),
+]
+
+
+def promise(script: Script) -> Promise | None:
+    return next((p for p in PROMISES if re.search(p.pattern, script.text, re.M)), None)
+
+
+def keeps_its_promise(script: Script, work: Path) -> None:
+    """The figure `script`'s runs in `work` show is the one it promises."""
+    p = promise(script)
+    runs = run_folders(work)
+    assert runs, f"{script.where}: no run folder in {work}"
+    assert p.check(runs, work), f"{script.where}: does not show {p.figure!r} ({runs[-1]})"
 
 
 def param(s: Script, run: bool = True):
@@ -269,8 +368,45 @@ def make_placeholders(folder: Path) -> None:
                                                         (5000, 4, 300.0)])
 
 
+def test_every_script_that_runs_promises_a_figure():
+    for s in SCRIPTS:
+        assert not s.runs or promise(s) is not None, s.where
+
+
 @pytest.mark.parametrize("script", [param(s) for s in SCRIPTS])
 def test_readme_command_runs_as_written(script, sandbox, tmp_path, request):
+    work = run_script(script, sandbox, tmp_path, request,
+                      "" if script.text.strip() in AS_WRITTEN else "runtime=local")
+    if script.runs:
+        keeps_its_promise(script, work)
+
+
+#: The scripts (a pattern matching one of SCRIPTS) test_readme_promise_holds_in_a_reduced_form runs in
+#: the main suite, with the overrides the shim appends to their simulation commands instead of the
+#: slow step's; the figure checked is the script's promise.
+SMOKE = {
+    r"^python -m raysim \+experiment=venus$": "runtime=local",  # the quick start, in-process
+    r"\+experiment=hetero_demo": "runtime=local",
+    r"\+experiment=openb policy=tiresias placer=fgd": "runtime=local",  # (about 10 s of CPU)
+}
+
+
+def smoke_param(pattern: str):
+    (script,) = [s for s in SCRIPTS if re.search(pattern, s.text, re.M)]
+    marks = [pytest.mark.shared] if set(script.datasets) & set(SHARED_COPIES) else []
+    return pytest.param(script, SMOKE[pattern], marks=marks, id=f"{script.where}:{script.text.splitlines()[-1][:60]}")
+
+
+@pytest.mark.parametrize("script,extra", [smoke_param(p) for p in SMOKE])
+def test_readme_promise_holds_in_a_reduced_form(script, extra, sandbox, tmp_path, request):
+    """The main suite's run of a few README scripts, each checked as test_readme_command_runs_as_written
+    (slow) checks it on its command as written."""
+    keeps_its_promise(script, run_script(script, sandbox, tmp_path, request, extra))
+
+
+def run_script(script: Script, sandbox, tmp_path: Path, request, extra: str) -> Path:
+    """Run `script` in a scratch checkout as the module docstring says, `extra` appended to each
+    simulation command by the shim; its scratch checkout."""
     bin_, mirror, registry = sandbox
     shared = [d for d in script.datasets if d in SHARED_COPIES]
     if shared:
@@ -286,14 +422,12 @@ def test_readme_command_runs_as_written(script, sandbox, tmp_path, request):
     env = {**os.environ, "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "RAYSIM_DATA": str(tmp_path / "cache"), "RAYSIM_DATA_MIRROR": str(mirror),
-           "RAYSIM_DATA_REGISTRY": str(registry), "MPLBACKEND": "Agg",
-           "README_EXTRA": "" if script.text.strip() in AS_WRITTEN else "runtime=local"}
+           "RAYSIM_DATA_REGISTRY": str(registry), "MPLBACKEND": "Agg", "README_EXTRA": extra}
     env.pop("HYDRA_FULL_ERROR", None)
     proc = subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=work, env=env, capture_output=True, text=True,
                           timeout=1800)
     assert proc.returncode == 0, f"{script.where}\n{text}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
-    if script.runs:
-        assert (work / "outputs").is_dir() or (work / "multirun").is_dir(), proc.stdout[-2000:]
+    return work
 
 
 # --------------------------------------------------------------------------- the fast check of each script

@@ -41,7 +41,7 @@ DATA_HELP = ("The Alibaba GPU 2023 trace (openb) is public: github.com/alibaba/c
 #: Former keys of the timed experiment, now `+experiment=openb`.
 MOVED = {"timed": "the timed experiment is +experiment=openb now",
          "backfill": "a backfilling queue is policy=fifo_backfill of +experiment=openb now",
-         "speedup": "compressed arrivals are +trace.reader_options.speedup=N of +experiment=openb now"}
+         "speedup": "compressed arrivals are trace.reader_options.speedup=N of +experiment=openb now (default 100000)"}
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from raysim.errors import ConfigError
 from raysim.run.overrides import command_line_overrides, covers, in_multirun, override_key
+from raysim.settings import did_you_mean
 
 #: Keys every mode reads (or Hydra owns).
 SHARED = ("mode", "data", "hydra")
@@ -150,12 +151,18 @@ def refuse_unused(cfg: DictConfig, overrides=None) -> None:
     if mode not in MODES:
         return
     used = set(MODES[mode]) | set(SHARED)
-    why = WHY[mode]
+
+    def why(key: str) -> str:
+        """Why the mode refuses `key`, and the used key it may be a typo of."""
+        top, _, rest = key.partition(".")
+        hint = did_you_mean(top, sorted(used), rest=rest) if top not in WHY[mode] else ""
+        return WHY[mode].get(top, WHY[mode]["*"]) + (f"; {hint}" if hint else "")
+
     for text in command_line_overrides() if overrides is None else overrides:
         key = override_key(text)
         top = key.split(".", 1)[0].split("/", 1)[0]  # hydra/launcher=... is Hydra's
         if top not in used and top != "experiment":
-            raise ConfigError(key, why.get(top, why["*"]))
+            raise ConfigError(key, why(key))
     defaults = root_defaults()
     for top in cfg.keys():
         if top in used:
@@ -163,13 +170,13 @@ def refuse_unused(cfg: DictConfig, overrides=None) -> None:
         choice = CHOICE_KEYS.get(top)
         mine, theirs = cfg.get(top), defaults.get(top)
         if choice and isinstance(mine, DictConfig) and mine.get(choice) != theirs.get(choice):
-            raise ConfigError(top, why.get(top, why["*"]), mine.get(choice))
+            raise ConfigError(top, why(top), mine.get(choice))
         found = first_difference(mine, theirs, top)
         if found:
             key, value = found
             if isinstance(value, (dict, list)):
-                raise ConfigError(key, why.get(top, why["*"]))
-            raise ConfigError(key, why.get(top, why["*"]), value)
+                raise ConfigError(key, why(key))
+            raise ConfigError(key, why(key), value)
 
 
 def policy_unused(cfg: DictConfig) -> dict[str, str]:
