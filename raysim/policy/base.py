@@ -20,25 +20,10 @@ import bisect
 import math
 from dataclasses import dataclass
 
+from raysim.inputs import RunInputs
 from raysim.settings import NoSettings, setting
 
 NEVER = math.inf
-
-@dataclass(frozen=True)
-class RunInputs:
-    """What a policy's `prepare` may read besides its own settings: the run's inputs that belong to
-    no policy (raysim.run.config.run_inputs makes them from the run's config)."""
-
-    #: the cluster's throughput table file (cluster.throughput), or None
-    throughput: str | None = None
-    #: the reference GPU type: rounds.reference_type, else cluster.reference_gpu_type (None: not set)
-    reference_type: str | None = None
-    #: cluster.reference_gpu_type (None: not set)
-    reference_gpu_type: str | None = None
-    #: idle-node harvesting's inputs (the `harvest:` section, policy=bftrainer: a
-    #: raysim.harvest.inputs.HarvestSettings), or None
-    harvest: object | None = None
-
 
 #: What a policy may read or call on its view (the VC simulator).
 VIEW = frozenset({

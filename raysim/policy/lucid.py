@@ -10,7 +10,7 @@ migration.
 
 Ablations (docs/lucid_ablations.md): `packing=False` never packs (the switch stays off: blocking
 exclusive placement in priority order throughout); policy.profiler.nodes=0 runs no profiling stage
-(raysim.run.lucid_inputs).
+(raysim.policy.lucid_inputs).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from raysim.models.forecast import PackingSwitch, packing_switch
 from raysim.policy.base import NEVER, Policy
+from raysim.policy.lucid_inputs import lucid_inputs
 from raysim.settings import section, setting
 
 
@@ -131,9 +132,7 @@ class Lucid(Policy):
 
     @classmethod
     def prepare(cls, settings, run, trace, spec):
-        """The profiler pool, pair speeds, forecast and share scores (raysim.run.lucid_inputs)."""
-        from raysim.run.lucid_inputs import lucid_inputs
-
+        """The profiler pool, pair speeds, forecast and share scores (raysim.policy.lucid_inputs)."""
         return lucid_inputs(settings, trace, spec)
 
     # ------------------------------------------------------------------ bookkeeping

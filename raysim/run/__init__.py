@@ -3,7 +3,7 @@
 `run(cfg, run_dir)` (below) turns a composed Hydra config into a run and owns its folder:
 - `cluster.run_cluster`: a trace replay. It loads the trace and the cluster (`config`: trace,
   layout, GPU-type inputs, estimates, the RunSpec, and the policy's own `prepare` step, e.g.
-  `lucid_inputs`, or for harvesting, policy=bftrainer, the node log and task set,
+  raysim.policy.lucid_inputs, or for harvesting, policy=bftrainer, the node log and task set,
   raysim.harvest.inputs), simulates every VC (`simulate`: VC groups, coordinator, result files)
   and writes the summary, plots and reports (`outputs`).
 - `fgd.run_fgd`: the FGD placement ("inflation") experiment under GPU sharing.

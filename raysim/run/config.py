@@ -18,7 +18,7 @@ from raysim.errors import ConfigError, UserError
 from raysim.models.estimates import estimates_for
 from raysim.placement import PLACERS, placer_settings
 from raysim.policy import POLICIES, policy_class, policy_settings
-from raysim.policy.base import RunInputs
+from raysim.inputs import RunInputs
 from raysim.settings import as_options
 from raysim.quota import merged_layout
 from raysim.quota.settings import declared_quota, quota_settings
@@ -448,7 +448,7 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
 
 
 def run_inputs(cfg: DictConfig) -> RunInputs:
-    """What a policy's `prepare` reads besides its own settings (raysim.policy.base.RunInputs)."""
+    """What a policy's `prepare` reads besides its own settings (raysim.inputs.RunInputs)."""
     harvest = None
     if value(cfg, "harvest") is not None:
         from raysim.harvest.inputs import harvest_settings
