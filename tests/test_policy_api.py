@@ -154,3 +154,51 @@ def test_checking_a_round_policy_table_imports_no_other_kind_of_policy():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip() == "[]"
+
+
+def test_the_run_pipeline_names_no_policy():
+    """raysim/run asks the policy what it is and supports (its class's declarations: `kind`,
+    `times_jobs`, `quota_refused`, `resources_refused`, `outside_vcs`, ...), never its name: no
+    module compares a value with a registered policy's name."""
+    names = set(POLICIES)
+    compared = []
+    for path in sorted((PACKAGE / "run").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                for side in (node.left, *node.comparators):
+                    for c in ast.walk(side):
+                        if isinstance(c, ast.Constant) and c.value in names:
+                            compared.append(f"{path.name}:{node.lineno} {c.value!r}")
+    assert compared == []
+    assert {"lucid", "bftrainer", "fifo", "max_min_fairness", "sia"} <= names
+
+
+LUCID_REFUSALS = [  # (overrides, the one line): what Lucid declares it cannot run with (quota_refused, outside_vcs)
+    (["quota=borrow"], "quota: policy=lucid moves nodes between VCs itself (its profiler's loans): run it with "
+     "quota=none (value 'borrow')"),
+    (["checkpoint.interval_s=3600"], "checkpoint.interval_s: Lucid's profiler runs jobs outside their VCs, where no "
+     "checkpoint is modelled: run policy=lucid with policy.profiler.nodes=0 (value 3600)"),
+    (["trace.failed=replay"], "trace.failed: Lucid's profiler runs jobs outside their VCs, where no failed run is "
+     "replayed: run policy=lucid with policy.profiler.nodes=0 (value 'replay')"),
+    (["cluster.capacity=log.csv"], "cluster.capacity: Lucid's profiler moves nodes between VCs itself, which "
+     "capacity events cannot follow yet: run policy=lucid with policy.profiler.nodes=0 (value 'log.csv')"),
+]
+
+
+def test_what_a_policy_declares_it_cannot_run_with_is_refused_in_its_words():
+    import pytest
+
+    from raysim.errors import ConfigError
+    from raysim.run.config import check_cluster_config
+
+    for overrides, line in LUCID_REFUSALS:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+            cfg = compose(config_name="config", overrides=["+experiment=venus", "policy=lucid",
+                                                           "estimator.source=oracle", *overrides])
+        with pytest.raises(ConfigError) as refused:
+            check_cluster_config(cfg)
+        assert str(refused.value) == line
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):  # without its profiling stage it runs
+        cfg = compose(config_name="config", overrides=["+experiment=venus", "policy=lucid", "estimator.source=oracle",
+                                                       "policy.profiler.nodes=0", "checkpoint.interval_s=3600"])
+    check_cluster_config(cfg)

@@ -70,6 +70,12 @@ class Policy:
     #: Clock ticks per second of runs under this policy: 1 (whole seconds, the trace's clock), or
     #: finer for policies whose events fall between seconds (round-based ones: micro-seconds).
     ticks_per_s = 1
+    #: Why the policy runs with quota=none only (it moves nodes itself, or has one VC); None: it
+    #: runs under every quota mode. The run refuses another as "policy=<name> <why>: run it with quota=none".
+    quota_refused: str | None = None
+    #: What the policy does that VCs counting GPU shares, CPU and memory cannot do yet (None: they
+    #: run it); the run refuses such a trace as "<name> <what>, which VCs cannot do yet ...".
+    resources_refused: str | None = None
 
     def __init__(self, params, **constants):
         if constants:
@@ -91,6 +97,15 @@ class Policy:
         run spec, possibly with more policy options or a profiler stage, and extra per-job input
         columns or None. The default needs nothing."""
         return spec, None
+
+    @classmethod
+    def outside_vcs(cls, values: dict) -> tuple[str, str] | None:
+        """With its settings `values` (as given), the stage where the policy runs jobs outside their
+        VCs on nodes it moves between VCs itself, and the setting that turns it off, e.g. ("Lucid's
+        profiler", "policy.profiler.nodes=0"); None: jobs go straight to their VCs. Checkpoints,
+        replayed failures and capacity events cannot follow such a stage (raysim.run.config refuses
+        them with it). The default has none."""
+        return None
 
     def preempt_overhead(self, gpu_num: int) -> int:
         """Seconds of work a preempted job of `gpu_num` GPUs must redo (checkpoint + cold start)."""

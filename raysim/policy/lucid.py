@@ -94,6 +94,8 @@ class Lucid(Policy):
     Settings = LucidSettings
     needs_estimate = True
     countdown = True
+    quota_refused = "moves nodes between VCs itself (its profiler's loans)"
+    resources_refused = "packs pairs of jobs on GPUs and lends nodes to its profiler"
 
     def __init__(self, params, *, memory_mb: float, switch_period_s: int, max_share_score: int,
                  partner_priority_ratio: float, packing_threshold: float, forecast_bins: int,
@@ -129,6 +131,13 @@ class Lucid(Policy):
                 out[f"policy.profiler.{key}"] = ("policy.profiler.nodes=0: no profiling stage, jobs go straight "
                                                  "to their VCs")
         return out
+
+    @classmethod
+    def outside_vcs(cls, values):
+        """The profiling stage, unless policy.profiler.nodes=0."""
+        if int((values.get("profiler") or {}).get("nodes", 0)) > 0:
+            return "Lucid's profiler", "policy.profiler.nodes=0"
+        return None
 
     @classmethod
     def prepare(cls, settings, run, trace, spec):

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from omegaconf import DictConfig
 
 from raysim.errors import ConfigError, TraceError
-from raysim.policy import policy_class
+from raysim.policy import policy_class, policy_kind
 from raysim.report.describe import run_description, run_overrides
 from raysim.report.settings import report_settings
 from raysim.run.values import plain
@@ -80,7 +80,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     jobs = pq.read_table(run_dir / "jobs.parquet", columns=columns)
     summary = summarize(jobs, run_dir / "timeseries.parquet", interval=int(cfg.sim.sample_interval))
     unfinished = jobs.num_rows - int(pa.compute.sum(jobs.column("finished")).as_py() or 0)
-    harvest = spec.policy == "bftrainer"
+    harvest = policy_kind(spec.policy) == "harvest"
     if unfinished:
         log.warning("%d job(s) did not finish%s (jobs.parquet: finished = false)", unfinished,
                     ": the node log ended first" if harvest else

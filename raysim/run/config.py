@@ -17,7 +17,7 @@ from raysim.cluster.layout import layout_from_config, layout_from_vc_nodes, read
 from raysim.errors import ConfigError, UserError
 from raysim.models.estimates import estimates_for
 from raysim.placement import PLACERS, placer_settings
-from raysim.policy import POLICIES, policy_class, policy_settings
+from raysim.policy import POLICIES, policy_class, policy_kind, policy_settings
 from raysim.inputs import RunInputs
 from raysim.settings import as_options
 from raysim.quota import merged_layout
@@ -51,18 +51,15 @@ def check_cluster_config(cfg: DictConfig) -> None:
             raise ConfigError("quota.period_s", f"must be a multiple of runtime.window_s ({window} s): "
                               "coordinator windows end at the loan epochs", period)
         window = min(window, period)
-    if quota != "none" and value(cfg, "policy.name") == "lucid":
-        raise ConfigError("quota", "policy=lucid moves nodes between VCs itself (its profiler's loans): "
-                          "run it with quota=none", quota)
     name = POLICIES.chosen(value(cfg, "policy.name"), "policy.name")
-    harvest = name == "bftrainer"
+    harvest = policy_kind(name) == "harvest"
     if harvest:
         from raysim.harvest.inputs import harvest_settings
 
         harvest_settings(plain(cfg, "harvest"))
-        if quota != "none":
-            raise ConfigError("quota", "policy=bftrainer harvests one machine, one VC: run it with quota=none", quota)
-    elif value(cfg, "harvest") is not None:
+    if quota != "none" and policy_class(name).quota_refused:
+        raise ConfigError("quota", f"policy={name} {policy_class(name).quota_refused}: run it with quota=none", quota)
+    if not harvest and value(cfg, "harvest") is not None:
         raise ConfigError("harvest", f"used by policy=bftrainer only (+experiment=harvest_summit), not {name}")
     if policy_class(name).times_jobs:
         check_round_config(cfg, quota, source)
@@ -108,9 +105,9 @@ def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
     if policy_class(name).times_jobs:
         raise ConfigError(key, f"{name} times its jobs itself (rounds, harvesting): the checkpoint model "
                           "applies to event-driven policies", shown)
-    if name == "lucid" and lucid_profiles(cfg):
-        raise ConfigError(key, "Lucid's profiler runs jobs outside their VCs, where no checkpoint is "
-                          "modelled: run policy=lucid with policy.profiler.nodes=0", shown)
+    if stage := outside_vcs(cfg):
+        raise ConfigError(key, f"{stage[0]} runs jobs outside their VCs, where no checkpoint is modelled: run "
+                          f"policy={name} with {stage[1]}", shown)
     if value(cfg, "sim.compat") != "clean":
         raise ConfigError(key, "checkpoints are modelled under sim.compat=clean only (Lucid's compatibility "
                           "counts down a second late)", shown)
@@ -186,9 +183,9 @@ def replays_failures(cfg: DictConfig) -> bool:
     if getattr(policy_class(name), "elastic", False) or policy_class(name).times_jobs:
         raise ConfigError("trace.failed", f"{name} times its jobs itself (rounds, elastic, harvesting): failed "
                           "runs are replayed under event-driven policies", "replay")
-    if name == "lucid" and lucid_profiles(cfg):
-        raise ConfigError("trace.failed", "Lucid's profiler runs jobs outside their VCs, where no failed run "
-                          "is replayed: run policy=lucid with policy.profiler.nodes=0", "replay")
+    if stage := outside_vcs(cfg):
+        raise ConfigError("trace.failed", f"{stage[0]} runs jobs outside their VCs, where no failed run is "
+                          f"replayed: run policy={name} with {stage[1]}", "replay")
     if value(cfg, "sim.compat") != "clean":
         raise ConfigError("trace.failed", "failed runs are replayed under sim.compat=clean only", "replay")
     if checkpoint_settings(cfg) is not None or checkpoint_apps(cfg):
@@ -213,11 +210,11 @@ def check_capacity_config(cfg: DictConfig, quota: str, policy: str) -> None:
 def refuse_moving_nodes(cfg: DictConfig, key: str, policy: str, shown) -> None:
     """Capacity events (`key`: cluster.capacity or failures) where nodes move in ways they cannot
     follow yet, refused in one line."""
-    if policy == "bftrainer":
-        raise ConfigError(key, "policy=bftrainer's nodes come and go as its node log says (harvest.node_log)", shown)
-    if policy == "lucid" and lucid_profiles(cfg):
-        raise ConfigError(key, "Lucid's profiler moves nodes between VCs itself, which capacity events cannot "
-                          "follow yet: run policy=lucid with policy.profiler.nodes=0", shown)
+    if policy_kind(policy) == "harvest":
+        raise ConfigError(key, f"policy={policy}'s nodes come and go as its node log says (harvest.node_log)", shown)
+    if stage := outside_vcs(cfg):
+        raise ConfigError(key, f"{stage[0]} moves nodes between VCs itself, which capacity events cannot "
+                          f"follow yet: run policy={policy} with {stage[1]}", shown)
 
 
 def refuse_placeholder_durations(cfg: DictConfig, trace) -> None:
@@ -235,7 +232,7 @@ def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
     """What policies that time their jobs themselves (round-based ones, and harvesting, which its
     node log times) cannot be combined with, refused in one line naming the key."""
     name = cfg.policy.name
-    kind = "timed by its node log (harvesting)" if name == "bftrainer" else "round-based"
+    kind = "timed by its node log (harvesting)" if policy_kind(name) == "harvest" else "round-based"
     if quota == "borrow":
         raise ConfigError("quota", f"{name} is round-based: its rounds run per VC (quota=none) or cluster-wide "
                           "(quota=global); lending nodes between VCs' rounds is not supported", quota)
@@ -249,9 +246,10 @@ def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
                           value(cfg, "sim.compat"))
 
 
-def lucid_profiles(cfg: DictConfig) -> bool:
-    """Whether a Lucid run has a profiling stage (policy.profiler.nodes > 0)."""
-    return int(policy_constants_of(cfg).get("profiler", {}).get("nodes", 0)) > 0
+def outside_vcs(cfg: DictConfig) -> tuple[str, str] | None:
+    """The run's stage where its policy runs jobs outside their VCs, and the setting that turns it off
+    (raysim.policy.base.Policy.outside_vcs, e.g. Lucid's profiler); None: there is none."""
+    return policy_class(value(cfg, "policy.name")).outside_vcs(policy_constants_of(cfg))
 
 
 def policy_constants_of(cfg: DictConfig) -> dict:
@@ -281,7 +279,7 @@ def load_from_config(cfg: DictConfig) -> Trace:
     t = cfg.trace
     from raysim.run.gavel_jobs import gavel_trace, is_gavel_input
 
-    if cfg.policy.name == "bftrainer":
+    if policy_kind(cfg.policy.name) == "harvest":
         from raysim.harvest.inputs import harvest_settings, harvest_trace
 
         return harvest_trace(harvest_settings(plain(cfg, "harvest")))
@@ -369,9 +367,10 @@ def refuse_with_resources(cfg: DictConfig, trace: Trace) -> None:
     if asks and policy_class(cfg.policy.name).times_jobs:
         raise ConfigError("policy", f"{cfg.policy.name} is round-based: its rounds allocate whole GPUs by type, "
                           f"and this trace's jobs ask for {', '.join(asks)}", cfg.policy.name)
-    if value(cfg, "policy.name") == "lucid":
-        raise ConfigError("policy", f"lucid packs pairs of jobs on GPUs and lends nodes to its profiler, which "
-                                    f"VCs cannot do yet {why}", "lucid")
+    name = cfg.policy.name
+    if policy_class(name).resources_refused:
+        raise ConfigError("policy", f"{name} {policy_class(name).resources_refused}, which VCs cannot do yet {why}",
+                          name)
 
 
 def capacity_plan(cfg: DictConfig, trace: Trace, layout: dict, homes: tuple):
