@@ -202,3 +202,36 @@ def test_what_a_policy_declares_it_cannot_run_with_is_refused_in_its_words():
         cfg = compose(config_name="config", overrides=["+experiment=venus", "policy=lucid", "estimator.source=oracle",
                                                        "policy.profiler.nodes=0", "checkpoint.interval_s=3600"])
     check_cluster_config(cfg)
+
+
+def test_a_runs_settings_are_parsed_and_checked_once(tmp_path, monkeypatch):
+    """A trace replay's settings are parsed (cluster_mode) and checked (check_cluster_config) once
+    per run: raysim.run.check_settings' result is passed down to the run and its spec."""
+    import raysim.run.cluster
+    import raysim.run.config
+
+    calls = {"cluster_mode": 0, "check_cluster_config": 0}
+
+    def counted(name):
+        original = getattr(raysim.run.config, name)
+
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return original(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(raysim.run.config, "cluster_mode", counted("cluster_mode"))
+    check = counted("check_cluster_config")
+    monkeypatch.setattr(raysim.run.config, "check_cluster_config", check)
+    monkeypatch.setattr(raysim.run.cluster, "check_cluster_config", check)
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["+experiment=venus", "runtime=local", "report.html=false"])
+    rows = random_jobs(np.random.default_rng(1), 50, 5_000, max_gpu=8)
+    trace_dir = tmp_path / "trace"
+    trace_dir.mkdir()
+    (trace_dir / "vc_config.csv").write_text(",num\na,4\n")
+    (trace_dir / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n" + "".join(
+        f"{i},a,u,{g},1,{s},{d},COMPLETED\n" for i, (s, d, g, _) in enumerate(rows)))
+    cfg.trace.path = str(trace_dir / "jobs.csv")
+    assert run(cfg, tmp_path / "out")["finished"] == 50
+    assert calls == {"cluster_mode": 1, "check_cluster_config": 1}

@@ -20,6 +20,7 @@ from raysim.report.settings import report_settings
 from raysim.run.values import plain
 from raysim.report.summary import summarize
 from raysim.tables import plural, to_markdown
+from raysim.run.cluster_settings import ClusterMode
 from raysim.run.config import (check_cluster_config, estimates_from_config, load_from_config, policy_constants_of,
                                spec_from_config)
 from raysim.run.outputs import record_wall, write_outputs, write_plots
@@ -29,10 +30,11 @@ from raysim.run.overrides import in_multirun
 log = logging.getLogger("raysim")
 
 
-def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
+def run_cluster(cfg: DictConfig, run_dir: Path, checked: ClusterMode | None = None) -> dict:
     """Run a trace replay as configured; returns the cluster-wide summary row as a dict (the
-    caller, raysim.run.run, writes report.html and names the folder)."""
-    check_cluster_config(cfg)  # every value checked before anything is loaded or Ray is started
+    caller, raysim.run.run, writes report.html and names the folder). `checked`: the settings
+    check_cluster_config returned for `cfg` (raysim.run.check_settings; None: checked here)."""
+    m = checked or check_cluster_config(cfg)  # every value checked before anything is loaded or Ray is started
     if policy_class(cfg.policy.name).needs_estimate and cfg.estimator.source == "none":
         raise ConfigError("estimator.source", f"policy={cfg.policy.name} ranks jobs by estimated duration: set "
                           "estimator.source=file estimator.path=<CSV>, estimator.source=model or "
@@ -43,7 +45,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
         log.warning("%s", line)
     check_not_empty(trace)
     estimates, online = estimates_from_config(cfg, trace)
-    spec, job_extra = spec_from_config(cfg, trace)
+    spec, job_extra = spec_from_config(cfg, trace, m)
     gpus = {t: 0 for t in spec.catalog.gpu_types}
     for pools in spec.layout.values():
         for p in pools:

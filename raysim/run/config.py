@@ -22,7 +22,7 @@ from raysim.inputs import RunInputs
 from raysim.settings import as_options
 from raysim.quota import merged_layout
 from raysim.quota.settings import declared_quota, quota_settings
-from raysim.run.cluster_settings import cluster_mode
+from raysim.run.cluster_settings import ClusterMode, cluster_mode
 from raysim.run.failures import check_failures_config, failure_plan, failures_name
 from raysim.run.requests import counts_resources, request_inputs
 from raysim.run.values import plain, value
@@ -36,9 +36,10 @@ from raysim.trace.load import Trace, load_trace
 
 log = logging.getLogger("raysim")
 
-def check_cluster_config(cfg: DictConfig) -> None:
+def check_cluster_config(cfg: DictConfig) -> ClusterMode:
     """Check the values a trace replay uses, before anything is loaded or Ray is started: a bad one
-    is a ConfigError naming its key (one line, exit status 2)."""
+    is a ConfigError naming its key (one line, exit status 2). Returns the checked settings, parsed
+    once here for the whole run (the functions below take them as `m`)."""
     m = cluster_mode(cfg)  # every section's values, by their declarations
     window = m.runtime.window_s
     if m.runtime.resume and not m.runtime.checkpoint_dir:
@@ -78,22 +79,23 @@ def check_cluster_config(cfg: DictConfig) -> None:
         raise ConfigError("estimator.period_days", f"the retraining period must be a multiple of "
                           f"runtime.window_s ({window} s)", m.estimator.period_days)
     check_capacity_config(cfg, quota, name)
-    checkpoint_settings(cfg)
-    replays_failures(cfg)
+    checkpoint_settings(cfg, m)
+    replays_failures(cfg, m)
     check_failures_config(cfg)
     if failures_name(cfg) != "none":
         refuse_moving_nodes(cfg, "failures", name, failures_name(cfg))
+    return m
 
 
 CHECKPOINT_KEYS = ("interval_s", "write_s", "restart_s")
 
 
-def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
+def checkpoint_settings(cfg: DictConfig, m: ClusterMode) -> Checkpointing | None:
     """The run's checkpoint-restart settings (`checkpoint.*`), None without `checkpoint.interval_s`;
     a bad value, in them or in an application's (`checkpoint.apps`), or a policy or mode they cannot
     apply to, is one line naming the key."""
-    default = _checkpointing(cluster_mode(cfg).checkpoint, "checkpoint")
-    apps = checkpoint_apps(cfg)
+    default = _checkpointing(m.checkpoint, "checkpoint")
+    apps = checkpoint_apps(cfg, m)
     if default is None and all(cp is None for cp in apps.values()):
         return None
     key = "checkpoint.interval_s" if default is not None else f"checkpoint.apps.{next(iter(apps))}"
@@ -126,13 +128,13 @@ def _checkpointing(values, shown: str) -> Checkpointing | None:
     return Checkpointing(values.interval_s, values.write_s or 0, values.restart_s or 0)
 
 
-def checkpoint_apps(cfg: DictConfig) -> dict:
+def checkpoint_apps(cfg: DictConfig, m: ClusterMode) -> dict:
     """`checkpoint.apps`: per value of the trace column `checkpoint.column`, that application's
     settings ({name: Checkpointing, or None: it does not checkpoint}), keys it leaves out taken from
     the run's `checkpoint.*`; {} without them. A bad entry is one line naming its key."""
     from raysim.run.cluster_settings import AppCheckpoint
 
-    cp = cluster_mode(cfg).checkpoint
+    cp = m.checkpoint
     if not cp.apps:
         if cp.column is not None:
             raise ConfigError("checkpoint.column", "needs checkpoint.apps (each application's settings)", cp.column)
@@ -152,11 +154,11 @@ def checkpoint_apps(cfg: DictConfig) -> dict:
     return out
 
 
-def checkpoint_kinds(cfg: DictConfig, trace: Trace) -> tuple[tuple, np.ndarray | None]:
+def checkpoint_kinds(cfg: DictConfig, m: ClusterMode, trace: Trace) -> tuple[tuple, np.ndarray | None]:
     """The per-application checkpoint settings of `checkpoint.apps` and, per trace job, the index of
     its application's among them (-1: the run's own); ((), None) without them. A column the trace
     lacks, or an application no job has, is one line."""
-    apps = checkpoint_apps(cfg)
+    apps = checkpoint_apps(cfg, m)
     if not apps:
         return (), None
     column = value(cfg, "checkpoint.column")
@@ -173,11 +175,11 @@ def checkpoint_kinds(cfg: DictConfig, trace: Trace) -> tuple[tuple, np.ndarray |
     return tuple(apps.values()), ids
 
 
-def replays_failures(cfg: DictConfig) -> bool:
+def replays_failures(cfg: DictConfig, m: ClusterMode) -> bool:
     """`trace.failed`: keep (a failed job runs once, for its duration) or replay (raysim.sim.attempts:
     jobs the trace shows failing and retried run as it shows); a bad value, or a policy or mode
     replay cannot apply to, is one line naming the key."""
-    if cluster_mode(cfg).trace.failed == "keep":
+    if m.trace.failed == "keep":
         return False
     name = value(cfg, "policy.name")
     if getattr(policy_class(name), "elastic", False) or policy_class(name).times_jobs:
@@ -188,7 +190,7 @@ def replays_failures(cfg: DictConfig) -> bool:
                           f"replayed: run policy={name} with {stage[1]}", "replay")
     if value(cfg, "sim.compat") != "clean":
         raise ConfigError("trace.failed", "failed runs are replayed under sim.compat=clean only", "replay")
-    if checkpoint_settings(cfg) is not None or checkpoint_apps(cfg):
+    if checkpoint_settings(cfg, m) is not None or checkpoint_apps(cfg, m):
         raise ConfigError("trace.failed", "a replayed run's length is the trace's, lost work included: the "
                           "checkpoint model (checkpoint.interval_s) does not apply to it", "replay")
     if (value(cfg, "trace.reader_options") or {}).get("duration") == "span":
@@ -393,10 +395,10 @@ def capacity_plan(cfg: DictConfig, trace: Trace, layout: dict, homes: tuple):
     return failure_plan(cfg, layout, homes, jobs, plan)
 
 
-def replayed_attempts(cfg: DictConfig, trace: Trace) -> Attempts | None:
+def replayed_attempts(cfg: DictConfig, m: ClusterMode, trace: Trace) -> Attempts | None:
     """With trace.failed=replay, the trace's jobs that ran several times (None: keep), saying how
     many failed and how many ran several times."""
-    if not replays_failures(cfg):
+    if not replays_failures(cfg, m):
         return None
     attempts = Attempts.of_trace(trace.table)
     failed = int(pc.sum(pc.is_in(trace.table.column("state").cast(pa.string()),
@@ -409,10 +411,11 @@ def replayed_attempts(cfg: DictConfig, trace: Trace) -> Attempts | None:
     return attempts
 
 
-def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
+def spec_from_config(cfg: DictConfig, trace: Trace, m: ClusterMode | None = None) -> tuple[RunSpec, dict]:
     """The run's spec and the extra per-job input columns (GPU-type ids, and whatever the policy's
-    `prepare` adds, e.g. Lucid's workload ids and share scores)."""
-    check_cluster_config(cfg)
+    `prepare` adds, e.g. Lucid's workload ids and share scores); `m`: the run's settings as
+    check_cluster_config returned them (None: checked here)."""
+    m = m or check_cluster_config(cfg)
     params = SimParams.for_mode(cfg.sim.compat, sample_interval=int(cfg.sim.sample_interval), seed=int(cfg.seed))
     network = dict(cfg.network) if cfg.sim.network in ("on", True) else None
     layout = cluster_layout(cfg, trace)
@@ -430,12 +433,12 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     if resources:
         refuse_with_resources(cfg, trace)
     requests, shapes = request_inputs(trace.table) if resources else ({}, None)
-    kinds, kind_ids = checkpoint_kinds(cfg, trace)
+    kinds, kind_ids = checkpoint_kinds(cfg, m, trace)
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes,
-                   capacity=capacity_plan(cfg, trace, layout, homes), checkpoint=checkpoint_settings(cfg),
-                   checkpoint_kinds=kinds, attempts=replayed_attempts(cfg, trace))
+                   capacity=capacity_plan(cfg, trace, layout, homes), checkpoint=checkpoint_settings(cfg, m),
+                   checkpoint_kinds=kinds, attempts=replayed_attempts(cfg, m, trace))
     if spec.capacity is not None and quota.borrow:  # a node on loan keeps its identity
         spec = replace(spec, quota=replace(quota, named_nodes=True))
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}
