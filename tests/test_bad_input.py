@@ -632,7 +632,8 @@ def _(root):
 
 # not user errors; sweeps; the harness itself
 
-PLANT = "import raysim.run.cluster as c\ndef run_cluster(cfg, run_dir, checked=None):\n    raise {}\nc.run_cluster = run_cluster"
+PLANT = ("import raysim.run.cluster as c\ndef run_cluster(cfg, run_dir, checked=None):\n    raise {}\n"
+         "c.run_cluster = run_cluster")
 
 
 @case("bug_keeps_its_traceback")
