@@ -30,7 +30,7 @@ def main() -> None:
 
     from raysim.run.simulate import simulate
     from raysim.policy import policy_settings
-    from raysim.run.lucid_inputs import lucid_inputs
+    from raysim.policy.lucid_inputs import lucid_inputs
     from raysim.models.estimates import estimates_for
     from raysim.runtime.spec import RunSpec
     from raysim.sim import SimParams

@@ -690,7 +690,8 @@ for _name, _yaml, _parts in [
 
 # not user errors; sweeps; the harness itself
 
-PLANT = "import raysim.run.cluster as c\ndef run_cluster(cfg, run_dir):\n    raise {}\nc.run_cluster = run_cluster"
+PLANT = ("import raysim.run.cluster as c\ndef run_cluster(cfg, run_dir, checked=None):\n    raise {}\n"
+         "c.run_cluster = run_cluster")
 
 
 @case("bug_keeps_its_traceback")

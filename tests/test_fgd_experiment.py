@@ -8,7 +8,7 @@ from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
 from raysim.errors import ConfigError
 from raysim.paths import CONF_DIR
 from raysim.run import run
-from raysim.sharing.run import summarize_fgd_sweep
+from raysim.report.fgd import summarize_fgd_sweep
 
 NODES = "sn,cpu_milli,memory_mib,gpu,model\n" + "".join(
     f"openb-node-{i:04d},32000,131072,{g},{m}\n" for i, (g, m) in enumerate([(8, "V100M16"), (4, "T4"), (2, "T4")] * 10))

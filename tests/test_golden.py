@@ -116,7 +116,7 @@ def lucid_settings(forecast: str | None = None, profiles: tuple | None = None):
 
 
 def run_vc(trace, policy: str, compat: str, estimates=None, settings=None) -> dict[str, str]:
-    from raysim.run.lucid_inputs import lucid_inputs
+    from raysim.policy.lucid_inputs import lucid_inputs
 
     spec = RunSpec(policy, "consolidate", SimParams.for_mode(compat), layout_from_vc_nodes(trace.vc_nodes, 8))
     extra = None

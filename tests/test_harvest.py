@@ -470,6 +470,19 @@ def test_a_lookahead_beyond_any_trace_is_one_line(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_what_bftrainer_cannot_run_with_is_one_line():
+    from raysim.run.config import check_cluster_config
+
+    with pytest.raises(ConfigError) as refused:
+        check_cluster_config(compose_harvest(["quota=borrow"]))
+    assert str(refused.value) == ("quota: policy=bftrainer harvests one machine, one VC: run it with quota=none "
+                                  "(value 'borrow')")
+    with pytest.raises(ConfigError) as refused:
+        check_cluster_config(compose_harvest(["cluster.capacity=log.csv"]))
+    assert str(refused.value) == ("cluster.capacity: policy=bftrainer's nodes come and go as its node log says "
+                                  "(harvest.node_log) (value 'log.csv')")
+
+
 def _with(cfg, **values):
     from omegaconf import OmegaConf
 

@@ -77,10 +77,10 @@ def test_a_crash_in_a_job_ends_the_sweep_with_its_traceback(small_trace, tmp_pat
     crash.mkdir()
     (crash / "sitecustomize.py").write_text(
         "import raysim.run.cluster as c\n"
-        "def boom(cfg, run_dir):\n"
+        "def boom(cfg, run_dir, checked=None):\n"
         "    if cfg.policy.name == 'srtf':\n"
         "        raise RuntimeError('boom in srtf')\n"
-        "    return original(cfg, run_dir)\n"
+        "    return original(cfg, run_dir, checked)\n"
         "original, c.run_cluster = c.run_cluster, boom\n")
     res = raysim("-m", "runtime=local", f"trace.path={small_trace}", "trace.cache=false", "policy=fifo,srtf",
                  "hydra.launcher.processes=2", f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path,

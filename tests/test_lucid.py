@@ -172,7 +172,7 @@ def test_profiler_borrows_and_returns_a_node():
 def lucid_on_shipped_trace(compat):
     from raysim.paths import TRACES_DIR
     from raysim.policy import policy_settings
-    from raysim.run.lucid_inputs import lucid_inputs
+    from raysim.policy.lucid_inputs import lucid_inputs
     from raysim.runtime.spec import RunSpec
     from raysim.trace.load import load_trace
 

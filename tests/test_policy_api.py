@@ -154,3 +154,84 @@ def test_checking_a_round_policy_table_imports_no_other_kind_of_policy():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip() == "[]"
+
+
+def test_the_run_pipeline_names_no_policy():
+    """raysim/run asks the policy what it is and supports (its class's declarations: `kind`,
+    `times_jobs`, `quota_refused`, `resources_refused`, `outside_vcs`, ...), never its name: no
+    module compares a value with a registered policy's name."""
+    names = set(POLICIES)
+    compared = []
+    for path in sorted((PACKAGE / "run").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                for side in (node.left, *node.comparators):
+                    for c in ast.walk(side):
+                        if isinstance(c, ast.Constant) and c.value in names:
+                            compared.append(f"{path.name}:{node.lineno} {c.value!r}")
+    assert compared == []
+    assert {"lucid", "bftrainer", "fifo", "max_min_fairness", "sia"} <= names
+
+
+LUCID_REFUSALS = [  # (overrides, the one line): what Lucid declares it cannot run with (quota_refused, outside_vcs)
+    (["quota=borrow"], "quota: policy=lucid moves nodes between VCs itself (its profiler's loans): run it with "
+     "quota=none (value 'borrow')"),
+    (["checkpoint.interval_s=3600"], "checkpoint.interval_s: Lucid's profiler runs jobs outside their VCs, where no "
+     "checkpoint is modelled: run policy=lucid with policy.profiler.nodes=0 (value 3600)"),
+    (["trace.failed=replay"], "trace.failed: Lucid's profiler runs jobs outside their VCs, where no failed run is "
+     "replayed: run policy=lucid with policy.profiler.nodes=0 (value 'replay')"),
+    (["cluster.capacity=log.csv"], "cluster.capacity: Lucid's profiler moves nodes between VCs itself, which "
+     "capacity events cannot follow yet: run policy=lucid with policy.profiler.nodes=0 (value 'log.csv')"),
+]
+
+
+def test_what_a_policy_declares_it_cannot_run_with_is_refused_in_its_words():
+    import pytest
+
+    from raysim.errors import ConfigError
+    from raysim.run.config import check_cluster_config
+
+    for overrides, line in LUCID_REFUSALS:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+            cfg = compose(config_name="config", overrides=["+experiment=venus", "policy=lucid",
+                                                           "estimator.source=oracle", *overrides])
+        with pytest.raises(ConfigError) as refused:
+            check_cluster_config(cfg)
+        assert str(refused.value) == line
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):  # without its profiling stage it runs
+        cfg = compose(config_name="config", overrides=["+experiment=venus", "policy=lucid", "estimator.source=oracle",
+                                                       "policy.profiler.nodes=0", "checkpoint.interval_s=3600"])
+    check_cluster_config(cfg)
+
+
+def test_a_runs_settings_are_parsed_and_checked_once(tmp_path, monkeypatch):
+    """A trace replay's settings are parsed (cluster_mode) and checked (check_cluster_config) once
+    per run: raysim.run.check_settings' result is passed down to the run and its spec."""
+    import raysim.run.cluster
+    import raysim.run.config
+
+    calls = {"cluster_mode": 0, "check_cluster_config": 0}
+
+    def counted(name):
+        original = getattr(raysim.run.config, name)
+
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return original(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(raysim.run.config, "cluster_mode", counted("cluster_mode"))
+    check = counted("check_cluster_config")
+    monkeypatch.setattr(raysim.run.config, "check_cluster_config", check)
+    monkeypatch.setattr(raysim.run.cluster, "check_cluster_config", check)
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["+experiment=venus", "runtime=local", "report.html=false"])
+    rows = random_jobs(np.random.default_rng(1), 50, 5_000, max_gpu=8)
+    trace_dir = tmp_path / "trace"
+    trace_dir.mkdir()
+    (trace_dir / "vc_config.csv").write_text(",num\na,4\n")
+    (trace_dir / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n" + "".join(
+        f"{i},a,u,{g},1,{s},{d},COMPLETED\n" for i, (s, d, g, _) in enumerate(rows)))
+    cfg.trace.path = str(trace_dir / "jobs.csv")
+    assert run(cfg, tmp_path / "out")["finished"] == 50
+    assert calls == {"cluster_mode": 1, "check_cluster_config": 1}

@@ -82,7 +82,7 @@ def test_lucid_compat_matches_reference_on_four_vcs(policy, venus, venus_dir):
 def test_lucid_compat_matches_reference(venus, venus_dir, shared_dir, tmp_path):
     """Lucid (profiler + packing) with the reference's estimates, forecast and profiles."""
     from raysim.policy import policy_settings
-    from raysim.run.lucid_inputs import lucid_inputs
+    from raysim.policy.lucid_inputs import lucid_inputs
 
     art = venus_dir / "lucid_artifacts"
     settings = policy_settings("lucid", {

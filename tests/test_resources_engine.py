@@ -15,7 +15,7 @@ from raysim.placement.frag import FragModel, FragTracker
 from raysim.placement.scored.placer import Shapes
 from raysim.policy import make_policy
 from raysim.sim import SimParams, VCSimulator
-from raysim.sim.resources import Pods
+from raysim.cluster.resources import Pods
 from raysim.sim.vc import SHARED
 
 from simutil import batch

@@ -1,4 +1,5 @@
-"""Cluster data: heterogeneous VC layouts (node pools) and per-GPU-type job throughputs.
+"""Cluster data: heterogeneous VC layouts (node pools), per-GPU-type job throughputs, and the
+resource model of nodes (raysim.cluster.resources: CPU, memory and per-GPU milli, who holds what).
 
 A pure data package (no simulator, runtime, policy or placement imports): those build on it.
 """

@@ -1,7 +1,7 @@
 """What elastic policies read beyond the kernel's jobs: each job's application and batch size, the
 applications' profiles on every GPU kind of the run, and the per-application constants.
 
-Settings (the elastic policy's, raysim.policy.elastic.ElasticSettings): ``policy.profiles`` (a
+Settings (the elastic policy's, raysim.elastic.settings.ElasticSettings): ``policy.profiles`` (a
 folder of ``<app>/placements-<kind>.csv``, ``scalability-<kind>.csv`` and ``validation-<batch>.csv``,
 e.g. ``data:sia_profiles``), ``policy.apps`` (per application: epochs to train, checkpoint-restore
 seconds, calibration slowdown), ``policy.application_column`` and ``policy.batch_size_column`` (the
@@ -21,9 +21,9 @@ from raysim.elastic.mapping import applications_by_gpu_hours, elastic_mask, rigi
 from raysim.elastic.profiles import AppProfile, load_profile
 from raysim.errors import ConfigError, UserError
 
-if TYPE_CHECKING:  # (the policy's module imports this one)
-    from raysim.policy.base import RunInputs
-    from raysim.policy.elastic import ElasticSettings
+if TYPE_CHECKING:
+    from raysim.elastic.settings import ElasticSettings
+    from raysim.inputs import RunInputs
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from raysim.sim.resources import MILLI, Pods
+from raysim.cluster.resources import MILLI, Pods
 
 #: Categories of the reference's ``FragRatioDataMap``, in its order.
 CATEGORIES = ("q1_lack_both", "q2_lack_gpu", "q3_satisfied", "q4_lack_cpu", "xl_satisfied", "xr_lack_cpu",
@@ -244,7 +244,7 @@ __all__ = ["CATEGORIES", "TargetWorkload", "target_workload", "FragModel", "nonz
 
 
 class FragTracker:
-    """FGD's fragment amount of one resource state (raysim.sim.resources.ResourceState) as it
+    """FGD's fragment amount of one resource state (raysim.cluster.resources.ResourceState) as it
     changes: per node, recomputed only where the state's stamps moved since the last call (every
     node when nodes joined). Only the nodes that take pods count (`ResourceState.present`): a
     node away on loan, or being drained for its return, is not the VC's to fill."""

@@ -1,7 +1,7 @@
 """Placement of jobs that ask for a GPU share, CPU or memory, on a VC that counts them (VCState.res).
 
 Such a job runs on one node: the node must have its CPU and memory free and either `gpu_num` fully
-free GPUs or one GPU with `milli` free (raysim.sim.resources.ResourceState.feasible). The placers of
+free GPUs or one GPU with `milli` free (raysim.cluster.resources.ResourceState.feasible). The placers of
 raysim.placement use these helpers for such jobs (whole-GPU jobs keep their GPU-count rules):
 `candidates` lists the feasible nodes of a group of GPU types in index order, `entry` turns a chosen
 node into a placement entry naming its GPUs. Inside a node, whole GPUs are the lowest-numbered free
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.sim.resources import MILLI
+from raysim.cluster.resources import MILLI
 
 
 def candidates(vc, demand, types: frozenset | None = None) -> np.ndarray:

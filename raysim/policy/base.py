@@ -8,10 +8,11 @@ and the named actions (start, start on a given placement, preempt, share, set a 
 or lend a node). `tests/test_policy_api.py` checks every policy module against these lists.
 
 A policy declares what it needs as class attributes (`needs_estimate`, `countdown`, `period_s`,
-`preemptive`) and its constants (thresholds, periods, overheads) as a typed declaration, `Settings`
-(raysim.settings: default, one-line doc, bounds per field); `conf/policy/<name>.yaml` holds the same
-defaults for Hydra (a test keeps the two equal). The policy receives them, checked, as keyword
-arguments (see raysim.policy.make_policy).
+`preemptive`), what it cannot run with (`quota_refused`, `resources_refused`, `outside_vcs`: the run
+refuses those in its words and compares no policy's name) and its constants (thresholds, periods,
+overheads) as a typed declaration, `Settings` (raysim.settings: default, one-line doc, bounds per
+field); `conf/policy/<name>.yaml` holds the same defaults for Hydra (a test keeps the two equal).
+The policy receives them, checked, as keyword arguments (see raysim.policy.make_policy).
 """
 
 from __future__ import annotations
@@ -20,25 +21,10 @@ import bisect
 import math
 from dataclasses import dataclass
 
+from raysim.inputs import RunInputs
 from raysim.settings import NoSettings, setting
 
 NEVER = math.inf
-
-@dataclass(frozen=True)
-class RunInputs:
-    """What a policy's `prepare` may read besides its own settings: the run's inputs that belong to
-    no policy (raysim.run.config.run_inputs makes them from the run's config)."""
-
-    #: the cluster's throughput table file (cluster.throughput), or None
-    throughput: str | None = None
-    #: the reference GPU type: rounds.reference_type, else cluster.reference_gpu_type (None: not set)
-    reference_type: str | None = None
-    #: cluster.reference_gpu_type (None: not set)
-    reference_gpu_type: str | None = None
-    #: idle-node harvesting's inputs (the `harvest:` section, policy=bftrainer: a
-    #: raysim.harvest.inputs.HarvestSettings), or None
-    harvest: object | None = None
-
 
 #: What a policy may read or call on its view (the VC simulator).
 VIEW = frozenset({
@@ -85,6 +71,12 @@ class Policy:
     #: Clock ticks per second of runs under this policy: 1 (whole seconds, the trace's clock), or
     #: finer for policies whose events fall between seconds (round-based ones: micro-seconds).
     ticks_per_s = 1
+    #: Why the policy runs with quota=none only (it moves nodes itself, or has one VC); None: it
+    #: runs under every quota mode. The run refuses another as "policy=<name> <why>: run it with quota=none".
+    quota_refused: str | None = None
+    #: What the policy does that VCs counting GPU shares, CPU and memory cannot do yet (None: they
+    #: run it); the run refuses such a trace as "<name> <what>, which VCs cannot do yet ...".
+    resources_refused: str | None = None
 
     def __init__(self, params, **constants):
         if constants:
@@ -106,6 +98,15 @@ class Policy:
         run spec, possibly with more policy options or a profiler stage, and extra per-job input
         columns or None. The default needs nothing."""
         return spec, None
+
+    @classmethod
+    def outside_vcs(cls, values: dict) -> tuple[str, str] | None:
+        """With its settings `values` (as given), the stage where the policy runs jobs outside their
+        VCs on nodes it moves between VCs itself, and the setting that turns it off, e.g. ("Lucid's
+        profiler", "policy.profiler.nodes=0"); None: jobs go straight to their VCs. Checkpoints,
+        replayed failures and capacity events cannot follow such a stage (raysim.run.config refuses
+        them with it). The default has none."""
+        return None
 
     def preempt_overhead(self, gpu_num: int) -> int:
         """Seconds of work a preempted job of `gpu_num` GPUs must redo (checkpoint + cold start)."""

@@ -51,6 +51,7 @@ class BFTrainer(SelfTimed):
 
     name = "bftrainer"
     kind = "harvest"
+    quota_refused = "harvests one machine, one VC"
     #: whole seconds (the node log's and the task sets' clock); precise runs count milliseconds
     ticks_per_s = 1
     result_columns = ("samples", "precost", "rescost", "overshoot", "rescales", "max_nodes")

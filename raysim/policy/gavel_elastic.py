@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from raysim.elastic.gavel import GavelAllocator
-from raysim.policy.elastic import Elastic, ElasticSettings, round_setting
+from raysim.elastic.settings import ElasticSettings, round_setting
+from raysim.policy.elastic import Elastic
 from raysim.rounds.policies.base import LP_METHODS
 from raysim.settings import setting
 

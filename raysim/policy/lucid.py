@@ -10,7 +10,7 @@ migration.
 
 Ablations (docs/lucid_ablations.md): `packing=False` never packs (the switch stays off: blocking
 exclusive placement in priority order throughout); policy.profiler.nodes=0 runs no profiling stage
-(raysim.run.lucid_inputs).
+(raysim.policy.lucid_inputs).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from raysim.models.forecast import PackingSwitch, packing_switch
 from raysim.policy.base import NEVER, Policy
+from raysim.policy.lucid_inputs import lucid_inputs
 from raysim.settings import section, setting
 
 
@@ -93,6 +94,8 @@ class Lucid(Policy):
     Settings = LucidSettings
     needs_estimate = True
     countdown = True
+    quota_refused = "moves nodes between VCs itself (its profiler's loans)"
+    resources_refused = "packs pairs of jobs on GPUs and lends nodes to its profiler"
 
     def __init__(self, params, *, memory_mb: float, switch_period_s: int, max_share_score: int,
                  partner_priority_ratio: float, packing_threshold: float, forecast_bins: int,
@@ -130,10 +133,15 @@ class Lucid(Policy):
         return out
 
     @classmethod
-    def prepare(cls, settings, run, trace, spec):
-        """The profiler pool, pair speeds, forecast and share scores (raysim.run.lucid_inputs)."""
-        from raysim.run.lucid_inputs import lucid_inputs
+    def outside_vcs(cls, values):
+        """The profiling stage, unless policy.profiler.nodes=0."""
+        if int((values.get("profiler") or {}).get("nodes", 0)) > 0:
+            return "Lucid's profiler", "policy.profiler.nodes=0"
+        return None
 
+    @classmethod
+    def prepare(cls, settings, run, trace, spec):
+        """The profiler pool, pair speeds, forecast and share scores (raysim.policy.lucid_inputs)."""
         return lucid_inputs(settings, trace, spec)
 
     # ------------------------------------------------------------------ bookkeeping

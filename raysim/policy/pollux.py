@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from raysim.elastic.pollux import PolluxAllocator
-from raysim.policy.elastic import Elastic, ElasticSettings, round_setting
+from raysim.elastic.settings import ElasticSettings, round_setting
+from raysim.policy.elastic import Elastic
 from raysim.settings import setting
 
 

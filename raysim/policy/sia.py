@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from raysim.elastic.settings import ElasticSettings, round_setting
 from raysim.elastic.sia import SiaAllocator
-from raysim.policy.elastic import Elastic, ElasticSettings, round_setting
+from raysim.policy.elastic import Elastic
 from raysim.settings import setting
 
 #: seconds a restart costs per application (Sia's sia.py get_restart_penalty); "default": the others

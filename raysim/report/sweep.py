@@ -160,7 +160,7 @@ def report_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True) -
     """sweep_summary.csv/.md, PNG plots (`plots`) and report.html (`html`) for any multirun, by what
     its runs wrote: trace replays (summary.csv: every policy, event-driven, round-based or
     harvesting) get `summarize_sweep`; FGD inflation runs (fgd_summary.csv) one row per run, with
-    the FGD curves (raysim.sharing.run.summarize_fgd_sweep) and a bar chart per metric. Returns the table."""
+    the FGD curves (raysim.report.fgd.summarize_fgd_sweep) and a bar chart per metric. Returns the table."""
     sweep_dir = Path(sweep_dir)
     if any(sweep_dir.glob("*/summary.csv")):
         return summarize_sweep(sweep_dir, plots=plots, html=html)
@@ -177,7 +177,7 @@ def report_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True) -
     (sweep_dir / "sweep_summary.md").write_text(f"# Sweep summary ({kind} runs)\n\n" + headline(table) + "\n"
                                                 + "".join(f"\n{line}\n" for line in missing))
     if plots:
-        from raysim.sharing.run import summarize_fgd_sweep
+        from raysim.report.fgd import summarize_fgd_sweep
 
         title = sweep_description(runs, compat=False)
         summarize_fgd_sweep(sweep_dir, title)

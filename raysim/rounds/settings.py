@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from raysim.cluster.throughput import ThroughputTable, read_throughput_table
 from raysim.errors import ConfigError, UserError
-from raysim.policy.base import RunInputs
+from raysim.inputs import RunInputs
 from raysim.rounds.policies.base import RoundSettings
 from raysim.settings import setting
 

@@ -3,7 +3,7 @@
 `run(cfg, run_dir)` (below) turns a composed Hydra config into a run and owns its folder:
 - `cluster.run_cluster`: a trace replay. It loads the trace and the cluster (`config`: trace,
   layout, GPU-type inputs, estimates, the RunSpec, and the policy's own `prepare` step, e.g.
-  `lucid_inputs`, or for harvesting, policy=bftrainer, the node log and task set,
+  raysim.policy.lucid_inputs, or for harvesting, policy=bftrainer, the node log and task set,
   raysim.harvest.inputs), simulates every VC (`simulate`: VC groups, coordinator, result files)
   and writes the summary, plots and reports (`outputs`).
 - `fgd.run_fgd`: the FGD placement ("inflation") experiment under GPU sharing.
@@ -35,13 +35,13 @@ MOVED = {"rounds": "round-based policies run in cluster mode now: drop mode=roun
 def run(cfg: DictConfig, run_dir: Path) -> dict:
     """Run the experiment described by `cfg`, writing every result into `run_dir`; return its summary."""
     refuse_old_name(cfg.keys())  # e.g. a `sharing:` key in an experiment file
-    check_settings(cfg)  # before any input is resolved or read
+    checked = check_settings(cfg)  # before any input is resolved or read
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     from raysim.run.data_names import resolve_config
 
     used = resolve_config(cfg, skip=unread_inputs(cfg))  # data:NAME -> the cached files, before anything reads them
-    result = _run_mode(cfg, run_dir)
+    result = _run_mode(cfg, run_dir, checked)
     if used:
         record_datasets(run_dir, used)
     if cfg.mode == "cluster":
@@ -86,10 +86,12 @@ def record_datasets(run_dir: Path, used: list[dict]) -> None:
     report.write_text(json.dumps(data, indent=2))
 
 
-def check_settings(cfg: DictConfig) -> None:
+def check_settings(cfg: DictConfig):
     """The whole config of a run checked before anything is read: a ConfigError naming the first
     setting the mode (or, in cluster mode, the policy, runtime, ...) does not use, or the first
-    bad value of one it uses."""
+    bad value of one it uses. Returns a trace replay's checked settings (raysim.run.config.
+    check_cluster_config's, parsed once for the run: its numbers and choices; file settings are read
+    from the config once their data: names are resolved), None in fgd mode."""
     from raysim.run.unused import refuse_retired, refuse_unused, refuse_unused_by_run
 
     from raysim.run.policy_table import check_policy_table
@@ -111,7 +113,8 @@ def check_settings(cfg: DictConfig) -> None:
 
         check_policy_table(cfg)  # what an experiment prepares for policies (policies.<name or kind>)
         refuse_unused_by_run(cfg)
-        check_cluster_config(cfg)
+        return check_cluster_config(cfg)
+    return None
 
 
 def check_data_section(cfg: DictConfig) -> None:
@@ -123,11 +126,11 @@ def check_data_section(cfg: DictConfig) -> None:
     parse(DataSettings, plain(cfg, "data") or {}, prefix="data", owner="the datasets by name")
 
 
-def _run_mode(cfg: DictConfig, run_dir: Path) -> dict:
+def _run_mode(cfg: DictConfig, run_dir: Path, checked) -> dict:
     if cfg.mode == "cluster":
         from raysim.run.cluster import run_cluster
 
-        return run_cluster(cfg, run_dir)
+        return run_cluster(cfg, run_dir, checked)
     if cfg.mode == "fgd":
         from raysim.run.fgd import run_fgd
 

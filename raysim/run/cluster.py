@@ -14,12 +14,13 @@ import pyarrow.parquet as pq
 from omegaconf import DictConfig
 
 from raysim.errors import ConfigError, TraceError
-from raysim.policy import policy_class
+from raysim.policy import policy_class, policy_kind
 from raysim.report.describe import run_description, run_overrides
 from raysim.report.settings import report_settings
 from raysim.run.values import plain, value
 from raysim.report.summary import summarize
 from raysim.tables import gpu_counts, plural, to_markdown
+from raysim.run.cluster_settings import ClusterMode
 from raysim.run.config import (check_cluster_config, estimates_from_config, load_from_config, policy_constants_of,
                                spec_from_config)
 from raysim.run.outputs import record_capacity_inputs, record_wall, write_outputs, write_plots
@@ -29,10 +30,11 @@ from raysim.run.overrides import in_multirun
 log = logging.getLogger("raysim")
 
 
-def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
+def run_cluster(cfg: DictConfig, run_dir: Path, checked: ClusterMode | None = None) -> dict:
     """Run a trace replay as configured; returns the cluster-wide summary row as a dict (the
-    caller, raysim.run.run, writes report.html and names the folder)."""
-    check_cluster_config(cfg)  # every value checked before anything is loaded or Ray is started
+    caller, raysim.run.run, writes report.html and names the folder). `checked`: the settings
+    check_cluster_config returned for `cfg` (raysim.run.check_settings; None: checked here)."""
+    m = checked or check_cluster_config(cfg)  # every value checked before anything is loaded or Ray is started
     if policy_class(cfg.policy.name).needs_estimate and cfg.estimator.source == "none":
         raise ConfigError("estimator.source", f"policy={cfg.policy.name} ranks jobs by estimated duration: set "
                           "estimator.source=file estimator.path=<CSV>, estimator.source=model or "
@@ -43,7 +45,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
         log.warning("%s", line)
     check_not_empty(trace)
     estimates, online = estimates_from_config(cfg, trace)
-    spec, job_extra = spec_from_config(cfg, trace)
+    spec, job_extra = spec_from_config(cfg, trace, m)
     gpus = {t: 0 for t in spec.catalog.gpu_types}
     for pools in spec.layout.values():
         for p in pools:
@@ -81,7 +83,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path) -> dict:
     jobs = pq.read_table(run_dir / "jobs.parquet", columns=columns)
     summary = summarize(jobs, run_dir / "timeseries.parquet", interval=int(cfg.sim.sample_interval))
     unfinished = jobs.num_rows - int(pa.compute.sum(jobs.column("finished")).as_py() or 0)
-    harvest = spec.policy == "bftrainer"
+    harvest = policy_kind(spec.policy) == "harvest"
     if unfinished:
         log.warning("%d job(s) did not finish%s (jobs.parquet: finished = false)", unfinished,
                     ": the node log ended first" if harvest else

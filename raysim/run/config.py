@@ -17,12 +17,12 @@ from raysim.cluster.layout import layout_from_config, layout_from_vc_nodes, read
 from raysim.errors import ConfigError, UserError
 from raysim.models.estimates import estimates_for
 from raysim.placement import PLACERS, placer_settings
-from raysim.policy import POLICIES, policy_class, policy_settings
-from raysim.policy.base import RunInputs
+from raysim.policy import POLICIES, policy_class, policy_kind, policy_settings
+from raysim.inputs import RunInputs
 from raysim.settings import as_options
 from raysim.quota import merged_layout
 from raysim.quota.settings import declared_quota, quota_settings
-from raysim.run.cluster_settings import cluster_mode
+from raysim.run.cluster_settings import ClusterMode, cluster_mode
 from raysim.run.failures import check_failures_config, failure_plan, failures_name
 from raysim.run.requests import counts_resources, request_inputs
 from raysim.run.values import plain, value
@@ -36,9 +36,10 @@ from raysim.trace.load import Trace, load_trace
 
 log = logging.getLogger("raysim")
 
-def check_cluster_config(cfg: DictConfig) -> None:
+def check_cluster_config(cfg: DictConfig) -> ClusterMode:
     """Check the values a trace replay uses, before anything is loaded or Ray is started: a bad one
-    is a ConfigError naming its key (one line, exit status 2)."""
+    is a ConfigError naming its key (one line, exit status 2). Returns the checked settings, parsed
+    once here for the whole run (the functions below take them as `m`)."""
     m = cluster_mode(cfg)  # every section's values, by their declarations
     window = m.runtime.window_s
     if m.runtime.resume and not m.runtime.checkpoint_dir:
@@ -51,18 +52,15 @@ def check_cluster_config(cfg: DictConfig) -> None:
             raise ConfigError("quota.period_s", f"must be a multiple of runtime.window_s ({window} s): "
                               "coordinator windows end at the loan epochs", period)
         window = min(window, period)
-    if quota != "none" and value(cfg, "policy.name") == "lucid":
-        raise ConfigError("quota", "policy=lucid moves nodes between VCs itself (its profiler's loans): "
-                          "run it with quota=none", quota)
     name = POLICIES.chosen(value(cfg, "policy.name"), "policy.name")
-    harvest = name == "bftrainer"
+    harvest = policy_kind(name) == "harvest"
     if harvest:
         from raysim.harvest.inputs import harvest_settings
 
         harvest_settings(plain(cfg, "harvest"))
-        if quota != "none":
-            raise ConfigError("quota", "policy=bftrainer harvests one machine, one VC: run it with quota=none", quota)
-    elif value(cfg, "harvest") is not None:
+    if quota != "none" and policy_class(name).quota_refused:
+        raise ConfigError("quota", f"policy={name} {policy_class(name).quota_refused}: run it with quota=none", quota)
+    if not harvest and value(cfg, "harvest") is not None:
         raise ConfigError("harvest", f"used by policy=bftrainer only (+experiment=harvest_summit), not {name}")
     if policy_class(name).times_jobs:
         check_round_config(cfg, quota, source)
@@ -81,22 +79,23 @@ def check_cluster_config(cfg: DictConfig) -> None:
         raise ConfigError("estimator.period_days", f"the retraining period must be a multiple of "
                           f"runtime.window_s ({window} s)", m.estimator.period_days)
     check_capacity_config(cfg, quota, name)
-    checkpoint_settings(cfg)
-    replays_failures(cfg)
+    checkpoint_settings(cfg, m)
+    replays_failures(cfg, m)
     check_failures_config(cfg)
     if failures_name(cfg) != "none":
         refuse_moving_nodes(cfg, "failures", name, failures_name(cfg))
+    return m
 
 
 CHECKPOINT_KEYS = ("interval_s", "write_s", "restart_s")
 
 
-def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
+def checkpoint_settings(cfg: DictConfig, m: ClusterMode) -> Checkpointing | None:
     """The run's checkpoint-restart settings (`checkpoint.*`), None without `checkpoint.interval_s`;
     a bad value, in them or in an application's (`checkpoint.apps`), or a policy or mode they cannot
     apply to, is one line naming the key."""
-    default = _checkpointing(cluster_mode(cfg).checkpoint, "checkpoint")
-    apps = checkpoint_apps(cfg)
+    default = _checkpointing(m.checkpoint, "checkpoint")
+    apps = checkpoint_apps(cfg, m)
     if default is None and all(cp is None for cp in apps.values()):
         return None
     key = "checkpoint.interval_s" if default is not None else f"checkpoint.apps.{next(iter(apps))}"
@@ -108,9 +107,9 @@ def checkpoint_settings(cfg: DictConfig) -> Checkpointing | None:
     if policy_class(name).times_jobs:
         raise ConfigError(key, f"{name} times its jobs itself (rounds, harvesting): the checkpoint model "
                           "applies to event-driven policies", shown)
-    if name == "lucid" and lucid_profiles(cfg):
-        raise ConfigError(key, "Lucid's profiler runs jobs outside their VCs, where no checkpoint is "
-                          "modelled: run policy=lucid with policy.profiler.nodes=0", shown)
+    if stage := outside_vcs(cfg):
+        raise ConfigError(key, f"{stage[0]} runs jobs outside their VCs, where no checkpoint is modelled: run "
+                          f"policy={name} with {stage[1]}", shown)
     if value(cfg, "sim.compat") != "clean":
         raise ConfigError(key, "checkpoints are modelled under sim.compat=clean only (Lucid's compatibility "
                           "counts down a second late)", shown)
@@ -129,13 +128,13 @@ def _checkpointing(values, shown: str) -> Checkpointing | None:
     return Checkpointing(values.interval_s, values.write_s or 0, values.restart_s or 0)
 
 
-def checkpoint_apps(cfg: DictConfig) -> dict:
+def checkpoint_apps(cfg: DictConfig, m: ClusterMode) -> dict:
     """`checkpoint.apps`: per value of the trace column `checkpoint.column`, that application's
     settings ({name: Checkpointing, or None: it does not checkpoint}), keys it leaves out taken from
     the run's `checkpoint.*`; {} without them. A bad entry is one line naming its key."""
     from raysim.run.cluster_settings import AppCheckpoint
 
-    cp = cluster_mode(cfg).checkpoint
+    cp = m.checkpoint
     if not cp.apps:
         if cp.column is not None:
             raise ConfigError("checkpoint.column", "needs checkpoint.apps (each application's settings)", cp.column)
@@ -155,11 +154,11 @@ def checkpoint_apps(cfg: DictConfig) -> dict:
     return out
 
 
-def checkpoint_kinds(cfg: DictConfig, trace: Trace) -> tuple[tuple, np.ndarray | None]:
+def checkpoint_kinds(cfg: DictConfig, m: ClusterMode, trace: Trace) -> tuple[tuple, np.ndarray | None]:
     """The per-application checkpoint settings of `checkpoint.apps` and, per trace job, the index of
     its application's among them (-1: the run's own); ((), None) without them. A column the trace
     lacks, or an application no job has, is one line."""
-    apps = checkpoint_apps(cfg)
+    apps = checkpoint_apps(cfg, m)
     if not apps:
         return (), None
     column = value(cfg, "checkpoint.column")
@@ -176,22 +175,22 @@ def checkpoint_kinds(cfg: DictConfig, trace: Trace) -> tuple[tuple, np.ndarray |
     return tuple(apps.values()), ids
 
 
-def replays_failures(cfg: DictConfig) -> bool:
+def replays_failures(cfg: DictConfig, m: ClusterMode) -> bool:
     """`trace.failed`: keep (a failed job runs once, for its duration) or replay (raysim.sim.attempts:
     jobs the trace shows failing and retried run as it shows); a bad value, or a policy or mode
     replay cannot apply to, is one line naming the key."""
-    if cluster_mode(cfg).trace.failed == "keep":
+    if m.trace.failed == "keep":
         return False
     name = value(cfg, "policy.name")
     if getattr(policy_class(name), "elastic", False) or policy_class(name).times_jobs:
         raise ConfigError("trace.failed", f"{name} times its jobs itself (rounds, elastic, harvesting): failed "
                           "runs are replayed under event-driven policies", "replay")
-    if name == "lucid" and lucid_profiles(cfg):
-        raise ConfigError("trace.failed", "Lucid's profiler runs jobs outside their VCs, where no failed run "
-                          "is replayed: run policy=lucid with policy.profiler.nodes=0", "replay")
+    if stage := outside_vcs(cfg):
+        raise ConfigError("trace.failed", f"{stage[0]} runs jobs outside their VCs, where no failed run is "
+                          f"replayed: run policy={name} with {stage[1]}", "replay")
     if value(cfg, "sim.compat") != "clean":
         raise ConfigError("trace.failed", "failed runs are replayed under sim.compat=clean only", "replay")
-    if checkpoint_settings(cfg) is not None or checkpoint_apps(cfg):
+    if checkpoint_settings(cfg, m) is not None or checkpoint_apps(cfg, m):
         raise ConfigError("trace.failed", "a replayed run's length is the trace's, lost work included: the "
                           "checkpoint model (checkpoint.interval_s) does not apply to it", "replay")
     if (value(cfg, "trace.reader_options") or {}).get("duration") == "span":
@@ -213,11 +212,11 @@ def check_capacity_config(cfg: DictConfig, quota: str, policy: str) -> None:
 def refuse_moving_nodes(cfg: DictConfig, key: str, policy: str, shown) -> None:
     """Capacity events (`key`: cluster.capacity or failures) where nodes move in ways they cannot
     follow yet, refused in one line."""
-    if policy == "bftrainer":
-        raise ConfigError(key, "policy=bftrainer's nodes come and go as its node log says (harvest.node_log)", shown)
-    if policy == "lucid" and lucid_profiles(cfg):
-        raise ConfigError(key, "Lucid's profiler moves nodes between VCs itself, which capacity events cannot "
-                          "follow yet: run policy=lucid with policy.profiler.nodes=0", shown)
+    if policy_kind(policy) == "harvest":
+        raise ConfigError(key, f"policy={policy}'s nodes come and go as its node log says (harvest.node_log)", shown)
+    if stage := outside_vcs(cfg):
+        raise ConfigError(key, f"{stage[0]} moves nodes between VCs itself, which capacity events cannot "
+                          f"follow yet: run policy={policy} with {stage[1]}", shown)
 
 
 def refuse_placeholder_durations(cfg: DictConfig, trace) -> None:
@@ -235,7 +234,7 @@ def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
     """What policies that time their jobs themselves (round-based ones, and harvesting, which its
     node log times) cannot be combined with, refused in one line naming the key."""
     name = cfg.policy.name
-    kind = "timed by its node log (harvesting)" if name == "bftrainer" else "round-based"
+    kind = "timed by its node log (harvesting)" if policy_kind(name) == "harvest" else "round-based"
     if quota == "borrow":
         raise ConfigError("quota", f"{name} is round-based: its rounds run per VC (quota=none) or cluster-wide "
                           "(quota=global); lending nodes between VCs' rounds is not supported", quota)
@@ -249,9 +248,10 @@ def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
                           value(cfg, "sim.compat"))
 
 
-def lucid_profiles(cfg: DictConfig) -> bool:
-    """Whether a Lucid run has a profiling stage (policy.profiler.nodes > 0)."""
-    return int(policy_constants_of(cfg).get("profiler", {}).get("nodes", 0)) > 0
+def outside_vcs(cfg: DictConfig) -> tuple[str, str] | None:
+    """The run's stage where its policy runs jobs outside their VCs, and the setting that turns it off
+    (raysim.policy.base.Policy.outside_vcs, e.g. Lucid's profiler); None: there is none."""
+    return policy_class(value(cfg, "policy.name")).outside_vcs(policy_constants_of(cfg))
 
 
 def policy_constants_of(cfg: DictConfig) -> dict:
@@ -281,7 +281,7 @@ def load_from_config(cfg: DictConfig) -> Trace:
     t = cfg.trace
     from raysim.run.gavel_jobs import gavel_trace, is_gavel_input
 
-    if cfg.policy.name == "bftrainer":
+    if policy_kind(cfg.policy.name) == "harvest":
         from raysim.harvest.inputs import harvest_settings, harvest_trace
 
         return harvest_trace(harvest_settings(plain(cfg, "harvest")))
@@ -369,9 +369,10 @@ def refuse_with_resources(cfg: DictConfig, trace: Trace) -> None:
     if asks and policy_class(cfg.policy.name).times_jobs:
         raise ConfigError("policy", f"{cfg.policy.name} is round-based: its rounds allocate whole GPUs by type, "
                           f"and this trace's jobs ask for {', '.join(asks)}", cfg.policy.name)
-    if value(cfg, "policy.name") == "lucid":
-        raise ConfigError("policy", f"lucid packs pairs of jobs on GPUs and lends nodes to its profiler, which "
-                                    f"VCs cannot do yet {why}", "lucid")
+    name = cfg.policy.name
+    if policy_class(name).resources_refused:
+        raise ConfigError("policy", f"{name} {policy_class(name).resources_refused}, which VCs cannot do yet {why}",
+                          name)
 
 
 def capacity_plan(cfg: DictConfig, trace: Trace, layout: dict, homes: tuple):
@@ -394,10 +395,10 @@ def capacity_plan(cfg: DictConfig, trace: Trace, layout: dict, homes: tuple):
     return failure_plan(cfg, layout, homes, jobs, plan)
 
 
-def replayed_attempts(cfg: DictConfig, trace: Trace) -> Attempts | None:
+def replayed_attempts(cfg: DictConfig, m: ClusterMode, trace: Trace) -> Attempts | None:
     """With trace.failed=replay, the trace's jobs that ran several times (None: keep), saying how
     many failed and how many ran several times."""
-    if not replays_failures(cfg):
+    if not replays_failures(cfg, m):
         return None
     attempts = Attempts.of_trace(trace.table)
     failed = int(pc.sum(pc.is_in(trace.table.column("state").cast(pa.string()),
@@ -410,10 +411,11 @@ def replayed_attempts(cfg: DictConfig, trace: Trace) -> Attempts | None:
     return attempts
 
 
-def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
+def spec_from_config(cfg: DictConfig, trace: Trace, m: ClusterMode | None = None) -> tuple[RunSpec, dict]:
     """The run's spec and the extra per-job input columns (GPU-type ids, and whatever the policy's
-    `prepare` adds, e.g. Lucid's workload ids and share scores)."""
-    check_cluster_config(cfg)
+    `prepare` adds, e.g. Lucid's workload ids and share scores); `m`: the run's settings as
+    check_cluster_config returned them (None: checked here)."""
+    m = m or check_cluster_config(cfg)
     params = SimParams.for_mode(cfg.sim.compat, sample_interval=int(cfg.sim.sample_interval), seed=int(cfg.seed))
     network = dict(cfg.network) if cfg.sim.network in ("on", True) else None
     layout = cluster_layout(cfg, trace)
@@ -431,12 +433,12 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
     if resources:
         refuse_with_resources(cfg, trace)
     requests, shapes = request_inputs(trace.table) if resources else ({}, None)
-    kinds, kind_ids = checkpoint_kinds(cfg, trace)
+    kinds, kind_ids = checkpoint_kinds(cfg, m, trace)
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes,
-                   capacity=capacity_plan(cfg, trace, layout, homes), checkpoint=checkpoint_settings(cfg),
-                   checkpoint_kinds=kinds, attempts=replayed_attempts(cfg, trace))
+                   capacity=capacity_plan(cfg, trace, layout, homes), checkpoint=checkpoint_settings(cfg, m),
+                   checkpoint_kinds=kinds, attempts=replayed_attempts(cfg, m, trace))
     if spec.capacity is not None and quota.borrow:  # a node on loan keeps its identity
         spec = replace(spec, quota=replace(quota, named_nodes=True))
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}
@@ -448,7 +450,7 @@ def spec_from_config(cfg: DictConfig, trace: Trace) -> tuple[RunSpec, dict]:
 
 
 def run_inputs(cfg: DictConfig) -> RunInputs:
-    """What a policy's `prepare` reads besides its own settings (raysim.policy.base.RunInputs)."""
+    """What a policy's `prepare` reads besides its own settings (raysim.inputs.RunInputs)."""
     harvest = None
     if value(cfg, "harvest") is not None:
         from raysim.harvest.inputs import harvest_settings

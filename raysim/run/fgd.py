@@ -5,7 +5,7 @@ A run folder gets `allo.csv` and `frag_ratio.csv` (one row each, in the FGD simu
 layout: workload, sc_policy, tune, seed, [total_gpus,] then one column per percent 0..130 of
 arrived GPU workload), `fgd_summary.csv` (the curves at 100 % and 130 %, failures, wall time) and
 `plots/fgd_curves.png`. A multirun over policies and seeds is combined by
-raysim.sharing.run.summarize_fgd_sweep.
+raysim.report.fgd.summarize_fgd_sweep.
 
 The experiment has no clock: pods are placed on the resource state by FGD's node scorers
 (raysim.placement.scored), and nothing else of a trace replay applies. A setting it does not use
@@ -31,7 +31,7 @@ from raysim.run import unused
 from raysim.run.values import plain
 from raysim.settings import parse, section, setting
 from raysim.sharing.inflation import load_openb, run_inflation, workload_name
-from raysim.sharing.run import curve_plot
+from raysim.report.fgd import curve_plot
 
 DATA_HELP = ("The Alibaba GPU 2023 trace (openb) is public: github.com/alibaba/clusterdata, folder "
              "cluster-trace-gpu-v2023/csv; `raysim data fetch openb` caches it for fgd.data_dir=data:openb "

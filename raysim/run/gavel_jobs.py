@@ -30,7 +30,7 @@ def is_gavel_input(cfg: DictConfig) -> bool:
 
 def gavel_trace(cfg: DictConfig, layout: dict):
     """The jobs of a Gavel trace file or of Gavel's generator as a raysim Trace on the layout's one VC."""
-    from raysim.policy.base import RunInputs
+    from raysim.inputs import RunInputs
     from raysim.rounds.inputs import gavel_trace_table, run_types
     from raysim.trace.load import Trace
 

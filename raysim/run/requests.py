@@ -17,7 +17,7 @@ import pyarrow as pa
 from raysim.placement import SCORED
 from raysim.placement.scored.placer import Shapes
 from raysim.sim.jobs import REQUEST_INPUTS
-from raysim.sim.resources import Pods
+from raysim.cluster.resources import Pods
 from raysim.trace.schema import REQUEST_COLUMNS
 
 

@@ -8,7 +8,7 @@ requested GPUs reach ``tune`` x the cluster's GPUs), never leave, and each is pl
 one node or fails. Per percent of arrived GPU demand the run reports the GPU allocation ratio and the
 fragmentation ratio, in the reference's CSV layout.
 
-- :mod:`raysim.sim.resources` (the resource model the VC engine uses too): node state (CPU, memory,
+- :mod:`raysim.cluster.resources` (the resource model the VC engine uses too): node state (CPU, memory,
   per-GPU free milli), feasibility, placement and an over-allocation check. A pod takes CPU and
   memory on one node and either ``num_gpu`` whole free GPUs or ``gpu_milli`` (< 1000) of one GPU
   shared with other fractional pods.
@@ -26,7 +26,7 @@ No Ray: a run is a numpy loop over arrivals (seconds per policy and seed). ``doc
 the definitions and every known difference from the reference.
 """
 
-from raysim.sim.resources import ResourceState, Nodes, OverAllocation, PodKinds, Pods
+from raysim.cluster.resources import ResourceState, Nodes, OverAllocation, PodKinds, Pods
 from raysim.placement.frag import FragModel, TargetWorkload, target_workload
 from raysim.sharing.inflation import InflationRun, experiment, load_openb, run_inflation
 from raysim.placement.scored import SCORERS, make_scorer

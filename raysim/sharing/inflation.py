@@ -30,7 +30,7 @@ from raysim.placement.scored import scorer_class
 from raysim.placement.scored.placer import ScoredPlacer, Shapes
 from raysim.sim.demand import Demand
 from raysim.sim.params import SimParams
-from raysim.sim.resources import MILLI, Nodes, PodKinds, Pods, ResourceState
+from raysim.cluster.resources import MILLI, Nodes, PodKinds, Pods, ResourceState
 
 PERCENTS = tuple(range(0, 131))
 DEFAULT_TUNE = 1.3

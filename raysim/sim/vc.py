@@ -6,7 +6,7 @@ import bisect
 import heapq
 
 
-from raysim.sim.resources import MILLI, Nodes, ResourceState
+from raysim.cluster.resources import MILLI, Nodes, ResourceState
 
 TEMP_NODE_NAME = 9999  # the reference's name for a node added on loan
 #: owner of a GPU that holds shares of fractional jobs (free GPUs are -1, whole ones their job)
@@ -32,7 +32,7 @@ class VCState:
     GPU type (`type_free`, `type_total`).
 
     With `resources` (a run whose jobs ask for GPU shares, CPU or memory, or whose pools limit CPU
-    and memory), `res` (raysim.sim.resources.ResourceState) also holds every node's CPU, memory and
+    and memory), `res` (raysim.cluster.resources.ResourceState) also holds every node's CPU, memory and
     free milli per GPU: a job then asks for whole GPUs or a share of one GPU (`milli` < 1000), plus
     CPU and memory on its node. `free[n]` always counts node n's fully free GPUs, so whole-GPU
     placement reads the same counters with or without `res`; a GPU holding shares is owned by

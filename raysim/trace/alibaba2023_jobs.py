@@ -55,7 +55,7 @@ import pyarrow.parquet as pq
 
 from raysim.cluster.layout import DEFAULT_GPUS_PER_NODE, Pool, total_gpus
 from raysim.errors import ConfigError, SkipReport, TraceError
-from raysim.sim.resources import Nodes, ResourceState
+from raysim.cluster.resources import Nodes, ResourceState
 from raysim.settings import setting
 from raysim.trace.alibaba2023 import (DEFAULT_NODE_LIST, NODE_LISTS, NODE_PREFIX, POD_PREFIX, WORKLOADS,
                                       list_file_name, node_list_path, pod_durations, pod_list_path,

@@ -20,7 +20,7 @@ import numpy as np
 
 from raysim.placement.frag import FragModel, nonzero_cpu
 from raysim.placement.resources import best_fit_gpus
-from raysim.sim.resources import PodKinds, ResourceState
+from raysim.cluster.resources import PodKinds, ResourceState
 
 #: Kubernetes' node score range.
 MAX_NODE_SCORE = 100

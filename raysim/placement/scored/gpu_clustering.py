@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.sim.resources import gpu_class
+from raysim.cluster.resources import gpu_class
 from raysim.placement.scored.base import MAX_NODE_SCORE, MAX_SPEC_GPU, NodeScorer, go_div
 
 
@@ -25,7 +25,7 @@ class GpuClusteringScorer(NodeScorer):
 
     def __init__(self, state, frag, kinds, rng):
         super().__init__(state, frag, kinds, rng)
-        tags: dict = {}  # GPU pod class (raysim.sim.resources.gpu_class) -> tag index
+        tags: dict = {}  # GPU pod class (raysim.cluster.resources.gpu_class) -> tag index
         self.k_tag = np.array([-1 if n == 0 else tags.setdefault(gpu_class(n, m), len(tags))
                                for n, m in zip(kinds.num_gpu.tolist(), kinds.gpu_milli.tolist())], dtype=np.int64)
         self.tags = tags

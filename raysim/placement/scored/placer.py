@@ -31,7 +31,7 @@ from raysim.placement.consolidate import Consolidate
 from raysim.placement.frag import FragModel, TargetWorkload, target_workload
 from raysim.placement.scored import scorer_class
 from raysim.placement.types import check_type_order, type_groups
-from raysim.sim.resources import PodKinds, Pods
+from raysim.cluster.resources import PodKinds, Pods
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.sim.resources import MILLI
+from raysim.cluster.resources import MILLI
 from raysim.placement.scored.base import NodeScorer
 
 

@@ -14,17 +14,17 @@ from raysim.models.colocation import pair_table, workload_ids
 from raysim.models.forecast import load_forecast
 from raysim.trace.load import Trace
 
-if TYPE_CHECKING:  # (raysim.runtime.spec imports the policies, whose Lucid imports this module)
+if TYPE_CHECKING:  # (raysim.policy.lucid imports this module)
     from raysim.policy.lucid import LucidSettings, ProfilesSettings
-    from raysim.runtime.spec import RunSpec
 
 log = logging.getLogger("raysim")
 
 
-def lucid_inputs(lucid: LucidSettings, trace: Trace, spec: RunSpec) -> tuple[RunSpec, dict]:
+def lucid_inputs(lucid: LucidSettings, trace: Trace, spec) -> tuple[object, dict]:
     """The Lucid run spec (VCs minus the profiler's nodes, pair speeds and forecast for the policy,
     the profiler's settings) and the per-job extra inputs (workload ids, share scores), from Lucid's
-    checked settings (raysim.policy.policy_settings("lucid", ...))."""
+    checked settings (raysim.policy.policy_settings("lucid", ...)) and the run's `spec` (the
+    raysim.runtime.spec.RunSpec every policy's `prepare` gets)."""
     prof = lucid.profiler
     layout = dict(spec.layout)
     profiling = prof.nodes > 0  # policy.profiler.nodes=0: no profiling stage, jobs go straight to their VCs
@@ -32,14 +32,15 @@ def lucid_inputs(lucid: LucidSettings, trace: Trace, spec: RunSpec) -> tuple[Run
     if prof.nodes > total:  # a pool of 1e12 nodes hung building its nodes
         raise ConfigError("policy.profiler.nodes", f"must be at most the cluster's {total} nodes (the profiling pool is a "
                           "few of them)", prof.nodes)
-    for vc in prof.take_from if profiling else []:
-        if vc not in layout:
-            raise ConfigError("policy.profiler.take_from", f"VC {vc!r} is not in the VC layout {sorted(layout)}", vc)
-        first, *rest = layout[vc]
-        if sum(p.nodes for p in layout[vc]) < 2 or first.nodes < 1:
-            raise ConfigError("policy.profiler.take_from", f"VC {vc!r} has {sum(p.nodes for p in layout[vc])} node(s), "
-                              "too few to give one", vc)
-        layout[vc] = (dataclasses.replace(first, nodes=first.nodes - 1), *rest)
+    for name in prof.take_from if profiling else []:
+        if name not in layout:
+            raise ConfigError("policy.profiler.take_from", f"VC {name!r} is not in the VC layout {sorted(layout)}",
+                              name)
+        first, *rest = layout[name]
+        if sum(p.nodes for p in layout[name]) < 2 or first.nodes < 1:
+            raise ConfigError("policy.profiler.take_from", f"VC {name!r} has {sum(p.nodes for p in layout[name])} "
+                              "node(s), too few to give one", name)
+        layout[name] = (dataclasses.replace(first, nodes=first.nodes - 1), *rest)
     if profiling and prof.lender is not None and prof.lender not in layout:
         raise ConfigError("policy.profiler.lender", f"not in the VC layout {sorted(layout)}", prof.lender)
     forecast = None
