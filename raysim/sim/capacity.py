@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from raysim.errors import TraceError
+from raysim.trace.schema import LARGEST
 
 #: What can happen to a node.
 EVENTS = ("down", "up", "join", "leave")
@@ -252,9 +253,6 @@ def read_table(path: Path):
         raise TraceError(str(path), f"not a readable CSV file: {str(exc).splitlines()[0]}") from exc
 
 
-#: The largest time or node number a node log may hold (about 31,700 years in seconds: a time still
-#: fits the engine's int64 clock at a million ticks per second).
-LARGEST = 10**12
 
 
 def whole_numbers(column, source: str, name: str, *, minimum: int, empty: int | None = None) -> np.ndarray:

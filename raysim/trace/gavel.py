@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from raysim.errors import TraceError
-from raysim.sim.capacity import LARGEST
+from raysim.trace.schema import LARGEST
 
 #: The fields of one trace line, in Gavel's order.
 FIELDS = ("job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir", "total_steps",

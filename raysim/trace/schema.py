@@ -13,6 +13,10 @@ import pyarrow as pa
 
 DICT_STR = pa.dictionary(pa.int32(), pa.string())
 
+#: The largest time (s) or node number an input may hold (about 31,700 years in seconds: a time
+#: still fits the engine's int64 clock at a million ticks per second).
+LARGEST = 10**12
+
 #: Columns every trace has, with their Arrow types.
 REQUIRED = {
     "job_id": pa.int64(),
