@@ -95,6 +95,17 @@ class Smallest(BlockingQueuePolicy):
             super().schedule(view, now)
 
 
+def one_vc_trace(tmp_path: Path, seed: int, jobs: int, span_s: int) -> str:
+    """The path of a raysim-schema trace of `jobs` random jobs (seeded) in one VC of 4 nodes."""
+    rows = random_jobs(np.random.default_rng(seed), jobs, span_s, max_gpu=8)
+    trace_dir = tmp_path / "trace"
+    trace_dir.mkdir()
+    (trace_dir / "vc_config.csv").write_text(",num\na,4\n")
+    (trace_dir / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n" + "".join(
+        f"{i},a,u,{g},1,{s},{d},COMPLETED\n" for i, (s, d, g, _) in enumerate(rows)))
+    return str(trace_dir / "jobs.csv")
+
+
 def test_a_toy_policy_plugs_in_from_a_test_module(tmp_path):
     import pytest
 
@@ -116,14 +127,7 @@ def test_a_toy_policy_plugs_in_from_a_test_module(tmp_path):
             cfg = compose(config_name="config", overrides=["+experiment=venus", "runtime=local"])
         # the conf file's content: its name and its constant, routed into the constructor
         cfg.policy = OmegaConf.create({"name": "toy_smallest", "max_gpus": 64})
-        rng = np.random.default_rng(0)
-        rows = random_jobs(rng, 200, 20_000, max_gpu=8)
-        trace_dir = tmp_path / "trace"
-        trace_dir.mkdir()
-        (trace_dir / "vc_config.csv").write_text(",num\na,4\n")
-        (trace_dir / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n" + "".join(
-            f"{i},a,u,{g},1,{s},{d},COMPLETED\n" for i, (s, d, g, _) in enumerate(rows)))
-        cfg.trace.path = str(trace_dir / "jobs.csv")
+        cfg.trace.path = one_vc_trace(tmp_path, 0, 200, 20_000)
         overall = run(cfg, tmp_path / "out")
         assert overall["finished"] == 200
         import pyarrow.parquet as pq
@@ -226,12 +230,6 @@ def test_a_runs_settings_are_parsed_and_checked_once(tmp_path, monkeypatch):
     monkeypatch.setattr(raysim.run.cluster, "check_cluster_config", check)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=["+experiment=venus", "runtime=local", "report.html=false"])
-    rows = random_jobs(np.random.default_rng(1), 50, 5_000, max_gpu=8)
-    trace_dir = tmp_path / "trace"
-    trace_dir.mkdir()
-    (trace_dir / "vc_config.csv").write_text(",num\na,4\n")
-    (trace_dir / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n" + "".join(
-        f"{i},a,u,{g},1,{s},{d},COMPLETED\n" for i, (s, d, g, _) in enumerate(rows)))
-    cfg.trace.path = str(trace_dir / "jobs.csv")
+    cfg.trace.path = one_vc_trace(tmp_path, 1, 50, 5_000)
     assert run(cfg, tmp_path / "out")["finished"] == 50
     assert calls == {"cluster_mode": 1, "check_cluster_config": 1}
