@@ -232,6 +232,7 @@ def test_a_parquet_node_log_reads_the_same(tmp_path):
     ("time,vc,node,event\n1,a,0,down\n2,a,0,join\n", "join must be a node's first event"),
     ("time,vc,node,event\n1,a,0,leave\n2,a,0,up\n", "left earlier"),
     ("time,vc,node,event,cause\n1,a,0,down,bad cause!\n", "column 'cause'"),
+    ("time,vc,node,event,cause\n1,a,0,down,preemptions\n", "row 1 (line 2), column 'cause'"),  # a stop's own cause
 ])
 def test_a_bad_node_log_is_one_line_naming_the_file_row_and_column(tmp_path, text, where):
     path = write(tmp_path, text)

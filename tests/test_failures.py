@@ -136,6 +136,9 @@ def test_the_presets_pass_the_checks(preset):
     (["failures=exponential", "failures.categories=[{name: a, share: nan}]"], "failures.categories[0].share"),
     (["failures=exponential", "failures.categories=[{name: a, share: 1, kind: x}]"], "failures.categories[0].kind"),
     (["failures=exponential", "failures.categories=[{name: a b, share: 1, kind: down}]"], "categories[0].name"),
+    # (a category named as the stops no failure made would merge with their row of lost_by_cause.csv)
+    (["failures=exponential", "failures.categories=[{name: preemptions, share: 1, kind: down}]"], "categories[0].name"),
+    (["failures=trace", "failures.path=f.csv", "+failures.kinds.reclaims=down"], "failures.kinds"),
     (["failures=exponential", "failures.categories=[{name: a, share: 1, kind: down, x: 1}]"], "categories[0].x"),
     (["failures=exponential", "failures.categories=[]"], "failures.categories"),
     (["failures=trace"], "failures.path"),

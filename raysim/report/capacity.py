@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow as pa
 
 from raysim.report.timeseries import column_hours, column_names, read_timeseries, series_layout
+from raysim.sim.capacity import STOP_CAUSES
 from raysim.sim.recorder import CAPACITY_COLUMNS
 
 
@@ -68,7 +69,7 @@ def _binned(time: np.ndarray, series: list, points: int) -> tuple[np.ndarray, li
 #: The causes of stops that no capacity event made, as lost_by_cause calls them: the policy's own
 #: preemptions (jobs.parquet's `preemptions`), quota reclaims (`reclaims`), and both where a job
 #: had both (jobs.parquet does not split the work such a job lost between the two).
-PREEMPTIONS, RECLAIMS, OTHER_STOPS = "preemptions", "reclaims", "preemptions_and_reclaims"
+PREEMPTIONS, RECLAIMS, OTHER_STOPS = STOP_CAUSES
 
 
 def lost_by_cause(jobs: pa.Table) -> pd.DataFrame:

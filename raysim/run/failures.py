@@ -16,6 +16,7 @@ from raysim.errors import ConfigError
 from raysim.registry import Registry
 from raysim.run.values import value
 from raysim.settings import NoSettings, parse, setting
+from raysim.sim.capacity import STOP_CAUSES
 from raysim.sim.failures import DISTRIBUTIONS, KINDS, REPAIRS, Category, FailureModel
 
 #: The longest mean time between failures or repair a setting may give (hours: about 1,140 years), so
@@ -30,6 +31,8 @@ HOUR = 3600
 def _a_name(name: str, key: str) -> str:
     if not _NAME.fullmatch(name):
         raise ConfigError(key, "must be a name of letters, digits and _", name)
+    if name in STOP_CAUSES:
+        raise ConfigError(key, f"may not be {', '.join(STOP_CAUSES)}: those count the stops no failure made", name)
     return name
 
 

@@ -48,6 +48,10 @@ DEFAULT_CAUSE = "node_down"
 #: A node log's columns (cause optional).
 COLUMNS = ("time", "vc", "node", "event")
 _CAUSE = re.compile(r"[A-Za-z0-9_]+")
+#: The causes of stops that no capacity event makes (the policy's preemptions, quota reclaims, a job
+#: stopped both ways): lost_by_cause.csv's rows of their own, so no node log's cause and no failure
+#: category may take these names.
+STOP_CAUSES = ("preemptions", "reclaims", "preemptions_and_reclaims")
 
 
 #: Kinds of capacity event: the node goes out of service (its jobs are interrupted), comes back, or
@@ -164,6 +168,9 @@ def read_node_log(path, layout: dict) -> tuple[np.ndarray, list, np.ndarray, np.
             if not _CAUSE.fullmatch(str(cause).strip()):
                 raise TraceError(source, "a cause is a name of letters, digits and _", row=i + 1, column="cause",
                                  value=cause)
+            if str(cause).strip() in STOP_CAUSES:
+                raise TraceError(source, f"a cause may not be named {', '.join(STOP_CAUSES)}: those count the "
+                                 "stops no node event made", row=i + 1, column="cause", value=cause)
             causes[i] = str(cause).strip()
     order = np.argsort(times, kind="stable")
     _check_sequences(source, order, vcs, nodes, kinds)
