@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from raysim.cluster.layout import Pool
@@ -79,3 +81,14 @@ def vc_subset(trace, vcs=VENUS_VCS):
 #: plot checks of test_capacity.py and test_quota.py, ...) and the experiments of
 #: tests/test_results_schema.py keep them.
 NO_PAGES = ("report.plots=none", "report.html=false")
+
+
+def one_vc_trace(tmp_path: Path, seed: int, jobs: int, span_s: int) -> str:
+    """The path of a raysim-schema trace of `jobs` random jobs (seeded) in one VC of 4 nodes."""
+    rows = random_jobs(np.random.default_rng(seed), jobs, span_s, max_gpu=8)
+    trace_dir = tmp_path / "trace"
+    trace_dir.mkdir()
+    (trace_dir / "vc_config.csv").write_text(",num\na,4\n")
+    (trace_dir / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n" + "".join(
+        f"{i},a,u,{g},1,{s},{d},COMPLETED\n" for i, (s, d, g, _) in enumerate(rows)))
+    return str(trace_dir / "jobs.csv")

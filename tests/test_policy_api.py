@@ -5,10 +5,9 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
-from simutil import random_jobs
+from simutil import one_vc_trace
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
 from raysim.paths import CONF_DIR
@@ -93,17 +92,6 @@ class Smallest(BlockingQueuePolicy):
     def schedule(self, view, now):
         if view.total_gpus - view.free_gpus < self.max_gpus:
             super().schedule(view, now)
-
-
-def one_vc_trace(tmp_path: Path, seed: int, jobs: int, span_s: int) -> str:
-    """The path of a raysim-schema trace of `jobs` random jobs (seeded) in one VC of 4 nodes."""
-    rows = random_jobs(np.random.default_rng(seed), jobs, span_s, max_gpu=8)
-    trace_dir = tmp_path / "trace"
-    trace_dir.mkdir()
-    (trace_dir / "vc_config.csv").write_text(",num\na,4\n")
-    (trace_dir / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n" + "".join(
-        f"{i},a,u,{g},1,{s},{d},COMPLETED\n" for i, (s, d, g, _) in enumerate(rows)))
-    return str(trace_dir / "jobs.csv")
 
 
 def test_a_toy_policy_plugs_in_from_a_test_module(tmp_path):

@@ -12,7 +12,7 @@ from simutil import batch, pools, random_jobs
 from raysim.placement import make_placer
 from raysim.policy import make_policy
 from raysim.models.forecast import PackingSwitch
-from raysim.quota.ledger import PoolShape, check_conservation
+from raysim.quota.ledger import PoolShape, check_conservation, quota_loans
 from raysim.report.results import jobs_table
 from raysim.runtime.codec import LOAN_RESULT_SCHEMA, RESULT_SCHEMA, results_table
 from raysim.sim import SimParams, VCSimulator
@@ -20,22 +20,23 @@ from raysim.sim import SimParams, VCSimulator
 A_POOL = PoolShape(0, "gpu", 8)  # VC A's only pool, as its borrowers see it
 
 
-def make_vc(name, nodes, policy="tiresias", *, quota_loans=True, **constants):
+def make_vc(name, nodes, policy="tiresias", *, lending=True, **constants):
     """A VC of `nodes` 8-GPU nodes (clean semantics, consolidated placement)."""
     params = SimParams.for_mode("clean")
     if policy == "tiresias":
         constants.setdefault("threshold_gpu_s", 10**9)  # one queue: submit order (no demotion)
     return VCSimulator(name, pools(nodes), make_policy(policy, params=params, **constants),
-                       make_placer("consolidate", params=params), params, quota_loans=quota_loans)
+                       make_placer("consolidate", params=params), params,
+                       loans=quota_loans if lending else None)
 
 
-def test_simulation_core_imports_the_ledger_and_no_ray():
-    # raysim.sim is pure: its engine takes the VC side of loans from raysim.quota.ledger, and
-    # importing it brings in neither Ray nor the rest of raysim.quota
+def test_simulation_core_imports_no_feature_and_no_ray():
+    # raysim.sim is pure: quota lending reaches its engine as a component (VCSimulator(loans=...)),
+    # so importing it brings in neither Ray nor anything of raysim.quota (issue 49)
     code = ("import sys, raysim.sim; print(sorted(m for m in sys.modules if m == 'ray' or "
-            "m.startswith(('ray.', 'raysim.runtime', 'raysim.quota.'))))")
+            "m.startswith(('ray.', 'raysim.runtime', 'raysim.quota'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['raysim.quota.ledger']"
+    assert out.stdout.strip() == "[]"
 
 
 def add(sim, jobs):
@@ -217,7 +218,7 @@ def test_held_nodes_are_refused_beyond_what_was_lent_and_errors_are_clear():
         b.loans.borrow(300, A_POOL, 1, "A")
     with pytest.raises(ValueError, match="do not mix"):
         b.add_node_events([(400, 1)])
-    assert make_vc("C", 1, quota_loans=False).loans is None  # (a VC without quota lending has no loans to report)
+    assert make_vc("C", 1, lending=False).loans is None  # (a VC without quota lending has no loans to report)
 
 
 def settle(sims, t, reports, rng=None):
@@ -296,7 +297,7 @@ def test_quota_lending_without_loans_changes_no_result():
     jobs = random_jobs(rng, 200, 20_000, max_gpu=16)
     out = []
     for on in (False, True):
-        sim = make_vc("A", 2, "srtf", quota_loans=on)
+        sim = make_vc("A", 2, "srtf", lending=on)
         add(sim, jobs)
         sim.run()
         out.append(sim.results())
@@ -314,7 +315,7 @@ def test_records_carry_the_loan_columns_only_with_quota_lending():
     table = results_table([b.results()])
     assert table.schema == LOAN_RESULT_SCHEMA
     assert table.column("ran_on_vc").to_pylist() == ["B", "A", "A"]
-    plain = make_vc("C", 1, quota_loans=False)
+    plain = make_vc("C", 1, lending=False)
     add(plain, [(0, 10, 1)])
     plain.run()
     assert results_table([plain.results()]).schema == RESULT_SCHEMA
@@ -331,7 +332,7 @@ def lucid_vc(name, nodes):
     params = SimParams.for_mode("clean")
     policy = make_policy("lucid", params=params, pairs={}, switch=PackingSwitch())
     return VCSimulator(name, pools(nodes), policy, make_placer("consolidate", params=params), params,
-                       quota_loans=True)
+                       loans=quota_loans)
 
 
 @pytest.mark.parametrize("mode", ["drain", "preempt"])

@@ -14,6 +14,7 @@ from raysim.placement import PLACERS, SCORED, make_placer
 from raysim.placement.frag import FragModel, FragTracker
 from raysim.placement.scored.placer import Shapes
 from raysim.policy import make_policy
+from raysim.quota.ledger import quota_loans
 from raysim.sim import SimParams, VCSimulator
 from raysim.cluster.resources import Pods
 from raysim.sim.vc import SHARED
@@ -228,7 +229,7 @@ def loan_vcs(policy="fifo_backfill"):
     for name in ("A", "B"):
         sims[name] = VCSimulator(name, layout[name], make_policy(policy, params=params),
                                  make_placer("fgd", params=params, vc_index=len(sims), shapes=shapes), params,
-                                 catalog=catalog, quota_loans=True, resources=True,
+                                 catalog=catalog, loans=quota_loans, resources=True,
                                  fragmentation=FragTracker(shapes.workload), layout=layout)
     cols = pods_batch(b_pods)
     cols["shape"] = of_pod

@@ -1,6 +1,6 @@
 """Quotas between VCs, the VC side: reports, lending, borrowing, reclaiming and taking back nodes.
 
-A VC that takes part in quota lending (`VCSimulator(..., quota_loans=True)`, whose `loans` are a
+A VC that takes part in quota lending (`VCSimulator(..., loans=quota_loans)`, whose `loans` are a
 QuotaLoans: its ledger and the operations below) holds two kinds of
 nodes: its *own* nodes (its layout pools) and *held* nodes, on loan from another VC and tagged with
 that lender and the lender's pool (`PoolShape`). The coordinator decides loans at epochs t between
@@ -71,7 +71,19 @@ from typing import NamedTuple
 
 import numpy as np
 
+from raysim.sim.jobs import RECLAIM
+from raysim.sim.lifecycle import DRAINING, UP
+
 MODES = ("preempt", "drain")
+#: The time-series columns of a VC with quota lending: GPUs it holds on loan from other VCs, and its
+#: own GPUs lent out (from the lend until the lender takes them back).
+LOAN_COLUMNS = ("borrowed_gpu_num", "lent_gpu_num")
+
+
+def quota_loans(sim) -> "QuotaLoans":
+    """Quota lending for VC simulator `sim` (raysim.sim.engine.VCSimulator(loans=quota_loans)): its
+    ledger of own pools from the run's start, and the loan operations."""
+    return QuotaLoans(sim, QuotaLedger(sim.own_pool_nodes(), since=sim.t0))
 
 
 class PoolShape(NamedTuple):
@@ -158,6 +170,9 @@ class QuotaLoans:
     coordinator's epochs carry out on its simulator's nodes (`sim`, raysim.sim.engine.VCSimulator,
     whose `loans` this is)."""
 
+    #: the time-series columns it adds to its VC's (`series_row` gives their values)
+    series_columns = LOAN_COLUMNS
+
     def __init__(self, sim, ledger: QuotaLedger):
         self.sim = sim
         self.ledger = ledger
@@ -205,14 +220,10 @@ class QuotaLoans:
                  "idle": idle[p]} for p, pool in enumerate(vc.pools)]
 
     def _idle_by_scan(self) -> list[int]:
-        """Per own pool, its idle nodes present (not lent out), counted node by node."""
+        """Per own pool, its idle nodes up (not lent out, down or yet to join), counted node by node."""
         ledger, vc = self.ledger, self.sim.vc
-        away = [0] * len(vc.pools)  # per pool, nodes out on loan or down (idle in their slots)
-        if vc.lent or vc.down:
-            starts = ledger.pool_starts
-            for node in set(vc.lent) | vc.down:
-                if node < ledger.pool_nodes[-1].stop:  # (own nodes only)
-                    away[bisect.bisect_right(starts, node) - 1] += 1
+        state = vc.state  # per pool, nodes not up (idle in their slots)
+        away = [len(nodes) - state[nodes.start:nodes.stop].count(UP) for nodes in ledger.pool_nodes]
         if vc.res is not None:  # (a node running CPU-only jobs has all its GPUs free but is not idle)
             return [sum(map(vc.idle, nodes)) - away[p] for p, nodes in enumerate(ledger.pool_nodes)]
         free, size = vc.free, vc.size
@@ -237,9 +248,8 @@ class QuotaLoans:
         if not self.named:
             return None
         vc = self.sim.vc
-        lent, down = vc.lent, vc.down
-        return [[n for n in nodes if vc.idle(n) and n not in lent and n not in down]
-                for nodes in self.ledger.pool_nodes]
+        state = vc.state
+        return [[n for n in nodes if state[n] == UP and vc.idle(n)] for nodes in self.ledger.pool_nodes]
 
     def _report_held_nodes(self) -> list[dict] | None:
         """With named loans: the held nodes not being drained, borrowed last first: lender, pool, the
@@ -286,9 +296,9 @@ class QuotaLoans:
         """Lend `count` idle own nodes of pool `pool` to `to_vc`: the last ones in scan order, or with
         named loans the ones the lending policy names (`nodes`)."""
         ledger, vc = self._epoch(t), self.sim.vc
-        lent, down = vc.lent, vc.down
+        state = vc.state
         candidates = reversed(ledger.pool_nodes[pool]) if nodes is None else nodes
-        idle = list(itertools.islice((n for n in candidates if vc.idle(n) and n not in lent and n not in down
+        idle = list(itertools.islice((n for n in candidates if state[n] == UP and vc.idle(n)
                                       and n in ledger.pool_nodes[pool]), count))
         if count > len(idle):
             raise ValueError(f"{self.sim.name}: cannot lend {count} nodes of pool {pool} at t={t}: "
@@ -297,7 +307,7 @@ class QuotaLoans:
         ledger.loan_state += 1
         borrower = ledger.code(to_vc)
         for node in idle:
-            vc.lend_own(node, borrower)
+            vc.change(node, "lend", "quota", tag=borrower)
             ledger.lent_gpus += vc.size[node]
         _count(ledger.loans, (self.sim.name, to_vc, pool), -count)
         self._decide_at(t)
@@ -324,7 +334,7 @@ class QuotaLoans:
         _count(ledger.held_nodes, key, count)
         _count(ledger.loans, (from_vc, self.sim.name, key[1].pool), count)
         if len(vc.types) != types:
-            self.sim._index_types()
+            self.sim.reindex_types()
         self.sim.policy.on_capacity(self.sim, t)
         self._decide_at(t)
 
@@ -352,17 +362,12 @@ class QuotaLoans:
             busy = set(chosen[at_once:])
         ledger.account(t)
         ledger.loan_state += 1
-        on = self.sim._jobs_on(chosen)
+        on = self.sim.jobs_on(chosen)
         if mode == "preempt":
             for j in on:
                 if self.sim.jobs.end_due[j] == t:  # its work is done: it finishes, it is not stopped
-                    self.sim._finish_at(j, t)
-            reclaims = self.sim.jobs.reclaims
-
-            def tally(j, lost):
-                reclaims[j] += 1
-
-            self.sim._interrupt([j for j in on if j in self.sim.running], t, tally)
+                    self.sim.finish_due(j, t)
+            self.sim.stop_jobs([j for j in on if j in self.sim.running], t, RECLAIM)
         back = 0
         for node in chosen:
             if node not in vc.held:
@@ -371,7 +376,7 @@ class QuotaLoans:
                 self._give_back(node)
                 back += 1
             else:
-                vc.drain(node)
+                vc.change(node, "drain", "quota")
         if nodes is not None and vc.draining:
             self.return_drained(t)  # (a named node idle by now, whose return the policy expects later)
         self._decide_at(t)
@@ -396,7 +401,7 @@ class QuotaLoans:
         ledger.account(t)
         ledger.loan_state += 1
         for node in away[:count]:
-            vc.take_back_own(node)
+            vc.change(node, "return", "quota")
             ledger.lent_gpus -= vc.size[node]
         _count(ledger.loans, (self.sim.name, from_vc, pool), count)
         self.sim.policy.on_capacity(self.sim, t)
@@ -404,12 +409,11 @@ class QuotaLoans:
 
     def check_loans(self) -> None:
         """Assert the node state's invariants (VCState.check) and that the ledger agrees with it:
-        every own node is present or lent, and the held and lent GPU counts are right."""
+        no own node is held or drains, and the held and lent GPU counts are right."""
         vc, ledger = self.sim.vc, self.ledger
         vc.check()
-        present = set(vc.order)
         for p, nodes in enumerate(ledger.pool_nodes):
-            assert all(n in present or n in vc.lent or n in vc.down for n in nodes), f"an own node of pool {p} is lost"
+            assert all(n not in vc.held and vc.state[n] != DRAINING for n in nodes), f"an own node of pool {p} is lost"
         assert ledger.held_gpus == sum(vc.size[n] for n in vc.held), "held GPU count is off"
         assert ledger.lent_gpus == sum(vc.size[n] for n in vc.lent), "lent GPU count is off"
         loans, held = {}, {}
@@ -463,13 +467,17 @@ class QuotaLoans:
             self._give_back(node)
             ledger.returned[key] = ledger.returned.get(key, 0) + 1
 
+    def series_row(self) -> tuple[int, int]:
+        """The values of `series_columns` now: GPUs held on loan, own GPUs lent out."""
+        return self.ledger.held_gpus, self.ledger.lent_gpus
+
     def results(self, rows) -> dict[str, np.ndarray]:
         """`ran_on_vc` (None before a job's first start) and `reclaims` of the jobs `rows`."""
         jobs, partners = self.sim.jobs, self.ledger.partners
         ran = [None if jobs.start[j] < 0 else self.sim.name if jobs.ran_on[j] < 0 else partners[jobs.ran_on[j]]
                for j in rows]
         return {"ran_on_vc": np.array(ran, dtype=object),
-                "reclaims": np.array([jobs.reclaims[j] for j in rows], dtype=np.int64)}
+                "reclaims": jobs.stop_counts(rows, RECLAIM)}
 
     # ------------------------------------------------------------------ internals
     def _epoch(self, t: int) -> QuotaLedger:
@@ -481,7 +489,7 @@ class QuotaLoans:
 
     def _decide_at(self, t: int) -> None:
         """Make t an event: the policy decides, and the state is sampled, after this operation."""
-        self.sim._wakeup = min(self.sim._wakeup, t)
+        self.sim.wake_at(t)
 
     def _give_back(self, node: int) -> None:
         """Idle held node `node` leaves the VC."""
@@ -493,7 +501,7 @@ class QuotaLoans:
         if self.named:
             del ledger.origins[node]
             self.sim.unfollow(node)
-        self.sim.vc.give_back(node)
+        self.sim.vc.change(node, "leave", "quota")
 
     def _loan_key(self, key) -> dict:
         code, shape = key

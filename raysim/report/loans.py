@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from raysim.report.timeseries import column_hours, column_names, read_timeseries, series_layout
-from raysim.sim.recorder import LOAN_COLUMNS
+from raysim.quota.ledger import LOAN_COLUMNS
 
 HOUR = 3600.0
 

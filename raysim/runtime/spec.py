@@ -8,6 +8,7 @@ from raysim.placement import make_placer
 from raysim.placement.frag import FragTracker
 from raysim.placement.types import check_type_order
 from raysim.policy import checked_constants, policy_class
+from raysim.quota.ledger import quota_loans
 from raysim.quota.settings import QuotaSettings
 from raysim.sim import SimParams, VCSimulator
 from raysim.sim.attempts import Attempts
@@ -86,7 +87,8 @@ class RunSpec:
                         shapes=self.shapes),
             self.params, t0=self.t0,
             network=NetworkModel(**self.network) if self.network else None,
-            catalog=self.catalog, quota_loans=self.quota.borrow, pool_homes=self.pool_homes or None,
+            catalog=self.catalog, loans=quota_loans if self.quota.borrow else None,
+            pool_homes=self.pool_homes or None,
             resources=self.resources,
             fragmentation=FragTracker(self.shapes.workload) if self.shapes is not None else None,
             layout=self.layout if self.resources and self.quota.borrow else None,

@@ -9,7 +9,7 @@ ordering) asks for it through ``next_wakeup``. Cost grows with events, not simul
 
 Capacity events (raysim.sim.capacity: nodes that go down, come back, join or leave) apply at
 their time after that second's completions and before its arrivals; a node going down stops the
-jobs on it through the one path of jobs their VC stops (`_interrupt`, also quota reclaims). Each
+jobs on it through the one path of jobs their VC stops (`stop_jobs`, also quota reclaims). Each
 node follows one stream of events (`follow`), merged in a heap; a node on loan follows its
 lender's node's stream.
 
@@ -27,14 +27,14 @@ import math
 import numpy as np
 
 from raysim.cluster.catalog import TypeCatalog
-from raysim.quota.ledger import QuotaLedger, QuotaLoans
 from raysim.sim.attempts import Attempts
 from raysim.sim.capacity import DOWN, UP, CapacityPlan
 from raysim.sim.checkpoint import Checkpointing, completed
-from raysim.sim.jobs import UNSET, JobTable
+from raysim.sim.jobs import CAPACITY, RETRY, UNSET, JobTable
 from raysim.sim.params import SimParams
-from raysim.sim.recorder import CAPACITY_COLUMNS, LOAN_COLUMNS, RESOURCE_COLUMNS, Recorder, per_type_columns
+from raysim.sim.recorder import CAPACITY_COLUMNS, RESOURCE_COLUMNS, Recorder, per_type_columns
 from raysim.sim.demand import Demand
+from raysim.sim.lifecycle import ABSENT
 from raysim.sim.vc import VCState
 from raysim.sim.view import PolicyView
 
@@ -45,7 +45,7 @@ FORGET_AT = 4096
 
 class VCSimulator(PolicyView):
     """Simulates one VC under one policy and placer. Feed jobs with `add_jobs`, advance with `run`.
-    With `quota_loans` it also lends and borrows nodes at the coordinator's epochs (raysim.quota.ledger);
+    With `loans` it also lends and borrows nodes at the coordinator's epochs (raysim.quota.ledger);
     with `capacity` (the run's raysim.sim.capacity.CapacityPlan) its nodes go down and come back
     at given times, jobs on them counted per cause; with `checkpoint`
     (raysim.sim.checkpoint.Checkpointing) every stop costs a job its work since its last checkpoint
@@ -58,7 +58,7 @@ class VCSimulator(PolicyView):
     _until = NEVER
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
-                 *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, quota_loans: bool = False,
+                 *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, loans=None,
                  pool_homes: list[str] | None = None, resources: bool = False, fragmentation=None,
                  layout: dict | None = None, capacity: CapacityPlan | None = None,
                  checkpoint: Checkpointing | None = None, checkpoint_kinds: tuple = (),
@@ -78,18 +78,23 @@ class VCSimulator(PolicyView):
         self._catalog = catalog or TypeCatalog()
         #: the run has several GPU types: results say on which type each job ran, and for how long
         self.type_time = len(self._catalog.gpu_types) > 1
-        self._index_types()
+        self.reindex_types()
         self._plain_demand: dict[int, Demand] = {}  # GPU count -> Demand of a job without type inputs
         #: FGD's fragment amount of the VC's resources (raysim.placement.frag.FragTracker), or None
         self.fragmentation = fragmentation if self.vc.res is not None else None
+        self.t0 = t0
+        #: quota lending (`loans(self)`, e.g. raysim.quota.ledger.quota_loans: the ledger and the loan
+        #: operations, which add time-series columns, `series_columns`/`series_row`, and result
+        #: columns, `results`), else None
+        self.loans = loans(self) if loans is not None else None
         self.recorder = Recorder(params.sample_interval * params.ticks_per_s, t0, per_type_columns(self._catalog.gpu_types)
-                                 + (LOAN_COLUMNS if quota_loans else ())
+                                 + (self.loans.series_columns if self.loans is not None else ())
                                  + (RESOURCE_COLUMNS if self.vc.res is not None else ())
                                  + (CAPACITY_COLUMNS if capacity is not None else ()))
         #: optional NetworkModel: multi-node jobs slow down when their NICs are oversubscribed
         self.network = network
         # with quota lending a job may also run on the GPU types of other VCs
-        types = list(dict.fromkeys(self.vc.types + list(self._catalog.gpu_types))) if quota_loans else self.vc.types
+        types = list(dict.fromkeys(self.vc.types + list(self._catalog.gpu_types))) if loans else self.vc.types
         #: checkpoint-restart settings (None: a stopped job keeps its work, or starts over; see `_stop`)
         self.checkpoint = checkpoint
         #: per-application checkpoint settings, which jobs name by `checkpoint_kind`
@@ -102,11 +107,9 @@ class VCSimulator(PolicyView):
         #: runs that fail)
         self.countdown = policy.countdown or network is not None or self.checkpoints or (
             self.attempts is not None) or any(s != 1.0 for row in self._catalog.speed_rows(types) for s in row)
-        #: quota lending (raysim.quota.ledger: the ledger and the loan operations), else None
-        self.loans = QuotaLoans(self, QuotaLedger(self._own_pool_nodes(pools), since=t0)) if quota_loans else None
         #: one cluster-wide queue (quota=global): per node, the VC whose pool it came from
         self._node_home = None if pool_homes is None else [
-            home for home, nodes in zip(pool_homes, self._own_pool_nodes(pools)) for _ in nodes]
+            home for home, nodes in zip(pool_homes, self.own_pool_nodes()) for _ in nodes]
         self.now = t0 - 1  # last time fully processed
         self.pending: dict[int, None] = {}  # insertion order = queue order of (re)entry
         self.running: dict[int, None] = {}  # insertion order = order of (re)start
@@ -147,13 +150,14 @@ class VCSimulator(PolicyView):
         #: (node, up?) of the capacity events applied at the latest capacity tick, in apply order
         self.capacity_changes: list[tuple[int, bool]] = []
         #: own nodes that have not joined yet, and their GPUs (not counted as down)
-        self._unjoined = set(own.absent) if own is not None else set()
-        for node in self._unjoined:
-            self.vc.take_down(node)  # it joins later
-        self._unjoined_gpus = self.vc.down_gpus
+        #: own nodes that have not joined yet (absent until their node log's join)
+        self.joining = 0
+        for node in (own.absent if own is not None else ()):
+            self.vc.change(node, "leave", "not_joined")
+            self.joining += 1
         self._snapshot(t0)
 
-    def _index_types(self) -> None:
+    def reindex_types(self) -> None:
         """Lookups over the VC's GPU types (again when a borrowed node brings a new type)."""
         catalog, types = self._catalog, self.vc.types
         #: per constraint id: the indices of this VC's GPU types the constraint allows
@@ -166,11 +170,10 @@ class VCSimulator(PolicyView):
         #: per VC type index: its index among the run's GPU types
         self._run_type = [catalog.gpu_types.index(t) if t in catalog.gpu_types else -1 for t in types]
 
-    @staticmethod
-    def _own_pool_nodes(pools) -> list[range]:
-        """Per pool, the indices of its nodes (VCState creates them pool by pool)."""
+    def own_pool_nodes(self) -> list[range]:
+        """Per own pool, the indices of its nodes (VCState creates them pool by pool)."""
         out, start = [], 0
-        for pool in pools:
+        for pool in self.vc.pools:
             out.append(range(start, start + pool.nodes))
             start += pool.nodes
         return out
@@ -420,7 +423,7 @@ class VCSimulator(PolicyView):
         retry = jobs.retry[j]
         remain, gap = retry[1].pop(0)
         retry[0] = remain
-        retry[2] += 1
+        jobs.count_stop(j, RETRY)
         jobs.fail_at[j] = retry[1][0][0] if retry[1] else 0
         self.policy.on_ending(self, j, t)
         jobs.attained[j] = self.attained(j, t)
@@ -445,7 +448,11 @@ class VCSimulator(PolicyView):
             held[t] = held.get(t, 0) + until - jobs.placed_at[j]
         self.vc.release(j)
 
-    def _finish_at(self, j: int, t: int) -> None:
+    def wake_at(self, t: int) -> None:
+        """Make t an event of this VC: its policy decides, and its state is sampled, at t."""
+        self._wakeup = min(self._wakeup, t)
+
+    def finish_due(self, j: int, t: int) -> None:
         """Running job j, due at t, completes now (before the events of t are processed)."""
         self.jobs.version[j] += 1  # its completion event is spent
         self._complete(j, t)
@@ -457,9 +464,8 @@ class VCSimulator(PolicyView):
         its jobs are the borrower's, who follows the same events. The policy hears of the change once
         (`Policy.on_capacity`), and may read what changed (`capacity_changes`)."""
         heap, streams, vc = self._cap_heap, self._streams, self.vc
-        interrupted, lost_by = self.jobs.interrupted, self.jobs.lost_by
         changes = self.capacity_changes = []
-        ticks = self.params.ticks_per_s
+        ticks, names = self.params.ticks_per_s, self.capacity_plan.causes
         while heap and heap[0][0] == t:
             _, _, node, _, kind, cause, stream = heap[0]
             after = stream.next() if streams.get(node) is stream else None
@@ -472,42 +478,30 @@ class VCSimulator(PolicyView):
                 heapq.heapreplace(heap, (after[0] * ticks, after[1], node, self._serial, after[2], after[3], stream))
             if kind == UP:
                 changes.append((node, True))
-                vc.bring_up(node)
-                if node in self._unjoined:
-                    self._unjoined.remove(node)
-                    self._unjoined_gpus -= vc.size[node]
+                if vc.state[node] == ABSENT:
+                    self.joining -= 1
+                vc.change(node, "up", names[cause])
                 continue
-
-            def tally(j, lost, cause=cause):
-                counts = interrupted[j] = interrupted[j] or {}
-                counts[cause] = counts.get(cause, 0) + 1
-                if lost:
-                    by = lost_by[j] = lost_by[j] or {}
-                    by[cause] = by.get(cause, 0) + lost
-
-            self._interrupt(self._jobs_on([node]), t, tally)
+            self.stop_jobs(self.jobs_on([node]), t, CAPACITY + cause)
             if kind == DOWN and node in streams:  # (a drained held node whose jobs stopped went back)
                 changes.append((node, False))
-                vc.take_down(node)
+                vc.change(node, "down", names[cause])
         self.policy.on_capacity(self, t)
 
-    def _interrupt(self, on: list[int], t: int, tally) -> None:
-        """Stop running jobs `on` (in this order) because their VC took nodes from under them, not
-        their policy: the one path of quota reclaims and capacity events. Each is counted
-        (`tally(j, lost)`, lost: the GPU x job seconds of work the stop cost it, 0 without
-        checkpoints), frees its GPUs and waits again: under a policy that preempts it continues its
+    def stop_jobs(self, on: list[int], t: int, cause: int) -> None:
+        """Stop running jobs `on` (in this order) for `cause` (raysim.sim.jobs: RECLAIM, CAPACITY + k,
+        or a producer's own), because their VC took nodes from under them, not their policy. Each
+        stops through the one path of stops (`_stop_for`: counted in its ledger with the work the
+        stop cost it), frees its GPUs and waits again: under a policy that preempts it continues its
         remaining work plus the policy's preemption overhead, under any other it restarts from the
         beginning (`_restart_cost`); with checkpoints it keeps its last checkpoint and restores from
         it (`_stop`). Then each returns to its policy (`Policy.on_requeue`)."""
-        lost = self.jobs.lost_gpu_s
         for j in on:
-            before = lost[j]
-            self._stop(j, t, self._restart_cost(j))
-            tally(j, lost[j] - before)
+            self._stop_for(j, t, cause, self._restart_cost(j))
         for j in on:
             self.policy.on_requeue(self, j, t)
 
-    def _jobs_on(self, nodes) -> list[int]:
+    def jobs_on(self, nodes) -> list[int]:
         """Jobs holding GPUs (with `res`: any resource) on `nodes`, in the order they (re)started."""
         vc, on = self.vc, set()
         if vc.res is not None:  # shares and CPU-only jobs own no GPU: ask the placements
@@ -555,9 +549,9 @@ class VCSimulator(PolicyView):
             row += tuple(tt[i] if i >= 0 else 0 for i in self._series_types)
             row += tuple(tf[i] if i >= 0 else 0 for i in self._series_types)
         if self.loans is not None:
-            row += (self.loans.ledger.held_gpus, self.loans.ledger.lent_gpus)
+            row += self.loans.series_row()
         if vc.res is not None:
             row += (vc.used_milli, self.fragmentation.amount(vc.res) if self.fragmentation is not None else 0)
         if self.capacity_plan is not None:
-            row += (vc.down_gpus - self._unjoined_gpus,)
+            row += (vc.down_gpus,)
         self.recorder.snapshot(t, row)

@@ -41,6 +41,12 @@ SPARSE_INPUTS = {**REQUEST_INPUTS, "checkpoint_kind": -1}
 #: Input columns a batch may leave out, with their default value.
 OPTIONAL_INPUTS = {"workload": -1, "share_score": 0, "constraint": -1, "speed_profile": -1, **SPARSE_INPUTS}
 
+#: Causes of a job's stops in its ledger (JobTable.stops, JobTable.lost_by): the policy's preemption,
+#: a quota reclaim, a failed run its trace replays (raysim.sim.attempts), then the run's capacity
+#: causes (raysim.sim.capacity.CapacityPlan.causes: node logs, failure categories), the k-th at CAPACITY + k.
+PREEMPTION, RECLAIM, RETRY, CAPACITY = 0, 1, 2, 3
+NO_STOPS: dict = {}
+
 RESULT_COLUMNS = ("start_time", "end_time", "queue", "preemptions", "first_node", "num_nodes", "shared", "first_gpu")
 
 
@@ -72,7 +78,6 @@ class JobTable:
         self.start: list[int] = []
         self.end: list[int] = []
         self.queue: list[int] = []
-        self.preemptions: list[int] = []
         self.first_node: list[int] = []
         self.num_nodes: list[int] = []
         self.first_gpu: list[int] = []  # lowest GPU id of its latest placement on first_node (-1: none)
@@ -82,12 +87,11 @@ class JobTable:
         self.placed_at: list[int] = []
         self.type_held: list = []
         # quota lending (raysim.quota.ledger): the lender whose nodes the latest run used (-1: the
-        # job's own VC) and how often a lender's reclaim stopped the job
+        # job's own VC)
         self.ran_on: list[int] = []
-        self.reclaims: list[int] = []
-        # capacity events (raysim.sim.capacity): per job None, or {cause index: times a node going
-        # down for that cause stopped it}
-        self.interrupted: list = []
+        # the stop ledger: per job None, or {cause (PREEMPTION, RECLAIM, RETRY, CAPACITY + k): its
+        # stops of that cause}; `count_stop` is the one place a stop is counted
+        self.stops: list = []
         # checkpoint-restart (raysim.sim.checkpoint): the work of the checkpoint the current (or next)
         # run starts from, whether that run begins with a restore, and the work lost and the
         # restores and writes so far, in GPU x job seconds
@@ -95,11 +99,12 @@ class JobTable:
         self.ck_restart: list[bool] = []
         self.lost_gpu_s: list = []
         self.overhead_gpu_s: list = []
-        # with capacity events too: per job None, or {cause index: work lost to its stops x GPUs}
+        # per job None, or {cause: work its stops of that cause lost x GPUs} (with checkpoints)
         self.lost_by: list = []
         # trace.failed=replay (raysim.sim.attempts): the remaining work at which the current run
         # fails (0: it is the job's last), and per job None or [the remaining work when the current
-        # run began, [(fail_at, gap) of its later failures], failures so far]; the same for every
+        # run began, [(fail_at, gap) of its later failures]] (its failures so far are stops of
+        # cause RETRY); the same for every
         # job until one ran several times
         self.fail_at: list[int] | Same = Same(0)
         self.retry: list | Same = Same(None)
@@ -165,14 +170,13 @@ class JobTable:
         self.run_order += [-1] * k
         self.shared += [False] * k
         self.type_held += [None] * k
-        self.interrupted += [None] * k
+        self.stops += [None] * k
         self.lost_by += [None] * k
         self.ck_restart += [False] * k
         for name in ("start", "end", "first_node", "first_gpu", "end_due", "ckpt_time", "run_since", "ran_on",
                      "gpu_type", "placed_at"):
             getattr(self, name).extend([UNSET] * k)
-        for name in ("queue", "preemptions", "num_nodes", "attained", "version", "reclaims", "ck_kept", "lost_gpu_s",
-                     "overhead_gpu_s"):
+        for name in ("queue", "num_nodes", "attained", "version", "ck_kept", "lost_gpu_s", "overhead_gpu_s"):
             getattr(self, name).extend([0] * k)
         self.remain += duration
         self.least_remain += duration
@@ -183,7 +187,7 @@ class JobTable:
         if isinstance(self.fail_at, Same):
             self.fail_at, self.retry = [0] * self.n, [None] * self.n
         self.fail_at[j] = plan[0][0]
-        self.retry[j] = [self.duration[j], plan, 0]
+        self.retry[j] = [self.duration[j], plan]
 
     def retain(self, rows: list[int]) -> None:
         """Keep only the jobs `rows` (ascending), renumbered 0..len(rows)-1 in that order."""
@@ -191,6 +195,23 @@ class JobTable:
             if isinstance(col, list):
                 setattr(self, name, [col[j] for j in rows])
         self.n = len(rows)
+
+    def count_stop(self, j: int, cause: int, lost=0) -> None:
+        """Job j stopped for `cause`, which cost it `lost` (work x GPUs; 0 without checkpoints)."""
+        counts = self.stops[j]
+        if counts is None:
+            counts = self.stops[j] = {}
+        counts[cause] = counts.get(cause, 0) + 1
+        if lost:
+            by = self.lost_by[j]
+            if by is None:
+                by = self.lost_by[j] = {}
+            by[cause] = by.get(cause, 0) + lost
+
+    def stop_counts(self, rows, cause: int) -> np.ndarray:
+        """Per job of `rows`: its stops of `cause`."""
+        stops = self.stops
+        return np.array([(stops[j] or NO_STOPS).get(cause, 0) for j in rows], dtype=np.int64)
 
     def type_results(self, rows, types: int) -> dict[str, np.ndarray]:
         """Per job of `rows`: `gpu_type` (the run's type index of its latest placement, -1: never
@@ -203,13 +224,11 @@ class JobTable:
         return out
 
     def interruption_results(self, rows, causes: int) -> dict[str, np.ndarray]:
-        """Per job of `rows`: `interruptions` (times a node going down stopped it) and `intr_<k>`,
-        those of cause k, for each of the run's `causes` (raysim.sim.capacity.CapacityPlan.causes)."""
-        got = [self.interrupted[j] or {} for j in rows]
-        out = {"interruptions": np.array([sum(g.values()) for g in got], dtype=np.int64)}
-        for k in range(causes):
-            out[f"intr_{k}"] = np.array([g.get(k, 0) for g in got], dtype=np.int64)
-        return out
+        """Per job of `rows`: `interruptions` (times a capacity event stopped it) and `intr_<k>`,
+        those of capacity cause k, for each of the run's `causes` (raysim.sim.capacity.CapacityPlan.causes)."""
+        rows = list(rows)
+        out = {f"intr_{k}": self.stop_counts(rows, CAPACITY + k) for k in range(causes)}
+        return {"interruptions": sum(out.values(), np.zeros(len(rows), dtype=np.int64)), **out}
 
     def checkpoint_results(self, rows, causes: int = 0) -> dict[str, np.ndarray]:
         """Per job of `rows`, under checkpoint-restart (raysim.sim.checkpoint): `lost_gpu_s` (work
@@ -218,20 +237,20 @@ class JobTable:
         rows = list(rows)
         out = {name: np.array([float(getattr(self, name)[j]) for j in rows], dtype=np.float64)
                for name in ("lost_gpu_s", "overhead_gpu_s")}
-        by = [self.lost_by[j] or {} for j in rows]
+        by = [self.lost_by[j] or NO_STOPS for j in rows]
         for k in range(causes):
-            out[f"lost_{k}"] = np.array([float(b.get(k, 0)) for b in by], dtype=np.float64)
+            out[f"lost_{k}"] = np.array([float(b.get(CAPACITY + k, 0)) for b in by], dtype=np.float64)
         return out
 
     def attempt_results(self, rows) -> dict[str, np.ndarray]:
         """Per job of `rows`, under trace.failed=replay: `retries`, the runs of it that failed."""
-        retry = self.retry
-        return {"retries": np.array([retry[j][2] if retry[j] is not None else 0 for j in rows], dtype=np.int64)}
+        return {"retries": self.stop_counts(rows, RETRY)}
 
     def results(self, rows=None) -> dict[str, np.ndarray]:
         """Results of the given job indices (all by default) as numpy columns (-1 = not yet)."""
         rows = range(self.n) if rows is None else rows
-        pick = [(self.seq[j], self.start[j], self.end[j], self.queue[j], self.preemptions[j],
+        stops = self.stops
+        pick = [(self.seq[j], self.start[j], self.end[j], self.queue[j], (stops[j] or NO_STOPS).get(PREEMPTION, 0),
                  self.first_node[j], self.num_nodes[j], self.shared[j], self.first_gpu[j]) for j in rows]
         cols = np.array(pick, dtype=np.int64).reshape(len(pick), 9).T
         cols[2][cols[2] == DROPPED] = UNSET

@@ -27,9 +27,6 @@ COLUMNS = (
     "gmem_mb",  # mean GPU memory in use (MB) over the VC's GPUs
 )
 FLOAT_COLUMNS = ("sm_util", "gmem_mb")  # stored as float32, the counts as int32 (long runs keep millions of rows)
-#: With quota lending (raysim.quota.ledger): GPUs the VC holds on loan from other VCs, and its own GPUs
-#: lent out (from the lend until the lender takes them back).
-LOAN_COLUMNS = ("borrowed_gpu_num", "lent_gpu_num")
 #: With capacity events (raysim.sim.capacity): GPUs of the VC's own nodes out of service (down or
 #: left, wherever they are: lent out too; a node that has not joined yet is not counted).
 CAPACITY_COLUMNS = ("down_gpu_num",)

@@ -7,6 +7,7 @@ import heapq
 
 
 from raysim.cluster.resources import MILLI, Nodes, ResourceState
+from raysim.sim.lifecycle import ABSENT, AWAY, BUSY_MOVES, COUNTED, DRAINING, OUT_OF_SERVICE, UP, next_state
 
 TEMP_NODE_NAME = 9999  # the reference's name for a node added on loan
 #: owner of a GPU that holds shares of fractional jobs (free GPUs are -1, whole ones their job)
@@ -39,16 +40,14 @@ class VCState:
     SHARED. Jobs that ask for CPU or memory run on one node. Without `resources`, `res` is None
     and only GPUs are counted (the fast path of the Venus and Helios replays).
 
-    With `res`, a node takes pods only while it is in the scan order (`res.present`): a node away
-    on loan, a spare slot or a node being drained takes none.
-
-    Quota lending (raysim.quota.ledger) adds held nodes (`held`, on loan from another VC), own nodes
-    away on loan (`lent`: out of `order`, their slots kept idle), held nodes being drained
-    (`draining`: out of `order`, so no job is placed there, but still counted until they go back)
-    and slots of held nodes that went back (`spare`, reused by the next held node of that shape).
-
-    Capacity events (raysim.sim.capacity) take own nodes out of service (`down`: out of `order`,
-    their slots kept idle, like a node away on loan) and bring them back to their place.
+    Every node has one lifecycle state (`state[n]`, raysim.sim.lifecycle: absent, up, down,
+    draining, lent, lent_down, repair, spare), and `change` is the one function that moves a node
+    between states; capacity events, quota lending and Lucid's profiling pool are its producers.
+    Only `up` nodes are in the scan order; `up` and `draining` ones (a held node going back: no
+    new job, counted until its last job ends) are in the GPU totals. `down`, `lent` and `draining`
+    index the states; `held` tags the nodes held on loan from another VC (raysim.quota.ledger),
+    whose freed slots (`slots`) the next held node of that shape reuses. With `res`, a node takes
+    pods only while it is up (`res.present`).
     """
 
     def __init__(self, pools, resources: bool = False):
@@ -73,9 +72,15 @@ class VCState:
         self.gpu_gmem: list[list[float]] = []
         self.total_gpus = 0
         self.free_gpus = 0
+        #: per node: its lifecycle state (raysim.sim.lifecycle) and the cause of its latest change
+        self.state: list[int] = []
+        self.cause: list[str] = []
         for pool in self.pools:
             for _ in range(pool.nodes):
-                self._new_node(pool.gpu_type, pool.gpus_per_node, name=len(self.size))
+                node = self._new_node(pool.gpu_type, pool.gpus_per_node, name=len(self.size))
+                self.state[node] = UP  # (the run starts with its own nodes up: not a change)
+                self.order.append(node)
+                self._capacity(node, pool.gpus_per_node)
         self.max_node_gpus = max(p.gpus_per_node for p in self.pools)
         #: all nodes have one GPU type / one type and one size (placers' fast paths)
         self.single_type = len(self.types) == 1
@@ -83,20 +88,20 @@ class VCState:
         self.nodes_one_job = 0
         self.nodes_multi_job = 0
         self.has_temp = False
-        #: nodes this VC holds on loan from elsewhere (added by add_node)
+        #: nodes Lucid's profiling pool sent back (added by add_node; they are not own nodes)
         self.borrowed: set[int] = set()
-        #: quota lending: held node -> its tag (lender, pool shape); own node lent out -> the borrower
+        #: quota lending: held node -> its tag (lender, pool shape)
         self.held: dict[int, object] = {}
+        #: indexes of `state`, kept by `change`: own nodes away on loan -> their borrower (lent,
+        #: lent_down), nodes out of service (down, lent_down, repair), held nodes being drained (in
+        #: the order they started draining)
         self.lent: dict[int, object] = {}
-        #: nodes out of service (raysim.sim.capacity): idle and out of the scan order; an own node
-        #: lent out may be down too (it follows its events where it is)
         self.down: set[int] = set()
+        self.draining: dict[int, None] = {}
         #: GPUs of own nodes in `down` (held ones are their lender's)
         self.down_gpus = 0
-        #: held nodes being drained for return, in the order they started draining
-        self.draining: dict[int, None] = {}
-        #: spare slots of held nodes given back, per shape (VCState._shape): heaps of nodes
-        self.spare: dict[tuple, list[int]] = {}
+        #: free slots of held nodes given back, per shape (VCState._shape): heaps of nodes
+        self.slots: dict[tuple, list[int]] = {}
         #: per-job placement: job index -> list of (node, [gpu ids])
         self.placement: dict[int, list[tuple[int, list[int]]]] = {}
         #: per-job (utilisation in milli-percent, memory MB) of the job alone
@@ -120,6 +125,7 @@ class VCState:
                                    tuple(self.types)))
 
     def _new_node(self, gpu_type: str, per: int, name: int) -> int:
+        """A new node slot, absent (it joins through `change`)."""
         node = len(self.size)
         t = self.types.index(gpu_type)
         self.name.append(name)
@@ -131,8 +137,8 @@ class VCState:
         self.second.append([-1] * per)
         self.gpu_util.append([0] * per)
         self.gpu_gmem.append([0.0] * per)
-        self.order.append(node)
-        self._capacity(node, per)
+        self.state.append(ABSENT)
+        self.cause.append("")
         return node
 
     def _capacity(self, node: int, delta: int) -> None:
@@ -331,16 +337,23 @@ class VCState:
 
     def check(self) -> None:
         """Assert the occupancy counters agree with the per-GPU state (no GPU over-allocated), and
-        that every node is in one place: present (in the scan order or being drained), lent, or a
-        spare slot; held nodes are present, drained ones held, and nodes away idle."""
+        that the lifecycle's indexes agree with the states: the scan order holds the up nodes, the
+        draining ones are held, nodes neither up nor draining are idle, free slots are absent."""
+        state = self.state
+        assert len(set(self.order)) == len(self.order), "a node is listed twice"
+        assert sorted(self.order) == [n for n, s in enumerate(state) if s == UP], "the scan order is not the up nodes"
+        assert list(self.draining) == [n for n in self.draining if state[n] == DRAINING] and \
+            len(self.draining) == state.count(DRAINING), "draining nodes are off"
+        assert self.down == {n for n, s in enumerate(state) if s in OUT_OF_SERVICE}, "down nodes are off"
+        assert set(self.lent) == {n for n, s in enumerate(state) if s in AWAY}, "lent nodes are off"
+        assert set(self.draining) <= set(self.held), "a node drains that is not held"
+        slots = [n for free in self.slots.values() for n in free]
+        assert len(set(slots)) == len(slots) and all(state[n] == ABSENT and n not in self.held for n in slots), \
+            "a free slot is in use"
         live = self.order + list(self.draining)
-        assert len(set(live)) == len(live), "a node is listed twice"
-        spare = [n for slots in self.spare.values() for n in slots]
-        away = set(self.lent) | self.down | set(spare)
-        assert len(set(spare)) == len(spare) and not set(spare) & (set(self.lent) | self.down), "a spare slot is in use"
-        assert not away & set(live), "a node away is also present"
-        assert all(self.idle(n) and max(self.owner[n]) < 0 for n in away), "a node away is busy"
-        assert set(self.draining) <= set(self.held) <= set(live) | self.down, "a held node is lost"
+        assert all(self.idle(n) and max(self.owner[n]) < 0 for n in range(len(state)) if state[n] not in COUNTED), \
+            "a node away is busy"
+        assert self.down_gpus == sum(self.size[n] for n in self.down if n not in self.held), "down GPUs are off"
         free = [sum(1 for o in self.owner[n] if o == -1) for n in live]
         assert all(f == self.free[n] for f, n in zip(free, live)), "per-node free count is off"
         assert sum(self.free[n] for n in live) == self.free_gpus, "free GPU count is off"
@@ -362,9 +375,55 @@ class VCState:
                     assert (o == -1) == (left[n, g] == MILLI), f"node {n} GPU {g}: owner {o}, {left[n, g]} milli free"
                     assert o != SHARED or left[n, g] < MILLI, f"node {n} GPU {g}: shared but whole"
 
-    # ------------------------------------------------------------------ node loans
+    # ------------------------------------------------------------------ membership (raysim.sim.lifecycle)
+    def change(self, node: int, event: str, cause: str, tag=None) -> int:
+        """The one way a node's membership changes: node `node` takes `event` (raysim.sim.lifecycle.EVENTS)
+        for `cause`, and moves to the state lifecycle.MOVES gives (returned). It leaves or joins the
+        scan order, the GPU totals, the nodes that take pods (with `res`), the down GPUs (own nodes)
+        and the indexes `down`, `lent` (`tag`: the borrower) and `draining`, as the states say. Only
+        a held node may start draining while busy; every other move needs the node idle. A held node
+        that leaves frees its slot for the next held node of its shape."""
+        frm = self.state[node]
+        to = next_state(node, frm, event)
+        if (frm, event) not in BUSY_MOVES and frm in COUNTED and not self.idle(node):
+            raise AssertionError(f"node {node} is not idle: it cannot take the event {event!r}")
+        if frm == UP:
+            self.order.remove(node)
+        elif to == UP:
+            self._insert(node)
+        if (frm in COUNTED) != (to in COUNTED):
+            self._capacity(node, self.size[node] if to in COUNTED else -self.size[node])
+        if (frm == UP) != (to == UP):
+            self._present(node, to == UP)
+        out = (to in OUT_OF_SERVICE) - (frm in OUT_OF_SERVICE)
+        if out:
+            if out > 0:
+                self.down.add(node)
+            else:
+                self.down.discard(node)
+            if node not in self.held:
+                self.down_gpus += out * self.size[node]
+        if frm == DRAINING:
+            del self.draining[node]
+        elif to == DRAINING:
+            self.draining[node] = None
+        if frm in AWAY and to not in AWAY:
+            del self.lent[node]
+        elif to in AWAY and frm not in AWAY:
+            self.lent[node] = tag
+        self.state[node] = to
+        self.cause[node] = cause
+        if to == ABSENT and node in self.held:
+            self._free_slot(node)
+        return to
+
+    def idle(self, node: int) -> bool:
+        """Whether node `node` holds no job (with `res`: no CPU-only job either)."""
+        return self.free[node] == self.size[node] and (self.res is None or not self.res.n_pods[node])
+
     def lend_node(self, reference_naming: bool) -> bool:
-        """Give away one idle node (for a profiler's temporary node). Returns False when none is idle.
+        """Lend one idle node to Lucid's profiling pool (`lent`, its borrower "profiler"). Returns
+        False when none is idle.
 
         Reference naming (Lucid): the idle node with the largest name goes; once a temporary node
         exists, a regular idle node first swaps names with it, so the node that leaves is always
@@ -383,64 +442,15 @@ class VCState:
             self.has_temp = True
         else:
             node = idle[-1]
-        self.order.remove(node)
         self.borrowed.discard(node)
-        self._capacity(node, -self.size[node])
+        self.change(node, "lend", "profiler", tag="profiler")
         return True
-
-    def idle(self, node: int) -> bool:
-        """Whether node `node` holds no job (with `res`: no CPU-only job either)."""
-        return self.free[node] == self.size[node] and (self.res is None or not self.res.n_pods[node])
-
-    def lend_own(self, node: int, borrower) -> None:
-        """Idle own node `node` leaves on loan to `borrower`; its slot stays, idle, for its return."""
-        if not self.idle(node):
-            raise AssertionError(f"node {node} is not idle")
-        self.order.remove(node)
-        self._capacity(node, -self.size[node])
-        self.lent[node] = borrower
-        self._present(node, False)
-
-    def take_down(self, node: int) -> None:
-        """Idle node `node` goes out of service; its slot stays, idle, until `bring_up`. An own node
-        lent out only changes state (it is away already)."""
-        if not self.idle(node):
-            raise AssertionError(f"node {node} is not idle")
-        if node in self.down:
-            raise AssertionError(f"node {node} is already down")
-        self.down.add(node)
-        if node not in self.held:
-            self.down_gpus += self.size[node]
-        if node not in self.lent:
-            self.order.remove(node)
-            self._capacity(node, -self.size[node])
-            self._present(node, False)
-
-    def bring_up(self, node: int) -> None:
-        """Node `node`, out of service, returns idle: an own node to its place in the scan order, a
-        held one to the order's end; an own node lent out only changes state."""
-        self.down.remove(node)
-        if node not in self.held:
-            self.down_gpus -= self.size[node]
-        if node not in self.lent:
-            self._insert(node)
-            self._capacity(node, self.size[node])
-            self._present(node, True)
-
-    def take_back_own(self, node: int) -> None:
-        """Own node `node` returns from loan, idle, to its original place in the scan order (if it
-        is down, when it comes up)."""
-        del self.lent[node]
-        if node not in self.down:
-            self._insert(node)
-            self._capacity(node, self.size[node])
-            self._present(node, True)
 
     def _insert(self, node: int) -> None:
         """Put node `node` back in the scan order: an own node in its place (own nodes come first, in
         index order, and every other node has a larger index, so bisection finds that place although
-        the order's tail need not be sorted), a held node at the end."""
-        if node in self.held:
+        the order's tail need not be sorted), a held or borrowed node at the end."""
+        if node in self.held or node in self.borrowed:
             self.order.append(node)
         else:
             self.order.insert(bisect.bisect_left(self.order, node), node)
@@ -448,50 +458,34 @@ class VCState:
     def add_held(self, gpu_type: str, per: int, tag, cpu_milli: int | None = None,
                  memory_mib: int | None = None) -> int:
         """A node on loan from another VC (`tag` names the loan; with `res`, the node has
-        `cpu_milli` and `memory_mib`, None: not limited) joins at the end of the scan order, in the
-        lowest spare slot of its shape if there is one; returns the node."""
+        `cpu_milli` and `memory_mib`, None: not limited) comes up at the end of the scan order, in
+        the lowest free slot of its shape if there is one; returns the node."""
         self._admit_shape(gpu_type, per)
         t = self.types.index(gpu_type)
-        slots = self.spare.get(self._shape(t, per, cpu_milli, memory_mib))
+        slots = self.slots.get(self._shape(t, per, cpu_milli, memory_mib))
         if not slots:
             node = self._new_node(gpu_type, per, name=len(self.size))
             if self.res is not None:
                 added = self.res.add_node(UNLIMITED if cpu_milli is None else cpu_milli,
                                           UNLIMITED if memory_mib is None else memory_mib, per, gpu_type)
                 assert added == node, "the resource state's nodes are out of step"
+                self.res.set_present(node, False)
         else:
             node = heapq.heappop(slots)
-            self.order.append(node)
-            self._capacity(node, per)
-            self._present(node, True)
         self.held[node] = tag
+        self.change(node, "up", "quota")
         return node
 
-    def drain(self, node: int) -> None:
-        """Held node `node` takes no new job from now on; it stays counted until `give_back`."""
-        self.order.remove(node)
-        self.draining[node] = None
-        self._present(node, False)
-
-    def give_back(self, node: int) -> None:
-        """Idle held node `node` (maybe being drained, or down) leaves; its slot becomes spare."""
+    def _free_slot(self, node: int) -> None:
+        """Held node `node` left: its slot waits for the next held node of its shape."""
         del self.held[node]
-        if node in self.down:
-            self.down.remove(node)  # (out of the order and the totals already)
-        else:
-            if node in self.draining:
-                del self.draining[node]
-            else:
-                self.order.remove(node)
-            self._capacity(node, -self.size[node])
-            self._present(node, False)
         res = self.res
         cpu, mem = (None, None) if res is None else (int(res.nodes.cpu_milli[node]), int(res.nodes.memory_mib[node]))
         shape = self._shape(self.type_of[node], self.size[node], cpu, mem)
-        heapq.heappush(self.spare.setdefault(shape, []), node)
+        heapq.heappush(self.slots.setdefault(shape, []), node)
 
     def _shape(self, t: int, per: int, cpu_milli, memory_mib) -> tuple:
-        """The key of spare slots: GPU type index and GPUs per node, with `res` also CPU and memory."""
+        """The key of free slots: GPU type index and GPUs per node, with `res` also CPU and memory."""
         if self.res is None:
             return t, per
         return (t, per, UNLIMITED if cpu_milli is None else cpu_milli,
@@ -515,6 +509,7 @@ class VCState:
         node = self._new_node(pool.gpu_type, pool.gpus_per_node,
                               name=TEMP_NODE_NAME if reference_naming else len(self.size))
         self.borrowed.add(node)
+        self.change(node, "up", "profiler")
         return True
 
     def _fixed_nodes(self) -> None:

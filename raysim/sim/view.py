@@ -17,7 +17,7 @@ import numpy as np
 
 from raysim.sim.checkpoint import stopped
 from raysim.sim.demand import Demand
-from raysim.sim.jobs import DROPPED
+from raysim.sim.jobs import DROPPED, PREEMPTION
 
 NEVER = math.inf
 
@@ -51,8 +51,8 @@ class PolicyView:
 
     @property
     def nodes_down(self) -> int:
-        """Nodes of the VC out of service now (raysim.sim.capacity), which may come back."""
-        return len(self.vc.down)
+        """Nodes of the VC out of service now or yet to join (raysim.sim.capacity), which may come back."""
+        return len(self.vc.down) + self.joining
 
     def gpu_quota(self):
         """(per job, indexable by job index, the GPUs it occupies; the VC's GPUs) in one unit:
@@ -369,9 +369,15 @@ class PolicyView:
     def preempt(self, j: int, now: int) -> None:
         """Stop running job j: it checkpoints, frees its GPUs and waits again (pays the overhead; with
         checkpoint-restart on, its work since its last checkpoint and a restore instead)."""
+        self._stop_for(j, now, PREEMPTION, self.policy.preempt_overhead(self.jobs.gpu[j]))
+
+    def _stop_for(self, j: int, now: int, cause: int, overhead: int | None) -> None:
+        """The one path of every stop: running job j stops at `now` for `cause` (raysim.sim.jobs), is
+        counted in its stop ledger with the work the stop cost it, and waits again (`_stop`)."""
         jobs = self.jobs
-        jobs.preemptions[j] += 1
-        self._stop(j, now, self.policy.preempt_overhead(jobs.gpu[j]))
+        before = jobs.lost_gpu_s[j]
+        self._stop(j, now, overhead)
+        jobs.count_stop(j, cause, jobs.lost_gpu_s[j] - before)
 
     def _stop(self, j: int, now: int, overhead: int | None) -> None:
         """Running job j frees its GPUs and waits again: it will continue its remaining work plus
