@@ -1041,6 +1041,12 @@ def test_a_result_csv_with_a_column_given_twice_is_refused(tmp_path, name, text)
     (["seed=1.5"], ["seed:", "(value 1.5)"]),
     (["runtime=ray", "ray.num_cpus=-2"], ["ray.num_cpus:"]),
     (["ray.vcs_per_actor=some"], ["ray.vcs_per_actor:", "or auto"]),
+    (["ray.vcs_per_actor=2.5"], ["ray.vcs_per_actor: must be an integer (value 2.5)"]),
+    # (1e300 s is positive: the message says the bound it breaks, not "must be a positive number")
+    (["sim.stall_s=1e300"], ["sim.stall_s: must be at most 1,000,000,000,000 (value 1e+300)"]),
+    (["sim.stall_s=nan"], ["sim.stall_s: must be a finite integer (value nan)"]),
+    (["sim.stall_s=0"], ["sim.stall_s: must be at least 1 (value 0)"]),
+    (["sim.stall_s=soon"], ["sim.stall_s: must be a positive number of seconds, auto or off (value 'soon')"]),
     (["runtime.checkpoint_every=0"], ["runtime.checkpoint_every:"]),
     (["runtime.resume=true"], ["runtime.resume:", "checkpoint_dir"]),
     (["runtime.name=cloud"], ["runtime.name:", "local, ray"]),
