@@ -109,7 +109,8 @@ def hours(seconds) -> str:
 def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) -> str:
     """The run's charts: JCT and queueing-delay CDFs, the average queue per VC, and over time the
     GPU utilisation (per GPU type too), pending jobs, and where the run has them GPUs down, GPUs
-    borrowed and nodes with shared GPUs, for the cluster and its largest VCs."""
+    borrowed and nodes with shared GPUs, for the cluster and its largest VCs (the cluster alone where
+    its layout is one VC)."""
     jobs = read_jobs(run_dir / "jobs.parquet", columns=["jct", "queue"])
     jct, queue = (jobs.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in ("jct", "queue"))
     parts = []
@@ -139,7 +140,8 @@ def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) 
     series_path = run_dir / "timeseries.parquet"
     if series_path.exists():
         check_series(series_path)
-        parts += over_time_charts(page, series_path, largest_vcs(report.get("layout") or {}))
+        layout = report.get("layout") or {}  # (one VC, quota=global's merged one among them, is the cluster)
+        parts += over_time_charts(page, series_path, largest_vcs(layout) if len(layout) > 1 else [])
     else:
         parts.append(missing_note("timeseries.parquet is missing: no over-time charts"))
     if not (run_dir / "lost_by_cause.csv").exists() and any(
@@ -255,12 +257,22 @@ def run_html(run_dir: Path, report: dict, config: dict) -> str:
              ("quota", esc(pick("quota", "mode"))), ("runtime", esc(pick("runtime", "name"))),
              ("semantics (sim.compat)", esc(pick("sim", "compat"))), ("seed", esc(config.get("seed"))),
              ("trace", esc(report.get("source", ""))), ("jobs", f"{report.get('jobs', 0):,}"),
-             ("cluster", esc(f"{plural(len(layout), 'VC')}, {gpu_counts(gpus)}")),
+             ("cluster", esc(f"{vcs_in(report, config)}, {gpu_counts(gpus)}")),
              ("raysim version", esc(__version__)),
              ("page written", esc(datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")))]
     composed = (yaml.safe_dump(resolved_config(config), sort_keys=False) if config
                 else "(no .hydra/config.yaml in the run folder)")
     return facts(items) + f"<details><summary>the whole configuration</summary><pre>{esc(composed)}</pre></details>"
+
+
+def vcs_in(report: dict, config: dict) -> str:
+    """"15 VCs", or under quota=global (its layout merged into one VC) "15 VCs sharing one queue":
+    the VCs of the trace's layout (trace_report.json's `vcs`; the layout's where a run lacks it)."""
+    layout = report.get("layout") or {}
+    if (config.get("quota") or {}).get("mode") != "global":
+        return plural(len(layout), "VC")
+    vcs = report.get("vcs")
+    return f"{plural(len(vcs) if isinstance(vcs, dict) and vcs else len(layout), 'VC')} sharing one queue"
 
 
 def data_html(report: dict) -> str:
