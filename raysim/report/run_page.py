@@ -18,7 +18,7 @@ from raysim import __version__
 from raysim.report.causes import capacity_inputs_html, causes_html, headline, read_causes
 from raysim.report.describe import resolved_config, run_overrides, time_axis
 from raysim.report.page import Chart, Page, cards, esc, facts, small_multiples, table
-from raysim.report.page_data import cdf_points, largest_vcs, series_edges, vc_series
+from raysim.report.page_data import cdf_points, largest_vcs, peaks_and_others, series_edges, vc_series
 from raysim.report.run_files import check_series, missing_note, read_summary, read_trace_report
 from raysim.report.schema import read_jobs
 from raysim.tables import cell, gpu_counts, plural
@@ -141,7 +141,8 @@ def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) 
     if series_path.exists():
         check_series(series_path)
         layout = report.get("layout") or {}  # (one VC, quota=global's merged one among them, is the cluster)
-        parts += over_time_charts(page, series_path, largest_vcs(layout) if len(layout) > 1 else [])
+        vcs = list(layout) if len(layout) > 1 else []
+        parts += over_time_charts(page, series_path, largest_vcs(layout) if vcs else [], vcs)
     else:
         parts.append(missing_note("timeseries.parquet is missing: no over-time charts"))
     if not (run_dir / "lost_by_cause.csv").exists() and any(
@@ -150,11 +151,12 @@ def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) 
     return "\n".join(parts)
 
 
-def over_time_charts(page: Page, path: Path, top: list[str]) -> list[str]:
+def over_time_charts(page: Page, path: Path, top: list[str], every: list[str] = ()) -> list[str]:
     """Over-time charts of a timeseries.parquet: each SERIES_CHARTS column it has (and that is not 0
     throughout), the cluster in bold with its `top` VCs, but the GPU utilisation of the cluster alone
-    and then of each of several VCs in a small chart of its own (against the cluster's); the
-    utilisation per GPU type where there are several types."""
+    and then of each of several VCs in a small chart of its own (against the cluster's), and the
+    pending jobs of the cluster with the VCs of `every` whose queues peak highest and the others'
+    sum (page_data.peaks_and_others); the utilisation per GPU type where there are several types."""
     names = column_names(path)
     edges, step = series_edges(path)
     origin, per, label = time_axis(edges)
@@ -171,6 +173,9 @@ def over_time_charts(page: Page, path: Path, top: list[str]) -> list[str]:
         if column != "gpu_utilization" and not any(np.nansum(np.abs(v)) for v in lines):
             continue  # nothing to see (no node ever down, no loan, no node shared)
         y = {"label": ylabel, **({"range": y_range} if y_range else {})}
+        if column == "pending_gpujob_num" and every:
+            out.append(pending_chart(page, path, every, edges, x, lines[0], (label, ylabel, title, means)))
+            continue
         if column == "gpu_utilization" and len(vcs) > 2:  # ten VCs' utilisations tangle: one small chart each
             out.append(page.chart(Chart(f"series_{column}", title, {"label": label}, y, ["cluster"], [x, lines[0]],
                                         bold=0, caption=f"{title} of the cluster ({means}). Drag to zoom, "
@@ -191,6 +196,24 @@ def over_time_charts(page: Page, path: Path, top: list[str]) -> list[str]:
                                     [t.removeprefix("gpu_utilization_") for t in types],
                                     [x, *(data["all"][t] for t in types)], caption=f"The cluster ({means}).")))
     return out
+
+
+def pending_chart(page: Page, path: Path, every: list[str], edges: np.ndarray, x: np.ndarray,
+                  cluster: np.ndarray, words: tuple[str, str, str, str]) -> str:
+    """The pending-jobs chart over the spans `edges` (drawn at `x`): the cluster in bold, the VCs of
+    `every` whose queues peak highest one line each, and one line for the others' sum (`words`: x
+    label, y label, title, what a point is)."""
+    label, ylabel, title, means = words
+    column = "pending_gpujob_num"
+    lines = peaks_and_others({vc: d[column] for vc, d in vc_series(path, every, [column], edges).items()})
+    shown = [vc for vc in lines if vc in every]
+    others = [name for name in lines if name not in every]
+    what = (f"the {len(shown)} VCs whose queues peak highest, and the {others[0]} summed" if others
+            else f"its {plural(len(shown), 'VC')}")
+    return page.chart(Chart("series_pending_gpujob_num", title, {"label": label}, {"label": ylabel},
+                            ["cluster", *lines], [x, cluster, *lines.values()], bold=0,
+                            caption=f"{title} of the cluster and {what} ({means}). Drag to zoom, double-click "
+                                    "to zoom out."))
 
 
 def fgd_curves(page: Page, runs: dict[str, Path]) -> list[str]:
