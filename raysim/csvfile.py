@@ -1,10 +1,12 @@
 """Reading CSV input files with their columns checked (raising TraceError, not KeyError): whole
-files with pandas, trace files as text with every row's number of values checked, or small strict
-files row by row with the row of every problem."""
+files with pandas, trace files as text with every row's number of values checked, small strict
+files row by row with the row of every problem, or a run's result tables (numbers but for named
+text columns) read back whole with every row, column and value checked."""
 
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -110,8 +112,7 @@ def csv_rows(path: str | Path, columns: Sequence[str], what: str, optional: Sequ
                     header = _check_header(name, cells, columns, optional)
                     continue
                 row = reader.line_num - 1
-                if len(cells) != len(header):
-                    raise TraceError(name, f"expected {len(header)} values, found {len(cells)}", row=row)
+                _check_width(name, header, cells, row)
                 rows.append((row, dict(zip(header, cells))))
         except (UnicodeDecodeError, csv.Error) as exc:
             raise TraceError(name, f"not a readable CSV file (UTF-8): {exc}") from None
@@ -120,12 +121,61 @@ def csv_rows(path: str | Path, columns: Sequence[str], what: str, optional: Sequ
     return rows
 
 
-def _check_header(name: str, header: list[str], columns: Sequence[str], optional: Sequence[str] = ()) -> list[str]:
-    """Fail unless `header` holds each of `columns` exactly once, maybe some of `optional`, and nothing else."""
+def read_result_csv(path, required: Sequence[str], text_columns: Sequence[str], what: str):
+    """A CSV result file as a DataFrame: `required` columns present once each (others may follow),
+    every row with the header's number of values, the last line ended (a file cut short is named as
+    such), and every column but `text_columns` a number or empty in every row; `what`: what the file
+    is, for the error when it is missing."""
+    import pandas as pd
+
+    name = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TraceError(name, f"missing ({what})") from None
+    except UnicodeDecodeError:
+        raise TraceError(name, "not a CSV file (not UTF-8 text)") from None
+    if not text.strip():
+        raise TraceError(name, "empty file (expected a header line and rows)")
+    if not text.endswith("\n"):
+        raise TraceError(name, "truncated: its last line has no end")
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise TraceError(name, f"not a readable CSV file: {exc}") from None
+    header = _check_header(name, rows[0], required, others=True)
+    for row, cells in enumerate(rows[1:], start=1):
+        _check_width(name, header, cells, row)
+    texts = [c for c in header if c in text_columns]  # kept as written ("NA" is a name), empty numbers NaN
+    frame = pd.read_csv(io.StringIO(text), dtype=dict.fromkeys(texts, str), keep_default_na=False,
+                        na_values={c: [""] for c in header if c not in text_columns})
+    for column in frame.columns:
+        if column in text_columns or pd.api.types.is_numeric_dtype(frame[column]):
+            continue
+        bad = pd.to_numeric(frame[column], errors="coerce").isna() & frame[column].notna()
+        row = int(bad.to_numpy().argmax())
+        raise TraceError(name, "not a number", row=row + 1, column=column, value=frame[column].iloc[row])
+    return frame
+
+
+def _check_width(name: str, header: list[str], cells: list[str], row: int) -> None:
+    """Fail unless the data row `row` has as many values as `header` has columns."""
+    if len(cells) != len(header):
+        raise TraceError(name, f"expected {len(header)} values, found {len(cells)} (truncated or ragged line)",
+                         row=row)
+
+
+def _check_header(name: str, header: list[str], columns: Sequence[str], optional: Sequence[str] = (),
+                  others: bool = False) -> list[str]:
+    """Fail unless `header` holds each of `columns` exactly once, maybe some of `optional`, and nothing
+    else (anything else, `others`, once each)."""
     for column in columns:
         if column not in header:
-            raise TraceError(name, f"missing column; the file has {header}", column=column)
+            shown = header if len(header) <= 12 else [*header[:12], "..."]
+            raise TraceError(name, f"missing column; the file has {shown}", column=column)
     extra = [c for c in header if c not in columns and c not in optional]
+    if others:
+        optional, extra = extra, []
     if extra:
         also = f" (and optionally {list(optional)})" if optional else ""
         raise TraceError(name, f"unexpected column(s) {extra}; expected exactly {list(columns)}{also}")

@@ -288,6 +288,18 @@ def _typed(d: Declared, value, key: str, owner: str):
     return value
 
 
+def count_or_word(value, key: str, words: tuple[str, ...], what: str, maximum: int | None = None):
+    """A setting that is one of `words` or a whole number from 1 to `maximum` (for a field's own
+    `check`): `value` as given (1e300 stays 1e+300 in later messages); else a ConfigError giving the
+    reason: "must be <what>" for what is no number, else the rule it breaks (finite, whole, the bound)."""
+    if isinstance(value, str) and value in words:
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(key, f"must be {what}", value)
+    check(Declared(key, "int", False, None, "", minimum=1, maximum=maximum), value, key)
+    return value
+
+
 def _shown(bound: float) -> str:
     """A bound as people read it: 1,000,000 rather than 1e+06."""
     return f"{int(bound):,}" if float(bound).is_integer() and abs(bound) < 1e16 else f"{bound:g}"

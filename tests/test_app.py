@@ -55,7 +55,11 @@ def run_module(args, cwd, env=None):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_python_m_raysim_writes_results(tmp_path):
+    """(The main suite runs `python -m raysim +experiment=venus` on the whole week in test_readme's
+    quick start, with its summary of 15 VCs and its page; test_results_schema checks the columns of
+    its jobs.parquet, and test_bad_input the console and exit status of raysim.cli.main.)"""
     out = tmp_path / "run"
     res = run_module(["+experiment=venus", "policy=srtf", "runtime=local", f"hydra.run.dir={out}"], cwd=REPO)
     assert res.returncode == 0, res.stderr[-2000:]

@@ -1015,6 +1015,24 @@ def test_report_skips_a_run_that_failed_with_its_reason(result_folders, tmp_path
     assert "(exit status 2): no job finished for 10 days: stopped</li>" in (sweep / "report.html").read_text()
 
 
+@pytest.mark.parametrize("name, text", [
+    ("summary.csv", "vc,jobs,avg_jct,avg_queue,avg_jct\nall,2,10,1,12\n"),
+    ("lost_by_cause.csv", "vc,cause,lost_gpu_h,cause\nall,failure,1.5,x\n")])
+def test_a_result_csv_with_a_column_given_twice_is_refused(tmp_path, name, text):
+    """A result table read back with a column twice (pandas would read the second as another column,
+    "avg_jct.1"): one line naming the column, as the strict input files say it (one check in csvfile)."""
+    from raysim.errors import TraceError
+    from raysim.report.run_files import read_lost_by_cause, read_summary
+
+    path = tmp_path / name
+    path.write_text(text)
+    read = read_summary if name == "summary.csv" else read_lost_by_cause
+    with pytest.raises(TraceError) as err:
+        read(path)
+    column = "avg_jct" if name == "summary.csv" else "cause"
+    assert str(err.value) == f"{path}, column '{column}': column given twice"
+
+
 # --- config values, checked in-process (the command line above shows how any of them is reported) ---
 
 
@@ -1023,6 +1041,12 @@ def test_report_skips_a_run_that_failed_with_its_reason(result_folders, tmp_path
     (["seed=1.5"], ["seed:", "(value 1.5)"]),
     (["runtime=ray", "ray.num_cpus=-2"], ["ray.num_cpus:"]),
     (["ray.vcs_per_actor=some"], ["ray.vcs_per_actor:", "or auto"]),
+    (["ray.vcs_per_actor=2.5"], ["ray.vcs_per_actor: must be an integer (value 2.5)"]),
+    # (1e300 s is positive: the message says the bound it breaks, not "must be a positive number")
+    (["sim.stall_s=1e300"], ["sim.stall_s: must be at most 1,000,000,000,000 (value 1e+300)"]),
+    (["sim.stall_s=nan"], ["sim.stall_s: must be a finite integer (value nan)"]),
+    (["sim.stall_s=0"], ["sim.stall_s: must be at least 1 (value 0)"]),
+    (["sim.stall_s=soon"], ["sim.stall_s: must be a positive number of seconds, auto or off (value 'soon')"]),
     (["runtime.checkpoint_every=0"], ["runtime.checkpoint_every:"]),
     (["runtime.resume=true"], ["runtime.resume:", "checkpoint_dir"]),
     (["runtime.name=cloud"], ["runtime.name:", "local, ray"]),

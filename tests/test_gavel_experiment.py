@@ -64,6 +64,22 @@ def test_reader_names_file_row_and_field(tmp_path, rows, message, where):
     assert where in str(info.value) and str(path) in str(info.value)
 
 
+@pytest.mark.parametrize("weight, message", [
+    ("1e300", "must be from 1e-06 to 1e+06"), ("1e-300", "must be from 1e-06 to 1e+06"),
+    ("-2", "must be from 1e-06 to 1e+06"), ("0", "must be from 1e-06 to 1e+06"),
+    ("inf", "must be a finite number"), ("nan", "must be a finite number"), ("heavy", "not a number")])
+def test_a_bad_priority_weight_is_one_line_naming_file_row_and_field(tmp_path, weight, message):
+    """A weight the max-min LPs cannot divide by (1e300 passed before, as every positive number did)."""
+    good = LINE.format(steps=1000, scale=1, arrival=0.0)
+    bad = LINE.format(steps=1000, scale=1, arrival=1.0).split("\t")
+    bad[7] = weight
+    path = tmp_path / "bad.trace"
+    path.write_text(good + "\n" + "\t".join(bad) + "\n")
+    with pytest.raises(TraceError) as info:
+        read_gavel_trace(path)
+    assert str(info.value) == f"{path}, row 2 (line 2), column 'priority_weight': {message} (value {weight!r})"
+
+
 def test_reader_rejects_wrong_field_counts_and_empty_files(tmp_path):
     bad = tmp_path / "short.trace"
     bad.write_text("ResNet-18 (batch size 64)\t1000\t1\t0\n")

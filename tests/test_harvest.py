@@ -125,6 +125,24 @@ def test_start_row_is_a_distinct_time_and_parquet_roundtrip(tmp_path):
         slice_events(back, 4)
 
 
+@pytest.mark.parametrize("nodes, reason", [
+    (1e300, None), (8.0, None), (" All ", None), (2.5, "must be an integer"), (0, "must be at least 1"),
+    (float("inf"), "must be a finite integer"), ("some", "must be a positive node count or 'all'")])
+def test_harvest_nodes_refused_with_its_reason(nodes, reason):
+    """harvest.nodes: a whole positive count (its bound, the log's nodes, is checked when the log is
+    read) or all; a bad value is refused with the rule it breaks, not "expected a positive count"."""
+    from raysim.errors import ConfigError
+    from raysim.harvest.inputs import HarvestSettings
+    from raysim.settings import parse
+
+    if reason is None:
+        assert parse(HarvestSettings, {"nodes": nodes}, prefix="harvest", owner="bftrainer").nodes in (nodes, "all")
+        return
+    with pytest.raises(ConfigError) as err:
+        parse(HarvestSettings, {"nodes": nodes}, prefix="harvest", owner="bftrainer")
+    assert str(err.value) == f"harvest.nodes: {reason} (value {nodes!r})"
+
+
 def test_bad_inputs_name_file_row_and_column(tmp_path):
     pq.write_table(pa.table({"time": [1], "node": ["a"]}), tmp_path / "bad.parquet")
     with pytest.raises(ValueError, match=r"bad\.parquet.*idle"):

@@ -66,7 +66,9 @@ def test_features_use_only_bins_five_or_more_back():
     assert not base.iloc[j + 5].equals(after.iloc[j + 5])
 
 
-@pytest.mark.parametrize("kind", ["ebm", "lightgbm"])
+# ebm is slow (7 s: two EBM fits); the table and its determinism do not depend on the kind, so the
+# main suite keeps them with lightgbm, and EBM's fit, prediction and seed with test_models_duration
+@pytest.mark.parametrize("kind", [pytest.param("ebm", marks=pytest.mark.slow), "lightgbm"])
 def test_forecast_table_format_and_determinism(kind):
     series = synthetic_series(days=12, start="2020-08-22")  # 10 days to train on, 2 to forecast
     fc = tp.fit_forecast(series, split="2020-09-01", kind=kind, seed=0)

@@ -592,3 +592,25 @@ def test_every_quota_mode_writes_every_output_and_they_agree(every_output):
     assert set(series.column("vc").to_pylist()) == {*report["layout"], "all"}
     html = (run_dir / "report.html").read_text()
     assert f"{summary.loc['all', 'avg_jct']:,.1f}" in html and f"<dt>quota</dt><dd>{mode}</dd>" in html
+
+
+def test_the_run_page_counts_the_layouts_vcs_and_draws_each_line_once(every_output):
+    """The page's cluster line counts the VCs of the trace's layout, and says that quota=global puts
+    them in one queue (its layout is one merged VC, which was "1 VC"); the over-time charts draw the
+    cluster with its largest VCs, but under quota=global the cluster alone (the merged VC's line was
+    the cluster's again)."""
+    import json
+    import re
+
+    mode, run_dir = every_output
+    report = json.loads((run_dir / "trace_report.json").read_text())
+    html = (run_dir / "report.html").read_text()
+    vcs = f"{len(report['vcs'])} VCs" + (" sharing one queue" if mode == "global" else "")
+    assert f"<dt>cluster</dt><dd>{vcs}, 1,080 GPUs</dd>" in html
+    charts = json.loads(re.search(r'<script id="raysim-charts" type="application/json">(.*?)</script>', html,
+                                  re.S).group(1))
+    pending = next(c for c in charts if c["id"] == "series_pending_gpujob_num")
+    if mode == "global":
+        assert pending["series"] == ["cluster"]
+    else:
+        assert pending["series"][0] == "cluster" and len(pending["series"]) > 2

@@ -161,11 +161,45 @@ def test_run_page_says_what_was_run_and_what_came_out(venus_run):
     for i in per_vc:  # each against the cluster's line, on the same axes
         assert charts[i]["series"] == ["cluster", charts[i]["title"]] and charts[i]["bold"] == 1
         assert charts[i]["data"][1] == utilisation["data"][1] and charts[i]["y"]["range"] == [0, 1]
-    assert len(charts["series_pending_gpujob_num"]["series"]) == 11  # the cluster and 10 VCs
+    pending = charts["series_pending_gpujob_num"]  # the cluster, the 5 VCs that queue most, the other 10 summed
+    assert pending["series"][0] == "cluster" and pending["series"][-1] == "other 10 VCs" and len(pending["series"]) == 7
+    check_pending_lines(venus_run / "timeseries.parquet", list(layout), pending)
     assert (venus_run / "report.html").stat().st_size < 1_000_000
     trace_report = json.loads((venus_run / "trace_report.json").read_text())
     assert set(trace_report["wall_s"]) == {"read_s", "ray_start_s", "simulate_s", "write_s"}
     assert trace_report["wall_s"]["ray_start_s"] is None  # runtime=local
+
+
+def check_pending_lines(path: Path, vcs: list[str], chart: dict) -> None:
+    """The pending-jobs chart's VC lines are those of the VCs whose span means peak highest, and its
+    last line the sum of the others' (to the page's significant digits), span by span."""
+    from raysim.report.page_data import PENDING_VCS, series_edges, vc_series
+
+    edges, _ = series_edges(path)
+    every = {vc: d["pending_gpujob_num"] for vc, d in vc_series(path, vcs, ["pending_gpujob_num"], edges).items()}
+    peaks = sorted(every, key=lambda vc: -np.nanmax(every[vc]))
+    shown = chart["series"][1:-1]
+    assert len(shown) == PENDING_VCS and set(shown) == set(peaks[:PENDING_VCS])
+    assert shown == [vc for vc in vcs if vc in shown]  # in layout order
+    drawn = [np.array([np.nan if v is None else v for v in line], dtype=float) for line in chart["data"][1:]]
+    others = sum(every[vc] for vc in vcs if vc not in shown)
+    np.testing.assert_allclose(drawn[-1], others, rtol=1e-3)
+    for vc, line in zip(shown, drawn[1:-1]):
+        np.testing.assert_allclose(line, every[vc], rtol=1e-3)
+    np.testing.assert_allclose(drawn[0], sum(every.values()), rtol=1e-3, atol=1e-2)  # the cluster: every VC's
+
+
+def test_peaks_and_others_keeps_the_highest_queues_and_sums_the_rest():
+    from raysim.report.page_data import peaks_and_others
+
+    lines = {"a": np.array([1.0, 2.0]), "b": np.array([9.0, 0.0]), "c": np.array([0.0, 5.0]),
+             "d": np.array([np.nan, 3.0]), "e": np.array([np.nan, np.nan])}
+    kept = peaks_and_others(lines, top=2)
+    assert list(kept) == ["b", "c", "other 3 VCs"]  # b and c peak highest; layout order kept
+    assert kept["other 3 VCs"].tolist() == [1.0, 5.0]  # a + d (+ e, no value): NaN counts as none
+    assert peaks_and_others(lines, top=4) == lines  # at most top + 1 VCs: each its own line
+    gaps = peaks_and_others({"a": np.array([1.0, np.nan]), "b": np.array([2.0, np.nan]), "c": np.full(2, np.nan)}, top=1)
+    assert list(gaps) == ["b", "other 2 VCs"] and gaps["other 2 VCs"][0] == 1.0 and np.isnan(gaps["other 2 VCs"][1])
 
 
 def test_report_rebuilds_a_run_page(venus_run, tmp_path):

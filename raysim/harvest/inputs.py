@@ -27,7 +27,7 @@ from raysim.harvest.allocators import ALLOCATORS
 from raysim.harvest.replay import NS, NodeEvents, load_node_log, slice_events
 from raysim.harvest.tasks import TaskSet, load_tasks
 from raysim.paths import original_cwd
-from raysim.settings import parse, setting
+from raysim.settings import count_or_word, parse, setting
 from raysim.sim.capacity import CapacityPlan, VCCapacity
 
 #: The harvested machine's VC, the GPU type of its nodes, and the cause of its capacity events.
@@ -58,9 +58,7 @@ def _nodes(value, key: str = "harvest.nodes"):
     """`harvest.nodes`: a positive node count, or 'all' for the whole machine."""
     if isinstance(value, str) and value.strip().lower() == "all":
         return "all"
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(key, "expected a positive node count or 'all'", value)
-    return value
+    return count_or_word(value, key, (), "a positive node count or 'all'")
 
 
 def _iso_time(value, key: str = "harvest.start_time") -> str:

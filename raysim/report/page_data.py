@@ -1,8 +1,9 @@
 """The numbers an HTML page (raysim.report.page) draws, cut down so that a page stays small whatever
 the run's size: distributions as their empirical CDF at a few hundred points, time series as the
-means over at most SERIES_POINTS equal spans, per VC for the largest VCs only. Each is exact for
-what it says it is (a CDF's points lie on the run's CDF; a span's value is the time-weighted mean
-of the series over that span)."""
+means over at most SERIES_POINTS equal spans, per VC for the largest VCs only (pending jobs: for
+the VCs that queue most, and the others summed). Each is exact for what it says it is (a CDF's
+points lie on the run's CDF; a span's value is the time-weighted mean of the series over that
+span, and a sum of VCs' the sum of theirs)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ CDF_POINTS = 201
 SERIES_POINTS = 1000
 #: VCs drawn one line each in the over-time charts, at most (the largest by GPUs; the table has every VC)
 TOP_VCS = 10
+#: VCs drawn one line each in the pending-jobs chart, at most (those whose queue peaks highest; the
+#: others' sum is one more line)
+PENDING_VCS = 5
 
 
 def cdf_points(values, points: int = CDF_POINTS) -> tuple[np.ndarray, np.ndarray]:
@@ -111,3 +115,19 @@ def largest_vcs(layout: dict, top: int = TOP_VCS) -> list[str]:
     gpus = {vc: sum(p["gpus_per_node"] * p["nodes"] for p in pools) for vc, pools in layout.items()}
     keep = set(sorted(gpus, key=lambda vc: -gpus[vc])[:top])
     return [vc for vc in layout if vc in keep]
+
+
+def peaks_and_others(lines: dict[str, np.ndarray], top: int = PENDING_VCS) -> dict[str, np.ndarray]:
+    """Of per-VC series of an additive count (`lines`, VC -> values over the same spans): the `top`
+    VCs whose values peak highest (ties: layout order), in layout order, and "other N VCs", the sum
+    of the rest span by span (NaN where none of them has a value); every VC alone where they are at
+    most `top` + 1."""
+    if len(lines) <= top + 1:
+        return dict(lines)
+    peak = {vc: np.nanmax(v) if np.isfinite(v).any() else -np.inf for vc, v in lines.items()}
+    order = list(lines)
+    keep = set(sorted(order, key=lambda vc: (-peak[vc], order.index(vc)))[:top])
+    rest = np.array([lines[vc] for vc in order if vc not in keep], dtype=np.float64)
+    others = np.where(np.isfinite(rest).any(axis=0), np.nansum(rest, axis=0), np.nan)
+    return {**{vc: lines[vc] for vc in order if vc in keep}, f"other {len(rest)} VCs": others}
+

@@ -11,8 +11,6 @@ missing); timeseries.parquet and lost_by_cause.csv are optional (a page without 
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from raysim.csvfile import read_result_csv
 from raysim.errors import TraceError
 from raysim.report.page import esc
 from raysim.report.schema import reading
@@ -28,46 +27,6 @@ from raysim.report.timeseries import META_KEY
 
 #: Columns of timeseries.parquet that every run has and the pages and plots draw (besides vc, time).
 SERIES_DRAWN = ("gpu_utilization", "pending_gpujob_num")
-
-
-def read_result_csv(path, required: tuple[str, ...], text_columns: tuple[str, ...], what: str) -> pd.DataFrame:
-    """A CSV result file: `required` columns present, every row with the header's number of values,
-    the last line ended (a file cut short is named as such), and every column but `text_columns` a
-    number or empty in every row; `what`: what the file is, for the error when it is missing."""
-    name = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TraceError(name, f"missing ({what})") from None
-    except UnicodeDecodeError:
-        raise TraceError(name, "not a CSV file (not UTF-8 text)") from None
-    if not text.strip():
-        raise TraceError(name, "empty file (expected a header line and rows)")
-    if not text.endswith("\n"):
-        raise TraceError(name, "truncated: its last line has no end")
-    try:
-        rows = list(csv.reader(io.StringIO(text)))
-    except csv.Error as exc:
-        raise TraceError(name, f"not a readable CSV file: {exc}") from None
-    header = rows[0]
-    for column in required:
-        if column not in header:
-            shown = header if len(header) <= 12 else [*header[:12], "..."]
-            raise TraceError(name, f"missing column; the file has {shown}", column=column)
-    for row, cells in enumerate(rows[1:], start=1):
-        if len(cells) != len(header):
-            raise TraceError(name, f"expected {len(header)} values, found {len(cells)} (truncated or damaged)",
-                             row=row)
-    texts = [c for c in header if c in text_columns]  # kept as written ("NA" is a name), empty numbers NaN
-    frame = pd.read_csv(io.StringIO(text), dtype=dict.fromkeys(texts, str), keep_default_na=False,
-                        na_values={c: [""] for c in header if c not in text_columns})
-    for column in frame.columns:
-        if column in text_columns or pd.api.types.is_numeric_dtype(frame[column]):
-            continue
-        bad = pd.to_numeric(frame[column], errors="coerce").isna() & frame[column].notna()
-        row = int(bad.to_numpy().argmax())
-        raise TraceError(name, "not a number", row=row + 1, column=column, value=frame[column].iloc[row])
-    return frame
 
 
 def read_summary(path) -> pd.DataFrame:

@@ -18,7 +18,7 @@ from raysim import __version__
 from raysim.report.causes import capacity_inputs_html, causes_html, headline, read_causes
 from raysim.report.describe import resolved_config, run_overrides, time_axis
 from raysim.report.page import Chart, Page, cards, esc, facts, small_multiples, table
-from raysim.report.page_data import cdf_points, largest_vcs, series_edges, vc_series
+from raysim.report.page_data import cdf_points, largest_vcs, peaks_and_others, series_edges, vc_series
 from raysim.report.run_files import check_series, missing_note, read_summary, read_trace_report
 from raysim.report.schema import read_jobs
 from raysim.tables import cell, gpu_counts, plural
@@ -109,7 +109,8 @@ def hours(seconds) -> str:
 def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) -> str:
     """The run's charts: JCT and queueing-delay CDFs, the average queue per VC, and over time the
     GPU utilisation (per GPU type too), pending jobs, and where the run has them GPUs down, GPUs
-    borrowed and nodes with shared GPUs, for the cluster and its largest VCs."""
+    borrowed and nodes with shared GPUs, for the cluster and its largest VCs (the cluster alone where
+    its layout is one VC)."""
     jobs = read_jobs(run_dir / "jobs.parquet", columns=["jct", "queue"])
     jct, queue = (jobs.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in ("jct", "queue"))
     parts = []
@@ -139,7 +140,9 @@ def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) 
     series_path = run_dir / "timeseries.parquet"
     if series_path.exists():
         check_series(series_path)
-        parts += over_time_charts(page, series_path, largest_vcs(report.get("layout") or {}))
+        layout = report.get("layout") or {}  # (one VC, quota=global's merged one among them, is the cluster)
+        vcs = list(layout) if len(layout) > 1 else []
+        parts += over_time_charts(page, series_path, largest_vcs(layout) if vcs else [], vcs)
     else:
         parts.append(missing_note("timeseries.parquet is missing: no over-time charts"))
     if not (run_dir / "lost_by_cause.csv").exists() and any(
@@ -148,11 +151,12 @@ def charts_html(page: Page, run_dir: Path, report: dict, summary: pd.DataFrame) 
     return "\n".join(parts)
 
 
-def over_time_charts(page: Page, path: Path, top: list[str]) -> list[str]:
+def over_time_charts(page: Page, path: Path, top: list[str], every: list[str] = ()) -> list[str]:
     """Over-time charts of a timeseries.parquet: each SERIES_CHARTS column it has (and that is not 0
     throughout), the cluster in bold with its `top` VCs, but the GPU utilisation of the cluster alone
-    and then of each of several VCs in a small chart of its own (against the cluster's); the
-    utilisation per GPU type where there are several types."""
+    and then of each of several VCs in a small chart of its own (against the cluster's), and the
+    pending jobs of the cluster with the VCs of `every` whose queues peak highest and the others'
+    sum (page_data.peaks_and_others); the utilisation per GPU type where there are several types."""
     names = column_names(path)
     edges, step = series_edges(path)
     origin, per, label = time_axis(edges)
@@ -169,6 +173,9 @@ def over_time_charts(page: Page, path: Path, top: list[str]) -> list[str]:
         if column != "gpu_utilization" and not any(np.nansum(np.abs(v)) for v in lines):
             continue  # nothing to see (no node ever down, no loan, no node shared)
         y = {"label": ylabel, **({"range": y_range} if y_range else {})}
+        if column == "pending_gpujob_num" and every:
+            out.append(pending_chart(page, path, every, edges, x, lines[0], (label, ylabel, title, means)))
+            continue
         if column == "gpu_utilization" and len(vcs) > 2:  # ten VCs' utilisations tangle: one small chart each
             out.append(page.chart(Chart(f"series_{column}", title, {"label": label}, y, ["cluster"], [x, lines[0]],
                                         bold=0, caption=f"{title} of the cluster ({means}). Drag to zoom, "
@@ -189,6 +196,24 @@ def over_time_charts(page: Page, path: Path, top: list[str]) -> list[str]:
                                     [t.removeprefix("gpu_utilization_") for t in types],
                                     [x, *(data["all"][t] for t in types)], caption=f"The cluster ({means}).")))
     return out
+
+
+def pending_chart(page: Page, path: Path, every: list[str], edges: np.ndarray, x: np.ndarray,
+                  cluster: np.ndarray, words: tuple[str, str, str, str]) -> str:
+    """The pending-jobs chart over the spans `edges` (drawn at `x`): the cluster in bold, the VCs of
+    `every` whose queues peak highest one line each, and one line for the others' sum (`words`: x
+    label, y label, title, what a point is)."""
+    label, ylabel, title, means = words
+    column = "pending_gpujob_num"
+    lines = peaks_and_others({vc: d[column] for vc, d in vc_series(path, every, [column], edges).items()})
+    shown = [vc for vc in lines if vc in every]
+    others = [name for name in lines if name not in every]
+    what = (f"the {len(shown)} VCs whose queues peak highest, and the {others[0]} summed" if others
+            else f"its {plural(len(shown), 'VC')}")
+    return page.chart(Chart("series_pending_gpujob_num", title, {"label": label}, {"label": ylabel},
+                            ["cluster", *lines], [x, cluster, *lines.values()], bold=0,
+                            caption=f"{title} of the cluster and {what} ({means}). Drag to zoom, double-click "
+                                    "to zoom out."))
 
 
 def fgd_curves(page: Page, runs: dict[str, Path]) -> list[str]:
@@ -255,12 +280,22 @@ def run_html(run_dir: Path, report: dict, config: dict) -> str:
              ("quota", esc(pick("quota", "mode"))), ("runtime", esc(pick("runtime", "name"))),
              ("semantics (sim.compat)", esc(pick("sim", "compat"))), ("seed", esc(config.get("seed"))),
              ("trace", esc(report.get("source", ""))), ("jobs", f"{report.get('jobs', 0):,}"),
-             ("cluster", esc(f"{plural(len(layout), 'VC')}, {gpu_counts(gpus)}")),
+             ("cluster", esc(f"{vcs_in(report, config)}, {gpu_counts(gpus)}")),
              ("raysim version", esc(__version__)),
              ("page written", esc(datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")))]
     composed = (yaml.safe_dump(resolved_config(config), sort_keys=False) if config
                 else "(no .hydra/config.yaml in the run folder)")
     return facts(items) + f"<details><summary>the whole configuration</summary><pre>{esc(composed)}</pre></details>"
+
+
+def vcs_in(report: dict, config: dict) -> str:
+    """"15 VCs", or under quota=global (its layout merged into one VC) "15 VCs sharing one queue":
+    the VCs of the trace's layout (trace_report.json's `vcs`; the layout's where a run lacks it)."""
+    layout = report.get("layout") or {}
+    if (config.get("quota") or {}).get("mode") != "global":
+        return plural(len(layout), "VC")
+    vcs = report.get("vcs")
+    return f"{plural(len(vcs) if isinstance(vcs, dict) and vcs else len(layout), 'VC')} sharing one queue"
 
 
 def data_html(report: dict) -> str:

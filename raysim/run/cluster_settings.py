@@ -23,7 +23,7 @@ from raysim.report.settings import ReportSettings
 from raysim.rounds.settings import RoundsSettings
 from raysim.run.data_names import DataSettings
 from raysim.run.values import plain
-from raysim.settings import parse, section, setting
+from raysim.settings import count_or_word, parse, section, setting
 from raysim.sim.capacity import LARGEST
 from raysim.trace.load import READERS
 from raysim.trace.presets import COMBINED, PRESETS
@@ -45,15 +45,11 @@ def _on_off(value, key: str):
 
 
 def _auto_or_count(value, key: str):
-    if value != "auto" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(key, "must be a positive integer or auto", value)
-    return value
+    return count_or_word(value, key, ("auto",), "a positive integer or auto")
 
 
 def _stall(value, key: str):
-    if value not in ("auto", "off") and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(key, "must be a positive number of seconds, auto or off", value)
-    return value
+    return count_or_word(value, key, ("auto", "off"), "a positive number of seconds, auto or off", maximum=LARGEST)
 
 
 def _layout(value, key: str):
@@ -112,7 +108,7 @@ class SimSettings:
                                       "many seconds stops the run (exit status 2, results so far written; "
                                       "docs/failures.md); auto: 10 x the VC's longest job, at least 30 days; "
                                       "off: never",
-                              check=_stall, what="seconds, auto or off")
+                              check=_stall, what="seconds (at most 10^12), auto or off")
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,11 @@ FIELDS = ("job_type", "command", "working_directory", "num_steps_arg", "needs_da
 #: The most GPUs a job may ask for (the trace schema's gpu_num is an int32).
 MAX_GPUS = 2**31 - 1
 
+#: The range of a job's priority weight: the max-min fairness LPs divide a job's throughputs by it,
+#: and beyond these (1e300 or 1e-300) their coefficients leave what the LP solver can tell from 0
+#: or infinity; within them they stay inside HiGHS's matrix range (1e-9 to 1e15).
+WEIGHTS = (1e-6, 1e6)
+
 #: The job table read from a trace (and made by :mod:`raysim.rounds.generate`).
 SCHEMA = pa.schema([("job_id", pa.int64()), ("job_type", pa.string()), ("scale_factor", pa.int64()),
                     ("total_steps", pa.float64()), ("priority_weight", pa.float64()), ("slo", pa.float64()),
@@ -34,8 +39,8 @@ def read_gavel_trace(path: str | Path) -> pa.Table:
     """Read and check a Gavel trace file; returns a table in :data:`SCHEMA` (one row per line).
 
     Every problem is a :class:`TraceError` naming the file, the row (= the line) and the field:
-    a wrong number of fields, a non-numeric value, a non-positive step count, scale factor or
-    priority weight, more GPUs than MAX_GPUS, an arrival time that is negative, not finite or after
+    a wrong number of fields, a non-numeric or infinite value, a non-positive step count or scale
+    factor, a priority weight outside WEIGHTS, more GPUs than MAX_GPUS, an arrival time that is negative, not finite or after
     LARGEST seconds (the engine's clock), or arrivals out of order (Gavel's simulator requires them
     sorted).
     """
@@ -68,8 +73,8 @@ def read_gavel_trace(path: str | Path) -> pa.Table:
             raise fail("must be a positive number of steps", "total_steps", job["total_steps"])
         if not 1 <= scale <= MAX_GPUS or scale != int(scale):
             raise fail(f"must be a whole number of GPUs from 1 to {MAX_GPUS:,}", "scale_factor", job["scale_factor"])
-        if weight <= 0:
-            raise fail("must be positive", "priority_weight", job["priority_weight"])
+        if not WEIGHTS[0] <= weight <= WEIGHTS[1]:
+            raise fail(f"must be from {WEIGHTS[0]:g} to {WEIGHTS[1]:g}", "priority_weight", job["priority_weight"])
         if not 0 <= arrival <= LARGEST:
             raise fail(f"must be from 0 to {LARGEST:.0e} s", "arrival_time", job["arrival_time"])
         if columns["arrival_time"] and arrival < columns["arrival_time"][-1]:
