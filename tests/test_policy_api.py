@@ -166,14 +166,16 @@ def test_the_run_pipeline_names_no_policy():
 
 
 LUCID_REFUSALS = [  # (overrides, the one line): what Lucid declares it cannot run with (quota_refused, outside_vcs)
-    (["quota=borrow"], "quota: policy=lucid moves nodes between VCs itself (its profiler's loans): run it with "
-     "quota=none (value 'borrow')"),
+    (["quota=borrow"], "quota: Lucid's profiler takes a VC's idle nodes into its own pool at its own times, and quota "
+     "lending lends them to other VCs at its epochs: which claim on an idle node comes first is part of neither "
+     "model: run policy=lucid with policy.profiler.nodes=0 (value 'borrow')"),
     (["checkpoint.interval_s=3600"], "checkpoint.interval_s: Lucid's profiler runs jobs outside their VCs, where no "
      "checkpoint is modelled: run policy=lucid with policy.profiler.nodes=0 (value 3600)"),
     (["trace.failed=replay"], "trace.failed: Lucid's profiler runs jobs outside their VCs, where no failed run is "
      "replayed: run policy=lucid with policy.profiler.nodes=0 (value 'replay')"),
-    (["cluster.capacity=log.csv"], "cluster.capacity: Lucid's profiler moves nodes between VCs itself, which "
-     "capacity events cannot follow yet: run policy=lucid with policy.profiler.nodes=0 (value 'log.csv')"),
+    (["cluster.capacity=log.csv"], "cluster.capacity: Lucid's profiler runs the start of jobs on a pool of its own, "
+     "whose nodes no node log or failure model describes: run policy=lucid with policy.profiler.nodes=0 "
+     "(value 'log.csv')"),
 ]
 
 
@@ -192,8 +194,24 @@ def test_what_a_policy_declares_it_cannot_run_with_is_refused_in_its_words():
         assert str(refused.value) == line
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):  # without its profiling stage it runs
         cfg = compose(config_name="config", overrides=["+experiment=venus", "policy=lucid", "estimator.source=oracle",
-                                                       "policy.profiler.nodes=0", "checkpoint.interval_s=3600"])
+                                                       "policy.profiler.nodes=0", "checkpoint.interval_s=3600",
+                                                       "quota=borrow"])
     check_cluster_config(cfg)
+
+
+def test_lucid_without_its_profiler_lends_and_borrows_quota(tmp_path):
+    """Lucid's node loans and quota lending no longer refuse each other for their mechanisms: without
+    the profiling stage, Lucid runs under quota=borrow, its jobs on lent nodes and reclaimed."""
+    import pyarrow.parquet as pq
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["+experiment=venus", "policy=lucid", "estimator.source=oracle",
+                                                       "policy.profiler.nodes=0", "quota=borrow", "runtime=local",
+                                                       "report.plots=none", "report.html=false"])
+    overall = run(cfg, tmp_path / "out")
+    jobs = pq.read_table(tmp_path / "out" / "jobs.parquet").to_pandas()
+    assert overall["finished"] == len(jobs) and jobs.end_time.notna().all()
+    assert (jobs.ran_on_vc != jobs.vc).sum() > 0 and jobs.reclaims.sum() > 0
 
 
 def test_a_runs_settings_are_parsed_and_checked_once(tmp_path, monkeypatch):

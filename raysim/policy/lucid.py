@@ -94,7 +94,6 @@ class Lucid(Policy):
     Settings = LucidSettings
     needs_estimate = True
     countdown = True
-    quota_refused = "moves nodes between VCs itself (its profiler's loans)"
     resources_refused = "packs pairs of jobs on GPUs and lends nodes to its profiler"
 
     def __init__(self, params, *, memory_mb: float, switch_period_s: int, max_share_score: int,

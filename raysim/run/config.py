@@ -60,6 +60,10 @@ def check_cluster_config(cfg: DictConfig) -> ClusterMode:
         harvest_settings(plain(cfg, "harvest"))
     if quota != "none" and policy_class(name).quota_refused:
         raise ConfigError("quota", f"policy={name} {policy_class(name).quota_refused}: run it with quota=none", quota)
+    if quota != "none" and (stage := outside_vcs(cfg)):
+        raise ConfigError("quota", f"{stage[0]} takes a VC's idle nodes into its own pool at its own times, and quota "
+                          "lending lends them to other VCs at its epochs: which claim on an idle node comes first is "
+                          f"part of neither model: run policy={name} with {stage[1]}", quota)
     if not harvest and value(cfg, "harvest") is not None:
         raise ConfigError("harvest", f"used by policy=bftrainer only (+experiment=harvest_summit), not {name}")
     if policy_class(name).times_jobs:
@@ -215,8 +219,8 @@ def refuse_moving_nodes(cfg: DictConfig, key: str, policy: str, shown) -> None:
     if policy_kind(policy) == "harvest":
         raise ConfigError(key, f"policy={policy}'s nodes come and go as its node log says (harvest.node_log)", shown)
     if stage := outside_vcs(cfg):
-        raise ConfigError(key, f"{stage[0]} moves nodes between VCs itself, which capacity events cannot "
-                          f"follow yet: run policy={policy} with {stage[1]}", shown)
+        raise ConfigError(key, f"{stage[0]} runs the start of jobs on a pool of its own, whose nodes no node log or "
+                          f"failure model describes: run policy={policy} with {stage[1]}", shown)
 
 
 def refuse_placeholder_durations(cfg: DictConfig, trace) -> None:
