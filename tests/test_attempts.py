@@ -27,6 +27,7 @@ from raysim.run.simulate import simulate, simulate_to
 from raysim.sim import SimParams, VCSimulator
 from raysim.sim.attempts import Attempts
 from raysim.sim.capacity import DOWN, UP, CapacityPlan, VCCapacity
+from raysim.sim.extensions import Capacity, Replays
 from raysim.trace.attempts import check_attempts, parse_attempts
 
 HEADER = "job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state,attempts_s\n"
@@ -104,8 +105,8 @@ def engine(policy="fifo", events=(), runs=((100, 200),), gaps=((50,),)):
     params = SimParams.for_mode("clean")
     capacity = CapacityPlan(("failure",), {"vc": VCCapacity(tuple(events), (), 1)}) if events else None
     return VCSimulator("vc", pools(1), make_policy(policy, params=params), make_placer("consolidate", params=params),
-                       params, capacity=capacity,
-                       attempts=Attempts(dict(enumerate(runs)), dict(enumerate(gaps))))
+                       params, extensions=([Capacity(capacity)] if capacity else [])
+                       + [Replays(Attempts(dict(enumerate(runs)), dict(enumerate(gaps))))])
 
 
 def results(sim, jobs):

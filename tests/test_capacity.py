@@ -41,6 +41,7 @@ from raysim.run import run
 from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
 from raysim.run.simulate import simulate, simulate_to
 from raysim.sim import SimParams, VCSimulator
+from raysim.sim.extensions import Capacity
 from raysim.sim.capacity import (DEFAULT_CAUSE, DOWN, RESTART, UP, CapacityPlan, VCCapacity, plan_from_node_log,
                                  read_node_log)
 
@@ -56,7 +57,8 @@ def vc(events, *, nodes=2, policy="fifo", absent=(), jobs=1, **constants):
         constants.update(pairs={}, switch=PackingSwitch())
     return VCSimulator("vc", pools(nodes), make_policy(policy, params=params, **constants),
                        make_placer("consolidate", params=params), params,
-                       capacity=CapacityPlan(("maint", "fail"), {"vc": VCCapacity(tuple(events), tuple(absent), jobs)}))
+                       extensions=[Capacity(CapacityPlan(("maint", "fail"),
+                                                         {"vc": VCCapacity(tuple(events), tuple(absent), jobs)}))])
 
 
 def run_jobs(sim, jobs):

@@ -16,6 +16,7 @@ from raysim.policy import make_policy
 from raysim.sim import SimParams, VCSimulator
 from raysim.sim.capacity import DOWN, UP, CapacityPlan, VCCapacity
 from raysim.sim.checkpoint import Checkpointing
+from raysim.sim.extensions import Capacity, Checkpoints
 
 CP = Checkpointing(interval_s=30, write_s=5, restart_s=10)
 
@@ -50,8 +51,8 @@ def vc(events, *, nodes=1, policy="fifo", jobs=1, checkpoint=CP):
     params = SimParams.for_mode("clean")
     return VCSimulator("vc", pools(nodes), make_policy(policy, params=params),
                        make_placer("consolidate", params=params), params,
-                       capacity=CapacityPlan(("failure",), {"vc": VCCapacity(tuple(events), (), jobs)}),
-                       checkpoint=checkpoint)
+                       extensions=[Capacity(CapacityPlan(("failure",), {"vc": VCCapacity(tuple(events), (), jobs)}))]
+                       + ([Checkpoints(checkpoint)] if checkpoint else []))
 
 
 def run_jobs(sim, jobs):

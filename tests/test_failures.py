@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from raysim.sim.capacity import DOWN, RESTART, UP
+from raysim.sim.extensions import Capacity, Checkpoints
 from raysim.sim.failures import Category, FailureModel
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
@@ -256,7 +257,8 @@ def failing_vc(categories, *, nodes=2, mtbf_s=1000.0, repair_s=0.0, jobs=1, seed
     causes = tuple(c.name for c in categories)
     plan = CapacityPlan(causes, failing_vcs(model, seed, {"vc": pools(nodes)}, (), causes, {}, {"vc": jobs}))
     return VCSimulator("vc", pools(nodes), make_policy("fifo", params=params),
-                       make_placer("consolidate", params=params), params, capacity=plan, checkpoint=checkpoint)
+                       make_placer("consolidate", params=params), params,
+                       extensions=[Capacity(plan)] + ([Checkpoints(checkpoint)] if checkpoint else []))
 
 
 @pytest.mark.parametrize("interval_s", [None, 60])
@@ -298,7 +300,7 @@ def test_a_repaired_node_takes_new_work():
     params = SimParams.for_mode("clean")
     failures = {0: ((5, 0, DOWN, 0), (300, 0, UP, 0))}  # node 0 fails at 5, repaired at 300
     sim = VCSimulator("vc", pools(1), make_policy("fifo", params=params), make_placer("consolidate", params=params),
-                      params, capacity=CapacityPlan(("gpu",), {"vc": TracedVC(failures, ("gpu",), None, 2)}))
+                      params, extensions=[Capacity(CapacityPlan(("gpu",), {"vc": TracedVC(failures, ("gpu",), None, 2)}))])
     sim.add_jobs(batch([(0, 100, 8), (10, 50, 8)]))
     sim.run()
     r = {k: v.tolist() for k, v in sim.results().items()}

@@ -6,6 +6,7 @@ from simutil import batch, pools
 from raysim.placement import make_placer
 from raysim.policy import make_policy
 from raysim.sim import SimParams, VCSimulator
+from raysim.sim.extensions import Network
 from raysim.sim.network import NetworkModel, fair_shares
 
 
@@ -38,7 +39,7 @@ def test_only_the_communication_phase_slows_down():
 def run(network):
     params = SimParams.for_mode("clean")
     sim = VCSimulator("vc", pools(3), make_policy("fifo", params=params), make_placer("first_fit", params=params), params,
-                      network=NetworkModel(**network) if network else None)
+                      extensions=[Network(NetworkModel(**network))] if network else [])
     # two 12-GPU jobs: first fit puts A on nodes 0 (8) + 1 (4) and B on nodes 1 (4) + 2 (8): they share node 1
     sim.add_jobs(batch([(0, 100, 12), (0, 100, 12)]))
     sim.run()
@@ -80,7 +81,7 @@ def test_srtf_under_contention_decides_when_deciding_every_second_would(compat, 
                             (lambda p: make_policy("srtf", params=p), False)):
         params = SimParams.for_mode(compat)
         sim = VCSimulator("vc", pools(4), policy(params), make_placer("first_fit", params=params), params,
-                          network=NetworkModel(nic_gbps=100, gbps_per_gpu=25, duty=0.8) if network else None)
+                          extensions=[Network(NetworkModel(nic_gbps=100, gbps_per_gpu=25, duty=0.8))] if network else [])
         sim.add_jobs(batch(jobs))
         sim.run()
         out.append({k: v.tolist() for k, v in sim.jobs.results().items()})

@@ -12,7 +12,7 @@ from simutil import batch, pools, random_jobs
 from raysim.placement import make_placer
 from raysim.policy import make_policy
 from raysim.models.forecast import PackingSwitch
-from raysim.quota.ledger import PoolShape, check_conservation, quota_loans
+from raysim.quota.ledger import PoolShape, QuotaLending, check_conservation
 from raysim.report.results import jobs_table
 from raysim.runtime.codec import LOAN_RESULT_SCHEMA, RESULT_SCHEMA, results_table
 from raysim.sim import SimParams, VCSimulator
@@ -27,11 +27,11 @@ def make_vc(name, nodes, policy="tiresias", *, lending=True, **constants):
         constants.setdefault("threshold_gpu_s", 10**9)  # one queue: submit order (no demotion)
     return VCSimulator(name, pools(nodes), make_policy(policy, params=params, **constants),
                        make_placer("consolidate", params=params), params,
-                       loans=quota_loans if lending else None)
+                       extensions=[QuotaLending()] if lending else [])
 
 
 def test_simulation_core_imports_no_feature_and_no_ray():
-    # raysim.sim is pure: quota lending reaches its engine as a component (VCSimulator(loans=...)),
+    # raysim.sim is pure: quota lending reaches its engine as an extension (raysim.sim.extensions),
     # so importing it brings in neither Ray nor anything of raysim.quota (issue 49)
     code = ("import sys, raysim.sim; print(sorted(m for m in sys.modules if m == 'ray' or "
             "m.startswith(('ray.', 'raysim.runtime', 'raysim.quota'))))")
@@ -332,7 +332,7 @@ def lucid_vc(name, nodes):
     params = SimParams.for_mode("clean")
     policy = make_policy("lucid", params=params, pairs={}, switch=PackingSwitch())
     return VCSimulator(name, pools(nodes), policy, make_placer("consolidate", params=params), params,
-                       loans=quota_loans)
+                       extensions=[QuotaLending()])
 
 
 @pytest.mark.parametrize("mode", ["drain", "preempt"])

@@ -14,8 +14,9 @@ from raysim.placement import PLACERS, SCORED, make_placer
 from raysim.placement.frag import FragModel, FragTracker
 from raysim.placement.scored.placer import Shapes
 from raysim.policy import make_policy
-from raysim.quota.ledger import quota_loans
+from raysim.quota.ledger import QuotaLending
 from raysim.sim import SimParams, VCSimulator
+from raysim.sim.extensions import Resources
 from raysim.cluster.resources import Pods
 from raysim.sim.vc import SHARED
 
@@ -46,8 +47,8 @@ def simulator(pods, layout, policy="fifo", placer="first_fit", constraints=(), s
     types = tuple(dict.fromkeys(p.gpu_type for p in layout))
     catalog = TypeCatalog(gpu_types=types, constraints=tuple(frozenset(c) for c in constraints))
     sim = VCSimulator("vc", layout, make_policy(policy, params=params),
-                      make_placer(placer, params=params, shapes=shapes), params, catalog=catalog, resources=True,
-                      fragmentation=FragTracker(shapes.workload))
+                      make_placer(placer, params=params, shapes=shapes), params, catalog=catalog,
+                      extensions=[Resources(FragTracker(shapes.workload))])
     cols = pods_batch(pods)
     cols["shape"] = of_pod
     sim.add_jobs(cols)
@@ -229,8 +230,8 @@ def loan_vcs(policy="fifo_backfill"):
     for name in ("A", "B"):
         sims[name] = VCSimulator(name, layout[name], make_policy(policy, params=params),
                                  make_placer("fgd", params=params, vc_index=len(sims), shapes=shapes), params,
-                                 catalog=catalog, loans=quota_loans, resources=True,
-                                 fragmentation=FragTracker(shapes.workload), layout=layout)
+                                 catalog=catalog,
+                                 extensions=[QuotaLending(), Resources(FragTracker(shapes.workload), layout)])
     cols = pods_batch(b_pods)
     cols["shape"] = of_pod
     sims["B"].add_jobs(cols)

@@ -1,6 +1,6 @@
 """Quotas between VCs, the VC side: reports, lending, borrowing, reclaiming and taking back nodes.
 
-A VC that takes part in quota lending (`VCSimulator(..., loans=quota_loans)`, whose `loans` are a
+A VC that takes part in quota lending (`VCSimulator(..., extensions=[QuotaLending()])`, whose `loans` are a
 QuotaLoans: its ledger and the operations below) holds two kinds of
 nodes: its *own* nodes (its layout pools) and *held* nodes, on loan from another VC and tagged with
 that lender and the lender's pool (`PoolShape`). The coordinator decides loans at epochs t between
@@ -71,6 +71,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from raysim.sim.extensions import Extension
 from raysim.sim.jobs import RECLAIM
 from raysim.sim.lifecycle import DRAINING, UP
 
@@ -80,10 +81,23 @@ MODES = ("preempt", "drain")
 LOAN_COLUMNS = ("borrowed_gpu_num", "lent_gpu_num")
 
 
-def quota_loans(sim) -> "QuotaLoans":
-    """Quota lending for VC simulator `sim` (raysim.sim.engine.VCSimulator(loans=quota_loans)): its
-    ledger of own pools from the run's start, and the loan operations."""
-    return QuotaLoans(sim, QuotaLedger(sim.own_pool_nodes(), since=sim.t0))
+class QuotaLending(Extension):
+    """Quota lending as an extension of the VC engine (raysim.sim.extensions): the VC's `loans` (its
+    ledger of own pools from the run's start, and the loan operations), the GPUs held on loan and
+    lent out in its time series, and per job the VC whose nodes it ran on and its reclaims."""
+
+    name = "quota"
+    series_columns = LOAN_COLUMNS
+    countdown = False
+
+    def attach(self, sim) -> None:
+        sim.loans = QuotaLoans(sim, QuotaLedger(sim.own_pool_nodes(), since=sim.t0))
+
+    def series_row(self, sim) -> tuple[int, int]:
+        return sim.loans.ledger.held_gpus, sim.loans.ledger.lent_gpus
+
+    def results(self, sim, rows) -> dict[str, np.ndarray]:
+        return sim.loans.results(rows)
 
 
 class PoolShape(NamedTuple):
@@ -170,14 +184,14 @@ class QuotaLoans:
     coordinator's epochs carry out on its simulator's nodes (`sim`, raysim.sim.engine.VCSimulator,
     whose `loans` this is)."""
 
-    #: the time-series columns it adds to its VC's (`series_row` gives their values)
-    series_columns = LOAN_COLUMNS
-
     def __init__(self, sim, ledger: QuotaLedger):
         self.sim = sim
         self.ledger = ledger
-        #: loans name their nodes (the run's nodes change: a node on loan follows its own events)
-        self.named = sim.capacity_plan is not None
+
+    @property
+    def named(self) -> bool:
+        """Loans name their nodes (the run's nodes change: a node on loan follows its own events)."""
+        return self.sim.capacity_plan is not None
 
     # ------------------------------------------------------------------ the coordinator's calls
     def quota_report(self, t: int) -> dict:
@@ -466,10 +480,6 @@ class QuotaLoans:
                 ledger.returned_origins.setdefault(key, []).append(ledger.origins[node])
             self._give_back(node)
             ledger.returned[key] = ledger.returned.get(key, 0) + 1
-
-    def series_row(self) -> tuple[int, int]:
-        """The values of `series_columns` now: GPUs held on loan, own GPUs lent out."""
-        return self.ledger.held_gpus, self.ledger.lent_gpus
 
     def results(self, rows) -> dict[str, np.ndarray]:
         """`ran_on_vc` (None before a job's first start) and `reclaims` of the jobs `rows`."""

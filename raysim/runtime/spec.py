@@ -8,11 +8,12 @@ from raysim.placement import make_placer
 from raysim.placement.frag import FragTracker
 from raysim.placement.types import check_type_order
 from raysim.policy import checked_constants, policy_class
-from raysim.quota.ledger import quota_loans
+from raysim.quota.ledger import QuotaLending
 from raysim.quota.settings import QuotaSettings
 from raysim.sim import SimParams, VCSimulator
 from raysim.sim.attempts import Attempts
 from raysim.sim.capacity import CapacityPlan
+from raysim.sim.extensions import Capacity, Checkpoints, Network, Replays, Resources, SharedQueue
 from raysim.sim.checkpoint import Checkpointing
 from raysim.cluster.catalog import TypeCatalog
 from raysim.sim.network import NetworkModel
@@ -78,6 +79,26 @@ class RunSpec:
         """VC names in layout order."""
         return list(self.layout)
 
+    def extensions(self, vc: str) -> list:
+        """The engine's extensions this run's settings call for (raysim.sim.extensions), in their ORDER."""
+        out = []
+        if self.network:
+            out.append(Network(NetworkModel(**self.network)))
+        if self.quota.borrow:
+            out.append(QuotaLending())
+        if self.pool_homes:
+            out.append(SharedQueue(self.pool_homes))
+        if self.resources or any(p.limits_resources for p in self.layout[vc]):
+            out.append(Resources(FragTracker(self.shapes.workload) if self.shapes is not None else None,
+                                 self.layout if self.quota.borrow else None))
+        if self.capacity is not None:
+            out.append(Capacity(self.capacity))
+        if self.checkpoints:
+            out.append(Checkpoints(self.checkpoint, self.checkpoint_kinds))
+        if self.attempts is not None:
+            out.append(Replays(self.attempts))
+        return out
+
     def make_simulator(self, vc: str) -> VCSimulator:
         index = self.vcs.index(vc)
         return VCSimulator(
@@ -85,15 +106,5 @@ class RunSpec:
             policy_class(self.policy)(self.params, **self.policy_options),
             make_placer(self.placer, params=self.params, vc_index=index, type_order=self.type_order,
                         shapes=self.shapes),
-            self.params, t0=self.t0,
-            network=NetworkModel(**self.network) if self.network else None,
-            catalog=self.catalog, loans=quota_loans if self.quota.borrow else None,
-            pool_homes=self.pool_homes or None,
-            resources=self.resources,
-            fragmentation=FragTracker(self.shapes.workload) if self.shapes is not None else None,
-            layout=self.layout if self.resources and self.quota.borrow else None,
-            capacity=self.capacity,
-            checkpoint=self.checkpoint,
-            checkpoint_kinds=self.checkpoint_kinds,
-            attempts=self.attempts,
+            self.params, t0=self.t0, catalog=self.catalog, extensions=self.extensions(vc),
         )

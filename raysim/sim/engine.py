@@ -27,12 +27,11 @@ import math
 import numpy as np
 
 from raysim.cluster.catalog import TypeCatalog
-from raysim.sim.attempts import Attempts
-from raysim.sim.capacity import DOWN, UP, CapacityPlan
+from raysim.sim.capacity import DOWN, UP
 from raysim.sim.checkpoint import Checkpointing, completed
 from raysim.sim.jobs import CAPACITY, RETRY, UNSET, JobTable
 from raysim.sim.params import SimParams
-from raysim.sim.recorder import CAPACITY_COLUMNS, RESOURCE_COLUMNS, Recorder, per_type_columns
+from raysim.sim.recorder import Recorder, per_type_columns
 from raysim.sim.demand import Demand
 from raysim.sim.lifecycle import ABSENT
 from raysim.sim.vc import VCState
@@ -45,71 +44,50 @@ FORGET_AT = 4096
 
 class VCSimulator(PolicyView):
     """Simulates one VC under one policy and placer. Feed jobs with `add_jobs`, advance with `run`.
-    With `loans` it also lends and borrows nodes at the coordinator's epochs (raysim.quota.ledger);
-    with `capacity` (the run's raysim.sim.capacity.CapacityPlan) its nodes go down and come back
-    at given times, jobs on them counted per cause; with `checkpoint`
-    (raysim.sim.checkpoint.Checkpointing) every stop costs a job its work since its last checkpoint
-    and a restore, and its runs include checkpoint writes; jobs whose `checkpoint_kind` names one of
-    `checkpoint_kinds` (their application's settings; None: no checkpoints) follow that instead; with `attempts` (raysim.sim.attempts) jobs
-    that ran several times in their trace fail after each run but the last and arrive again after
-    the trace's gap."""
+    Its features beyond the plain replay are `extensions` (raysim.sim.extensions: NIC contention,
+    GPU shares and CPU/memory, quota lending, one cluster-wide queue, capacity events, checkpoint-
+    restart, replayed failed runs), each attached once here; without one, its attributes below keep
+    their defaults and the event loop skips it."""
 
     #: the end of the stretch `run` simulates now (a class default: simulators pickled before it existed)
     _until = NEVER
+    #: what the extensions set (raysim.sim.extensions), and their values without them:
+    #: NIC contention (raysim.sim.network.NetworkModel)
+    network = None
+    #: the run's capacity plan (raysim.sim.capacity.CapacityPlan): nodes never change without one
+    capacity_plan = None
+    #: checkpoint-restart: the run's settings (raysim.sim.checkpoint.Checkpointing), the per-
+    #: application ones jobs name by `checkpoint_kind`, and whether some jobs checkpoint (results
+    #: count lost work and overhead); without them a stopped job keeps its work, or starts over
+    checkpoint = None
+    checkpoint_kinds: tuple = ()
+    checkpoints = False
+    #: the trace's jobs that ran several times, replayed (raysim.sim.attempts.Attempts)
+    attempts = None
+    #: quota lending (raysim.quota.ledger.QuotaLoans: the ledger and the loan operations)
+    loans = None
+    #: with GPU shares: FGD's fragment amount of the VC's resources (raysim.placement.frag.FragTracker),
+    #: and with quota lending the run's layout (VC -> pools), where a held node's CPU and memory come from
+    fragmentation = None
+    layout = None
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
-                 *, t0: int = 0, network=None, catalog: TypeCatalog | None = None, loans=None,
-                 pool_homes: list[str] | None = None, resources: bool = False, fragmentation=None,
-                 layout: dict | None = None, capacity: CapacityPlan | None = None,
-                 checkpoint: Checkpointing | None = None, checkpoint_kinds: tuple = (),
-                 attempts: Attempts | None = None):
+                 *, t0: int = 0, catalog: TypeCatalog | None = None, extensions=()):
         self.name = name
         self.params = params
-        #: the run's capacity plan (raysim.sim.capacity; None: nodes never change)
-        self.capacity_plan = capacity
         self.policy = policy
         self.placer = placer
-        #: with `resources` (or pools that limit CPU and memory) jobs may ask for GPU shares, CPU and memory
-        self.vc = VCState(pools, resources)
-        #: with resources and quota loans: the run's layout (VC -> pools), where a held node's CPU
-        #: and memory come from (its lender's pool)
-        self.layout = layout
+        self.extensions = tuple(extensions)
+        #: with an extension that counts resources (or pools that limit CPU and memory) jobs may ask
+        #: for GPU shares, CPU and memory
+        self.vc = VCState(pools, any(ext.resources for ext in self.extensions))
         self.jobs = JobTable()
         self._catalog = catalog or TypeCatalog()
         #: the run has several GPU types: results say on which type each job ran, and for how long
         self.type_time = len(self._catalog.gpu_types) > 1
         self.reindex_types()
         self._plain_demand: dict[int, Demand] = {}  # GPU count -> Demand of a job without type inputs
-        #: FGD's fragment amount of the VC's resources (raysim.placement.frag.FragTracker), or None
-        self.fragmentation = fragmentation if self.vc.res is not None else None
         self.t0 = t0
-        #: quota lending (`loans(self)`, e.g. raysim.quota.ledger.quota_loans: the ledger and the loan
-        #: operations, which add time-series columns, `series_columns`/`series_row`, and result
-        #: columns, `results`), else None
-        self.loans = loans(self) if loans is not None else None
-        self.recorder = Recorder(params.sample_interval * params.ticks_per_s, t0, per_type_columns(self._catalog.gpu_types)
-                                 + (self.loans.series_columns if self.loans is not None else ())
-                                 + (RESOURCE_COLUMNS if self.vc.res is not None else ())
-                                 + (CAPACITY_COLUMNS if capacity is not None else ()))
-        #: optional NetworkModel: multi-node jobs slow down when their NICs are oversubscribed
-        self.network = network
-        # with quota lending a job may also run on the GPU types of other VCs
-        types = list(dict.fromkeys(self.vc.types + list(self._catalog.gpu_types))) if loans else self.vc.types
-        #: checkpoint-restart settings (None: a stopped job keeps its work, or starts over; see `_stop`)
-        self.checkpoint = checkpoint
-        #: per-application checkpoint settings, which jobs name by `checkpoint_kind`
-        self.checkpoint_kinds = tuple(checkpoint_kinds)
-        #: some jobs checkpoint: results count lost work and overhead
-        self.checkpoints = checkpoint is not None or any(k is not None for k in self.checkpoint_kinds)
-        #: the trace's jobs that ran several times, replayed (None: every job runs once)
-        self.attempts = attempts or None
-        #: remaining work counts down at a rate (needed for preemption, network slowdowns, checkpoints,
-        #: runs that fail)
-        self.countdown = policy.countdown or network is not None or self.checkpoints or (
-            self.attempts is not None) or any(s != 1.0 for row in self._catalog.speed_rows(types) for s in row)
-        #: one cluster-wide queue (quota=global): per node, the VC whose pool it came from
-        self._node_home = None if pool_homes is None else [
-            home for home, nodes in zip(pool_homes, self.own_pool_nodes()) for _ in nodes]
         self.now = t0 - 1  # last time fully processed
         self.pending: dict[int, None] = {}  # insertion order = queue order of (re)entry
         self.running: dict[int, None] = {}  # insertion order = order of (re)start
@@ -135,27 +113,42 @@ class VCSimulator(PolicyView):
         self._next_arrival = 0
         self._starts = 0  # counts starts: run_order of the next one
         self._wakeup = NEVER
-        #: this VC's part of the run's capacity plan
-        own = capacity.of(name) if capacity is not None else None
-        self._causes = len(capacity.causes) if capacity is not None else 0
         #: the VC's trace jobs: its capacity events apply while some of them are unfinished
-        self._cap_jobs = own.jobs if own is not None else 0
+        self._cap_jobs = 0
         #: one pending event per node that has a stream: (tick, rank, node, serial, kind, cause, stream)
         self._cap_heap: list[tuple] = []
         self._streams: dict[int, object] = {}  # node -> the stream it follows
         self._serial = 0  # tells a stale heap entry (its node stopped following that stream) from a live one
-        if own is not None:
-            for node in range(self.vc.num_nodes):
-                self.follow(node, own.stream(node), t0)
         #: (node, up?) of the capacity events applied at the latest capacity tick, in apply order
         self.capacity_changes: list[tuple[int, bool]] = []
-        #: own nodes that have not joined yet, and their GPUs (not counted as down)
         #: own nodes that have not joined yet (absent until their node log's join)
         self.joining = 0
-        for node in (own.absent if own is not None else ()):
+        for ext in self.extensions:
+            ext.attach(self)
+        #: the extensions that add time-series columns
+        self._sampled = tuple(ext for ext in self.extensions if ext.series_columns)
+        self.recorder = Recorder(params.sample_interval * params.ticks_per_s, t0, per_type_columns(self._catalog.gpu_types)
+                                 + tuple(c for ext in self._sampled for c in ext.series_columns))
+        # with quota lending a job may also run on the GPU types of other VCs
+        types = list(dict.fromkeys(self.vc.types + list(self._catalog.gpu_types))) if self.loans else self.vc.types
+        #: remaining work counts down at a rate (needed for preemption, network slowdowns, checkpoints,
+        #: runs that fail, speeds per GPU type)
+        self.countdown = policy.countdown or any(ext.countdown for ext in self.extensions) or any(
+            s != 1.0 for row in self._catalog.speed_rows(types) for s in row)
+        self._snapshot(t0)
+
+    def follow_plan(self, plan) -> None:
+        """Capacity events (raysim.sim.extensions.Capacity): each of this VC's nodes follows its
+        stream of `plan`, and nodes that join later start absent."""
+        own = plan.of(self.name)
+        if own is None:
+            return
+        self._cap_jobs = own.jobs
+        for node in range(self.vc.num_nodes):
+            self.follow(node, own.stream(node), self.t0)
+        for node in own.absent:
             self.vc.change(node, "leave", "not_joined")
             self.joining += 1
-        self._snapshot(t0)
 
     def reindex_types(self) -> None:
         """Lookups over the VC's GPU types (again when a borrowed node brings a new type)."""
@@ -306,24 +299,16 @@ class VCSimulator(PolicyView):
         return t
 
     def results(self, rows=None) -> dict[str, np.ndarray]:
-        """Result columns of the given jobs (all by default), see JobTable.results; with quota
-        lending (or as the cluster-wide queue) also `ran_on_vc` and `reclaims`."""
+        """Result columns of the given jobs (all by default), see JobTable.results; then, where the run
+        has several GPU types, the type each ran on and for how long; then each extension's
+        (raysim.sim.extensions), in their order; then the policy's own."""
         out = self.jobs.results(rows)
+        if rows is None:
+            rows = range(self.jobs.n)
         if self.type_time:
-            out.update(self.jobs.type_results(range(self.jobs.n) if rows is None else rows,
-                                              len(self._catalog.gpu_types)))
-        if self.loans is not None:
-            out.update(self.loans.results(range(self.jobs.n) if rows is None else rows))
-        elif self._node_home is not None:
-            home = self._node_home
-            out["ran_on_vc"] = np.array([None if n < 0 else home[n] for n in out["first_node"].tolist()], dtype=object)
-            out["reclaims"] = np.zeros(len(out["first_node"]), dtype=np.int64)
-        if self.capacity_plan is not None:
-            out.update(self.jobs.interruption_results(range(self.jobs.n) if rows is None else rows, self._causes))
-        if self.checkpoints:
-            out.update(self.jobs.checkpoint_results(range(self.jobs.n) if rows is None else rows, self._causes))
-        if self.attempts is not None:
-            out.update(self.jobs.attempt_results(range(self.jobs.n) if rows is None else rows))
+            out.update(self.jobs.type_results(rows, len(self._catalog.gpu_types)))
+        for ext in self.extensions:
+            out.update(ext.results(self, rows))
         if self.policy.result_columns:
             out.update(self.policy.job_results(out["seq"].tolist()))
         return out
@@ -548,10 +533,6 @@ class VCSimulator(PolicyView):
             tt, tf = vc.type_total, vc.type_free
             row += tuple(tt[i] if i >= 0 else 0 for i in self._series_types)
             row += tuple(tf[i] if i >= 0 else 0 for i in self._series_types)
-        if self.loans is not None:
-            row += self.loans.series_row()
-        if vc.res is not None:
-            row += (vc.used_milli, self.fragmentation.amount(vc.res) if self.fragmentation is not None else 0)
-        if self.capacity_plan is not None:
-            row += (vc.down_gpus,)
+        for ext in self._sampled:
+            row += ext.series_row(self)
         self.recorder.snapshot(t, row)
