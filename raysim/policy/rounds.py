@@ -12,6 +12,15 @@ VC runs its own rounds; with ``quota=global`` (or one VC) they are cluster-wide.
 The engine's clock runs in microseconds under these policies (``ticks_per_s``): rounds end at the
 latest micro-task finish, between seconds. The mechanism itself computes in seconds, exactly as
 Gavel's simulator; the clock only orders events.
+
+A job whose node goes down mid-round keeps the steps its micro-task did by then (Gavel's lease
+loss: the part of a step). With checkpoint-restart (``checkpoint.*``, raysim.sim.checkpoint) its
+steps are instead the timeline of its run in steps (``steps / duration`` per second of it): its work,
+a checkpoint write (``write_s``) every ``interval_s`` of it and, after a stop, the restore; the
+stop keeps the work of its last completed checkpoint, as under every other policy
+(:meth:`RoundBased.work_left` tells the checkpoint model where the run stands), and the next run's
+span becomes the job's remaining steps at the round's end. A lease that is not extended at a
+round's end is Gavel's micro-task ending, not a stop: it costs nothing and the run goes on.
 """
 
 from __future__ import annotations
@@ -76,6 +85,7 @@ class RoundBased(SelfTimed):
         self.capacity = None                 # GPUs per type of the run's types (VC's nodes)
         self.idle = 0
         self.last_arrival = None
+        self.rebase: dict[int, int] = {}     # seq -> steps of its next run, from the round's end (checkpoints)
 
     @classmethod
     def prepare(cls, settings, run, trace, spec):
@@ -112,6 +122,24 @@ class RoundBased(SelfTimed):
         for i, task in enumerate(self.tasks):
             if seq in task.combo and task.finish > at:
                 self.tasks[i] = self.state.interrupt(task, self.round_start, at)
+        if view.checkpointing(j) is not None and view.jobs.remain[j] > 0:  # its next run: from its checkpoint
+            self.rebase[seq] = round(view.jobs.remain[j] * self._steps_per_tick(view, j))
+
+    def work_left(self, view, j: int, now: int) -> float:
+        """Ticks of job j's run left (its duration's unit) when its node goes down at tick `now`: its
+        steps not yet done, its micro-task's whole steps by then counted (checkpoint-restart)."""
+        seq, state = view.jobs.seq[j], self.state
+        at = now / self.tps
+        left = state.total[seq] - state.done[seq]
+        for task in self.tasks:
+            if seq in task.combo:
+                done = task if task.finish <= at else state.interrupt(task, self.round_start, at)
+                left -= done.steps[task.combo.index(seq)]
+        return left / self._steps_per_tick(view, j)
+
+    def _steps_per_tick(self, view, j: int) -> float:
+        """Job j's steps per tick of its duration (the engine's unit of the checkpoint model's lengths)."""
+        return self.state.steps[view.jobs.seq[j]] / view.jobs.duration[j]
 
     def schedule(self, view, t: int) -> None:
         replan, self.replan = self.replan, False
@@ -181,6 +209,11 @@ class RoundBased(SelfTimed):
                 self.lease.pop(seq, None)
                 view.drop(self.index.pop(seq), t)
         self.tasks = []
+        state = self.state
+        for seq, steps in self.rebase.items():  # jobs stopped this round continue from their checkpoints
+            if seq in state.active:
+                state.total[seq] = state.done[seq] + steps
+        self.rebase.clear()
 
     def _round(self, view, t: int, now: float) -> None:
         """Arrivals join, the policy's allocation picks this round's jobs, they get GPUs and run."""
@@ -188,7 +221,12 @@ class RoundBased(SelfTimed):
         jobs = view.jobs
         while self.waiting and arrival[self.waiting[0]] <= now:
             seq = self.waiting.popleft()
-            state.add(seq, jobs.gpu[self.index[seq]])
+            j = self.index[seq]
+            state.add(seq, jobs.gpu[j])
+            cp = view.checkpointing(j)
+            if cp is not None:  # its run's checkpoint writes are steps too
+                work = jobs.duration[j]
+                state.total[seq] += round((cp.span(0, work, False) - work) * self._steps_per_tick(view, j))
         if self.capacity is None:
             gpus = view.gpus_by_type()
             self.capacity = np.array([gpus.get(name, 0) for name in self.inputs.types])

@@ -78,6 +78,13 @@ class SelfTimed(Policy):
             else:
                 view.start_on(j, where, start_at)
 
+    def work_left(self, view, j: int, now: int) -> float:
+        """What is left of running job j's run (raysim.sim.checkpoint: its restore, work and writes;
+        in ticks, the unit of its duration) when its VC stops it at tick `now`: what the checkpoint
+        model prices the stop by.
+        Policies under which `checkpoint.*` runs define it (run/config.py refuses it for the others)."""
+        raise NotImplementedError(f"policy {self.name} does not price stops with the checkpoint model")
+
     def _tick(self, seconds: float) -> int:
         """Tick of time `seconds` on the engine's clock."""
         return int(round(seconds * self.tps))

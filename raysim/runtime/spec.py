@@ -91,7 +91,7 @@ class RunSpec:
             fragmentation=FragTracker(self.shapes.workload) if self.shapes is not None else None,
             layout=self.layout if self.resources and self.quota.borrow else None,
             capacity=self.capacity,
-            checkpoint=self.checkpoint,
-            checkpoint_kinds=self.checkpoint_kinds,
+            checkpoint=self.checkpoint and self.checkpoint.in_ticks(self.params.ticks_per_s),
+            checkpoint_kinds=tuple(k and k.in_ticks(self.params.ticks_per_s) for k in self.checkpoint_kinds),
             attempts=self.attempts,
         )

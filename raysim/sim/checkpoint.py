@@ -14,7 +14,10 @@ checkpoint (`kept`, a multiple of `interval_s`; 0 at first) and its timeline is 
 a stop), then segments of work each followed by a write but the last.
 
 The engine (raysim.sim.engine.VCSimulator, `checkpoint=`) keeps a job's `remain` as the rest of
-its run's timeline; `stopped` books a stop, `completed` a completion.
+its run's timeline; `stopped` books a stop, `completed` a completion. Under a policy that times
+its jobs itself the policy says how much of the run is left when a job stops
+(`SelfTimed.work_left`) and follows the span the stop leaves (`remain`): round-based policies
+count the run's timeline in their steps (raysim.policy.rounds).
 """
 
 from __future__ import annotations
@@ -30,6 +33,13 @@ class Checkpointing:
     interval_s: int
     write_s: int = 0
     restart_s: int = 0
+
+    def in_ticks(self, ticks_per_s: int) -> Checkpointing:
+        """The same settings on a clock of `ticks_per_s` ticks per second (raysim.sim.params), the
+        unit of the engine's job lengths under policies that count finer time."""
+        if ticks_per_s == 1:
+            return self
+        return Checkpointing(self.interval_s * ticks_per_s, self.write_s * ticks_per_s, self.restart_s * ticks_per_s)
 
     def writes(self, kept, work) -> int:
         """Checkpoints a run from work `kept` (a checkpoint) to the job's end at `work` writes: one
@@ -60,8 +70,14 @@ class Checkpointing:
 def stopped(cp: Checkpointing, jobs, j: int, remain) -> None:
     """Book a stop of job j (of JobTable `jobs`) with `remain` job seconds of its run left: it keeps
     its last completed checkpoint, its lost work and overhead (x its GPUs) are added to its results,
-    and its `remain` becomes the span of its next run, which begins with a restore."""
+    and its `remain` becomes the span of its next run, which begins with a restore. A run with
+    nothing left (a round-based job stopped between its last step and its round's end) had ended:
+    its overhead is booked as at a completion, and it loses nothing."""
     kept, work, restart = jobs.ck_kept[j], jobs.duration[j], jobs.ck_restart[j]
+    if remain <= 0:
+        completed(cp, jobs, j)
+        jobs.ck_kept[j], jobs.ck_restart[j], jobs.remain[j] = work, False, 0
+        return
     kept, lost, overhead = cp.at(kept, work, restart, cp.span(kept, work, restart) - remain)
     g = jobs.gpu[j]
     jobs.lost_gpu_s[j] += lost * g

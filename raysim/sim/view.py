@@ -383,8 +383,9 @@ class PolicyView:
         jobs.ckpt_time[j] = now
         jobs.attained[j] = self.attained(j, now)
         cp = self.checkpointing(j) if self.checkpoints else None
-        if cp is not None:
-            stopped(cp, jobs, j, self._remain_at(j, now))
+        if cp is not None:  # (a policy that times its jobs knows what is left of the run)
+            left = self.policy.work_left(self, j, now) if self.policy.times_jobs else self._remain_at(j, now)
+            stopped(cp, jobs, j, left)
         elif overhead is None:  # from the beginning (of its current run, if its trace has several)
             left = self._remain_at(j, now) if self.checkpoints else 0
             jobs.remain[j] = jobs.duration[j] if jobs.retry[j] is None else jobs.retry[j][0]
