@@ -17,10 +17,10 @@ A job whose node goes down mid-round keeps the steps its micro-task did by then 
 loss: the part of a step). With checkpoint-restart (``checkpoint.*``, raysim.sim.checkpoint) its
 steps are instead the timeline of its run in steps (``steps / duration`` per second of it): its work,
 a checkpoint write (``write_s``) every ``interval_s`` of it and, after a stop, the restore; the
-stop keeps the work of its last completed checkpoint, as under every other policy
-(:meth:`RoundBased.work_left` tells the checkpoint model where the run stands), and the next run's
-span becomes the job's remaining steps at the round's end. A lease that is not extended at a
-round's end is Gavel's micro-task ending, not a stop: it costs nothing and the run goes on.
+stop keeps the work of its last completed checkpoint, as under every other policy, and the next run's
+span becomes the job's remaining steps at the round's end (:meth:`RoundBased.stop_cost`). A lease
+that is not extended at a round's end is Gavel's micro-task ending, not a stop: it costs nothing and
+the run goes on.
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ class RoundBased(SelfTimed):
         self.capacity = None                 # GPUs per type of the run's types (VC's nodes)
         self.idle = 0
         self.last_arrival = None
-        self.rebase: dict[int, int] = {}     # seq -> steps of its next run, from the round's end (checkpoints)
+        self.runs: dict[int, tuple] = {}     # checkpoints: seq -> (work of its last checkpoint, restores?)
+        self.rebase: dict[int, int] = {}     # checkpoints: seq -> steps of its next run, from the round's end
 
     @classmethod
     def prepare(cls, settings, run, trace, spec):
@@ -122,20 +123,34 @@ class RoundBased(SelfTimed):
         for i, task in enumerate(self.tasks):
             if seq in task.combo and task.finish > at:
                 self.tasks[i] = self.state.interrupt(task, self.round_start, at)
-        if view.checkpointing(j) is not None and view.jobs.remain[j] > 0:  # its next run: from its checkpoint
-            self.rebase[seq] = round(view.jobs.remain[j] * self._steps_per_tick(view, j))
 
-    def work_left(self, view, j: int, now: int) -> float:
-        """Ticks of job j's run left (its duration's unit) when its node goes down at tick `now`: its
-        steps not yet done, its micro-task's whole steps by then counted (checkpoint-restart)."""
-        seq, state = view.jobs.seq[j], self.state
+    def stop_cost(self, view, j: int, now: int, cp) -> tuple:
+        """Job j's node went down at tick `now` (checkpoint-restart): where its run stands, from its
+        steps not yet done (its micro-task's whole steps by then counted); from the round's end it
+        has the steps of its next run, from its last completed checkpoint. A run with nothing left
+        (stopped between its last step and its round's end) had ended: its restore and writes."""
+        seq, state, work = view.jobs.seq[j], self.state, view.jobs.duration[j]
         at = now / self.tps
         left = state.total[seq] - state.done[seq]
         for task in self.tasks:
             if seq in task.combo:
                 done = task if task.finish <= at else state.interrupt(task, self.round_start, at)
                 left -= done.steps[task.combo.index(seq)]
-        return left / self._steps_per_tick(view, j)
+        kept, restart = self.runs[seq]
+        span = cp.span(kept, work, restart)
+        if left <= 0:  # (it finishes at the round's end, waiting)
+            del self.runs[seq]
+            return 0, span - (work - kept)
+        kept, lost, overhead = cp.at(kept, work, restart, span - left / self._steps_per_tick(view, j))
+        self.runs[seq] = (kept, True)
+        self.rebase[seq] = round(cp.span(kept, work, True) * self._steps_per_tick(view, j))
+        return lost, overhead
+
+    def finish_cost(self, view, j: int, cp):
+        """Job j completes: its last run's restore and writes."""
+        kept, restart = self.runs.pop(view.jobs.seq[j])
+        work = view.jobs.duration[j]
+        return cp.span(kept, work, restart) - (work - kept)
 
     def _steps_per_tick(self, view, j: int) -> float:
         """Job j's steps per tick of its duration (the engine's unit of the checkpoint model's lengths)."""
@@ -207,6 +222,7 @@ class RoundBased(SelfTimed):
                 view.finish(self.index.pop(seq), t, tick(task.finish))
             for seq in dropped:
                 self.lease.pop(seq, None)
+                self.runs.pop(seq, None)
                 view.drop(self.index.pop(seq), t)
         self.tasks = []
         state = self.state
@@ -226,6 +242,7 @@ class RoundBased(SelfTimed):
             cp = view.checkpointing(j)
             if cp is not None:  # its run's checkpoint writes are steps too
                 work = jobs.duration[j]
+                self.runs[seq] = (0, False)
                 state.total[seq] += round((cp.span(0, work, False) - work) * self._steps_per_tick(view, j))
         if self.capacity is None:
             gpus = view.gpus_by_type()

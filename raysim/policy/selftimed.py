@@ -78,11 +78,16 @@ class SelfTimed(Policy):
             else:
                 view.start_on(j, where, start_at)
 
-    def work_left(self, view, j: int, now: int) -> float:
-        """What is left of running job j's run (raysim.sim.checkpoint: its restore, work and writes;
-        in ticks, the unit of its duration) when its VC stops it at tick `now`: what the checkpoint
-        model prices the stop by.
-        Policies under which `checkpoint.*` runs define it (run/config.py refuses it for the others)."""
+    def stop_cost(self, view, j: int, now: int, cp) -> tuple:
+        """Running job j, checkpointing as `cp` says (raysim.sim.checkpoint.Checkpointing, in ticks),
+        is stopped by its VC at tick `now`: (work lost since its last completed checkpoint, restore
+        and writes of the run so far), in ticks of its own; its next run begins with a restore.
+        Policies under which `checkpoint.*` runs define it and `finish_cost` (run/config.py refuses
+        it for the others)."""
+        raise NotImplementedError(f"policy {self.name} does not price stops with the checkpoint model")
+
+    def finish_cost(self, view, j: int, cp):
+        """Job j, checkpointing as `cp` says, completes: the restores and writes not yet priced."""
         raise NotImplementedError(f"policy {self.name} does not price stops with the checkpoint model")
 
     def _tick(self, seconds: float) -> int:

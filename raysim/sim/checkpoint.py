@@ -14,10 +14,10 @@ checkpoint (`kept`, a multiple of `interval_s`; 0 at first) and its timeline is 
 a stop), then segments of work each followed by a write but the last.
 
 The engine (raysim.sim.engine.VCSimulator, `checkpoint=`) keeps a job's `remain` as the rest of
-its run's timeline; `stopped` books a stop, `completed` a completion. Under a policy that times
-its jobs itself the policy says how much of the run is left when a job stops
-(`SelfTimed.work_left`) and follows the span the stop leaves (`remain`): round-based policies
-count the run's timeline in their steps (raysim.policy.rounds).
+its run's timeline; `stopped` books a stop, `completed` a completion. A policy that times its
+jobs itself keeps their runs' timelines in its own terms (round-based policies in steps, elastic
+ones in seconds of training) and prices a stop and a completion with the same `Checkpointing`
+(`SelfTimed.stop_cost`, `finish_cost`); the engine books what it says (`charge`).
 """
 
 from __future__ import annotations
@@ -70,18 +70,10 @@ class Checkpointing:
 def stopped(cp: Checkpointing, jobs, j: int, remain) -> None:
     """Book a stop of job j (of JobTable `jobs`) with `remain` job seconds of its run left: it keeps
     its last completed checkpoint, its lost work and overhead (x its GPUs) are added to its results,
-    and its `remain` becomes the span of its next run, which begins with a restore. A run with
-    nothing left (a round-based job stopped between its last step and its round's end) had ended:
-    its overhead is booked as at a completion, and it loses nothing."""
+    and its `remain` becomes the span of its next run, which begins with a restore."""
     kept, work, restart = jobs.ck_kept[j], jobs.duration[j], jobs.ck_restart[j]
-    if remain <= 0:
-        completed(cp, jobs, j)
-        jobs.ck_kept[j], jobs.ck_restart[j], jobs.remain[j] = work, False, 0
-        return
     kept, lost, overhead = cp.at(kept, work, restart, cp.span(kept, work, restart) - remain)
-    g = jobs.gpu[j]
-    jobs.lost_gpu_s[j] += lost * g
-    jobs.overhead_gpu_s[j] += overhead * g
+    charge(jobs, j, lost, overhead)
     jobs.ck_kept[j], jobs.ck_restart[j] = kept, True
     jobs.remain[j] = cp.span(kept, jobs.duration[j], True)
 
@@ -89,7 +81,15 @@ def stopped(cp: Checkpointing, jobs, j: int, remain) -> None:
 def completed(cp: Checkpointing, jobs, j: int) -> None:
     """Book job j's completion: its last run's restore and writes are overhead (x its GPUs)."""
     kept, work = jobs.ck_kept[j], jobs.duration[j]
-    jobs.overhead_gpu_s[j] += (cp.span(kept, work, jobs.ck_restart[j]) - (work - kept)) * jobs.gpu[j]
+    charge(jobs, j, 0, cp.span(kept, work, jobs.ck_restart[j]) - (work - kept))
+
+
+def charge(jobs, j: int, lost, overhead) -> None:
+    """Add `lost` job seconds of lost work and `overhead` of restores and writes, x job j's GPUs, to
+    its results (a policy that times its jobs prices them itself: `SelfTimed.stop_cost`)."""
+    g = jobs.gpu[j]
+    jobs.lost_gpu_s[j] += lost * g
+    jobs.overhead_gpu_s[j] += overhead * g
 
 
 def daly_time(work, cp: Checkpointing, mtbf) -> float:
