@@ -1,8 +1,8 @@
 """One checkpoint model for every policy family (issue 49, item 3): `checkpoint.*` prices a stop
-caused by a node going down the same way under round-based policies as under event-driven ones
-(raysim.sim.checkpoint), with the same result columns, on Ray as in one process; a lone round-based
-job's mean JCT under exponential failures is Daly's; without checkpoint settings nothing changes
-(tests/test_golden*.py, the Gavel references)."""
+caused by a node going down the same way under round-based and elastic policies as under
+event-driven ones (raysim.sim.checkpoint), with the same result columns, on Ray as in one process;
+a lone round-based job's mean JCT under exponential failures is Daly's; without checkpoint settings
+nothing changes (tests/test_golden*.py, the Gavel and Sia references)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
+from test_elastic_policy import config as elastic_config
+from test_elastic_policy import inputs  # noqa: F401  (a fixture)
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
@@ -100,6 +102,69 @@ def test_checkpoints_under_round_based_policies_are_the_same_on_ray(ray_local, t
     overrides = demo("policy=max_min_fairness", f"trace.path={hetero_100}", *CHECKPOINTS)
     local = simulated(tmp_path, *overrides)
     assert simulated(tmp_path, *overrides, runtime="ray").read_bytes() == local.read_bytes()
+
+
+# ----------------------------------------------------------------------------------- elastic policies
+class Training:
+    """A stand-in for an elastic job: one unit of progress per second of training."""
+
+    def __init__(self):
+        self.progress, self.epoch, self.completion = 0.0, 0, None
+
+    def _train(self, now, seconds):
+        self.progress += seconds
+
+    def _hold(self, gpus, seconds):
+        pass
+
+
+def test_an_elastic_run_goes_back_to_its_last_checkpoint():
+    from raysim.elastic.job import CheckpointedRun
+
+    job, run = Training(), CheckpointedRun(Checkpointing(30, 5, 10))
+    assert run.begin(job, 2, 25.0) == 25.0  # the first run pays Sia's reconfiguration
+    run.advance(job, 0.0, 100.0)  # trains 30, writes 5, trains 30, writes 5, trains 30
+    assert job.progress == 90 and run.saved == (60, 0)
+    assert run.stop(job) == (30, 10 * 2) and job.progress == 60  # 30 s lost, 2 writes x 2 GPUs
+    assert run.begin(job, 1, 25.0) == 0.0  # after a stop: its own restore instead
+    run.advance(job, 0.0, 12.0)  # restores 10, trains 2
+    assert job.progress == 62 and run.finish() == 10 * 1
+
+
+def elastic_overrides(inputs, *more):  # noqa: F811
+    return elastic_config(inputs, "sia", "failures=exponential", "failures.node_mtbf_h=0.1",
+                          "failures.repair_h=0.01", *more)
+
+
+def elastic_run(inputs, out: Path, *more, runtime: str = "local"):  # noqa: F811
+    from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
+    from raysim.run.simulate import simulate_to
+
+    cfg = elastic_overrides(inputs, *more)
+    check_cluster_config(cfg)
+    trace = load_from_config(cfg)
+    spec, extra = spec_from_config(cfg, trace)
+    simulate_to(out / runtime, trace, spec, None, runtime=runtime, job_extra=extra)
+    return out / runtime / "jobs.parquet"
+
+
+ELASTIC_CHECKPOINTS = ("checkpoint.interval_s=60", "checkpoint.write_s=5", "checkpoint.restart_s=10")
+
+
+def test_elastic_runs_under_failures_price_their_stops(inputs, tmp_path):  # noqa: F811
+    jobs = pq.read_table(elastic_run(inputs, tmp_path, *ELASTIC_CHECKPOINTS)).to_pandas()
+    assert jobs.finished.all() and (jobs.lost_gpu_s >= 0).all() and (jobs.overhead_gpu_s > 0).all()
+    stopped = jobs.interruptions > 0
+    assert (jobs.lost_gpu_s[~stopped] == 0).all() and jobs.lost_gpu_s[stopped].sum() > 0
+    assert (jobs.lost_gpu_s == jobs.lost_gpu_s_failure).all()
+    plain = pq.read_table(elastic_run(inputs, tmp_path / "plain")).to_pandas()
+    assert "lost_gpu_s" not in plain and not plain.jct.equals(jobs.jct)
+
+
+@pytest.mark.slow
+def test_checkpoints_under_elastic_policies_are_the_same_on_ray(ray_local, inputs, tmp_path):  # noqa: F811
+    local = elastic_run(inputs, tmp_path, *ELASTIC_CHECKPOINTS)
+    assert elastic_run(inputs, tmp_path, *ELASTIC_CHECKPOINTS, runtime="ray").read_bytes() == local.read_bytes()
 
 
 # -------------------------------------------------------------------------------------------- Daly

@@ -41,9 +41,18 @@ class Checkpointing:
             return self
         return Checkpointing(self.interval_s * ticks_per_s, self.write_s * ticks_per_s, self.restart_s * ticks_per_s)
 
-    def writes(self, kept, work) -> int:
+    def in_seconds(self, ticks_per_s: int) -> Checkpointing:
+        """The settings in seconds of these, on a clock of `ticks_per_s` ticks per second (`in_ticks`)."""
+        if ticks_per_s == 1:
+            return self
+        return Checkpointing(self.interval_s // ticks_per_s, self.write_s // ticks_per_s, self.restart_s // ticks_per_s)
+
+    def writes(self, kept, work):
         """Checkpoints a run from work `kept` (a checkpoint) to the job's end at `work` writes: one
-        at each multiple of interval_s strictly between them."""
+        at each multiple of interval_s strictly between them (work None: an end not in sight, e.g.
+        an elastic job's, which ends by its training progress: unbounded)."""
+        if work is None:
+            return math.inf
         return max(0, math.ceil(work / self.interval_s) - 1 - int(kept // self.interval_s))
 
     def span(self, kept, work, restart: bool):
