@@ -158,7 +158,8 @@ def test_venus_with_a_node_log_and_checkpoints(tmp_path):
     (["checkpoint.interval_s=1e30"], "checkpoint.interval_s"),
     (["checkpoint.write_s=5"], "checkpoint.write_s"),
     (["checkpoint.restart_s=5"], "checkpoint.restart_s"),
-    (["checkpoint.interval_s=60", "policy=max_min_fairness"], "checkpoint.interval_s"),
+    (["checkpoint.interval_s=60", "policy=max_min_fairness",
+      "checkpoint.column=model", "+checkpoint.apps.bert.interval_s=20"], "checkpoint.apps.bert"),
     (["checkpoint.interval_s=60", "sim.compat=lucid"], "checkpoint.interval_s"),
     (["checkpoint.interval_s=60", "policy=lucid"], "checkpoint.interval_s"),
 ])

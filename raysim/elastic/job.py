@@ -34,7 +34,7 @@ class ElasticJob:
     __slots__ = ("seq", "name", "app", "apps", "submit", "target_replicas", "target_batch", "tune_bsz",
                  "calibration", "kind", "placement", "atomic_bsz", "accum_steps", "grad", "profiles", "perf",
                  "progress", "epoch", "rescale_left", "restarts", "completion", "attained", "gpu_s", "_batch_for",
-                 "pooled", "rigid", "max_replicas")
+                 "pooled", "rigid", "max_replicas", "run")
 
     def __init__(self, seq: int, name: str, apps: dict, submit: float, *, target_replicas: int,
                  target_batch: int, calibration: float, tune_bsz: bool, pooled: bool = False,
@@ -62,6 +62,7 @@ class ElasticJob:
         self.attained = 0.0                   # GPU-seconds held
         self.gpu_s = dict.fromkeys(apps, 0.0)  # GPU-seconds held per kind
         self._batch_for = None                # what the batch size was last chosen for
+        self.run: CheckpointedRun | None = None  # checkpoint-restart (checkpoint.*): the current run's timeline
 
     # -- what the scheduler knows ----------------------------------------------------------
     def model(self, kind: str) -> GoodputModel | None:
@@ -87,6 +88,8 @@ class ElasticJob:
         self.kind, self.placement = kind, placement
         self._set_batch()
         self.rescale_left = self.apps[kind].restart_s
+        if self.run is not None:  # a new run: from a checkpoint's restore after a stop, else Sia's own
+            self.rescale_left = self.run.begin(self, sum(placement), self.rescale_left)
         self.restarts = 0 if self.restarts is None else self.restarts + 1
         return True
 
@@ -134,6 +137,14 @@ class ElasticJob:
         self.attained += delay * gpus
         self.gpu_s[self.kind] += delay * gpus
         seconds -= delay
+        if self.run is not None:
+            self.run.advance(self, now, seconds)
+        else:
+            self._train(now, seconds)
+
+    def _train(self, now: float, seconds: float) -> None:
+        """Train from `now` for `seconds` at the profiles' goodput (no checkpoint-restore to pay)."""
+        gpus = sum(self.placement)
         app = self.apps[self.kind]
         while seconds > 0 and self.completion is None:
             placement = self.placement
@@ -181,6 +192,74 @@ class ElasticJob:
             return
         profile[key] = (step, sync)
         self.perf[slot] = fitted(tuple(profile.items()))
+
+
+class CheckpointedRun:
+    """An elastic job's runs under checkpoint-restart (`checkpoint.*`, raysim.sim.checkpoint): a run
+    is one allocation, its timeline in seconds of it (`elapsed`) as Checkpointing counts it (the
+    restore after a stop, then `interval_s` of training and a write of `write_s`, and so on), the
+    training state of its last completed checkpoint kept (`saved`). A change of allocation is Sia's
+    own checkpoint-restore (the application's `restart_s`, all progress kept); a stop by the VC (a
+    node going down) keeps the last checkpoint's state and the next run restores it for `restart_s`
+    instead. `unpriced`: GPU-seconds of restores and writes of runs not yet priced."""
+
+    __slots__ = ("cp", "elapsed", "restore", "gpus", "saved", "stopped", "unpriced")
+
+    def __init__(self, cp):
+        self.cp = cp
+        self.elapsed, self.restore, self.gpus, self.saved = 0.0, False, 0, None
+        self.stopped, self.unpriced = False, 0.0
+
+    def where(self) -> tuple:
+        """(kept, lost, overhead): seconds of training kept in this run, lost since its last
+        checkpoint, and spent restoring and writing (Checkpointing.at, the run's end not in sight)."""
+        return self.cp.at(0, None, self.restore, self.elapsed)
+
+    def begin(self, job: ElasticJob, gpus: int, rescale: float) -> float:
+        """A run begins on `gpus` GPUs; returns the reconfiguration time it pays first (`rescale`,
+        Sia's; none after a stop: its restore is the run's own)."""
+        self.unpriced += self.where()[2] * self.gpus
+        self.restore, self.stopped = self.stopped, False
+        self.elapsed, self.gpus, self.saved = 0.0, gpus, (job.progress, job.epoch)
+        return 0.0 if self.restore else rescale
+
+    def advance(self, job: ElasticJob, now: float, seconds: float) -> None:
+        """`seconds` of the run from `now`: restoring, training and writing as its timeline says."""
+        cp = self.cp
+        restore = cp.restart_s if self.restore else 0
+        period = cp.interval_s + cp.write_s
+        while seconds > 0 and job.completion is None:
+            if self.elapsed < restore:
+                piece = min(restore - self.elapsed, seconds)
+                job._hold(self.gpus, piece)
+            else:
+                at = (self.elapsed - restore) % period
+                if at < cp.interval_s:
+                    piece = min(cp.interval_s - at, seconds)
+                    job._train(now, piece)
+                else:
+                    piece = min(period - at, seconds)
+                    job._hold(self.gpus, piece)
+                    if at + piece >= period:  # the write completed
+                        self.saved = (job.progress, job.epoch)
+            self.elapsed += piece
+            now += piece
+            seconds -= piece
+
+    def stop(self, job: ElasticJob) -> tuple:
+        """The VC stops the run: the job goes back to its last checkpoint; returns (seconds of training
+        lost, GPU-seconds of restores and writes not yet priced), its next run restoring."""
+        _, lost, overhead = self.where()
+        job.progress, job.epoch = self.saved
+        unpriced = self.unpriced + overhead * self.gpus
+        self.elapsed, self.restore, self.unpriced, self.stopped = 0.0, False, 0.0, True
+        return lost, unpriced
+
+    def finish(self) -> float:
+        """The job completes: GPU-seconds of restores and writes not yet priced."""
+        unpriced = self.unpriced + self.where()[2] * self.gpus
+        self.elapsed, self.restore, self.unpriced = 0.0, False, 0.0
+        return unpriced
 
 
 @functools.lru_cache(maxsize=4096)

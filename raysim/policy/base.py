@@ -35,7 +35,7 @@ VIEW = frozenset({
     "quiet_until",
     # actions
     "try_start", "start_on", "preempt", "share", "set_rate_factor", "borrow_node", "lend_node",
-    "start_on_type", "end_lease", "finish", "drop", "nodes_by_type", "resize",
+    "start_on_type", "end_lease", "finish", "drop", "nodes_by_type", "resize", "checkpointing",
 })
 
 #: Job attributes a policy may read (`view.jobs.<name>[j]`).

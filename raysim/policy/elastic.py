@@ -12,7 +12,10 @@ gives its GPUs back (``view.end_lease``), changes size (``view.resize``) and sta
 
 When nodes go down or come back (raysim.sim.capacity) the next round sees the VC's nodes as they
 are then; a job whose node goes down mid-round trains until then, holds nothing for the rest of
-the round and pays a restart when it runs again.
+the round and pays a restart when it runs again. With checkpoint-restart (``checkpoint.*``,
+raysim.sim.checkpoint) it goes back to its last checkpoint instead (written every ``interval_s`` of
+a run, for ``write_s``) and restores it for ``restart_s`` (raysim.elastic.job.CheckpointedRun); a
+change of allocation stays Sia's own checkpoint-restore (the application's ``restart_s``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from raysim.elastic.configs import Kinds, configurations, node_runs, spread
-from raysim.elastic.job import ElasticJob
+from raysim.elastic.job import CheckpointedRun, ElasticJob
 from raysim.elastic.settings import ElasticSettings
 from raysim.policy.base import NEVER
 from raysim.policy.selftimed import Plan, SelfTimed, Start
@@ -59,6 +62,7 @@ class Elastic(SelfTimed):
         self.node_ids: dict[str, list[int]] = {}
         self.per_node: dict[str, int] = {}  # GPUs per node of each kind (as first read)
         self.done: dict[int, tuple] = {}    # seq -> (restarts, GPU-seconds) of finished jobs
+        self.ending: ElasticJob | None = None  # the job finishing (checkpoint-restart: finish_cost)
 
     @classmethod
     def prepare(cls, settings, run, trace, spec):
@@ -90,14 +94,36 @@ class Elastic(SelfTimed):
         allocation pays a restart); a job that reached its last epoch before then finishes."""
         seq = view.jobs.seq[j]
         job = next(job for job in self.active if job.seq == seq)
-        start = self.wake / self.tps - self.round_s  # (the round in progress ends at the next one)
-        job.advance(start, now / self.tps - start)
+        self._train_until(job, now)
         self.nodes.pop(seq, None)
         if job.completion is not None:
             self.active.remove(job)
             self._finished(view, job, now)
         else:
             job.allocate(None, ())
+
+    def stop_cost(self, view, j: int, now: int, cp) -> tuple:
+        """Job j's node went down at tick `now` (checkpoint-restart): it trains until then and goes
+        back to its last checkpoint (raysim.elastic.job.CheckpointedRun), holding nothing; a job
+        that reached its last epoch before then loses nothing. In ticks per GPU."""
+        seq = view.jobs.seq[j]
+        job = next(job for job in self.active if job.seq == seq)
+        self._train_until(job, now)
+        if job.completion is not None:
+            lost, unpriced = 0, job.run.finish()
+        else:
+            lost, unpriced = job.run.stop(job)
+        job.allocate(None, ())  # (on_requeue: it has trained until now)
+        return lost * self.tps, unpriced * self.tps / view.jobs.gpu[j]
+
+    def finish_cost(self, view, j: int, cp):
+        """Job j completes: the restores and writes of its runs not yet priced (ticks per GPU)."""
+        return self.ending.run.finish() * self.tps / view.jobs.gpu[j]
+
+    def _train_until(self, job: ElasticJob, now: int) -> None:
+        """Job `job` trains from the round in progress's start until tick `now`."""
+        start = self.wake / self.tps - self.round_s  # (the round in progress ends at the next one)
+        job.advance(start, now / self.tps - start)
 
     def job_results(self, seqs) -> dict:
         """Restarts and GPU-seconds of jobs `seqs` (0 for jobs that did not finish)."""
@@ -115,7 +141,11 @@ class Elastic(SelfTimed):
         inputs = self.inputs
         while self.arrived and inputs.arrival[self.arrived[0]] <= now:
             seq = self.arrived.pop(0)
-            self.active.append(inputs.job(seq, self.kinds.names, tune_bsz=self.tune_bsz, pooled=self.pooled))
+            job = inputs.job(seq, self.kinds.names, tune_bsz=self.tune_bsz, pooled=self.pooled)
+            cp = view.checkpointing(self.index[seq])
+            if cp is not None:
+                job.run = CheckpointedRun(cp.in_seconds(self.tps))
+            self.active.append(job)
         self._allocate(view, t, now)
         if self.active and (not view.nodes_down or any(job.placement for job in self.active)):
             self.wake = self._tick(now + self.round_s)
@@ -140,6 +170,7 @@ class Elastic(SelfTimed):
         """Job `job` reached its last epoch: it ends at its completion second."""
         j = self.index.pop(job.seq)
         self.nodes.pop(job.seq, None)
+        self.ending = job  # (finish_cost prices its runs)
         view.finish(j, t, self._tick(job.completion))
         self.done[job.seq] = (job.restarts or 0, int(round(job.attained)))
 

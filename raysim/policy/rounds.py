@@ -12,6 +12,15 @@ VC runs its own rounds; with ``quota=global`` (or one VC) they are cluster-wide.
 The engine's clock runs in microseconds under these policies (``ticks_per_s``): rounds end at the
 latest micro-task finish, between seconds. The mechanism itself computes in seconds, exactly as
 Gavel's simulator; the clock only orders events.
+
+A job whose node goes down mid-round keeps the steps its micro-task did by then (Gavel's lease
+loss: the part of a step). With checkpoint-restart (``checkpoint.*``, raysim.sim.checkpoint) its
+steps are instead the timeline of its run in steps (``steps / duration`` per second of it): its work,
+a checkpoint write (``write_s``) every ``interval_s`` of it and, after a stop, the restore; the
+stop keeps the work of its last completed checkpoint, as under every other policy, and the next run's
+span becomes the job's remaining steps at the round's end (:meth:`RoundBased.stop_cost`). A lease
+that is not extended at a round's end is Gavel's micro-task ending, not a stop: it costs nothing and
+the run goes on.
 """
 
 from __future__ import annotations
@@ -76,6 +85,8 @@ class RoundBased(SelfTimed):
         self.capacity = None                 # GPUs per type of the run's types (VC's nodes)
         self.idle = 0
         self.last_arrival = None
+        self.runs: dict[int, tuple] = {}     # checkpoints: seq -> (work of its last checkpoint, restores?)
+        self.rebase: dict[int, int] = {}     # checkpoints: seq -> steps of its next run, from the round's end
 
     @classmethod
     def prepare(cls, settings, run, trace, spec):
@@ -112,6 +123,38 @@ class RoundBased(SelfTimed):
         for i, task in enumerate(self.tasks):
             if seq in task.combo and task.finish > at:
                 self.tasks[i] = self.state.interrupt(task, self.round_start, at)
+
+    def stop_cost(self, view, j: int, now: int, cp) -> tuple:
+        """Job j's node went down at tick `now` (checkpoint-restart): where its run stands, from its
+        steps not yet done (its micro-task's whole steps by then counted); from the round's end it
+        has the steps of its next run, from its last completed checkpoint. A run with nothing left
+        (stopped between its last step and its round's end) had ended: its restore and writes."""
+        seq, state, work = view.jobs.seq[j], self.state, view.jobs.duration[j]
+        at = now / self.tps
+        left = state.total[seq] - state.done[seq]
+        for task in self.tasks:
+            if seq in task.combo:
+                done = task if task.finish <= at else state.interrupt(task, self.round_start, at)
+                left -= done.steps[task.combo.index(seq)]
+        kept, restart = self.runs[seq]
+        span = cp.span(kept, work, restart)
+        if left <= 0:  # (it finishes at the round's end, waiting)
+            del self.runs[seq]
+            return 0, span - (work - kept)
+        kept, lost, overhead = cp.at(kept, work, restart, span - left / self._steps_per_tick(view, j))
+        self.runs[seq] = (kept, True)
+        self.rebase[seq] = round(cp.span(kept, work, True) * self._steps_per_tick(view, j))
+        return lost, overhead
+
+    def finish_cost(self, view, j: int, cp):
+        """Job j completes: its last run's restore and writes."""
+        kept, restart = self.runs.pop(view.jobs.seq[j])
+        work = view.jobs.duration[j]
+        return cp.span(kept, work, restart) - (work - kept)
+
+    def _steps_per_tick(self, view, j: int) -> float:
+        """Job j's steps per tick of its duration (the engine's unit of the checkpoint model's lengths)."""
+        return self.state.steps[view.jobs.seq[j]] / view.jobs.duration[j]
 
     def schedule(self, view, t: int) -> None:
         replan, self.replan = self.replan, False
@@ -179,8 +222,14 @@ class RoundBased(SelfTimed):
                 view.finish(self.index.pop(seq), t, tick(task.finish))
             for seq in dropped:
                 self.lease.pop(seq, None)
+                self.runs.pop(seq, None)
                 view.drop(self.index.pop(seq), t)
         self.tasks = []
+        state = self.state
+        for seq, steps in self.rebase.items():  # jobs stopped this round continue from their checkpoints
+            if seq in state.active:
+                state.total[seq] = state.done[seq] + steps
+        self.rebase.clear()
 
     def _round(self, view, t: int, now: float) -> None:
         """Arrivals join, the policy's allocation picks this round's jobs, they get GPUs and run."""
@@ -188,7 +237,13 @@ class RoundBased(SelfTimed):
         jobs = view.jobs
         while self.waiting and arrival[self.waiting[0]] <= now:
             seq = self.waiting.popleft()
-            state.add(seq, jobs.gpu[self.index[seq]])
+            j = self.index[seq]
+            state.add(seq, jobs.gpu[j])
+            cp = view.checkpointing(j)
+            if cp is not None:  # its run's checkpoint writes are steps too
+                work = jobs.duration[j]
+                self.runs[seq] = (0, False)
+                state.total[seq] += round((cp.span(0, work, False) - work) * self._steps_per_tick(view, j))
         if self.capacity is None:
             gpus = view.gpus_by_type()
             self.capacity = np.array([gpus.get(name, 0) for name in self.inputs.types])

@@ -78,6 +78,18 @@ class SelfTimed(Policy):
             else:
                 view.start_on(j, where, start_at)
 
+    def stop_cost(self, view, j: int, now: int, cp) -> tuple:
+        """Running job j, checkpointing as `cp` says (raysim.sim.checkpoint.Checkpointing, in ticks),
+        is stopped by its VC at tick `now`: (work lost since its last completed checkpoint, restore
+        and writes of the run so far), in ticks of its own; its next run begins with a restore.
+        Policies under which `checkpoint.*` runs define it and `finish_cost` (run/config.py refuses
+        it for the others)."""
+        raise NotImplementedError(f"policy {self.name} does not price stops with the checkpoint model")
+
+    def finish_cost(self, view, j: int, cp):
+        """Job j, checkpointing as `cp` says, completes: the restores and writes not yet priced."""
+        raise NotImplementedError(f"policy {self.name} does not price stops with the checkpoint model")
+
     def _tick(self, seconds: float) -> int:
         """Tick of time `seconds` on the engine's clock."""
         return int(round(seconds * self.tps))

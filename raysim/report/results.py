@@ -57,10 +57,10 @@ def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 
             table = _with_types(table, rec, gpu_types, ticks_per_s)
         if causes is not None:
             table = _with_interruptions(table, rec, causes)
-        for name in CHECKPOINT_COLUMNS if checkpoint else ():
-            table = table.append_column(name, pa.array(rec[name]))
+        for name in CHECKPOINT_COLUMNS if checkpoint else ():  # (GPU x ticks: GPU x seconds)
+            table = table.append_column(name, pa.array(rec[name] / ticks_per_s))
         for k, cause in enumerate(causes or ()) if checkpoint else ():
-            table = table.append_column(f"lost_gpu_s_{cause}", pa.array(rec[f"lost_{k}"]))
+            table = table.append_column(f"lost_gpu_s_{cause}", pa.array(rec[f"lost_{k}"] / ticks_per_s))
         if attempts:
             table = _with_failures(table, t, rec)
         for name in policy_columns:

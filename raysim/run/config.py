@@ -105,12 +105,12 @@ def checkpoint_settings(cfg: DictConfig, m: ClusterMode) -> Checkpointing | None
     key = "checkpoint.interval_s" if default is not None else f"checkpoint.apps.{next(iter(apps))}"
     shown = value(cfg, key) if default is not None else "set"
     name = value(cfg, "policy.name")
-    if getattr(policy_class(name), "elastic", False):
-        raise ConfigError(key, f"{name} is elastic: its jobs pay their applications' own checkpoint-restore "
-                          "(policy.apps.*.restart_s); run checkpoints with other policies", shown)
-    if policy_class(name).times_jobs:
-        raise ConfigError(key, f"{name} times its jobs itself (rounds, harvesting): the checkpoint model "
-                          "applies to event-driven policies", shown)
+    if policy_kind(name) == "harvest":
+        raise ConfigError(key, f"{name} rescales its jobs as its node log says: the checkpoint model applies "
+                          "to event-driven, round-based and elastic policies", shown)
+    if policy_class(name).times_jobs and apps:
+        raise ConfigError(f"checkpoint.apps.{next(iter(apps))}", f"{name} times its jobs itself: per-application "
+                          "checkpoints apply under event-driven policies (set checkpoint.interval_s)", "set")
     if stage := outside_vcs(cfg):
         raise ConfigError(key, f"{stage[0]} runs jobs outside their VCs, where no checkpoint is modelled: run "
                           f"policy={name} with {stage[1]}", shown)

@@ -94,7 +94,9 @@ class RunSpec:
         if self.capacity is not None:
             out.append(Capacity(self.capacity))
         if self.checkpoints:
-            out.append(Checkpoints(self.checkpoint, self.checkpoint_kinds))
+            ticks = self.params.ticks_per_s  # (the engine's clock)
+            out.append(Checkpoints(self.checkpoint and self.checkpoint.in_ticks(ticks),
+                                   tuple(k and k.in_ticks(ticks) for k in self.checkpoint_kinds)))
         if self.attempts is not None:
             out.append(Replays(self.attempts))
         return out

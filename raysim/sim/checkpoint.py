@@ -14,7 +14,10 @@ checkpoint (`kept`, a multiple of `interval_s`; 0 at first) and its timeline is 
 a stop), then segments of work each followed by a write but the last.
 
 The engine (raysim.sim.engine.VCSimulator, `checkpoint=`) keeps a job's `remain` as the rest of
-its run's timeline; `stopped` books a stop, `completed` a completion.
+its run's timeline; `stopped` books a stop, `completed` a completion. A policy that times its
+jobs itself keeps their runs' timelines in its own terms (round-based policies in steps, elastic
+ones in seconds of training) and prices a stop and a completion with the same `Checkpointing`
+(`SelfTimed.stop_cost`, `finish_cost`); the engine books what it says (`charge`).
 """
 
 from __future__ import annotations
@@ -31,9 +34,25 @@ class Checkpointing:
     write_s: int = 0
     restart_s: int = 0
 
-    def writes(self, kept, work) -> int:
+    def in_ticks(self, ticks_per_s: int) -> Checkpointing:
+        """The same settings on a clock of `ticks_per_s` ticks per second (raysim.sim.params), the
+        unit of the engine's job lengths under policies that count finer time."""
+        if ticks_per_s == 1:
+            return self
+        return Checkpointing(self.interval_s * ticks_per_s, self.write_s * ticks_per_s, self.restart_s * ticks_per_s)
+
+    def in_seconds(self, ticks_per_s: int) -> Checkpointing:
+        """The settings in seconds of these, on a clock of `ticks_per_s` ticks per second (`in_ticks`)."""
+        if ticks_per_s == 1:
+            return self
+        return Checkpointing(self.interval_s // ticks_per_s, self.write_s // ticks_per_s, self.restart_s // ticks_per_s)
+
+    def writes(self, kept, work):
         """Checkpoints a run from work `kept` (a checkpoint) to the job's end at `work` writes: one
-        at each multiple of interval_s strictly between them."""
+        at each multiple of interval_s strictly between them (work None: an end not in sight, e.g.
+        an elastic job's, which ends by its training progress: unbounded)."""
+        if work is None:
+            return math.inf
         return max(0, math.ceil(work / self.interval_s) - 1 - int(kept // self.interval_s))
 
     def span(self, kept, work, restart: bool):
@@ -63,9 +82,7 @@ def stopped(cp: Checkpointing, jobs, j: int, remain) -> None:
     and its `remain` becomes the span of its next run, which begins with a restore."""
     kept, work, restart = jobs.ck_kept[j], jobs.duration[j], jobs.ck_restart[j]
     kept, lost, overhead = cp.at(kept, work, restart, cp.span(kept, work, restart) - remain)
-    g = jobs.gpu[j]
-    jobs.lost_gpu_s[j] += lost * g
-    jobs.overhead_gpu_s[j] += overhead * g
+    charge(jobs, j, lost, overhead)
     jobs.ck_kept[j], jobs.ck_restart[j] = kept, True
     jobs.remain[j] = cp.span(kept, jobs.duration[j], True)
 
@@ -73,7 +90,15 @@ def stopped(cp: Checkpointing, jobs, j: int, remain) -> None:
 def completed(cp: Checkpointing, jobs, j: int) -> None:
     """Book job j's completion: its last run's restore and writes are overhead (x its GPUs)."""
     kept, work = jobs.ck_kept[j], jobs.duration[j]
-    jobs.overhead_gpu_s[j] += (cp.span(kept, work, jobs.ck_restart[j]) - (work - kept)) * jobs.gpu[j]
+    charge(jobs, j, 0, cp.span(kept, work, jobs.ck_restart[j]) - (work - kept))
+
+
+def charge(jobs, j: int, lost, overhead) -> None:
+    """Add `lost` job seconds of lost work and `overhead` of restores and writes, x job j's GPUs, to
+    its results (a policy that times its jobs prices them itself: `SelfTimed.stop_cost`)."""
+    g = jobs.gpu[j]
+    jobs.lost_gpu_s[j] += lost * g
+    jobs.overhead_gpu_s[j] += overhead * g
 
 
 def daly_time(work, cp: Checkpointing, mtbf) -> float:

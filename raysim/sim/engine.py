@@ -28,7 +28,7 @@ import numpy as np
 
 from raysim.cluster.catalog import TypeCatalog
 from raysim.sim.capacity import DOWN, UP
-from raysim.sim.checkpoint import Checkpointing, completed
+from raysim.sim.checkpoint import Checkpointing, charge, completed
 from raysim.sim.jobs import CAPACITY, RETRY, UNSET, JobTable
 from raysim.sim.params import SimParams
 from raysim.sim.recorder import Recorder, per_type_columns
@@ -378,7 +378,9 @@ class VCSimulator(PolicyView):
     def _complete(self, j: int, t: int, ran_until: int | None = None) -> None:
         jobs = self.jobs
         cp = self.checkpointing(j) if self.checkpoints else None
-        if cp is not None:
+        if cp is not None and self.policy.times_jobs:  # (it keeps its jobs' runs: it prices the last one)
+            charge(jobs, j, 0, self.policy.finish_cost(self, j, cp))
+        elif cp is not None:
             completed(cp, jobs, j)
         jobs.end[j] = t
         jobs.end_due[j] = -1

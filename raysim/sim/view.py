@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from raysim.sim.checkpoint import stopped
+from raysim.sim.checkpoint import charge, stopped
 from raysim.sim.demand import Demand
 from raysim.sim.jobs import DROPPED, PREEMPTION
 
@@ -389,7 +389,9 @@ class PolicyView:
         jobs.ckpt_time[j] = now
         jobs.attained[j] = self.attained(j, now)
         cp = self.checkpointing(j) if self.checkpoints else None
-        if cp is not None:
+        if cp is not None and self.policy.times_jobs:  # (it keeps its jobs' runs: it prices the stop)
+            charge(jobs, j, *self.policy.stop_cost(self, j, now, cp))
+        elif cp is not None:
             stopped(cp, jobs, j, self._remain_at(j, now))
         elif overhead is None:  # from the beginning (of its current run, if its trace has several)
             left = self._remain_at(j, now) if self.checkpoints else 0
