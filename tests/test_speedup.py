@@ -49,7 +49,9 @@ def test_run_timing_by_hand():
     assert report["windows"] == 2 and report["outside_s"] == 2.0
     assert report["window"] == {"wall_s": [6.0, 6.0], "own_s": [1.0, 0.5], "transfer_s": [0.0, 0.5],
                                 "critical_s": [3.0, 4.0], "waiting_s": [2.0, 1.0], "work_s": [5.0, 5.0]}
-    assert report["groups"] == {"vcs": [["a", "b"], ["c"]], "cpu_s": [4.0, 6.0], "wall_s": [5.0, 7.0]}
+    # idle: the coordinator's time in the calls less the group's own wall: 5 - 4 + 5.5 - 1, 5 - 2.5 + 5.5 - 4.5
+    assert report["groups"] == {"vcs": [["a", "b"], ["c"]], "cpu_s": [4.0, 6.0], "wall_s": [5.0, 7.0],
+                                "idle_s": [5.5, 3.5]}
     assert report["vc_cpu_s"] == {"a": 2.0, "b": 2.0, "c": 6.0}
     # serial work: 10 s of groups + 1.5 s own + 0.5 s transfer + 2 s outside = 14 s
     assert report["serial_work_s"] == 14.0

@@ -338,9 +338,9 @@ def timing_html(timing: dict | None) -> str:
     rows = "".join(f'<tr><td>{esc(name)}</td><td class=n>{v:,.2f}</td><td class=n>{100 * v / total:.0f} %</td>'
                    f'<td><span class="bar" style="width:{200 * v / total:.0f}px"></span></td></tr>' for name, v in parts)
     groups = timing["groups"]
-    top = sorted(zip(groups["cpu_s"], groups["wall_s"], groups["vcs"]), key=lambda r: -r[0])[:TOP_GROUPS]
-    group_rows = "".join(f"<tr><td>{esc(', '.join(vcs))}</td><td class=n>{cpu:,.2f}</td><td class=n>{w:,.2f}</td></tr>"
-                         for cpu, w, vcs in top)
+    top = sorted(zip(groups["cpu_s"], groups["wall_s"], groups["idle_s"], groups["vcs"]), key=lambda r: -r[0])[:TOP_GROUPS]
+    group_rows = "".join(f"<tr><td>{esc(', '.join(vcs))}</td><td class=n>{cpu:,.2f}</td><td class=n>{w:,.2f}</td>"
+                         f"<td class=n>{idle:,.2f}</td></tr>" for cpu, w, idle, vcs in top)
     bounds = ", ".join(f"<b>{b:.2f}x</b> on {esc(k)} CPUs" for k, b in timing["speedup_bound"].items())
     return (f"<h3>Inside the simulation: {plural(timing['windows'], 'window')}, "
             f"{plural(len(groups['vcs']), 'VC group')}</h3>"
@@ -351,7 +351,8 @@ def timing_html(timing: dict | None) -> str:
             "<code>ray.vcs_per_actor=auto</code> packs them for k CPUs, and the costliest group plus the "
             "coordinator's serial time is that window's least wall time; Ray's start-up, transfer and CPUs "
             "shared with other work only add to it.</p>"
-            f"<table><thead><tr><th>VC group (costliest {len(top)})</th><th>CPU s</th><th>wall s</th></tr></thead>"
+            f"<table><thead><tr><th>VC group (costliest {len(top)})</th><th>CPU s</th><th>wall s</th>"
+            "<th>waiting for the others, s</th></tr></thead>"
             f"<tbody>{group_rows}</tbody></table>")
 
 

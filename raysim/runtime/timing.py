@@ -56,6 +56,7 @@ class RunTiming:
         self.critical = dict.fromkeys(packings, 0.0)
         self.group_cpu = np.zeros(len(groups))
         self.group_wall = np.zeros(len(groups))
+        self.group_idle = np.zeros(len(groups))
         self.vc_cpu = np.zeros(len(self.vcs))
 
     def window(self, wall_s: float, groups_s: float, transfer_s: float, costs: list[GroupCost]) -> None:
@@ -63,7 +64,9 @@ class RunTiming:
         transfer time, and each group's cost (in group order)."""
         cpu = np.array([c.cpu_s for c in costs])
         self.group_cpu += cpu
-        self.group_wall += [c.wall_s + c.state_s for c in costs]
+        wall = np.array([c.wall_s + c.state_s for c in costs])
+        self.group_wall += wall
+        self.group_idle += np.maximum(0.0, groups_s - wall)
         per_vc = {}
         for grp, c in zip(self.groups, costs):
             per_vc.update(spread(c.cpu_s, c.vc_cpu, grp))
@@ -90,7 +93,8 @@ class RunTiming:
             "window": {name: [round(float(v), 4) for v in summed[:, i]] for i, name in enumerate(names)},
             "totals": {name: round(float(rows[:, i].sum()), 4) for i, name in enumerate(names)},
             "outside_s": round(outside_s, 4),
-            "groups": {"vcs": self.groups, "cpu_s": _rounded(self.group_cpu), "wall_s": _rounded(self.group_wall)},
+            "groups": {"vcs": self.groups, "cpu_s": _rounded(self.group_cpu), "wall_s": _rounded(self.group_wall),
+                       "idle_s": _rounded(self.group_idle)},
             "vc_cpu_s": dict(zip(self.vcs, _rounded(self.vc_cpu))),
             "serial_work_s": round(work + serial, 4),
             "speedup_bound": {str(k): round(bound(work, c, serial), 3) for k, c in self.critical.items()},
