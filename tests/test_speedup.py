@@ -26,9 +26,9 @@ def test_critical_path_packs_longest_first_onto_the_least_loaded_cpu():
 
 
 def test_a_groups_own_time_is_spread_over_its_vcs_in_proportion():
-    assert spread(4.0, {"a": 1.0, "b": 2.0}, ["a", "b", "c"]) == pytest.approx({"a": 4 / 3, "b": 8 / 3, "c": 0.0})
-    assert spread(3.0, {}, ["a", "b", "c"]) == {"a": 1.0, "b": 1.0, "c": 1.0}  # nothing measured: evenly
-    assert spread(2.0, {"a": 3.0}, ["a"]) == {"a": 3.0}  # the group's clock read less: nothing added
+    assert spread(4.0, np.array([1.0, 2.0, 0.0])).tolist() == pytest.approx([4 / 3, 8 / 3, 0.0])
+    assert spread(3.0, np.zeros(3)).tolist() == [1.0, 1.0, 1.0]  # nothing measured: evenly
+    assert spread(2.0, np.array([3.0])).tolist() == [3.0]  # the group's clock read less: nothing added
     assert group_costs(np.array([1.0, 2.0, 4.0]), np.array([0, 1, 0]), 2).tolist() == [5.0, 2.0]
 
 

@@ -24,25 +24,24 @@ def critical_path(costs, k: int) -> float:
     each onto the least loaded CPU so far (LPT)."""
     if k < 1:
         raise ValueError(f"k must be at least 1, not {k}")
-    costs = sorted((float(c) for c in costs), reverse=True)
+    costs = np.asarray(costs, dtype=float)
     if len(costs) <= k:
-        return costs[0] if costs else 0.0
+        return float(costs.max()) if len(costs) else 0.0
     loads = [0.0] * k
-    for c in costs:
+    for c in sorted(costs.tolist(), reverse=True):
         heapq.heappush(loads, heapq.heappop(loads) + c)
     return max(loads)
 
 
-def spread(group_cpu: float, vc_cpu: dict[str, float], vcs: list[str]) -> dict[str, float]:
-    """A group's CPU time `group_cpu` over its VCs `vcs`: each VC its own measured time (`vc_cpu`;
-    missing: 0) and a share of the rest (the group's own work: splitting arrivals, building result
-    tables) in proportion to it, or evenly when no VC was measured."""
-    own = {vc: float(vc_cpu.get(vc, 0.0)) for vc in vcs}
-    measured = sum(own.values())
-    rest = max(0.0, group_cpu - measured)
-    if measured > 0:
-        return {vc: c + rest * c / measured for vc, c in own.items()}
-    return {vc: rest / len(vcs) for vc in vcs} if vcs else {}
+def spread(group_cpu: float, measured: np.ndarray) -> np.ndarray:
+    """A group's CPU time `group_cpu` over its VCs: each VC its own measured time (`measured`, in
+    the group's order; 0: not measured) and a share of the rest (the group's own work: splitting
+    arrivals, building result tables) in proportion to it, or evenly when no VC was measured."""
+    total = float(measured.sum())
+    rest = max(0.0, group_cpu - total)
+    if total > 0:
+        return measured * (1.0 + rest / total)
+    return np.full(len(measured), rest / len(measured)) if len(measured) else measured
 
 
 def group_costs(vc_costs: np.ndarray, assignment: np.ndarray, groups: int) -> np.ndarray:

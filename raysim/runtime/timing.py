@@ -49,9 +49,12 @@ class RunTiming:
     def __init__(self, groups: list[list[str]], packings: dict[int, list[list[str]]]):
         self.groups = groups
         self.vcs = [vc for grp in groups for vc in grp]
-        index = {vc: i for i, vc in enumerate(self.vcs)}
-        self.packings = {k: (np.array([g for g, grp in enumerate(p) for _ in grp]),
-                             np.array([index[vc] for grp in p for vc in grp]), len(p)) for k, p in packings.items()}
+        self.index = {vc: i for i, vc in enumerate(self.vcs)}
+        ends = np.cumsum([len(grp) for grp in groups])
+        self.spans = list(zip((ends - [len(grp) for grp in groups]).tolist(), ends.tolist()))  # group -> VC slice
+        self.packings = {k: (np.array([g for g, grp in enumerate(p) for _ in grp], dtype=np.intp),
+                             np.array([self.index[vc] for grp in p for vc in grp], dtype=np.intp), len(p))
+                         for k, p in packings.items()}
         self.rows: list[tuple] = []  # per window: (wall, own, transfer, critical, waiting, work)
         self.critical = dict.fromkeys(packings, 0.0)
         self.group_cpu = np.zeros(len(groups))
@@ -67,10 +70,11 @@ class RunTiming:
         wall = np.array([c.wall_s + c.state_s for c in costs])
         self.group_wall += wall
         self.group_idle += np.maximum(0.0, groups_s - wall)
-        per_vc = {}
-        for grp, c in zip(self.groups, costs):
-            per_vc.update(spread(c.cpu_s, c.vc_cpu, grp))
-        vc = np.array([per_vc[v] for v in self.vcs])
+        vc = np.zeros(len(self.vcs))
+        for c, (lo, hi) in zip(costs, self.spans):
+            for name, seconds in c.vc_cpu.items():
+                vc[self.index[name]] = seconds
+            vc[lo:hi] = spread(c.cpu_s, vc[lo:hi])
         self.vc_cpu += vc
         for k, (assign, order, n) in self.packings.items():
             self.critical[k] += critical_path(group_costs(vc[order], assign, n), k)
