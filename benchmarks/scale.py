@@ -9,6 +9,9 @@ generated once per length by raysim's generator (timed from scratch: `generate_s
 `peak_rss_mib` is the driver's; `peak_all_mib` is the largest sum of RSS over the driver and every
 process it started (on Ray: the GCS, raylet, dashboard and actor processes), sampled every 0.2 s;
 shared pages (Ray's object store) count once per process that maps them, so it is an upper bound.
+`speedup_bound` is the run's predicted bound for k CPUs (raysim.runtime.timing: VCs packed as
+ray.vcs_per_actor=auto packs them for k), `serial_work_s` what one process would do, from its records,
+`split_s` where the simulation's time went (trace_report.json's `timing` totals, docs/results.md).
 """
 
 from __future__ import annotations
@@ -101,7 +104,9 @@ def one(preset: str, months: float, policy: str, runtime: str, vcs_per_actor: in
             "wall_s": round(wall, 2), "events_per_s": round(stats["events"] / wall), "events": stats["events"],
             "load_s": round(load_s, 2), "ray_startup_s": round(startup_s, 2),
             "avg_jct": round(float(jobs.column("jct").to_numpy().mean()), 1),
-            "window_s": window_s, "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "window_s": window_s, "speedup_bound": stats["timing"]["speedup_bound"],
+            "serial_work_s": stats["timing"]["serial_work_s"],
+            "split_s": {**stats["timing"]["totals"], "outside_s": stats["timing"]["outside_s"]}, "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
             "peak_all_mib": memory.stop()}
 
 
@@ -151,7 +156,8 @@ def main() -> None:
                 print(json.dumps(row) if args.json else
                       f"  {runtime:5s} {policy:9s} {row['jobs']:>9,} jobs  {row['wall_s']:7.1f} s  "
                       f"{row['events_per_s']:>9,} events/s  peak {row['peak_rss_mib']:>6,} MiB "
-                      f"(all processes {row['peak_all_mib']:,} MiB)")
+                      f"(all processes {row['peak_all_mib']:,} MiB); bound on 2 CPUs "
+                      f"{row['speedup_bound']['2']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -127,6 +127,7 @@ def venus_run(tmp_path_factory) -> Path:
                           f"hydra.run.dir={folder}"], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     assert f"page: {folder / 'report.html'}" in res.stdout
+    assert "speedup bound (critical path per window, VCs packed as for k CPUs): " in res.stdout
     return folder
 
 
@@ -168,6 +169,9 @@ def test_run_page_says_what_was_run_and_what_came_out(venus_run):
     trace_report = json.loads((venus_run / "trace_report.json").read_text())
     assert set(trace_report["wall_s"]) == {"read_s", "ray_start_s", "simulate_s", "write_s"}
     assert trace_report["wall_s"]["ray_start_s"] is None  # runtime=local
+    timing = trace_report["timing"]  # inside the simulation: the split and the bound (tests/test_speedup.py)
+    assert "Inside the simulation" in html and "the critical path" in html and "waiting beyond it" in html
+    assert all(f"<b>{b:.2f}x</b> on {k} CPUs" in html for k, b in timing["speedup_bound"].items())
 
 
 def check_pending_lines(path: Path, vcs: list[str], chart: dict) -> None:

@@ -64,7 +64,7 @@ def run_page(run_dir: Path) -> Page:
         page.section("causes", "Lost work per cause", causes_html(page, causes))
     page.section("run", "What was run", run_html(run_dir, report, config))
     page.section("data", "Data", data_html(report) + capacity_inputs_html(report))
-    page.section("time", "Wall time", wall_html(report.get("wall_s") or {}))
+    page.section("time", "Wall time", wall_html(report.get("wall_s") or {}) + timing_html(report.get("timing")))
     page.section("files", "Files", files_html(run_dir))
     return page
 
@@ -348,6 +348,47 @@ def wall_html(wall: dict) -> str:
             f'<tr class=total><td>total</td><td class=n>{total:,.2f}</td><td></td><td></td></tr></tbody></table>'
             '<p class="caption">Measured in the run\'s process; start-up (Python, imports, Hydra) and this '
             "page are not included.</p>")
+
+
+#: What the simulation's split calls each part of trace_report.json's `timing` totals.
+PARTS = {"critical_s": "VC groups: the critical path (each window's slowest group, CPU time)",
+         "waiting_s": "waiting beyond it (the other groups' turns where there are more groups than CPUs, CPUs "
+                      "shared with other work, Ray's scheduling)",
+         "transfer_s": "serialising and moving batches and results (Ray's put and get)",
+         "own_s": "the coordinator's own work (routing arrivals, merging results, checkpoints)"}
+#: Groups listed by name in the split, costliest first.
+TOP_GROUPS = 8
+
+
+def timing_html(timing: dict | None) -> str:
+    """Where the simulation's time went (trace_report.json's `timing`): the windows' critical path
+    vs waiting, transfer and the coordinator, the time outside windows, the costliest VC groups,
+    and the speedup bound for k CPUs."""
+    if not timing:
+        return ""
+    totals = timing["totals"]
+    parts = [(name, float(totals[key])) for key, name in PARTS.items()]
+    parts.append(("outside the windows (starting the groups, collecting and writing results)", float(timing["outside_s"])))
+    total = sum(v for _, v in parts) or 1.0
+    rows = "".join(f'<tr><td>{esc(name)}</td><td class=n>{v:,.2f}</td><td class=n>{100 * v / total:.0f} %</td>'
+                   f'<td><span class="bar" style="width:{200 * v / total:.0f}px"></span></td></tr>' for name, v in parts)
+    groups = timing["groups"]
+    top = sorted(zip(groups["cpu_s"], groups["wall_s"], groups["idle_s"], groups["vcs"]), key=lambda r: -r[0])[:TOP_GROUPS]
+    group_rows = "".join(f"<tr><td>{esc(', '.join(vcs))}</td><td class=n>{cpu:,.2f}</td><td class=n>{w:,.2f}</td>"
+                         f"<td class=n>{idle:,.2f}</td></tr>" for cpu, w, idle, vcs in top)
+    bounds = ", ".join(f"<b>{b:.2f}x</b> on {esc(k)} CPUs" for k, b in timing["speedup_bound"].items())
+    return (f"<h3>Inside the simulation: {plural(timing['windows'], 'window')}, "
+            f"{plural(len(groups['vcs']), 'VC group')}</h3>"
+            f"<table><thead><tr><th>part</th><th>seconds</th><th>share</th><th></th></tr></thead><tbody>{rows}"
+            f'<tr class=total><td>total</td><td class=n>{total:,.2f}</td><td></td><td></td></tr></tbody></table>'
+            f"<p>Predicted speedup bound: {bounds}, against {timing['serial_work_s']:,.1f} s of serial work (every "
+            "group's CPU time and the serial time above). Per window the VCs are packed as "
+            "<code>ray.vcs_per_actor=auto</code> packs them for k CPUs, and the costliest group plus the "
+            "coordinator's serial time is that window's least wall time; Ray's start-up, transfer and CPUs "
+            "shared with other work only add to it.</p>"
+            f"<table><thead><tr><th>VC group (costliest {len(top)})</th><th>CPU s</th><th>wall s</th>"
+            "<th>waiting for the others, s</th></tr></thead>"
+            f"<tbody>{group_rows}</tbody></table>")
 
 
 def files_html(run_dir: Path) -> str:

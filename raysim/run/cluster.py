@@ -25,6 +25,7 @@ from raysim.run.config import (check_cluster_config, estimates_from_config, load
                                spec_from_config)
 from raysim.run.outputs import record_capacity_inputs, record_wall, write_outputs, write_plots
 from raysim.run.simulate import simulate_to, vc_groups
+from raysim.runtime.timing import bound_line
 from raysim.run.overrides import in_multirun
 
 log = logging.getLogger("raysim")
@@ -59,7 +60,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path, checked: ClusterMode | None = No
     check_local_ray_fits(cfg, spec)
     sim_start = time.perf_counter()
     rt = cfg.runtime
-    simulate_to(run_dir, trace, spec, estimates, runtime=rt.name, window_s=int(rt.window_s),
+    counts = simulate_to(run_dir, trace, spec, estimates, runtime=rt.name, window_s=int(rt.window_s),
                 vcs_per_actor=cfg.ray.vcs_per_actor, ray_options=dict(cfg.ray),
                 checkpoint_dir=rt.checkpoint_dir, checkpoint_every=int(rt.checkpoint_every),
                 resume=bool(rt.resume), progress=True, job_extra=job_extra, estimator=online,
@@ -110,12 +111,14 @@ def run_cluster(cfg: DictConfig, run_dir: Path, checked: ClusterMode | None = No
         record_capacity_inputs(run_dir, key, value(cfg, key), plain(cfg, "failures"))
     write_job_views(run_dir, settings, spec)
     record_wall(run_dir, {"read_s": read_s, "ray_start_s": ray_s, "simulate_s": sim_wall,
-                          "write_s": time.perf_counter() - sim_start - sim_wall})
+                          "write_s": time.perf_counter() - sim_start - sim_wall}, counts.get("timing"))
     overall = summary[summary.vc == "all"].iloc[0].to_dict()
     print(to_markdown(summary, title=f"raysim: {spec.policy}, {cfg.sim.compat} semantics"))
     ray_text = f"; Ray start-up {ray_s:.2f} s" if ray_s is not None else ""
     print(f"avg JCT {overall['avg_jct']:,.1f} s, avg queue {overall['avg_queue']:,.1f} s over "
           f"{overall['jobs']:,} jobs; simulated in {sim_wall:.2f} s{ray_text} ({time.perf_counter() - wall:.2f} s total)")
+    if "timing" in counts:  # (not when a resumed run had finished: nothing was simulated)
+        print(bound_line(counts["timing"]))
     return overall
 
 

@@ -7,6 +7,7 @@ import logging
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from raysim.runtime.coordinator import Coordinator, check_resumable
 from raysim.runtime.fingerprint import run_fingerprint
 from raysim.runtime.sink import ResultSink, read_records
 from raysim.runtime.spec import RunSpec
+from raysim.runtime.timing import BOUND_CPUS
 from raysim.trace.load import Trace
 from raysim.trace.schema import arrival_seconds
 
@@ -40,17 +42,19 @@ FINISHED = "finished"
 RESULT_FILES = ("jobs.parquet", "timeseries.parquet")
 
 
-def vc_groups(vcs: list[str], vcs_per_actor: int | str, quota: QuotaSettings | None = None) -> list[list[str]]:
+def vc_groups(vcs: list[str], vcs_per_actor: int | str, quota: QuotaSettings | None = None,
+              cpus: int | None = None) -> list[list[str]]:
     """VCs in layout order, packed `vcs_per_actor` to a group (one process/actor per group).
 
-    "auto" packs them into as many groups as the Ray cluster has CPUs (one group without Ray,
-    which is not imported for this); with quota lending (`quota` mode borrow) it keeps every cohort
+    "auto" packs them into as many groups as `cpus`, by default the Ray cluster's CPUs (one group
+    without Ray, which is not imported for this); with quota lending (`quota` mode borrow) it keeps every cohort
     in one group, so that its loans are decided there rather than by a coordinator window per epoch
     (raysim.quota.cohorts). Packing never changes results, only how the work is spread over processes."""
     names = list(vcs)
     if vcs_per_actor == "auto":
-        ray = sys.modules.get("ray")  # (not imported: Ray is not running)
-        cpus = int(ray.cluster_resources().get("CPU", 1)) if ray is not None and ray.is_initialized() else 1
+        if cpus is None:
+            ray = sys.modules.get("ray")  # (not imported: Ray is not running)
+            cpus = int(ray.cluster_resources().get("CPU", 1)) if ray is not None and ray.is_initialized() else 1
         if quota is not None and quota.borrow:
             return cohort_groups(quota, names, max(1, cpus))
         vcs_per_actor = -(-len(names) // max(1, cpus))
@@ -80,11 +84,16 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     `resume` refuses one written by a run with other inputs, naming them. A finished run leaves its
     result files beside its checkpoint; resuming it re-emits them without simulating again.
 
+    The counts include `timing` (raysim.runtime.timing.RunTiming.report): where the simulation's
+    time went per window and VC group, and the speedup bound for k CPUs with the VCs packed as
+    `vcs_per_actor=auto` would pack them for k.
+
     `stall_s` (seconds, "auto": `stall_bounds`; None: no guard): a run in which some VC has unfinished
     jobs and none of them has finished or kept more work for longer stops there, writes its result
     files (jobs not finished have no end; with `checkpoint_dir`, none: its checkpoint holds the run, to
     be resumed with a larger bound) and raises RunStalled.
     """
+    started = time.perf_counter()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     fingerprint = None
@@ -126,7 +135,8 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
                               checkpoint_every=checkpoint_every, resume=resume, progress=progress,
                               origin=trace.origin, ticks_per_s=ticks, estimator=estimator, fingerprint=fingerprint,
                               dispatch_s=dispatch_span(window_s, spec, estimator), exchange=exchange,
-                              stall_ticks=stall)
+                              stall_ticks=stall,
+                              packings={k: vc_groups(spec.vcs, "auto", spec.quota, cpus=k) for k in BOUND_CPUS})
     end, stage = coordinator.run()
     if coordinator.stalled is not None and checkpoint_dir:  # (its spool stays as the checkpoint left it)
         raise RunStalled(f"{coordinator.stalled}; the checkpoint in {checkpoint_dir} holds the run up to there: to "
@@ -150,6 +160,7 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
         _keep_finished(Path(checkpoint_dir) / FINISHED, out_dir, fingerprint, counts)
     else:
         shutil.rmtree(spool, ignore_errors=True)
+    counts["timing"] = coordinator.timing.report(time.perf_counter() - started)
     return counts
 
 

@@ -35,6 +35,7 @@ import pyarrow as pa
 from raysim.errors import UserError
 from raysim.quota.reports import reports_of
 from raysim.runtime.sink import ResultSink, SinkPosition
+from raysim.runtime.timing import RunTiming
 
 log = logging.getLogger("raysim")
 
@@ -91,7 +92,8 @@ class Coordinator:
     def __init__(self, executor, batch: pa.Table, groups: list[list[str]], sink: ResultSink, *, t0: int,
                  window_s: int, checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False,
                  progress: bool = True, origin: str = "0", ticks_per_s: int = 1, estimator=None, fingerprint: dict | None = None,
-                 dispatch_s: int | None = None, exchange=None, stall_ticks: dict | None = None):
+                 dispatch_s: int | None = None, exchange=None, stall_ticks: dict | None = None,
+                 packings: dict | None = None):
         if window_s <= 0:
             raise ValueError("runtime.window_s must be a positive number of seconds")
         #: arrivals go to the VC groups this many seconds at a time (a multiple of the window: a
@@ -126,6 +128,9 @@ class Coordinator:
         #: why the run stopped before its end (one line), or None: it ran to its end
         self.stalled: str | None = None
         self.recoveries = 0
+        #: where the time went, window by window, and the critical paths of the VCs packed as
+        #: `packings` says (k -> VC groups for k CPUs: raysim.runtime.timing)
+        self.timing = RunTiming(groups, packings or {})
         self.windows_run = 0
         self.events = 0
         self._state_cost: dict[int, float] = {}  # group -> seconds its last state took to save
@@ -141,6 +146,7 @@ class Coordinator:
         wall = time.perf_counter()
         queued = None  # StageCall: the stage's next window, issued ahead
         while True:
+            started, transfer = time.perf_counter(), self.executor.transfer_s
             stage = self._stage_window(state) if queued is None else queued.t_start
             vc_next = [s["next_event"] for s in state.status.values() if s["next_event"] is not None]
             loans_by = self.exchange.must_start_by(state.loans) if self.exchange else None
@@ -164,8 +170,10 @@ class Coordinator:
                 current = [None] * len(self.groups)
             snapshot = [self._snapshot_due(state, g) for g in range(len(self.groups))]
             orders = self._orders(state, t_start, t_end)
+            issued = time.perf_counter()
             handles = [self.executor.run_window(g, current[g], t_end, snapshot[g], orders[g])
                        for g in range(len(self.groups))]
+            groups_s = time.perf_counter() - issued
             state.t = t_end
             nxt = self._stage_window(state) if queued is None else None  # (one call issued ahead at a time)
             if nxt is not None and self.estimator is not None and \
@@ -176,7 +184,10 @@ class Coordinator:
             if nxt is not None:  # the stage works on its next window while the VC groups run this one
                 queued = self._profile(state.pos, nxt, nxt + self.dispatch_s, state)
             samples, changed = [], set()
-            for res, smp, vc_status, reports in self._collect(state, handles, current, orders, t_end, snapshot):
+            collecting = time.perf_counter()
+            outputs, costs = self._collect(state, handles, current, orders, t_end, snapshot)
+            groups_s += time.perf_counter() - collecting
+            for res, smp, vc_status, reports in outputs:
                 if res is not None:  # (a window that does not ship sends no tables)
                     self._add_records(state, res)
                     samples.append(smp)
@@ -190,6 +201,7 @@ class Coordinator:
             self.sink.add_samples(samples, min(state.shipped_at - 1, max(s["last_event"] for s in state.status.values())))
             state.windows += 1
             self._write_checkpoint(state)
+            self.timing.window(time.perf_counter() - started, groups_s, self.executor.transfer_s - transfer, costs)
             if self.progress:
                 self._report(state, t_end, time.perf_counter() - wall)
             self.stalled = self._stall(state, t_end)
@@ -266,13 +278,15 @@ class Coordinator:
             else [None] * len(self.groups)
         return [{**(q or {}), "ship": ship} for q in quota]
 
-    def _collect(self, state: RunState, handles, prof_out, quota, t_end: int, snapshot: list[bool]) -> list:
-        outputs = []
+    def _collect(self, state: RunState, handles, prof_out, quota, t_end: int, snapshot: list[bool]) -> tuple[list, list]:
+        """(each group's window output, each group's raysim.runtime.timing.GroupCost), rebuilding
+        lost groups on the way."""
+        outputs, costs = [], []
         for g, h in enumerate(handles):
             history = state.replay.setdefault(g, [])
             while True:
                 try:
-                    out, run_s, state_s, group_state = self.executor.get(g, h)
+                    out, cost, group_state = self.executor.get(g, h)
                     break
                 except GroupLost as lost:
                     self.recoveries += 1
@@ -284,15 +298,16 @@ class Coordinator:
                         self.executor.get(g, self.executor.run_window(g, batch, end, False, loans))
                     h = self.executor.run_window(g, prof_out[g], t_end, snapshot[g], quota[g])
             outputs.append(out)
+            costs.append(cost)
             if snapshot[g]:
                 state.group_states[g] = group_state
                 state.replay[g] = []
-                self._state_cost[g] = state_s
+                self._state_cost[g] = cost.state_s
                 self._work_since[g] = 0.0
             else:
                 history.append((prof_out[g], t_end, quota[g]))
-                self._work_since[g] = self._work_since.get(g, 0.0) + run_s
-        return outputs
+                self._work_since[g] = self._work_since.get(g, 0.0) + cost.wall_s
+        return outputs, costs
 
     def _profile(self, pos: int, t_start: int, t_end: int, state: RunState | None = None) -> StageCall:
         hi = int(np.searchsorted(self.submit, t_end, side="left"))

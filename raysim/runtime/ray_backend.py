@@ -22,6 +22,7 @@ from raysim.errors import UserError
 from raysim.profiler import make_profiler
 from raysim.runtime.coordinator import GroupLost, StageLost
 from raysim.runtime.spec import RunSpec
+from raysim.runtime.timing import run_timed
 from raysim.runtime.vcgroup import VCGroup
 
 log = logging.getLogger("raysim")
@@ -121,13 +122,15 @@ class _GroupActor:
         return True
 
     def run_window(self, batch, t_end, snapshot: bool, orders=None):
-        """(window output, seconds simulating, seconds saving the state), and the group's state at
-        the window's end when asked."""
-        t = time.perf_counter()
-        out = self.group.run_window(batch, t_end, orders)
-        t1 = time.perf_counter()
-        state = self.group.checkpoint() if snapshot else None
-        return (out, t1 - t, time.perf_counter() - t1), state
+        """(window output, its raysim.runtime.timing.GroupCost), and the group's state at the
+        window's end when asked (its seconds in the cost's `state_s`)."""
+        out, cost = run_timed(self.group, batch, t_end, orders)
+        if snapshot:
+            t = time.perf_counter()
+            state = self.group.checkpoint()
+            cost.state_s = time.perf_counter() - t
+            return (out, cost), state
+        return (out, cost), None
 
     def finish(self, end):
         return self.group.finish(end)
@@ -204,6 +207,9 @@ class RayExecutor:
         #: the pass-through stage, run in the driver: an actor of its own would only add a process
         #: to start and a round trip per window
         self.stage_here = None
+        #: seconds this driver spent serialising batches into Ray's object store and fetching
+        #: results from it (the coordinator reads it per window)
+        self.transfer_s = 0.0
 
     def start(self, groups):
         pool = _pool()["groups"]
@@ -244,9 +250,14 @@ class RayExecutor:
         rebuild a lost stage; the pass-through stage routes in the driver (status, no snapshot)."""
         if self.stage_here is not None:
             outputs, status = self.stage_here.process(jobs, t_start, t_end)
-            return [ray.put(out) for out in outputs], (status, None)
-        refs = self.profiler.process.options(num_returns=len(self.groups) + 2).remote(
-            ray.put(jobs), t_start, t_end)
+            t = time.perf_counter()
+            refs = [ray.put(out) for out in outputs]
+            self.transfer_s += time.perf_counter() - t
+            return refs, (status, None)
+        t = time.perf_counter()
+        jobs_ref = ray.put(jobs)
+        self.transfer_s += time.perf_counter() - t
+        refs = self.profiler.process.options(num_returns=len(self.groups) + 2).remote(jobs_ref, t_start, t_end)
         return list(refs[:-2]), (refs[-2], refs[-1])
 
     def profile_status(self, handle):
@@ -288,8 +299,8 @@ class RayExecutor:
         return self.actors[g].run_window.options(num_returns=2).remote(batch_ref, t_end, snapshot, orders)
 
     def get(self, g, handle):
-        """(window output, seconds simulating, seconds saving the state, ref to the group's state at
-        the window's end or None); GroupLost if the actor died. The state lives in the object store,
+        """(window output, its raysim.runtime.timing.GroupCost, ref to the group's state at the
+        window's end or None); GroupLost if the actor died. The state lives in the object store,
         owned by the driver, so it outlives the actor."""
         out_ref, state_ref = handle
         waited = self._wait(out_ref, f"VC group {g} ({','.join(self.groups[g])}; process {self.pids[g]})",
@@ -297,12 +308,14 @@ class RayExecutor:
         if waited is None:
             ray.kill(self.actors[g], no_restart=True)
             raise GroupLost(g, TimeoutError(f"no result after {self.lost_after_s:g} s (ray.lost_after_s)"))
+        t = time.perf_counter()
         try:
-            out, run_s, state_s = ray.get(out_ref)
+            out, cost = ray.get(out_ref)
         except RayActorError as exc:
             raise GroupLost(g, exc) from exc
+        self.transfer_s += time.perf_counter() - t
         self._slowest = max(self._slowest, waited)
-        return out, run_s, state_s, state_ref
+        return out, cost, state_ref
 
     def _wait(self, ref, who: str, pid: int | None = None) -> float | None:
         """Seconds until `ref` is ready; None when it is still not ready after lost_after_s. A window

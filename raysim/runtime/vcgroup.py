@@ -6,6 +6,7 @@ Pure Python: the Ray backend wraps it in an actor, the local backend calls it di
 from __future__ import annotations
 
 import pickle
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -50,6 +51,7 @@ class VCGroup:
         self._unreported = set(self.reporting)
         self._mine = frozenset(self.epochs.vcs if self.epochs is not None else ())
         self._told: dict = {}  # VC -> the next event its last status said
+        self._cpu: dict = {}  # VC -> CPU seconds spent on it since take_costs()
 
     def run_window(self, batch: dict | None, t_end: int, orders: dict | None = None
                    ) -> tuple[pa.Table | None, pa.Table | None, dict, pa.RecordBatch | None]:
@@ -73,7 +75,9 @@ class VCGroup:
         jobs = batch["jobs"] if batch else None
         if jobs is not None and jobs.num_rows:
             for vc, cols in split_by_vc(jobs).items():
+                t = time.process_time()
                 self.sims[vc].add_jobs(cols)
+                self._charge(vc, t)
                 visited.add(vc)
         for vc, t, delta in (batch or {}).get("loans", ()):
             self.sims[vc].add_node_events([(t, delta)])
@@ -97,7 +101,7 @@ class VCGroup:
             return None, None, status, reports  # (not even empty tables: they would cost more than the window)
         finished, samples = [], {}
         for vc in self.vcs:  # layout order
-            sim = self.sims[vc]
+            sim, t = self.sims[vc], time.process_time()
             if sim.finished_log:
                 finished.append(sim.results(sim.finished_log))
                 sim.finished_log = []
@@ -106,6 +110,7 @@ class VCGroup:
                 samples[vc] = sim.recorder.emit_rows(t_end - 1)
                 if sim.recorder.settled:
                     self._unsettled.discard(vc)
+            self._charge(vc, t)
         return results_table(finished), samples_table(samples, self.columns, self.interval), status, reports
 
     def _advance(self, vcs, until: int, visited: set) -> list[str]:
@@ -115,12 +120,25 @@ class VCGroup:
             sim = self.sims[vc]
             if self._next[vc] < until:
                 ran.append(vc)
+            t = time.process_time()
             self._next[vc] = sim.run(until=until)
+            self._charge(vc, t)
             visited.add(vc)
             self._unsettled.add(vc)
             if vc in self._reporting:
                 self._unreported.add(vc)
         return ran
+
+    def _charge(self, vc: str, since: float) -> None:
+        """Add the CPU time since `since` (time.process_time) to VC `vc`'s cost."""
+        self._cpu[vc] = self._cpu.get(vc, 0.0) + time.process_time() - since
+
+    def take_costs(self) -> dict[str, float]:
+        """CPU seconds spent on each VC (running it, adding its arrivals, building its results)
+        since the last call; VCs not touched are left out. The rest of a window's time is the
+        group's own (raysim.runtime.speedup.spread)."""
+        costs, self._cpu = self._cpu, {}
+        return costs
 
     def _decide_epochs(self, t_end: int, visited: set) -> None:
         """Stop this group's own cohorts at every epoch up to t_end that follows a change, and
