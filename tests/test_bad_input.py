@@ -374,7 +374,7 @@ for _name, _overrides, _parts in [
     ("unknown_vc", ["quota=borrow", "+quota.vcs={vcZ: {cohort: a}}"], ["quota.vcs", "vcZ"]),
     ("bad_reclaim", ["quota=borrow", "quota.reclaim=kill"], ["quota.reclaim", "preempt, drain"]),
     ("negative_limit", ["quota=borrow", "quota.borrow_limit=-8"], ["quota.borrow_limit", "at least 0"]),
-    ("with_lucid", ["quota=borrow", "policy=lucid"], ["quota", "policy=lucid", "quota=none"]),
+    ("with_lucid", ["quota=borrow", "policy=lucid"], ["quota", "Lucid's profiler", "policy.profiler.nodes=0"]),
     # the group's name before it was quota
     ("old_name", ["sharing=borrow"], ["sharing=borrow: renamed to quota=borrow", "GPU sharing only"]),
     ("old_name_key", ["quota=borrow", "+sharing.period_s=600"], ["renamed to +quota.period_s=600"]),
