@@ -67,6 +67,20 @@ class Rendered:
     wide_tables: list[bool]  # for each table that is wider than its box (it scrolls): whether a hint says so
 
 
+def take_screenshot(page, path: Path) -> None:
+    """A full-page PNG of `page` at `path`. Headless Chromium on a loaded machine sometimes answers
+    "Unable to capture screenshot" (seen once in a CI run whose page rendered and passed every other
+    check): one more try, then the error stands."""
+    from playwright.sync_api import Error
+
+    try:
+        page.screenshot(path=str(path), full_page=True)
+    except Error as exc:
+        if "Unable to capture screenshot" not in str(exc):
+            raise
+        page.screenshot(path=str(path), full_page=True)
+
+
 def render(html: Path, screenshot: Path | None = None, width: int = 1200) -> Rendered:
     """Open `html` (a file) and read back what a person sees; `screenshot`: a full-page PNG there."""
     from playwright.sync_api import sync_playwright
@@ -86,7 +100,7 @@ def render(html: Path, screenshot: Path | None = None, width: int = 1200) -> Ren
             charts = page.locator(".uplot canvas").count()
             titles = page.locator(".uplot .u-title").all_inner_texts()
             if screenshot is not None:
-                page.screenshot(path=str(screenshot), full_page=True)
+                take_screenshot(page, screenshot)
             wide_tables = page.evaluate("""Array.from(document.querySelectorAll("div.scroll"))
                 .filter(box => box.scrollWidth > box.clientWidth + 1)
                 .map(box => !!box.previousElementSibling && box.previousElementSibling.matches(".scroll-hint")
