@@ -27,6 +27,13 @@ index). Each decision is a plan booked by the self-timed base (raysim.policy.sel
 whose nodes changed ends its lease, changes size and starts on its new nodes; a finished task ends
 with ``view.finish``. Decisions after the node log's last event are not taken: the run ends there, with
 the tasks still active unfinished, as the reference's replay does.
+
+Under checkpoint-restart (`checkpoint.*`) a task's stretch on one set of nodes is a run of the one
+checkpoint model (raysim.harvest.runs): it progresses only while its run trains (its restores and
+writes, at its rate, count in ``precost``); in step 2 a task stopped by a node going busy loses its
+run's training since its last completed checkpoint (at its rate) instead of Tcdw x its rate, and
+its next run begins with a restore instead of the rescale cost of step 6; the allocator's rescales
+keep BFTrainer's costs and all progress. Without it every result is BFTrainer's, as above.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import numpy as np
 
 from raysim.harvest.allocators import get_allocator
 from raysim.harvest.problem import Problem, compat_cap
+from raysim.harvest.runs import TaskRuns
 from raysim.policy.base import NEVER
 from raysim.policy.selftimed import Plan, SelfTimed, Start
 
@@ -89,6 +97,8 @@ class BFTrainer(SelfTimed):
         self.pool = int(self.idle.sum())
         self.last = 0                        # tick of the last decision
         self.changed = -1                    # tick of the latest capacity change
+        self.runs: TaskRuns | None = None    # under checkpoint-restart (set at the first arrival)
+        self.ending = 0.0                    # node-seconds of the finishing task's runs (finish_cost)
 
     @classmethod
     def prepare(cls, settings, run, trace, spec):
@@ -104,6 +114,9 @@ class BFTrainer(SelfTimed):
         task = self.rows[seq]
         self.seqs[task] = seq
         self.submitted[task] = True
+        cp = view.checkpointing(j)
+        if self.runs is None and cp is not None:
+            self.runs = TaskRuns(cp.in_seconds(self.tps), len(self.tasks))
 
     def on_requeue(self, view, j: int, now: int) -> None:
         """A node of task j went busy: the engine stopped it; it pays once and keeps its other nodes."""
@@ -111,6 +124,17 @@ class BFTrainer(SelfTimed):
 
     def on_capacity(self, view, now: int) -> None:
         self.changed = now
+
+    def stop_cost(self, view, j: int, now: int, cp) -> tuple:
+        """Under checkpoint-restart, a node of task j went busy at tick `now`: (training lost since its
+        run's last completed checkpoint, restores and writes not yet priced per node), in ticks
+        (raysim.harvest.runs; `_preempt` books the stop)."""
+        lost, overhead = self.runs.priced(self.rows[view.jobs.seq[j]], now / self.tps)
+        return lost * self.tps, overhead * self.tps / view.jobs.gpu[j]
+
+    def finish_cost(self, view, j: int, cp):
+        """Task j completes: the restores and writes of its runs not yet priced (ticks per node)."""
+        return self.ending * self.tps / view.jobs.gpu[j]
 
     def next_wakeup(self, view, now: int) -> float:
         """With ``precise``: the first tick at which an active task's progress reaches Pmax (within
@@ -122,6 +146,8 @@ class BFTrainer(SelfTimed):
         if not len(run):
             return NEVER
         due = (self.tasks.pmax[run] - self.accs[run] + self.pend[run]) / self.rate[run]
+        if self.runs is not None:  # (seconds of training: the run's writes come between)
+            due = np.array([self.runs.due(k, self.last / self.tps, s) for k, s in zip(run.tolist(), due)])
         tick = self.last + max(math.ceil(float(due.min()) * self.tps - 1e-9), 1)
         return tick if tick <= self.end else NEVER
 
@@ -132,8 +158,8 @@ class BFTrainer(SelfTimed):
         changes = view.capacity_changes if t == self.changed else ()
         left = np.fromiter((node for node, up in changes if not up), np.int64)
         joined = np.fromiter((node for node, up in changes if up), np.int64)
-        prog = self._progress((t - self.last) / self.tps)
-        self._preempt(left, prog)
+        prog = self._progress(t)
+        self._preempt(left, prog, t)
         self._complete(view, t, prog)
         self.idle[joined] = True
         self.key[joined] = t * len(self.idle) + joined
@@ -145,7 +171,10 @@ class BFTrainer(SelfTimed):
             self.rate[act] = 0.0
             self.pend[act] = 0.0
         elif self.active:
-            self._book(view, t, self._decide() | hit)
+            moved = self._decide() | hit
+            if self.runs is not None:
+                self._rerun(moved, hit, t)
+            self._book(view, t, moved)
         self.last = t
 
     # -- one decision, step by step ------------------------------------------------------------
@@ -153,19 +182,30 @@ class BFTrainer(SelfTimed):
         """Whether an active task's progress reaches Pmax by tick t (precise mode's completions)."""
         return self.next_wakeup(None, t) <= t
 
-    def _progress(self, dt: float) -> np.ndarray:
+    def _progress(self, t: int) -> np.ndarray:
+        """Each active task's progress since the last decision; under checkpoint-restart, of its
+        run's training only: its restores and writes, at its rate, are part of `precost`."""
+        dt = (t - self.last) / self.tps
         prog = np.zeros(len(self.tasks))
         act = np.asarray(self.active, np.int64)
-        prog[act] = dt * self.rate[act] - self.pend[act]
+        train = dt if self.runs is None else self.runs.training(act, self.last / self.tps, t / self.tps)
+        prog[act] = train * self.rate[act] - self.pend[act]
+        if self.runs is not None:
+            self.precost[act] += (dt - train) * self.rate[act]
         self.rescost[act] += self.pend[act]
         self.pend[act] = 0.0
         return prog
 
-    def _preempt(self, left: np.ndarray, prog: np.ndarray) -> None:
+    def _preempt(self, left: np.ndarray, prog: np.ndarray, t: int) -> None:
+        """Nodes `left` go busy; a task that held one pays Tcdw x its rate, or under checkpoint-restart
+        the training its run loses since its last completed checkpoint, at its rate."""
         held = self.owner[left]
         held = held[held >= 0]
         hit = np.unique(held)
-        cost = self.tasks.tcdw[hit] * self.rate[hit]
+        if self.runs is None:
+            cost = self.tasks.tcdw[hit] * self.rate[hit]
+        else:
+            cost = self.runs.stop(hit, t / self.tps) * self.rate[hit]
         prog[hit] -= cost
         self.precost[hit] += cost
         np.subtract.at(self.count, held, 1)
@@ -186,6 +226,8 @@ class BFTrainer(SelfTimed):
         self.count[done] = 0
         self.rate[done] = 0.0
         for task in done.tolist():
+            if self.runs is not None:
+                self.ending = self.runs.finish(task, t / self.tps)
             view.finish(self.index.pop(int(self.seqs[task])), t)
         gone = set(done.tolist())
         self.active = [task for task in self.active if task not in gone]
@@ -223,6 +265,19 @@ class BFTrainer(SelfTimed):
         self.count[act] = new
         self.rate[act] = tasks.rate_tab[act, new]
         return set(act[grow | shrink].tolist())
+
+    def _rerun(self, moved: set[int], hit: set[int], t: int) -> None:
+        """Under checkpoint-restart: the runs of tasks whose nodes changed end (a rescale; a stopped
+        task's ended at the stop) and those left with nodes begin a new run; a stopped task's begins
+        with a restore, which replaces the rescale cost of this decision."""
+        at, runs = t / self.tps, self.runs
+        for task in sorted(moved):
+            if task in hit:
+                self.pend[task] = 0.0
+            elif runs.since[task] >= 0:
+                runs.end(task, at)
+            if self.count[task]:
+                runs.begin(task, at, int(self.count[task]))
 
     def _book(self, view, t: int, moved: set[int]) -> None:
         """The engine's books follow the tasks whose nodes changed (and those it stopped): leases

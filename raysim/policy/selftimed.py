@@ -82,8 +82,7 @@ class SelfTimed(Policy):
         """Running job j, checkpointing as `cp` says (raysim.sim.checkpoint.Checkpointing, in ticks),
         is stopped by its VC at tick `now`: (work lost since its last completed checkpoint, restore
         and writes of the run so far), in ticks of its own; its next run begins with a restore.
-        Policies under which `checkpoint.*` runs define it and `finish_cost` (run/config.py refuses
-        it for the others)."""
+        Each family defines it and `finish_cost` with the same Checkpointing arithmetic."""
         raise NotImplementedError(f"policy {self.name} does not price stops with the checkpoint model")
 
     def finish_cost(self, view, j: int, cp):

@@ -105,9 +105,6 @@ def checkpoint_settings(cfg: DictConfig, m: ClusterMode) -> Checkpointing | None
     key = "checkpoint.interval_s" if default is not None else f"checkpoint.apps.{next(iter(apps))}"
     shown = value(cfg, key) if default is not None else "set"
     name = value(cfg, "policy.name")
-    if policy_kind(name) == "harvest":
-        raise ConfigError(key, f"{name} rescales its jobs as its node log says: the checkpoint model applies "
-                          "to event-driven, round-based and elastic policies", shown)
     if policy_class(name).times_jobs and apps:
         raise ConfigError(f"checkpoint.apps.{next(iter(apps))}", f"{name} times its jobs itself: per-application "
                           "checkpoints apply under event-driven policies (set checkpoint.interval_s)", "set")
