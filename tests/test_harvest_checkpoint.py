@@ -7,9 +7,14 @@ checkpoint settings nothing changes (tests/test_harvest*.py)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
-from test_harvest import linear_tasks, node_log, replay
+from simutil import NO_PAGES
+from test_harvest import compose_harvest, linear_tasks, node_log, random_log, random_tasks, replay
+from test_harvest import synth_data  # noqa: F401  (a fixture)
+
+from raysim.run import run
 
 CHECKPOINTS = ("checkpoint.interval_s=30", "checkpoint.write_s=5", "checkpoint.restart_s=10")
 ONE_TASK = ("harvest.tfwd=1000", "harvest.max_jobs=1", "harvest.compat_cap=false")
@@ -61,9 +66,6 @@ def test_a_task_left_without_nodes_restores_when_nodes_come_back(tmp_path):
 def test_checkpointed_harvesting_keeps_its_books(tmp_path, precise):
     """On a random log: the work lost is that of the node log's stops, finished tasks processed their
     samples and, in precise mode, finish when their training (their writes between) reaches them."""
-    import numpy as np
-    from test_harvest import random_log, random_tasks
-
     rng = np.random.default_rng(1)
     tasks = random_tasks(rng)
     log = random_log(rng, n_nodes=10, n_rows=400, horizon=20000)
@@ -74,3 +76,25 @@ def test_checkpointed_harvesting_keeps_its_books(tmp_path, precise):
     assert jobs.lost_gpu_s.sum() > 0 and (jobs.overhead_gpu_s > 0).any()
     done = jobs.finished.to_numpy()
     assert np.allclose(jobs.samples[done], tasks.pmax[done])
+
+
+def checkpointed(synth_data, out, *more):
+    """jobs.parquet's bytes of a checkpointed harvesting run on the synthetic data (`more`: settings)."""
+    run(compose_harvest([f"harvest.data_dir={synth_data}", "harvest.task_set=synth", "harvest.start_row=0",
+                         "harvest.nodes=all", "runtime.window_s=3600", *NO_PAGES, "checkpoint.interval_s=300",
+                         "checkpoint.write_s=20", "checkpoint.restart_s=60", *more]), out)
+    assert "lost_gpu_s_busy" in pd.read_parquet(out / "jobs.parquet")
+    return (out / "jobs.parquet").read_bytes()
+
+
+def test_checkpointed_harvesting_resumes_as_it_ran(synth_data, tmp_path):  # noqa: F811
+    local = checkpointed(synth_data, tmp_path / "local", "runtime=local")
+    ckpt = f"runtime.checkpoint_dir={tmp_path / 'ckpt'}"
+    assert checkpointed(synth_data, tmp_path / "first", "runtime=local", ckpt) == local
+    assert checkpointed(synth_data, tmp_path / "resumed", "runtime=local", ckpt, "runtime.resume=true") == local
+
+
+@pytest.mark.slow
+def test_checkpointed_harvesting_on_ray_equals_the_local_run(synth_data, tmp_path):  # noqa: F811
+    local = checkpointed(synth_data, tmp_path / "local", "runtime=local")
+    assert checkpointed(synth_data, tmp_path / "ray", "runtime=ray", "ray.num_cpus=1") == local
