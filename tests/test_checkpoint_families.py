@@ -1,6 +1,6 @@
 """One checkpoint model for every policy family (issue 49, item 3): `checkpoint.*` prices a stop
-caused by a node going down the same way under round-based and elastic policies as under
-event-driven ones (raysim.sim.checkpoint), with the same result columns, on Ray as in one process;
+caused by a node going down the same way under round-based and elastic policies (and harvesting:
+tests/test_harvest_checkpoint.py) as under event-driven ones (raysim.sim.checkpoint), with the same result columns, on Ray as in one process;
 a lone round-based job's mean JCT under exponential failures is Daly's; without checkpoint settings
 nothing changes (tests/test_golden*.py, the Gavel and Sia references)."""
 
