@@ -16,8 +16,8 @@ a stop), then segments of work each followed by a write but the last.
 The engine (raysim.sim.engine.VCSimulator, `checkpoint=`) keeps a job's `remain` as the rest of
 its run's timeline; `stopped` books a stop, `completed` a completion. A policy that times its
 jobs itself keeps their runs' timelines in its own terms (round-based policies in steps, elastic
-and harvesting ones in seconds of a run) and prices a stop and a completion with the same `Checkpointing`
-(`SelfTimed.stop_cost`, `finish_cost`); the engine books what it says (`charge`).
+and harvesting ones in seconds of a run) and prices a stop and a completion with the same
+`Checkpointing` (`SelfTimed.stop_cost`, `finish_cost`); the engine books what it says (`charge`).
 """
 
 from __future__ import annotations
