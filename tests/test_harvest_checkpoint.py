@@ -43,6 +43,9 @@ def test_a_task_the_node_log_stops_goes_back_to_its_checkpoint_and_restores(tmp_
                                           "lost_gpu_h": 60 / 3600},
                                          {"vc": "all", "cause": "busy", "interruptions": 1,
                                           "lost_gpu_h": 60 / 3600}]
+    # a task's trace duration is a placeholder, not its work: the summary has no ETTR to give
+    summary = pd.read_csv(tmp_path / "run" / "summary.csv")
+    assert summary.lost_gpu_h.iloc[-1] == 60 / 3600 and "ettr" not in summary
     # without checkpoints, BFTrainer's own costs: Tcdw x 20 at the stop, Tcup x 10 for the growth
     plain, _, _ = replay(tmp_path, log, tasks, *ONE_TASK, name="plain")
     assert plain.precost[0] == 3 * 20 and plain.rescost[0] == 5 * 10 and "lost_gpu_s" not in plain

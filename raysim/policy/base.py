@@ -77,6 +77,10 @@ class Policy:
     #: What the policy does that VCs counting GPU shares, CPU and memory cannot do yet (None: they
     #: run it); the run refuses such a trace as "<name> <what>, which VCs cannot do yet ...".
     resources_refused: str | None = None
+    #: A job's trace `duration` is its work at full speed, so the summary's `ettr` (work over the
+    #: GPU time held) can be computed from it; False where jobs carry placeholders (elastic and
+    #: harvesting policies: their work is their own progress) and the summary leaves `ettr` out.
+    duration_is_work = True
 
     def __init__(self, params, **constants):
         if constants:

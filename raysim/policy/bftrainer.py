@@ -60,6 +60,7 @@ class BFTrainer(SelfTimed):
     name = "bftrainer"
     kind = "harvest"
     quota_refused = "harvests one machine, one VC"
+    duration_is_work = False
     #: whole seconds (the node log's and the task sets' clock); precise runs count milliseconds
     ticks_per_s = 1
     result_columns = ("samples", "precost", "rescost", "overshoot", "rescales", "max_nodes")

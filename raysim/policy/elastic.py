@@ -40,6 +40,7 @@ class Elastic(SelfTimed):
     name = "elastic"
     kind = "elastic"
     elastic = True
+    duration_is_work = False
     result_columns = ("restarts", "gpu_seconds")
     ticks_per_s = 1000
     tune_bsz = True

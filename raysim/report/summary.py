@@ -28,8 +28,9 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
     events (jobs with `interruptions`): `interruptions` (times a node going down stopped its jobs)
     and, from the time series' `down_gpu_num`, `down_gpu_h` (GPU-hours of the VC's nodes out of
     service; NaN for a VC the series lacks: under quota=global it has the merged VC only). Under
-    checkpoint-restart (jobs with `lost_gpu_s`, `overhead_gpu_s`, `duration` and `gpu_num`):
-    `lost_gpu_h`, `overhead_gpu_h` and `ettr` (checkpoint_figures). Under
+    checkpoint-restart (jobs with `lost_gpu_s` and `overhead_gpu_s`): `lost_gpu_h` and
+    `overhead_gpu_h`, and with `duration` and `gpu_num` (a job's work; left out where durations
+    are placeholders) `ettr` (checkpoint_figures). Under
     trace.failed=replay (jobs with `retries`, `failed` and `failed_gpu_s`): `retries`, `failed_jobs`
     and `failed_gpu_h` (GPU-hours of work of the runs that failed).
     """
@@ -40,7 +41,8 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
     df = jobs.select(["vc", "submit_time", "end_time", "queue", "jct", "preemptions"]
                      + (["ran_on_vc", "reclaims"] if loans else [])
                      + (["interruptions"] if interrupted else [])
-                     + (["duration", "gpu_num", "lost_gpu_s", "overhead_gpu_s"] if checkpoints else [])
+                     + ([c for c in ("duration", "gpu_num") if c in jobs.column_names] if checkpoints else [])
+                     + (["lost_gpu_s", "overhead_gpu_s"] if checkpoints else [])
                      + (["retries", "failed", "failed_gpu_s"] if replayed else [])).to_pandas()
     df["vc"] = df["vc"].astype(str)
     rows, spans = [], {}
@@ -93,13 +95,15 @@ def checkpoint_figures(jobs: pd.DataFrame) -> dict:
     """Of jobs run under checkpoint-restart: GPU-hours of work lost to stops (`lost_gpu_h`) and spent
     restoring and writing checkpoints (`overhead_gpu_h`), and the effective training time ratio
     (`ettr`): the GPU time of the finished jobs' work over the GPU time they held (that work, what
-    their stops lost and their restores and writes)."""
+    their stops lost and their restores and writes), when `jobs` has `duration` and `gpu_num`."""
+    figures = {"lost_gpu_h": float(jobs["lost_gpu_s"].sum()) / 3600,
+               "overhead_gpu_h": float(jobs["overhead_gpu_s"].sum()) / 3600}
+    if "duration" not in jobs:
+        return figures
     done = jobs[jobs["end_time"].notna()]
     useful = float((done["duration"] * done["gpu_num"]).sum())
     held = useful + float(done["lost_gpu_s"].sum() + done["overhead_gpu_s"].sum())
-    return {"lost_gpu_h": float(jobs["lost_gpu_s"].sum()) / 3600,
-            "overhead_gpu_h": float(jobs["overhead_gpu_s"].sum()) / 3600,
-            "ettr": useful / held if held else np.nan}
+    return {**figures, "ettr": useful / held if held else np.nan}
 
 
 def mean_utilisation(series, spans: dict, column: str = "gpu_utilization") -> dict:

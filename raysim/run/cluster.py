@@ -78,7 +78,8 @@ def run_cluster(cfg: DictConfig, run_dir: Path, checked: ClusterMode | None = No
     if spec.capacity is not None:
         columns += [c for c in names if c.startswith("interruptions")]
     if spec.checkpoints:
-        columns += ["duration", "gpu_num"] + [c for c in names if c.startswith(("lost_gpu_s", "overhead_gpu_s"))]
+        columns += ((["duration", "gpu_num"] if policy_class(spec.policy).duration_is_work else [])
+                    + [c for c in names if c.startswith(("lost_gpu_s", "overhead_gpu_s"))])
     if spec.attempts is not None:
         columns += ["retries", "failed", "failed_gpu_s"]
     jobs = pq.read_table(run_dir / "jobs.parquet", columns=columns)
