@@ -206,7 +206,6 @@ def test_a_lone_round_based_job_takes_dalys_time(tmp_path, point):
 
 # ---------------------------------------------------------------------------------------- refusals
 @pytest.mark.parametrize("overrides,key", [
-    (["+experiment=harvest_summit", "checkpoint.interval_s=60"], "checkpoint.interval_s"),
     (["+experiment=gavel_hetero_demo", "policy=max_min_fairness", "checkpoint.interval_s=60",
       "checkpoint.column=model", "+checkpoint.apps.bert.interval_s=20"], "checkpoint.apps.bert"),
 ])

@@ -150,8 +150,8 @@ def test_checking_a_round_policy_table_imports_no_other_kind_of_policy():
 
 def test_the_run_pipeline_names_no_policy():
     """raysim/run asks the policy what it is and supports (its class's declarations: `kind`,
-    `times_jobs`, `quota_refused`, `resources_refused`, `outside_vcs`, ...), never its name: no
-    module compares a value with a registered policy's name."""
+    `times_jobs`, `refuses`, `outside_vcs`, ...), never its name: no module compares a value with
+    a registered policy's name."""
     names = set(POLICIES)
     compared = []
     for path in sorted((PACKAGE / "run").glob("*.py")):
@@ -165,7 +165,7 @@ def test_the_run_pipeline_names_no_policy():
     assert {"lucid", "bftrainer", "fifo", "max_min_fairness", "sia"} <= names
 
 
-LUCID_REFUSALS = [  # (overrides, the one line): what Lucid declares it cannot run with (quota_refused, outside_vcs)
+LUCID_REFUSALS = [  # (overrides, the one line): what cannot run with Lucid's profiler (outside_vcs)
     (["quota=borrow"], "quota: Lucid's profiler takes a VC's idle nodes into its own pool at its own times, and quota "
      "lending lends them to other VCs at its epochs: which claim on an idle node comes first is part of neither "
      "model: run policy=lucid with policy.profiler.nodes=0 (value 'borrow')"),
