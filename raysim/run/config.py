@@ -115,12 +115,8 @@ def refuse_together(policy: str, on: dict[str, tuple[str, object]], fields: dict
     settings and traits (key -> the key a refusal names, its value; see `switches`): the first
     refused is one line naming the setting, the policy's refusals first, the line's `{policy}` and
     `fields` filled in."""
-    extensions = {e.name: e for e in DECLARED}
-
     def holds(condition: str) -> bool:
         key, _, wanted = condition.partition("=")
-        if key not in on and key in extensions:
-            return any(holds(s) for s in extensions[key].settings)
         shown = on.get(key, (None, None))[1]
         return str(shown) == wanted if wanted else shown not in OFF
 

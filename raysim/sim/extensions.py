@@ -9,9 +9,9 @@ An extension declares
 - `settings`: the settings that switch it on (`key`: set to anything but its off value, e.g.
   `cluster.capacity`; `key=value`: set to that value); a refusal names the first of them the run sets;
 - `refuses` and `requires`: what it cannot run with, and what it cannot run without -> the one-line
-  reason. Each key is a setting (as in `settings`), another extension by name (`checkpoints`), or a
-  trait of the run's policy (`outside_vcs`: a stage that runs jobs outside their VCs); a line may
-  name the `{policy}`, and with `outside_vcs` its `{stage}` and the setting that turns it off, `{off}`;
+  reason. Each key is a setting (as in `settings`) or a trait of the run's policy (`outside_vcs`: a
+  stage that runs jobs outside their VCs); a line may name the `{policy}`, and with `outside_vcs` its
+  `{stage}` and the setting that turns it off, `{off}`;
 - `series_columns`: the time-series columns it adds (their values: `series_row(sim)`, sampled with
   the VC's own at every snapshot);
 - `results(sim, rows)`: the result columns it adds per job of `rows` (its view of the job table and
@@ -179,8 +179,8 @@ class Replays(Extension):
     settings = ("trace.failed",)
     refuses = {"outside_vcs": "{stage} runs jobs outside their VCs, where no failed run is replayed: run "
                               "policy={policy} with {off}",
-               "checkpoints": "a replayed run's length is the trace's, lost work included: the checkpoint model "
-                              "(checkpoint.interval_s) does not apply to it"}
+               **dict.fromkeys(Checkpoints.settings, "a replayed run's length is the trace's, lost work included: "
+                               "the checkpoint model (checkpoint.interval_s) does not apply to it")}
     requires = {"sim.compat=clean": "failed runs are replayed under sim.compat=clean only"}
     countdown = True
 
