@@ -115,6 +115,7 @@ def refuse_together(policy: str, on: dict[str, tuple[str, object]], fields: dict
     settings and traits (key -> the key a refusal names, its value; see `switches`): the first
     refused is one line naming the setting, the policy's refusals first, the line's `{policy}` and
     `fields` filled in."""
+
     def holds(condition: str) -> bool:
         key, _, wanted = condition.partition("=")
         shown = on.get(key, (None, None))[1]
