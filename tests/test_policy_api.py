@@ -150,8 +150,8 @@ def test_checking_a_round_policy_table_imports_no_other_kind_of_policy():
 
 def test_the_run_pipeline_names_no_policy():
     """raysim/run asks the policy what it is and supports (its class's declarations: `kind`,
-    `times_jobs`, `quota_refused`, `resources_refused`, `outside_vcs`, ...), never its name: no
-    module compares a value with a registered policy's name."""
+    `times_jobs`, `refuses`, `outside_vcs`, ...), never its name: no module compares a value with
+    a registered policy's name."""
     names = set(POLICIES)
     compared = []
     for path in sorted((PACKAGE / "run").glob("*.py")):
@@ -165,7 +165,7 @@ def test_the_run_pipeline_names_no_policy():
     assert {"lucid", "bftrainer", "fifo", "max_min_fairness", "sia"} <= names
 
 
-LUCID_REFUSALS = [  # (overrides, the one line): what Lucid declares it cannot run with (quota_refused, outside_vcs)
+LUCID_REFUSALS = [  # (overrides, the one line): what cannot run with Lucid's profiler (outside_vcs)
     (["quota=borrow"], "quota: Lucid's profiler takes a VC's idle nodes into its own pool at its own times, and quota "
      "lending lends them to other VCs at its epochs: which claim on an idle node comes first is part of neither "
      "model: run policy=lucid with policy.profiler.nodes=0 (value 'borrow')"),
@@ -197,6 +197,31 @@ def test_what_a_policy_declares_it_cannot_run_with_is_refused_in_its_words():
                                                        "policy.profiler.nodes=0", "checkpoint.interval_s=3600",
                                                        "quota=borrow"])
     check_cluster_config(cfg)
+
+
+def test_every_declared_refusal_names_a_setting_or_trait_the_run_knows(monkeypatch):
+    """A refusal keyed by a misspelt setting would never fire: every key the engine's extensions and
+    the policies declare (`settings`, `refuses`, `requires`) is a setting the run reads
+    (raysim.run.config.switches) or a trait it finds (the policy's `outside_vcs`, the trace's
+    `resources` and `requests`); and a declaration changed is what the run refuses."""
+    import pytest
+
+    from raysim.errors import ConfigError
+    from raysim.run.config import DECLARED, check_cluster_config, refuse_together, switches
+    from raysim.sim.extensions import Replays
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["+experiment=venus"])
+    known = {*switches(cfg, check_cluster_config(cfg), "none"), "outside_vcs", "resources", "requests"}
+    declared = [c for e in DECLARED for c in (*e.settings, *e.refuses, *e.requires)]
+    declared += [c for name in POLICIES for c in policy_class(name).refuses]
+    assert {c.partition("=")[0] for c in declared} <= known and len(declared) > 20
+    replay = {"trace.failed": ("trace.failed", "replay"), "sim.network": ("sim.network", "on"),
+              "sim.compat": ("sim.compat", "clean")}
+    refuse_together("fifo", replay, {})
+    monkeypatch.setattr(Replays, "refuses", {**Replays.refuses, "sim.network": "replays and {policy} cannot share"})
+    with pytest.raises(ConfigError, match=r"^trace\.failed: replays and fifo cannot share \(value 'replay'\)$"):
+        refuse_together("fifo", replay, {})
 
 
 def test_lucid_without_its_profiler_lends_and_borrows_quota(tmp_path):

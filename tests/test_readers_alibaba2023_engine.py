@@ -314,6 +314,12 @@ def test_what_vcs_counting_gpu_shares_cannot_do_yet_is_refused_in_one_line(tmp_p
     with pytest.raises(ConfigError, match="policy: lucid packs pairs of jobs on GPUs"):
         run(composed("trace.format=alibaba2023", f"trace.path={tmp_path / 'data'}", "policy=lucid",
                      "estimator.source=oracle"), tmp_path / "run")
+    with pytest.raises(ConfigError) as refused:  # what round-based policies declare (SelfTimed.refuses)
+        run(composed("trace.format=alibaba2023", f"trace.path={tmp_path / 'data'}", "policy=max_min_fairness"),
+            tmp_path / "round")
+    assert str(refused.value) == ("policy: max_min_fairness is round-based: its rounds allocate whole GPUs by type, "
+                                  "and this trace's jobs ask for gpu_milli, cpu_milli, memory_mib "
+                                  "(value 'max_min_fairness')")
 
 
 def test_vcs_option_deals_nodes_and_pods_to_vcs(tmp_path):

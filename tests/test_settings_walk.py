@@ -47,7 +47,7 @@ BY_RUN = {
                         "placer=fgd", "estimator.source=oracle", "+policies.lucid.profiler.nodes=3",
                         "+policies.round.round_s=100", "+policies.elastic.profiles=p"],
 }
-#: Settings round-based policies refuse wherever they are set (raysim.run.config.check_round_config).
+#: Settings round-based policies refuse wherever they are set (raysim.policy.selftimed.SelfTimed.refuses).
 ROUND_REFUSES = ["quota=borrow", "estimator.source=oracle", "sim.network=on", "sim.compat=lucid"]
 
 

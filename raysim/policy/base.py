@@ -8,8 +8,8 @@ and the named actions (start, start on a given placement, preempt, share, set a 
 or lend a node). `tests/test_policy_api.py` checks every policy module against these lists.
 
 A policy declares what it needs as class attributes (`needs_estimate`, `countdown`, `period_s`,
-`preemptive`), what it cannot run with (`quota_refused`, `resources_refused`, `outside_vcs`: the run
-refuses those in its words and compares no policy's name) and its constants (thresholds, periods,
+`preemptive`), what it cannot run with (`refuses`, and `outside_vcs`, which the engine's extensions
+name: the run refuses those in their words and compares no policy's name) and its constants (thresholds, periods,
 overheads) as a typed declaration, `Settings` (raysim.settings: default, one-line doc, bounds per
 field); `conf/policy/<name>.yaml` holds the same defaults for Hydra (a test keeps the two equal).
 The policy receives them, checked, as keyword arguments (see raysim.policy.make_policy).
@@ -71,12 +71,12 @@ class Policy:
     #: Clock ticks per second of runs under this policy: 1 (whole seconds, the trace's clock), or
     #: finer for policies whose events fall between seconds (round-based ones: micro-seconds).
     ticks_per_s = 1
-    #: Why the policy runs with quota=none only (it moves nodes itself, or has one VC); None: it
-    #: runs under every quota mode. The run refuses another as "policy=<name> <why>: run it with quota=none".
-    quota_refused: str | None = None
-    #: What the policy does that VCs counting GPU shares, CPU and memory cannot do yet (None: they
-    #: run it); the run refuses such a trace as "<name> <what>, which VCs cannot do yet ...".
-    resources_refused: str | None = None
+    #: What the policy cannot run with -> the one line why, refused naming that setting: a setting
+    #: (`key`: set to anything but its off value; `key=value`: to that value) or what the run finds in
+    #: its trace: `resources` (VCs count GPU shares, CPU and memory: the line names `policy`) and
+    #: `requests` (its jobs ask for them, `{asks}`). A line may name the `{policy}`. What the engine's
+    #: extensions cannot run with is theirs (raysim.sim.extensions); raysim.run.config checks both.
+    refuses: dict[str, str] = {}
     #: A job's trace `duration` is its work at full speed, so the summary's `ettr` (work over the
     #: GPU time held) can be computed from it; False where jobs carry placeholders (elastic and
     #: harvesting policies: their work is their own progress) and the summary leaves `ettr` out.
@@ -108,8 +108,8 @@ class Policy:
         """With its settings `values` (as given), the stage where the policy runs jobs outside their
         VCs on nodes it moves between VCs itself, and the setting that turns it off, e.g. ("Lucid's
         profiler", "policy.profiler.nodes=0"); None: jobs go straight to their VCs. Checkpoints,
-        replayed failures and capacity events cannot follow such a stage (raysim.run.config refuses
-        them with it). The default has none."""
+        replayed failures, capacity events and quota lending cannot follow such a stage (they declare
+        it: raysim.sim.extensions, raysim.quota.ledger). The default has none."""
         return None
 
     def preempt_overhead(self, gpu_num: int) -> int:

@@ -59,8 +59,17 @@ class BFTrainer(SelfTimed):
 
     name = "bftrainer"
     kind = "harvest"
-    quota_refused = "harvests one machine, one VC"
     duration_is_work = False
+    refuses = {
+        "quota": "policy={policy} harvests one machine, one VC: run it with quota=none",
+        "cluster.capacity": "policy={policy}'s nodes come and go as its node log says (harvest.node_log)",
+        "failures": "policy={policy}'s nodes come and go as its node log says (harvest.node_log)",
+        **SelfTimed.refuses,
+        "estimator.source": "{policy} is timed by its node log (harvesting) and reads no duration estimates",
+        "sim.network": "{policy} is timed by its node log (harvesting): its jobs progress at their own rates "
+                       "(throughput table, scalability curves); NIC contention is not modelled for them",
+        "sim.compat": "{policy} is timed by its node log (harvesting): Lucid's compatibility switches do not apply",
+    }
     #: whole seconds (the node log's and the task sets' clock); precise runs count milliseconds
     ticks_per_s = 1
     result_columns = ("samples", "precost", "rescost", "overshoot", "rescales", "max_nodes")

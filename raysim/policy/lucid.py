@@ -94,7 +94,8 @@ class Lucid(Policy):
     Settings = LucidSettings
     needs_estimate = True
     countdown = True
-    resources_refused = "packs pairs of jobs on GPUs and lends nodes to its profiler"
+    refuses = {"resources": "{policy} packs pairs of jobs on GPUs and lends nodes to its profiler, which VCs cannot "
+                            "do yet where VCs count GPU shares, CPU and memory (raysim.run.requests)"}
 
     def __init__(self, params, *, memory_mb: float, switch_period_s: int, max_share_score: int,
                  partner_priority_ratio: float, packing_threshold: float, forecast_bins: int,

@@ -46,6 +46,20 @@ class SelfTimed(Policy):
     `super().on_arrival` to have the job indexed, set `wake`, and book their decisions with `apply`."""
 
     times_jobs = True
+    refuses = {
+        "quota=borrow": "{policy} is round-based: its rounds run per VC (quota=none) or cluster-wide (quota=global); "
+                        "lending nodes between VCs' rounds is not supported",
+        "estimator.source": "{policy} is round-based and reads no duration estimates",
+        "sim.network": "{policy} is round-based: its jobs progress at their own rates (throughput table, scalability "
+                       "curves); NIC contention is not modelled for them",
+        "sim.compat": "{policy} is round-based: Lucid's compatibility switches do not apply",
+        "checkpoint.apps": "{policy} times its jobs itself: per-application checkpoints apply under event-driven "
+                           "policies (set checkpoint.interval_s)",
+        "trace.failed": "{policy} times its jobs itself (rounds, elastic, harvesting): failed runs are replayed under "
+                        "event-driven policies",
+        "requests": "{policy} is round-based: its rounds allocate whole GPUs by type, and this trace's jobs ask for "
+                    "{asks}",
+    }
 
     def __init__(self, params, **constants):
         super().__init__(params, **constants)

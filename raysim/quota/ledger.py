@@ -87,6 +87,12 @@ class QuotaLending(Extension):
     lent out in its time series, and per job the VC whose nodes it ran on and its reclaims."""
 
     name = "quota"
+    #: (any mode but none: quota=global's one cluster-wide queue, raysim.sim.extensions.SharedQueue, is
+    #: refused the same)
+    settings = ("quota",)
+    refuses = {"outside_vcs": "{stage} takes a VC's idle nodes into its own pool at its own times, and quota lending "
+                              "lends them to other VCs at its epochs: which claim on an idle node comes first is part "
+                              "of neither model: run policy={policy} with {off}"}
     series_columns = LOAN_COLUMNS
     countdown = False
 

@@ -21,6 +21,7 @@ from raysim.policy import POLICIES, policy_class, policy_kind, policy_settings
 from raysim.inputs import RunInputs
 from raysim.settings import as_options
 from raysim.quota import merged_layout
+from raysim.quota.ledger import QuotaLending
 from raysim.quota.settings import declared_quota, quota_settings
 from raysim.run.cluster_settings import ClusterMode, cluster_mode
 from raysim.run.failures import check_failures_config, failure_plan, failures_name
@@ -31,6 +32,7 @@ from raysim.runtime.spec import RunSpec
 from raysim.sim import SimParams
 from raysim.sim.attempts import Attempts
 from raysim.sim.checkpoint import Checkpointing
+from raysim.sim.extensions import Capacity, Checkpoints, Network, Replays
 from raysim.trace.attempts import FAILED_STATES
 from raysim.trace.load import Trace, load_trace
 
@@ -58,16 +60,8 @@ def check_cluster_config(cfg: DictConfig) -> ClusterMode:
         from raysim.harvest.inputs import harvest_settings
 
         harvest_settings(plain(cfg, "harvest"))
-    if quota != "none" and policy_class(name).quota_refused:
-        raise ConfigError("quota", f"policy={name} {policy_class(name).quota_refused}: run it with quota=none", quota)
-    if quota != "none" and (stage := outside_vcs(cfg)):
-        raise ConfigError("quota", f"{stage[0]} takes a VC's idle nodes into its own pool at its own times, and quota "
-                          "lending lends them to other VCs at its epochs: which claim on an idle node comes first is "
-                          f"part of neither model: run policy={name} with {stage[1]}", quota)
     if not harvest and value(cfg, "harvest") is not None:
         raise ConfigError("harvest", f"used by policy=bftrainer only (+experiment=harvest_summit), not {name}")
-    if policy_class(name).times_jobs:
-        check_round_config(cfg, quota, source)
     policy_settings(name, policy_constants_of(cfg))
     placer_settings(PLACERS.chosen(value(cfg, "placer.name"), "placer.name"),
                     {k: v for k, v in OmegaConf.to_container(cfg.placer, resolve=True).items() if k != "name"})
@@ -82,13 +76,64 @@ def check_cluster_config(cfg: DictConfig) -> ClusterMode:
     if source == "model" and (m.estimator.period_days * 86_400) % window:
         raise ConfigError("estimator.period_days", f"the retraining period must be a multiple of "
                           f"runtime.window_s ({window} s)", m.estimator.period_days)
-    check_capacity_config(cfg, quota, name)
+    capacity = value(cfg, "cluster.capacity")
+    if capacity is not None and (not isinstance(capacity, str) or not capacity.strip()):
+        raise ConfigError("cluster.capacity", "must be null or a node log file (CSV or Parquet)", capacity)
     checkpoint_settings(cfg, m)
-    replays_failures(cfg, m)
     check_failures_config(cfg)
-    if failures_name(cfg) != "none":
-        refuse_moving_nodes(cfg, "failures", name, failures_name(cfg))
+    stage = outside_vcs(cfg)
+    refuse_together(name, {**switches(cfg, m, quota), "outside_vcs": ("policy", stage)},
+                    {"stage": stage[0], "off": stage[1]} if stage else {})
+    replays_failures(cfg, m)
     return m
+
+
+#: The engine's extensions whose settings the run checks against what they cannot run with or without
+#: (raysim.sim.extensions), in the order it checks them.
+DECLARED = (QuotaLending, Network, Capacity, Checkpoints, Replays)
+#: The values of a setting that leave its feature off.
+OFF = (None, "none", "off", "keep", "clean")
+
+
+def switches(cfg: DictConfig, m: ClusterMode, quota: str) -> dict[str, tuple[str, object]]:
+    """The settings that switch the engine's features on (the keys extensions and policies declare)
+    as this run sets them: key -> (the key a refusal names, its value)."""
+    apps = list(m.checkpoint.apps or {})
+    return {"quota": ("quota", quota), "estimator.source": ("estimator.source", m.estimator.source),
+            "sim.network": ("sim.network", "on" if value(cfg, "sim.network") in ("on", True) else "off"),
+            "sim.compat": ("sim.compat", value(cfg, "sim.compat")),
+            "cluster.capacity": ("cluster.capacity", value(cfg, "cluster.capacity")),
+            "failures": ("failures", failures_name(cfg)),
+            "checkpoint.interval_s": ("checkpoint.interval_s", value(cfg, "checkpoint.interval_s")),
+            "checkpoint.apps": (f"checkpoint.apps.{apps[0]}", "set") if apps else ("checkpoint.apps", None),
+            "trace.failed": ("trace.failed", m.trace.failed)}
+
+
+def refuse_together(policy: str, on: dict[str, tuple[str, object]], fields: dict) -> None:
+    """What the run's `policy` and the engine's extensions declare they cannot run with, or without
+    (raysim.policy.base.Policy.refuses; raysim.sim.extensions), checked against `on`, the run's
+    settings and traits (key -> the key a refusal names, its value; see `switches`): the first
+    refused is one line naming the setting, the policy's refusals first, the line's `{policy}` and
+    `fields` filled in."""
+
+    def holds(condition: str) -> bool:
+        key, _, wanted = condition.partition("=")
+        shown = on.get(key, (None, None))[1]
+        return str(shown) == wanted if wanted else shown not in OFF
+
+    def refuse(condition: str, why: str):
+        key, shown = on[condition.partition("=")[0]]
+        return ConfigError(key, why.format(policy=policy, **fields), shown)
+
+    for condition, why in policy_class(policy).refuses.items():
+        if holds(condition):
+            raise refuse(condition, why)
+    for extension in DECLARED:
+        first = next((s for s in extension.settings if holds(s)), None)
+        refused = [why for c, why in extension.refuses.items() if holds(c)] + \
+                  [why for c, why in extension.requires.items() if not holds(c)]
+        if first and refused:
+            raise refuse(first, refused[0])
 
 
 CHECKPOINT_KEYS = ("interval_s", "write_s", "restart_s")
@@ -96,24 +141,10 @@ CHECKPOINT_KEYS = ("interval_s", "write_s", "restart_s")
 
 def checkpoint_settings(cfg: DictConfig, m: ClusterMode) -> Checkpointing | None:
     """The run's checkpoint-restart settings (`checkpoint.*`), None without `checkpoint.interval_s`;
-    a bad value, in them or in an application's (`checkpoint.apps`), or a policy or mode they cannot
-    apply to, is one line naming the key."""
+    a bad value, in them or in an application's (`checkpoint.apps`), is one line naming the key
+    (what they cannot run with: raysim.sim.extensions.Checkpoints)."""
     default = _checkpointing(m.checkpoint, "checkpoint")
-    apps = checkpoint_apps(cfg, m)
-    if default is None and all(cp is None for cp in apps.values()):
-        return None
-    key = "checkpoint.interval_s" if default is not None else f"checkpoint.apps.{next(iter(apps))}"
-    shown = value(cfg, key) if default is not None else "set"
-    name = value(cfg, "policy.name")
-    if policy_class(name).times_jobs and apps:
-        raise ConfigError(f"checkpoint.apps.{next(iter(apps))}", f"{name} times its jobs itself: per-application "
-                          "checkpoints apply under event-driven policies (set checkpoint.interval_s)", "set")
-    if stage := outside_vcs(cfg):
-        raise ConfigError(key, f"{stage[0]} runs jobs outside their VCs, where no checkpoint is modelled: run "
-                          f"policy={name} with {stage[1]}", shown)
-    if value(cfg, "sim.compat") != "clean":
-        raise ConfigError(key, "checkpoints are modelled under sim.compat=clean only (Lucid's compatibility "
-                          "counts down a second late)", shown)
+    checkpoint_apps(cfg, m)
     return default
 
 
@@ -178,46 +209,14 @@ def checkpoint_kinds(cfg: DictConfig, m: ClusterMode, trace: Trace) -> tuple[tup
 
 def replays_failures(cfg: DictConfig, m: ClusterMode) -> bool:
     """`trace.failed`: keep (a failed job runs once, for its duration) or replay (raysim.sim.attempts:
-    jobs the trace shows failing and retried run as it shows); a bad value, or a policy or mode
-    replay cannot apply to, is one line naming the key."""
+    jobs the trace shows failing and retried run as it shows; what it cannot run with:
+    raysim.sim.extensions.Replays); replay with Philly's span durations is one line naming the key."""
     if m.trace.failed == "keep":
         return False
-    name = value(cfg, "policy.name")
-    if getattr(policy_class(name), "elastic", False) or policy_class(name).times_jobs:
-        raise ConfigError("trace.failed", f"{name} times its jobs itself (rounds, elastic, harvesting): failed "
-                          "runs are replayed under event-driven policies", "replay")
-    if stage := outside_vcs(cfg):
-        raise ConfigError("trace.failed", f"{stage[0]} runs jobs outside their VCs, where no failed run is "
-                          f"replayed: run policy={name} with {stage[1]}", "replay")
-    if value(cfg, "sim.compat") != "clean":
-        raise ConfigError("trace.failed", "failed runs are replayed under sim.compat=clean only", "replay")
-    if checkpoint_settings(cfg, m) is not None or checkpoint_apps(cfg, m):
-        raise ConfigError("trace.failed", "a replayed run's length is the trace's, lost work included: the "
-                          "checkpoint model (checkpoint.interval_s) does not apply to it", "replay")
     if (value(cfg, "trace.reader_options") or {}).get("duration") == "span":
         raise ConfigError("trace.failed", "Philly's attempts add up to the duration rule sum, not span: drop "
                           "trace.reader_options.duration=span", "replay")
     return True
-
-
-def check_capacity_config(cfg: DictConfig, quota: str, policy: str) -> None:
-    """What capacity events (cluster.capacity) cannot be combined with yet, refused in one line."""
-    path = value(cfg, "cluster.capacity")
-    if path is None:
-        return
-    if not isinstance(path, str) or not path.strip():
-        raise ConfigError("cluster.capacity", "must be null or a node log file (CSV or Parquet)", path)
-    refuse_moving_nodes(cfg, "cluster.capacity", policy, path)
-
-
-def refuse_moving_nodes(cfg: DictConfig, key: str, policy: str, shown) -> None:
-    """Capacity events (`key`: cluster.capacity or failures) where nodes move in ways they cannot
-    follow yet, refused in one line."""
-    if policy_kind(policy) == "harvest":
-        raise ConfigError(key, f"policy={policy}'s nodes come and go as its node log says (harvest.node_log)", shown)
-    if stage := outside_vcs(cfg):
-        raise ConfigError(key, f"{stage[0]} runs the start of jobs on a pool of its own, whose nodes no node log or "
-                          f"failure model describes: run policy={policy} with {stage[1]}", shown)
 
 
 def refuse_placeholder_durations(cfg: DictConfig, trace) -> None:
@@ -229,24 +228,6 @@ def refuse_placeholder_durations(cfg: DictConfig, trace) -> None:
     if "placeholder" in set(trace.table.column("duration_source").to_pylist()):
         raise ConfigError("policy", f"trace {trace.source} has elastic jobs without durations (Sia's workloads): "
                           f"run an elastic policy (sia, pollux, gavel_elastic; docs/elastic.md), not {name}", name)
-
-
-def check_round_config(cfg: DictConfig, quota: str, estimator: str) -> None:
-    """What policies that time their jobs themselves (round-based ones, and harvesting, which its
-    node log times) cannot be combined with, refused in one line naming the key."""
-    name = cfg.policy.name
-    kind = "timed by its node log (harvesting)" if policy_kind(name) == "harvest" else "round-based"
-    if quota == "borrow":
-        raise ConfigError("quota", f"{name} is round-based: its rounds run per VC (quota=none) or cluster-wide "
-                          "(quota=global); lending nodes between VCs' rounds is not supported", quota)
-    if estimator != "none":
-        raise ConfigError("estimator.source", f"{name} is {kind} and reads no duration estimates", estimator)
-    if value(cfg, "sim.network") in ("on", True):
-        raise ConfigError("sim.network", f"{name} is {kind}: its jobs progress at their own rates (throughput "
-                          "table, scalability curves); NIC contention is not modelled for them", "on")
-    if value(cfg, "sim.compat") != "clean":
-        raise ConfigError("sim.compat", f"{name} is {kind}: Lucid's compatibility switches do not apply",
-                          value(cfg, "sim.compat"))
 
 
 def outside_vcs(cfg: DictConfig) -> tuple[str, str] | None:
@@ -364,16 +345,12 @@ def estimates_from_config(cfg: DictConfig, trace: Trace):
 
 
 def refuse_with_resources(cfg: DictConfig, trace: Trace) -> None:
-    """What VCs that count GPU shares, CPU and memory cannot do yet: a ConfigError naming it."""
-    why = "where VCs count GPU shares, CPU and memory (raysim.run.requests)"
-    asks = [c for c in REQUEST_COLUMNS if c in trace.table.column_names]
-    if asks and policy_class(cfg.policy.name).times_jobs:
-        raise ConfigError("policy", f"{cfg.policy.name} is round-based: its rounds allocate whole GPUs by type, "
-                          f"and this trace's jobs ask for {', '.join(asks)}", cfg.policy.name)
+    """What the run's policy declares it cannot run with where VCs count GPU shares, CPU and memory
+    (`resources`), or where the trace's jobs ask for them (`requests`): one line naming the policy."""
     name = cfg.policy.name
-    if policy_class(name).resources_refused:
-        raise ConfigError("policy", f"{name} {policy_class(name).resources_refused}, which VCs cannot do yet {why}",
-                          name)
+    asks = [c for c in REQUEST_COLUMNS if c in trace.table.column_names]
+    refuse_together(name, {"resources": ("policy", name), "requests": ("policy", name if asks else None)},
+                    {"asks": ", ".join(asks)})
 
 
 def capacity_plan(cfg: DictConfig, trace: Trace, layout: dict, homes: tuple):

@@ -201,8 +201,8 @@ def policy_unused(cfg: DictConfig) -> dict[str, str]:
         out["cluster"] = "policy=bftrainer harvests the nodes of harvest.node_log (harvest.nodes; docs/harvest.md)"
         out["placer"] = "policy=bftrainer places tasks on nodes itself"
     if not cls.needs_estimate:
-        out["estimator"] = (f"{name} is round-based and reads no duration estimates" if cls.times_jobs else
-                            f"{name} reads no duration estimates (qssf and lucid do)")
+        out["estimator"] = cls.refuses.get("estimator.source", "{policy} reads no duration estimates (qssf and lucid "
+                                           "do)").format(policy=name)
     if cfg.sim.get("network") not in ("on", True):
         out["network"] = "used with sim.network=on only"
     if cfg.runtime.get("name") != "ray":

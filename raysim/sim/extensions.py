@@ -1,10 +1,17 @@
-"""The engine's features as declared extensions: each says what it adds to a VC's time series and job
-results and what its run needs, and attaches itself to one VC simulator when it is built.
+"""The engine's features as declared extensions: each says which settings switch it on, what it cannot
+run with or without, what it adds to a VC's time series and job results and what its run needs, and
+attaches itself to one VC simulator when it is built.
 
 `VCSimulator(name, pools, policy, placer, params, extensions=[...])` takes one list of them instead
 of a keyword per feature; the run's spec builds the list from its settings (raysim.runtime.spec).
 An extension declares
 
+- `settings`: the settings that switch it on (`key`: set to anything but its off value, e.g.
+  `cluster.capacity`; `key=value`: set to that value); a refusal names the first of them the run sets;
+- `refuses` and `requires`: what it cannot run with, and what it cannot run without -> the one-line
+  reason. Each key is a setting (as in `settings`) or a trait of the run's policy (`outside_vcs`: a
+  stage that runs jobs outside their VCs); a line may name the `{policy}`, and with `outside_vcs` its
+  `{stage}` and the setting that turns it off, `{off}`;
 - `series_columns`: the time-series columns it adds (their values: `series_row(sim)`, sampled with
   the VC's own at every snapshot);
 - `results(sim, rows)`: the result columns it adds per job of `rows` (its view of the job table and
@@ -14,9 +21,10 @@ An extension declares
 - `resources`: whether the VC must count CPU, memory and GPU shares per node (raysim.sim.vc.VCState.res);
 
 and `attach(sim)` sets it up on the simulator (the attributes the engine's event loop reads, such as
-`sim.network` or `sim.checkpoint`, stay None without it). Which settings make an extension, and what
-it cannot run with, is the run's (raysim.run.config, one line per refusal). Quota lending is the
-extension of raysim.quota.ledger (`QuotaLending`), the package above the engine.
+`sim.network` or `sim.checkpoint`, stay None without it). The run checks its settings against these
+declarations, and against what its policy declares it cannot run with (raysim.policy.base.Policy.
+refuses), in one loop (raysim.run.config.refuse_together): one line per refusal, naming the setting.
+Quota lending is the extension of raysim.quota.ledger (`QuotaLending`), the package above the engine.
 
 Results come out in the order of the list (jobs.parquet's column order): the spec lists them as
 `ORDER` names them.
@@ -36,6 +44,9 @@ class Extension:
     """A feature of the VC engine (see the module docstring); the default adds nothing."""
 
     name = ""
+    settings: tuple = ()
+    refuses: dict = {}
+    requires: dict = {}
     series_columns: tuple = ()
     countdown = False
     resources = False
@@ -57,6 +68,7 @@ class Network(Extension):
     oversubscribed."""
 
     name = "network"
+    settings = ("sim.network",)
     countdown = True
 
     def __init__(self, model):
@@ -112,6 +124,9 @@ class Capacity(Extension):
     follows its stream of events, jobs on a node going down stop for the event's cause."""
 
     name = "capacity"
+    settings = ("cluster.capacity", "failures")
+    refuses = {"outside_vcs": "{stage} runs the start of jobs on a pool of its own, whose nodes no node log or "
+                              "failure model describes: run policy={policy} with {off}"}
     series_columns = CAPACITY_COLUMNS
 
     def __init__(self, plan):
@@ -135,6 +150,11 @@ class Checkpoints(Extension):
     follow that instead of `default`."""
 
     name = "checkpoints"
+    settings = ("checkpoint.interval_s", "checkpoint.apps")
+    refuses = {"outside_vcs": "{stage} runs jobs outside their VCs, where no checkpoint is modelled: run "
+                              "policy={policy} with {off}"}
+    requires = {"sim.compat=clean": "checkpoints are modelled under sim.compat=clean only (Lucid's compatibility "
+                                    "counts down a second late)"}
     countdown = True
 
     def __init__(self, default=None, kinds: tuple = ()):
@@ -156,6 +176,12 @@ class Replays(Extension):
     fail after each run but the last and arrive again after the trace's gap."""
 
     name = "replays"
+    settings = ("trace.failed",)
+    refuses = {"outside_vcs": "{stage} runs jobs outside their VCs, where no failed run is replayed: run "
+                              "policy={policy} with {off}",
+               **dict.fromkeys(Checkpoints.settings, "a replayed run's length is the trace's, lost work included: "
+                               "the checkpoint model (checkpoint.interval_s) does not apply to it")}
+    requires = {"sim.compat=clean": "failed runs are replayed under sim.compat=clean only"}
     countdown = True
 
     def __init__(self, attempts):
