@@ -16,7 +16,8 @@ An extension declares
 and `attach(sim)` sets it up on the simulator (the attributes the engine's event loop reads, such as
 `sim.network` or `sim.checkpoint`, stay None without it). Which settings make an extension, and what
 it cannot run with, is the run's (raysim.run.config, one line per refusal). Quota lending is the
-extension of raysim.quota.ledger (`QuotaLending`), the package above the engine.
+extension of raysim.quota.ledger (`QuotaLending`), the package above the engine; priority classes
+(high-priority jobs evicting spot jobs) are raysim.sim.spot's `Spot`.
 
 Results come out in the order of the list (jobs.parquet's column order): the spec lists them as
 `ORDER` names them.
@@ -29,7 +30,7 @@ import numpy as np
 from raysim.sim.recorder import CAPACITY_COLUMNS, RESOURCE_COLUMNS
 
 #: The order of extensions in a spec's list (results and time-series columns come out in it).
-ORDER = ("network", "quota", "shared_queue", "resources", "capacity", "checkpoints", "replays")
+ORDER = ("network", "quota", "shared_queue", "resources", "capacity", "checkpoints", "replays", "spot")
 
 
 class Extension:

@@ -106,6 +106,13 @@ class PolicyView:
 
     # ------------------------------------------------------------------ actions for policies
     def try_start(self, j: int, now: int) -> bool:
+        """Place job j now if the placer finds GPUs; returns whether it started. In a run with
+        priority classes (raysim.sim.spot) a high-priority job that does not fit may evict spot jobs."""
+        if self._place(j, now):
+            return True
+        return self.spot is not None and self.spot.evict_for(self, j, now) and self._place(j, now)
+
+    def _place(self, j: int, now: int) -> bool:
         """Place job j now if the placer finds GPUs; returns whether it started."""
         jobs, vc = self.jobs, self.vc
         g = jobs.gpu[j]
@@ -294,9 +301,9 @@ class PolicyView:
             jobs.queue[j] += now - jobs.ckpt_time[j]
         jobs.first_node[j] = first_node
         jobs.num_nodes[j] = num_nodes
+        jobs.placed_at[j] = now
         if self.type_time:
             jobs.gpu_type[j] = self._run_type[self.vc.type_of[first_node]]
-            jobs.placed_at[j] = now
         if self.vc.res is not None:  # (jobs.parquet names a job's first GPU only where GPUs are shared)
             ids = self.vc.placement[j][0][1]
             jobs.first_gpu[j] = ids[0] if ids else -1
