@@ -59,6 +59,8 @@ def run_fingerprint(trace_table: pa.Table, spec, estimates=None, job_extra=None,
         parts["checkpoint_kinds"] = spec.checkpoint_kinds
     if spec.attempts is not None:  # (absent without trace.failed=replay: earlier checkpoints stay resumable)
         parts["attempts"] = spec.attempts
+    if spec.spot is not None:  # (absent without priority classes: earlier checkpoints stay resumable)
+        parts["spot"] = spec.spot
     return {name: digest(value) for name, value in parts.items()}
 
 

@@ -21,6 +21,7 @@ held by an HP job or a protected spot job).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -153,3 +154,18 @@ def youngest(sim, j: int, g: int, evictable: dict, now: int) -> list[int] | None
 
 #: Victim choosers (`spot.victims`): which running spot jobs an HP job that cannot start evicts.
 VICTIMS = Registry({"youngest": youngest, "gfs": gfs}, what="spot victim chooser")
+
+
+@dataclass(frozen=True)
+class SpotRules:
+    """A run's eviction rules (`spot.*`, raysim.run.spot), in seconds: the victim chooser (VICTIMS),
+    the guaranteed start of each spot job's run, and the work an evicted job redoes without
+    checkpoint-restart."""
+
+    victims: str = "youngest"
+    guarantee_s: int = 0
+    overhead_s: int = 0
+
+    def extension(self, ticks_per_s: int = 1) -> Spot:
+        """The VC engine's extension of these rules, on a clock of `ticks_per_s` ticks per second."""
+        return Spot(self.victims, self.guarantee_s * ticks_per_s, self.overhead_s * ticks_per_s)
