@@ -116,9 +116,9 @@ def _holders(gpus: list) -> list[int]:
 
 
 def gfs(sim, j: int, g: int, evictable: dict, now: int) -> list[int] | None:
-    """GFS's FIFO-with-spot choice: the node with the fewest GPUs not held by HP (or protected) jobs
-    that still has g (the first such node in scan order), and there its first g such GPUs in GPU
-    order: every spot job on one of them is evicted."""
+    """GFS's FIFO-with-spot choice: the node with the fewest GPUs not held by HP (or protected spot)
+    jobs that still has as many as the HP job asks (the first such node in scan order), and there
+    the first that many in GPU order: every spot job on one of them is evicted."""
     best, fewest = None, math.inf
     for node, gpus in evictable.items():
         takeable = sum(1 for h in gpus if h is not None)
@@ -131,7 +131,7 @@ def gfs(sim, j: int, g: int, evictable: dict, now: int) -> list[int] | None:
 
 
 def youngest(sim, j: int, g: int, evictable: dict, now: int) -> list[int] | None:
-    """On each node, its spot jobs youngest first (latest start) until g GPUs are free; of those
+    """On each node, its spot jobs youngest first (latest start) until the HP job fits; of those
     nodes, the one whose victims ran least since their starts (GPUs x seconds), then the one that
     evicts the fewest GPUs, then the first in scan order."""
     jobs = sim.jobs
