@@ -136,6 +136,9 @@ def test_results_have_the_classes_and_evictions_as_a_cause(tmp_path):
     assert causes.interruptions["evictions"] == 1 and causes.lost_gpu_h["evictions"] * 3600 == pytest.approx(160)
     assert "preemptions" not in causes.index  # (the evicted work is not counted twice)
     assert "evictions of spot jobs" in (out / "report.html").read_text()
+    summary = pd.read_csv(out / "summary.csv").set_index("vc").loc["all"]
+    assert summary.evictions == 1 and summary.jobs_hp == 1 and summary.jobs_spot == 2
+    assert summary.avg_queue_spot == 150 and summary.avg_jct_spot == (1000 + 1370) / 2 and summary.avg_jct_hp == 300
 
 
 def test_an_unknown_class_is_one_line_naming_file_row_and_column(tmp_path):
