@@ -26,11 +26,11 @@ from raysim.sim.spot import Spot
 HP, SPOT = 0, 1
 
 
-def simulated(jobs, classes, *, victims="youngest", guarantee=0, overhead=0, checkpoint=None, policy="fifo"):
-    """Results per job of one VC of one 8-GPU node: `jobs` (submit, duration, GPUs), `classes` per job."""
+def simulated(jobs, classes, *, victims="youngest", guarantee=0, overhead=0, checkpoint=None, policy="fifo", nodes=1):
+    """Results per job of one VC of `nodes` 8-GPU nodes: `jobs` (submit, duration, GPUs), `classes` per job."""
     params = SimParams.for_mode("clean")
     extensions = ([Checkpoints(checkpoint)] if checkpoint else []) + [Spot(victims, guarantee, overhead)]
-    sim = VCSimulator("vc", pools(1), make_policy(policy, params=params), make_placer("consolidate", params=params),
+    sim = VCSimulator("vc", pools(nodes), make_policy(policy, params=params), make_placer("consolidate", params=params),
                       params, extensions=extensions)
     cols = batch(jobs)
     cols["spot"] = np.array(classes, dtype=np.int64)
@@ -54,6 +54,23 @@ def test_gfs_evicts_the_spot_jobs_on_the_first_gpus_it_can_take():
     r = simulated(OVER_SPOT, [SPOT, SPOT, HP], victims="gfs")
     # GPUs 0-3 are the first job's: it ran 500 s, waits 500-800, then runs its 500 s left
     assert r["end_time"] == [1300, 1100, 800] and r["evictions"] == [1, 0, 0] and r["queue"] == [300, 0, 0]
+
+
+#: Two nodes: an HP job (0) and a spot job (1) of 4 GPUs on node 0, spot jobs on node 1 (2 at 0, 3 at
+#: 10); an HP job of 4 GPUs arrives at 100.
+TWO_NODES = [(0, 1000, 4), (0, 1000, 4), (0, 1000, 4), (10, 1000, 4), (100, 100, 4)]
+
+
+@pytest.mark.parametrize("victims, evicted, ends", [
+    # GFS: node 0 has the fewest GPUs not held by HP jobs (4, job 1's): job 1 goes, and runs its 900 s from 200
+    ("gfs", 1, [1000, 1100, 1000, 1010, 200]),
+    # youngest: job 1 ran 4 x 100 GPU-s on node 0, job 3 4 x 90 on node 1: job 3 goes, its 910 s from 200
+    ("youngest", 3, [1000, 1000, 1000, 1110, 200]),
+])
+def test_the_choosers_pick_their_node(victims, evicted, ends):
+    r = simulated(TWO_NODES, [HP, SPOT, SPOT, SPOT, HP], victims=victims, nodes=2)
+    assert r["first_node"][:4] == [0, 0, 1, 1]
+    assert r["evictions"] == [int(k == evicted) for k in range(5)] and r["end_time"] == ends
 
 
 def test_an_evicted_job_redoes_the_overhead():
