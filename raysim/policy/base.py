@@ -8,7 +8,7 @@ and the named actions (start, start on a given placement, preempt, share, set a 
 or lend a node). `tests/test_policy_api.py` checks every policy module against these lists.
 
 A policy declares what it needs as class attributes (`needs_estimate`, `countdown`, `period_s`,
-`preemptive`), what it cannot run with (`quota_refused`, `resources_refused`, `outside_vcs`: the run
+`preemptive`, `ranks_classes`), what it cannot run with (`quota_refused`, `resources_refused`, `outside_vcs`: the run
 refuses those in its words and compares no policy's name) and its constants (thresholds, periods,
 overheads) as a typed declaration, `Settings` (raysim.settings: default, one-line doc, bounds per
 field); `conf/policy/<name>.yaml` holds the same defaults for Hydra (a test keeps the two equal).
