@@ -110,7 +110,11 @@ class PolicyView:
         priority classes (raysim.sim.spot) a high-priority job that does not fit may evict spot jobs."""
         if self._place(j, now):
             return True
-        return self.spot is not None and self.spot.evict_for(self, j, now) and self._place(j, now)
+        if self.spot is None or not self.spot.evict_for(self, j, now):
+            return False
+        if not self._place(j, now):  # (else its victims would start there again, and be evicted again)
+            raise AssertionError(f"{self.name}: the placer found no GPUs for job {j} on the node freed for it")
+        return True
 
     def _place(self, j: int, now: int) -> bool:
         """Place job j now if the placer finds GPUs; returns whether it started."""
