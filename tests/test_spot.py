@@ -201,3 +201,19 @@ def test_ray_gives_the_local_results(ray_local, tmp_path):  # noqa: F811
         simulate_to(tmp_path / runtime, loaded, spec, None, runtime=runtime, job_extra=extra)
     assert (tmp_path / "ray" / "jobs.parquet").read_bytes() == (tmp_path / "local" / "jobs.parquet").read_bytes()
     assert pq.read_table(tmp_path / "local" / "jobs.parquet").column("evictions").to_numpy().sum() > 0
+
+
+def test_a_trace_of_hp_jobs_only_runs_as_one_without_classes(tmp_path):
+    from simutil import random_jobs
+
+    jobs = [(s, d, g) for s, d, g, _ in random_jobs(np.random.default_rng(3), 200, 50_000, max_gpu=8, long_tail=True)]
+    tables = []
+    for name, classes in (("plain", None), ("classed", ["HP"] * len(jobs))):
+        folder = tmp_path / name
+        folder.mkdir()
+        trace = trace_with_classes(folder, classes or [""] * len(jobs), jobs)
+        if classes is None:  # (the same trace without the column)
+            Path(trace).write_text("\n".join(line.rsplit(",", 1)[0] for line in Path(trace).read_text().splitlines()) + "\n")
+        tables.append(pq.read_table(run_cli(folder, trace) / "jobs.parquet").to_pandas())
+    assert tables[1].evictions.sum() == 0 and tables[0].queue.mean() > 1000
+    pd.testing.assert_frame_equal(tables[0], tables[1].drop(columns=["priority_class", "evictions"]))
