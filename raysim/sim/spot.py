@@ -13,9 +13,9 @@ decides again (`Spot.after_schedule`). Spot jobs never evict, and HP jobs larger
 largest node do not (GFS places HP jobs on one node).
 
 A victim chooser is a function (sim, job, GPUs it needs, what may be evicted, now) -> the jobs to
-evict, or None when no node can be freed enough. What may be evicted is `Evictable`: per node of
-an allowed GPU type, its GPUs each with its holder (-1 free, a spot job past its guarantee, or None:
-held by an HP job or a protected spot job).
+evict, or None when no node can be freed enough. What may be evicted is `Spot.evictable`'s map: per
+node of an allowed GPU type that holds a spot job past its guarantee, its GPUs each with its holder
+(-1 free, such a spot job, or None: held by an HP job or a protected spot job).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class Spot(Extension):
         if c >= 0:
             allowed = sim._allowed[c]
             nodes = {node for node in nodes if vc.type_of[node] in allowed}
-        out = {node: [h if h < 0 or h in free_to_take else None for h in vc.owner[node]]
+        out = {node: [h if h == -1 or h in free_to_take else None for h in vc.owner[node]]
                for node in vc.order if node in nodes}
         return out, protected
 
@@ -112,7 +112,7 @@ class Spot(Extension):
 
 def _holders(gpus: list) -> list[int]:
     """The distinct spot jobs among a node's GPU holders, in GPU order."""
-    return list(dict.fromkeys(h for h in gpus if h is not None and h >= 0))
+    return list(dict.fromkeys(h for h in gpus if h is not None and h != -1))
 
 
 def gfs(sim, j: int, g: int, evictable: dict, now: int) -> list[int] | None:
