@@ -150,8 +150,8 @@ def read_result_csv(path, required: Sequence[str], text_columns: Sequence[str], 
     frame = pd.read_csv(io.StringIO(text), dtype=dict.fromkeys(texts, str), keep_default_na=False,
                         na_values={c: [""] for c in header if c not in text_columns})
     for column in frame.columns:
-        if column in text_columns or pd.api.types.is_numeric_dtype(frame[column]):
-            continue
+        if column in text_columns or frame.empty or pd.api.types.is_numeric_dtype(frame[column]):
+            continue  # (a file of a header alone: no value to check)
         bad = pd.to_numeric(frame[column], errors="coerce").isna() & frame[column].notna()
         row = int(bad.to_numpy().argmax())
         raise TraceError(name, "not a number", row=row + 1, column=column, value=frame[column].iloc[row])

@@ -82,6 +82,7 @@ GROUPS = (
     Group("fgd.policy", "raysim.placement.scored:SCORERS"),
     Group("failures", "raysim.run.failures:FAILURES", prefix="failures", noun="preset"),
     Group("quota", "raysim.quota.settings:QUOTAS", prefix="quota"),
+    Group("spot.victims", "raysim.sim.spot:VICTIMS", noun="victim chooser"),
 )
 
 

@@ -173,6 +173,15 @@ for _name, _column, _text, _reason in ROW_DEFECTS:
     case(f"csv_{_name}")(_build)
 
 
+@case("csv_unknown_priority_class")
+def _(root):
+    classes = ["hp", "Spot", "HP", "preemptible", "spot", "hp"]
+    path = trace_csv(root, "priority_class", [f"{line},{c}" for line, c in zip(GOOD, classes)],
+                     header=HEADER + ",priority_class")
+    return Case(replay(root, path, name="priority_class"), [*where(path, 4, "priority_class"),
+                                                             "unknown priority class", "(value 'preemptible')"])
+
+
 @case("csv_skip_mode_conserves_every_row")
 def _(root):
     """All the row defects above in one file: skip mode keeps the good rows and counts each bad one
@@ -1070,6 +1079,8 @@ def test_a_result_csv_with_a_column_given_twice_is_refused(tmp_path, name, text)
     (["estimator.source=model", "estimator.period_days=0.3"], ["estimator.period_days:", "runtime.window_s"]),
     (["cluster.gpus_per_node=eight"], ["cluster.gpus_per_node:"]),
     (["policy=lucid", "policy.profiler.nodes=-1"], ["policy.profiler.nodes:"]),
+    (["spot.guarantee_s=-1"], ["spot.guarantee_s:", "must be at least 0"]),
+    (["spot.victims=oldest"], ["spot.victims:", "youngest"]),
 ])
 def test_config_value(overrides, parts):
     from hydra import compose, initialize_config_dir

@@ -8,7 +8,7 @@ and the named actions (start, start on a given placement, preempt, share, set a 
 or lend a node). `tests/test_policy_api.py` checks every policy module against these lists.
 
 A policy declares what it needs as class attributes (`needs_estimate`, `countdown`, `period_s`,
-`preemptive`), what it cannot run with (`refuses`, and `outside_vcs`, which the engine's extensions
+`preemptive`, `ranks_classes`), what it cannot run with (`refuses`, and `outside_vcs`, which the engine's extensions
 name: the run refuses those in their words and compares no policy's name) and its constants (thresholds, periods,
 overheads) as a typed declaration, `Settings` (raysim.settings: default, one-line doc, bounds per
 field); `conf/policy/<name>.yaml` holds the same defaults for Hydra (a test keeps the two equal).
@@ -42,7 +42,7 @@ VIEW = frozenset({
 JOB_ATTRIBUTES = frozenset({
     "seq", "submit", "duration", "gpu", "util_milli", "gmem", "estimate", "workload", "share_score",
     "constraint", "speed_profile", "gpu_milli", "cpu_milli", "mem_mib", "start", "queue", "preemptions", "run_order", "shared", "rate",
-    "remain", "end_due", "attained", "run_since",
+    "remain", "end_due", "attained", "run_since", "spot",
 })
 
 
@@ -68,6 +68,10 @@ class Policy:
     #: The policy times its jobs itself: a started job gets no completion event; the policy ends
     #: it (`view.finish`, `view.end_lease`, `view.drop`). Round-based policies do.
     times_jobs = False
+    #: The policy ranks priority classes (raysim.sim.spot): high-priority jobs before spot jobs, and
+    #: tries a waiting high-priority job with `view.try_start` (which may evict spot jobs for it).
+    #: A run with priority classes needs such a policy.
+    ranks_classes = False
     #: Clock ticks per second of runs under this policy: 1 (whole seconds, the trace's clock), or
     #: finer for policies whose events fall between seconds (round-based ones: micro-seconds).
     ticks_per_s = 1
@@ -165,29 +169,42 @@ class Policy:
 
 class BlockingQueuePolicy(Policy):
     """Non-preemptive, head-of-line blocking: jobs are placed in key order and the first job that
-    does not fit stops the walk. Subclasses define `key(view, j)`; ties fall back to arrival order."""
+    does not fit stops the walk. Subclasses define `key(view, j)`; ties fall back to arrival order.
+
+    With priority classes (raysim.sim.spot) each class is such a queue, high-priority jobs first: a
+    high-priority job that does not fit (even by evicting spot jobs) stops its class's walk, and the
+    spot jobs walk theirs behind it (as GFS's FIFO with spot jobs does)."""
+
+    ranks_classes = True
 
     def __init__(self, params, **constants):
         super().__init__(params, **constants)
-        self.queue: list[tuple] = []  # (key..., j) kept sorted
+        self.queue: list[tuple] = []  # (class, key..., j) kept sorted (class 0 for every job without classes)
 
     def key(self, view, j: int) -> tuple:
         raise NotImplementedError
 
     def on_arrival(self, view, j: int) -> None:
-        bisect.insort(self.queue, (*self.key(view, j), j))
+        bisect.insort(self.queue, (view.jobs.spot[j], *self.key(view, j), j))
 
     def renumber(self, new: list[int]) -> None:
         self.queue = [(*e[:-1], new[e[-1]]) for e in self.queue]
 
     def schedule(self, view, now: int) -> None:
-        placed = 0
-        for entry in self.queue:
-            if not view.try_start(entry[-1], now):
+        self._walk(view, now, 0)
+        queue = self.queue
+        if queue and not queue[0][0] and queue[-1][0]:  # a high-priority job waits: spot jobs walk their own queue
+            self._walk(view, now, bisect.bisect_left(queue, (1,)))
+
+    def _walk(self, view, now: int, first: int) -> None:
+        """Place jobs in order from queue position `first` until one does not fit."""
+        queue, placed = self.queue, first
+        for i in range(first, len(queue)):
+            if not view.try_start(queue[i][-1], now):
                 break
             placed += 1
-        if placed:
-            del self.queue[:placed]
+        if placed > first:
+            del queue[first:placed]
 
 
 @dataclass(frozen=True)

@@ -68,15 +68,17 @@ def _binned(time: np.ndarray, series: list, points: int) -> tuple[np.ndarray, li
 
 #: The causes of stops that no capacity event made, as lost_by_cause calls them: the policy's own
 #: preemptions (jobs.parquet's `preemptions`), quota reclaims (`reclaims`), and both where a job
-#: had both (jobs.parquet does not split the work such a job lost between the two).
-PREEMPTIONS, RECLAIMS, OTHER_STOPS = STOP_CAUSES
+#: had both (jobs.parquet does not split the work such a job lost between the two); and high-priority
+#: jobs' evictions of spot jobs (`evictions`, `lost_gpu_s_evictions`: counted apart, like a capacity cause).
+PREEMPTIONS, RECLAIMS, OTHER_STOPS, EVICTIONS = STOP_CAUSES
 
 
 def lost_by_cause(jobs: pa.Table) -> pd.DataFrame:
     """Per VC and for the cluster ("all"), per cause: interruptions and GPU-hours of work lost.
 
     The causes of capacity events (node log causes, failure categories) from jobs.parquet's
-    `interruptions_<cause>` and, under checkpoint-restart, `lost_gpu_s_<cause>`; then the stops no
+    `interruptions_<cause>` and, under checkpoint-restart, `lost_gpu_s_<cause>`, and with priority
+    classes EVICTIONS from `evictions` and `lost_gpu_s_evictions`; then the stops no
     capacity event made, each job's counted by what stopped it: PREEMPTIONS (jobs only its policy
     preempted), RECLAIMS (jobs only quota reclaims stopped) and OTHER_STOPS (jobs both stopped: their
     stops counted together, the work they lost not split). The work lost to those is the rest of a
@@ -86,10 +88,14 @@ def lost_by_cause(jobs: pa.Table) -> pd.DataFrame:
     names = jobs.column_names
     checkpoints = "lost_gpu_s" in names
     causes = [c[len("interruptions_"):] for c in names if c.startswith("interruptions_")]
+    evictions = [EVICTIONS] if EVICTIONS in names else []
     df = jobs.select(["vc", "preemptions", *(["reclaims"] if "reclaims" in names else []), *(
-        f"interruptions_{c}" for c in causes), *((["lost_gpu_s"] + [f"lost_gpu_s_{c}" for c in causes])
-                                                 if checkpoints else [])]).to_pandas()
+        f"interruptions_{c}" for c in causes), *evictions, *((["lost_gpu_s"] + [
+            f"lost_gpu_s_{c}" for c in causes + evictions]) if checkpoints else [])]).to_pandas()
     df["vc"] = df["vc"].astype(str)
+    if evictions:  # (counted per job, like a capacity cause's stops)
+        df[f"interruptions_{EVICTIONS}"] = df.pop(EVICTIONS)
+        causes += evictions
     preempted = df["preemptions"] > 0
     reclaimed = df["reclaims"] > 0 if "reclaims" in df else pd.Series(False, index=df.index)
     rest = (df["lost_gpu_s"] - df[[f"lost_gpu_s_{c}" for c in causes]].sum(axis=1)) if checkpoints else None

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from raysim.report.capacity import OTHER_STOPS, PREEMPTIONS, RECLAIMS
+from raysim.report.capacity import EVICTIONS, OTHER_STOPS, PREEMPTIONS, RECLAIMS
 from raysim.report.page import Chart, Page, esc, facts, table
 from raysim.report.run_files import missing_note, read_lost_by_cause
 from raysim.report.schema import reading
@@ -20,7 +20,7 @@ FILE = "lost_by_cause.csv"
 #: What the page calls the causes of stops that no capacity event made; every other cause is a
 #: failure category or a node log's cause ("failures and node events").
 STOPS = {PREEMPTIONS: "the policy's preemptions", RECLAIMS: "quota reclaims",
-         OTHER_STOPS: "preemptions and reclaims, not split"}
+         OTHER_STOPS: "preemptions and reclaims, not split", EVICTIONS: "evictions of spot jobs"}
 EVENTS = "failures and node events"
 
 
@@ -46,7 +46,8 @@ def groups(causes: pd.DataFrame) -> pd.DataFrame:
     written before stops were counted per cause)."""
     cluster = causes[causes["vc"] == "all"].assign(kind=lambda f: f["cause"].map(kind))
     sums = cluster.groupby("kind", sort=False)[["interruptions", "lost_gpu_h"]].sum(min_count=1)
-    shown = [EVENTS, STOPS[PREEMPTIONS], *(k for k in (STOPS[RECLAIMS], STOPS[OTHER_STOPS]) if k in sums.index)]
+    shown = [EVENTS, STOPS[PREEMPTIONS], *(k for k in (STOPS[RECLAIMS], STOPS[OTHER_STOPS], STOPS[EVICTIONS])
+                                           if k in sums.index)]
     none = {"interruptions": 0.0, "lost_gpu_h": 0.0 if cluster["lost_gpu_h"].notna().any() else np.nan}
     return pd.DataFrame([sums.loc[k].to_dict() if k in sums.index else none for k in shown]).assign(kind=shown)
 

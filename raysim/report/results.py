@@ -38,7 +38,7 @@ def jobs_table(trace: pa.Table, records: pa.Table) -> pa.Table:
 
 def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 << 18, ticks_per_s: int = 1,
                gpu_types: tuple = (), causes: tuple | None = None, checkpoint: bool = False,
-               attempts: bool = False, policy_columns: tuple = ()) -> None:
+               attempts: bool = False, spot: bool = False, policy_columns: tuple = ()) -> None:
     """`jobs_table(trace, records)` written to `path` `chunk_rows` trace rows at a time (one row group
     each), so the whole joined table never sits in memory. Records of a simulator whose clock
     counts `ticks_per_s` ticks per second become seconds (floats; see `_in_seconds`). With several
@@ -47,7 +47,9 @@ def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 
     events, raysim.sim.capacity) the capacity group: `interruptions` and `interruptions_<cause>`. With
     `checkpoint` (checkpoint-restart, raysim.sim.checkpoint) the checkpoint group: `lost_gpu_s` and
     `overhead_gpu_s`, and with `causes` too `lost_gpu_s_<cause>`. With `attempts` (trace.failed=replay)
-    the failures group: `retries`, `failed` and `failed_gpu_s` (`_with_failures`). The policy's own
+    the failures group: `retries`, `failed` and `failed_gpu_s` (`_with_failures`). With `spot` (a
+    trace with priority classes, raysim.sim.spot) the spot group: `priority_class` and `evictions`, and
+    with `checkpoint` too `lost_gpu_s_evictions`. The policy's own
     columns (`policy_columns`, Policy.result_columns) follow, of the types they were given."""
     r = _records_in_trace_order(trace.num_rows, records)
 
@@ -63,6 +65,11 @@ def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 
             table = table.append_column(f"lost_gpu_s_{cause}", pa.array(rec[f"lost_{k}"] / ticks_per_s))
         if attempts:
             table = _with_failures(table, t, rec)
+        if spot:
+            table = table.append_column("priority_class", t.column("priority_class"))
+            table = table.append_column("evictions", pa.array(rec["evictions"].astype(np.int32)))
+            if checkpoint:
+                table = table.append_column("lost_gpu_s_evictions", pa.array(rec["lost_evictions"] / ticks_per_s))
         for name in policy_columns:
             table = table.append_column(name, pa.array(rec[name]))
         return table

@@ -71,8 +71,13 @@ GROUPS = {
     "checkpoint": ("checkpoint-restart (checkpoint.interval_s)", {
         "lost_gpu_s": "work lost to stops since the last completed checkpoint x its GPUs (GPU x job seconds)",
         "overhead_gpu_s": "restores after stops and checkpoint writes x its GPUs (GPU x job seconds)",
-        "lost_gpu_s_<cause>": "the work lost to stops for that capacity cause (with capacity events; the rest of "
-                              "lost_gpu_s was lost to preemptions and quota reclaims)",
+        "lost_gpu_s_<cause>": "the work lost to stops for that capacity cause (with capacity events), or to "
+                              "evictions (lost_gpu_s_evictions, with priority classes); the rest of lost_gpu_s was "
+                              "lost to preemptions and quota reclaims",
+    }),
+    "spot": ("priority classes (a trace's priority_class column, docs/spot.md)", {
+        "priority_class": "its class: hp (high priority) or spot",
+        "evictions": "times a high-priority job evicted it",
     }),
     "failures": ("failed runs replayed from the trace (trace.failed=replay)", {
         "retries": "its runs that failed and were retried, as its trace shows (Philly's attempts)",

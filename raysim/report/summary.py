@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 from raysim.report.loans import has_loans, loan_gpu_hours
 from raysim.report.timeseries import change_runs, column_hours, column_names, grid_count, series_layout
 from raysim.sim.recorder import CAPACITY_COLUMNS
+from raysim.trace.schema import PRIORITY_CLASSES
 
 QUANTILES = {"p50": 50, "p95": 95, "p99": 99, "p99.9": 99.9}
 
@@ -32,18 +33,21 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
     `overhead_gpu_h`, and with `duration` and `gpu_num` (a job's work; left out where durations
     are placeholders) `ettr` (checkpoint_figures). Under
     trace.failed=replay (jobs with `retries`, `failed` and `failed_gpu_s`): `retries`, `failed_jobs`
-    and `failed_gpu_h` (GPU-hours of work of the runs that failed).
+    and `failed_gpu_h` (GPU-hours of work of the runs that failed). With priority classes (jobs with
+    `priority_class` and `evictions`, docs/spot.md): `evictions` and, per class, `class_figures`.
     """
     loans = "reclaims" in jobs.column_names and "ran_on_vc" in jobs.column_names
     interrupted = "interruptions" in jobs.column_names
     checkpoints = "lost_gpu_s" in jobs.column_names
     replayed = "failed_gpu_s" in jobs.column_names
+    classes = "priority_class" in jobs.column_names
     df = jobs.select(["vc", "submit_time", "end_time", "queue", "jct", "preemptions"]
                      + (["ran_on_vc", "reclaims"] if loans else [])
                      + (["interruptions"] if interrupted else [])
                      + ([c for c in ("duration", "gpu_num") if c in jobs.column_names] if checkpoints else [])
                      + (["lost_gpu_s", "overhead_gpu_s"] if checkpoints else [])
-                     + (["retries", "failed", "failed_gpu_s"] if replayed else [])).to_pandas()
+                     + (["retries", "failed", "failed_gpu_s"] if replayed else [])
+                     + (["priority_class", "evictions"] if classes else [])).to_pandas()
     df["vc"] = df["vc"].astype(str)
     rows, spans = [], {}
     groups = [(vc, g) for vc, g in df.groupby("vc", sort=False)] + [("all", df)]
@@ -67,6 +71,8 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
         if replayed:
             row.update(retries=int(g["retries"].sum()), failed_jobs=int(g["failed"].sum()),
                        failed_gpu_h=float(g["failed_gpu_s"].sum()) / 3600)
+        if classes:
+            row.update(class_figures(g))
         start = g["submit_time"].min()
         row["makespan"] = done["end_time"].max() - start if len(done) else np.nan
         if len(done):
@@ -89,6 +95,20 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
             row["down_gpu_h"] = float(sum(v[0] for v in down.values()) if row["vc"] == "all"
                                       else down.get(row["vc"], [np.nan])[0])
     return pd.DataFrame(rows)
+
+
+def class_figures(jobs: pd.DataFrame) -> dict:
+    """Of jobs with priority classes: `evictions` (of spot jobs by high-priority ones) and, per class
+    (hp, spot), `jobs_<class>`, `avg_queue_<class>` and `avg_jct_<class>` (of its finished jobs;
+    NaN where the class has none)."""
+    out = {"evictions": int(jobs["evictions"].sum())}
+    kind = jobs["priority_class"].astype(str)
+    for name in PRIORITY_CLASSES:
+        mine = jobs[kind == name]
+        done = mine["jct"][mine["end_time"].notna()]
+        out.update({f"jobs_{name}": len(mine), f"avg_queue_{name}": mine["queue"].mean() if len(mine) else np.nan,
+                    f"avg_jct_{name}": done.mean() if len(done) else np.nan})
+    return out
 
 
 def checkpoint_figures(jobs: pd.DataFrame) -> dict:

@@ -77,6 +77,8 @@ def run_cluster(cfg: DictConfig, run_dir: Path, checked: ClusterMode | None = No
     names = pq.ParquetFile(run_dir / "jobs.parquet").schema_arrow.names
     if spec.capacity is not None:
         columns += [c for c in names if c.startswith("interruptions")]
+    if spec.spot is not None:
+        columns += ["priority_class", "evictions"]
     if spec.checkpoints:
         columns += ((["duration", "gpu_num"] if policy_class(spec.policy).duration_is_work else [])
                     + [c for c in names if c.startswith(("lost_gpu_s", "overhead_gpu_s"))])
@@ -104,10 +106,11 @@ def run_cluster(cfg: DictConfig, run_dir: Path, checked: ClusterMode | None = No
     if plots:
         write_plots(jobs, run_dir, summary, label=spec.policy, interval=int(cfg.sim.sample_interval), title=title)
     write_outputs(run_dir, summary, trace, spec, title=f"{spec.policy} / {spec.placer} / {cfg.sim.compat}")
-    if spec.capacity is not None:
+    if spec.capacity is not None or spec.spot is not None:
         from raysim.report.capacity import write_lost_by_cause
 
         write_lost_by_cause(jobs, run_dir, title, plot=plots)
+    if spec.capacity is not None:
         key = "harvest.node_log" if harvest else "cluster.capacity"
         record_capacity_inputs(run_dir, key, value(cfg, key), plain(cfg, "failures"))
     write_job_views(run_dir, settings, spec)

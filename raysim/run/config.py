@@ -26,6 +26,7 @@ from raysim.quota.settings import declared_quota, quota_settings
 from raysim.run.cluster_settings import ClusterMode, cluster_mode
 from raysim.run.failures import check_failures_config, failure_plan, failures_name
 from raysim.run.requests import counts_resources, request_inputs
+from raysim.run.spot import spot_rules
 from raysim.run.values import plain, value
 from raysim.trace.schema import REQUEST_COLUMNS
 from raysim.runtime.spec import RunSpec
@@ -412,16 +413,20 @@ def spec_from_config(cfg: DictConfig, trace: Trace, m: ClusterMode | None = None
         refuse_with_resources(cfg, trace)
     requests, shapes = request_inputs(trace.table) if resources else ({}, None)
     kinds, kind_ids = checkpoint_kinds(cfg, m, trace)
+    checkpoint = checkpoint_settings(cfg, m)
+    spot, spot_ids = spot_rules(cfg, m.spot, trace, resources=resources, checkpoints=checkpoint is not None or bool(kinds))
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes,
-                   capacity=capacity_plan(cfg, trace, layout, homes), checkpoint=checkpoint_settings(cfg, m),
-                   checkpoint_kinds=kinds, attempts=replayed_attempts(cfg, m, trace))
+                   capacity=capacity_plan(cfg, trace, layout, homes), checkpoint=checkpoint,
+                   checkpoint_kinds=kinds, attempts=replayed_attempts(cfg, m, trace), spot=spot)
     if spec.capacity is not None and quota.borrow:  # a node on loan keeps its identity
         spec = replace(spec, quota=replace(quota, named_nodes=True))
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}
     if kind_ids is not None:
         extra["checkpoint_kind"] = kind_ids
+    if spot_ids is not None:
+        extra["spot"] = spot_ids
     refuse_placeholder_durations(cfg, trace)
     spec, more = policy_class(spec.policy).prepare(settings, run_inputs(cfg), trace, spec)
     return spec, {**extra, **(more or {})}

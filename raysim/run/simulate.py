@@ -146,7 +146,7 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     write_jobs(trace.table, merge_profiling(read_records(files["records"]), stage), out_dir / "jobs.parquet",
                ticks_per_s=ticks, gpu_types=spec.catalog.gpu_types,
                causes=None if spec.capacity is None else spec.capacity.causes, checkpoint=spec.checkpoints,
-               attempts=spec.attempts is not None, policy_columns=policy_class(spec.policy).result_columns)
+               attempts=spec.attempts is not None, spot=spec.spot is not None, policy_columns=policy_class(spec.policy).result_columns)
     merge_series(files["series"], out_dir / "timeseries.parquet", ticks_per_s=ticks)
     counts = {"events": coordinator.events, "windows": coordinator.windows_run, "recoveries": coordinator.recoveries}
     if exchange is not None:

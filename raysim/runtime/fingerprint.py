@@ -40,9 +40,11 @@ def run_fingerprint(trace_table: pa.Table, spec, estimates=None, job_extra=None,
         "job_inputs": job_extra,
         "estimator": _settings(estimator),
         # what a checkpoint's simulator state holds: checkpoints from before job tables had GPU
-        # shares, CPU, memory, first GPUs and the least work a stop left (the stall guard's) are
-        # refused (their state lacks them)
-        "state": {"job table": "requests, first GPU and least remaining work", "resources": spec.resources,
+        # shares, CPU, memory, first GPUs and the least work a stop left (the stall guard's), or
+        # before FIFO-family queues ranked priority classes (raysim.sim.spot), are refused (their
+        # state lacks them)
+        "state": {"job table": "requests, first GPU and least remaining work", "queues": "by priority class",
+                  "resources": spec.resources,
                   "shapes": spec.shapes},
     }
     if spec.quota.mode != "none":  # (absent with quota=none: earlier checkpoints stay resumable)
@@ -59,6 +61,8 @@ def run_fingerprint(trace_table: pa.Table, spec, estimates=None, job_extra=None,
         parts["checkpoint_kinds"] = spec.checkpoint_kinds
     if spec.attempts is not None:  # (absent without trace.failed=replay: earlier checkpoints stay resumable)
         parts["attempts"] = spec.attempts
+    if spec.spot is not None:  # (absent without priority classes: earlier checkpoints stay resumable)
+        parts["spot"] = spec.spot
     return {name: digest(value) for name, value in parts.items()}
 
 

@@ -15,6 +15,7 @@ from raysim.sim.attempts import Attempts
 from raysim.sim.capacity import CapacityPlan
 from raysim.sim.extensions import Capacity, Checkpoints, Network, Replays, Resources, SharedQueue
 from raysim.sim.checkpoint import Checkpointing
+from raysim.sim.spot import SpotRules
 from raysim.cluster.catalog import TypeCatalog
 from raysim.sim.network import NetworkModel
 
@@ -59,6 +60,9 @@ class RunSpec:
     checkpoint_kinds: tuple = ()
     #: trace.failed=replay: the trace's jobs that ran several times (raysim.sim.attempts); None: each runs once
     attempts: Attempts | None = None
+    #: priority classes (a trace's priority_class column): high-priority jobs evict spot jobs by these
+    #: rules (raysim.sim.spot); None: one class
+    spot: SpotRules | None = None
 
     def __post_init__(self):
         check_type_order(self.type_order)  # before any actor is built with it
@@ -99,6 +103,8 @@ class RunSpec:
                                    tuple(k and k.in_ticks(ticks) for k in self.checkpoint_kinds)))
         if self.attempts is not None:
             out.append(Replays(self.attempts))
+        if self.spot is not None:
+            out.append(self.spot.extension(self.params.ticks_per_s))
         return out
 
     def make_simulator(self, vc: str) -> VCSimulator:

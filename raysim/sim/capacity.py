@@ -49,9 +49,9 @@ DEFAULT_CAUSE = "node_down"
 COLUMNS = ("time", "vc", "node", "event")
 _CAUSE = re.compile(r"[A-Za-z0-9_]+")
 #: The causes of stops that no capacity event makes (the policy's preemptions, quota reclaims, a job
-#: stopped both ways): lost_by_cause.csv's rows of their own, so no node log's cause and no failure
-#: category may take these names.
-STOP_CAUSES = ("preemptions", "reclaims", "preemptions_and_reclaims")
+#: stopped both ways, high-priority jobs' evictions of spot jobs): lost_by_cause.csv's rows of their
+#: own, so no node log's cause and no failure category may take these names.
+STOP_CAUSES = ("preemptions", "reclaims", "preemptions_and_reclaims", "evictions")
 
 
 #: Kinds of capacity event: the node goes out of service (its jobs are interrupted), comes back, or

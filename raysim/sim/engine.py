@@ -46,7 +46,7 @@ class VCSimulator(PolicyView):
     """Simulates one VC under one policy and placer. Feed jobs with `add_jobs`, advance with `run`.
     Its features beyond the plain replay are `extensions` (raysim.sim.extensions: NIC contention,
     GPU shares and CPU/memory, quota lending, one cluster-wide queue, capacity events, checkpoint-
-    restart, replayed failed runs), each attached once here; without one, its attributes below keep
+    restart, replayed failed runs, priority classes), each attached once here; without one, its attributes below keep
     their defaults and the event loop skips it."""
 
     #: the end of the stretch `run` simulates now (a class default: simulators pickled before it existed)
@@ -70,6 +70,8 @@ class VCSimulator(PolicyView):
     #: and with quota lending the run's layout (VC -> pools), where a held node's CPU and memory come from
     fragmentation = None
     layout = None
+    #: priority classes (raysim.sim.spot.Spot): high-priority jobs evict spot jobs
+    spot = None
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
                  *, t0: int = 0, catalog: TypeCatalog | None = None, extensions=()):
@@ -289,7 +291,11 @@ class VCSimulator(PolicyView):
             self.arrived_now = arrived
             self.now = t
             policy.schedule(self, t)
+            if self.spot is not None:  # (jobs evicted during the decision return to the policy)
+                self.spot.after_schedule(self, t)
             self._wakeup = policy.next_wakeup(self, t)
+            if self.spot is not None:  # (an HP job waits for a spot job's guarantee to end)
+                self._wakeup = min(self._wakeup, self.spot.next_wake(t))
             if self._node_events and self._node_events[0][0] == t or self._node_debt:
                 self._apply_node_events(t)
             self._snapshot(t)

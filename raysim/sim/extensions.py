@@ -24,7 +24,8 @@ and `attach(sim)` sets it up on the simulator (the attributes the engine's event
 `sim.network` or `sim.checkpoint`, stay None without it). The run checks its settings against these
 declarations, and against what its policy declares it cannot run with (raysim.policy.base.Policy.
 refuses), in one loop (raysim.run.config.refuse_together): one line per refusal, naming the setting.
-Quota lending is the extension of raysim.quota.ledger (`QuotaLending`), the package above the engine.
+Quota lending is the extension of raysim.quota.ledger (`QuotaLending`), the package above the engine; priority classes
+(high-priority jobs evicting spot jobs) are raysim.sim.spot's `Spot`.
 
 Results come out in the order of the list (jobs.parquet's column order): the spec lists them as
 `ORDER` names them.
@@ -37,7 +38,7 @@ import numpy as np
 from raysim.sim.recorder import CAPACITY_COLUMNS, RESOURCE_COLUMNS
 
 #: The order of extensions in a spec's list (results and time-series columns come out in it).
-ORDER = ("network", "quota", "shared_queue", "resources", "capacity", "checkpoints", "replays")
+ORDER = ("network", "quota", "shared_queue", "resources", "capacity", "checkpoints", "replays", "spot")
 
 
 class Extension:

@@ -31,20 +31,22 @@ INPUT_COLUMNS = {
     "mem_mib": np.int64,  # memory (MiB) on its node; 0 none asked
     "shape": np.int64,  # the job's request shape: an id into the run's shapes (scored placers); -1 none
     "checkpoint_kind": np.int64,  # its application's checkpoint settings: an id into the run's kinds; -1 the run's
+    "spot": np.int64,  # 1: a spot job (high-priority jobs may evict it, raysim.sim.spot); 0: high priority, or no classes
 }
 #: What a job asks besides whole GPUs (raysim.run.requests), with the value of a job that asks nothing
 #: more: job batches carry these columns only in runs whose VCs count them.
 REQUEST_INPUTS = {"gpu_milli": 1000, "cpu_milli": 0, "mem_mib": 0, "shape": -1}
 #: Job inputs that batches carry only in runs that set them (checkpoint settings per application,
-#: raysim.run.config.checkpoint_kinds), with the value of a job that has none.
-SPARSE_INPUTS = {**REQUEST_INPUTS, "checkpoint_kind": -1}
+#: raysim.run.config.checkpoint_kinds; priority classes, raysim.run.spot), with the value of a job that has none.
+SPARSE_INPUTS = {**REQUEST_INPUTS, "checkpoint_kind": -1, "spot": 0}
 #: Input columns a batch may leave out, with their default value.
 OPTIONAL_INPUTS = {"workload": -1, "share_score": 0, "constraint": -1, "speed_profile": -1, **SPARSE_INPUTS}
 
 #: Causes of a job's stops in its ledger (JobTable.stops, JobTable.lost_by): the policy's preemption,
-#: a quota reclaim, a failed run its trace replays (raysim.sim.attempts), then the run's capacity
-#: causes (raysim.sim.capacity.CapacityPlan.causes: node logs, failure categories), the k-th at CAPACITY + k.
-PREEMPTION, RECLAIM, RETRY, CAPACITY = 0, 1, 2, 3
+#: a quota reclaim, a failed run its trace replays (raysim.sim.attempts), a high-priority job's eviction
+#: of a spot job (raysim.sim.spot), then the run's capacity causes (raysim.sim.capacity.CapacityPlan.causes:
+#: node logs, failure categories), the k-th at CAPACITY + k.
+PREEMPTION, RECLAIM, RETRY, EVICTION, CAPACITY = 0, 1, 2, 3, 4
 NO_STOPS: dict = {}
 
 RESULT_COLUMNS = ("start_time", "end_time", "queue", "preemptions", "first_node", "num_nodes", "shared", "first_gpu")
@@ -84,7 +86,7 @@ class JobTable:
         # runs with several GPU types: the run's type index of its latest placement, when that
         # placement began, and the time it held each type (None: not yet; {type index: time})
         self.gpu_type: list[int] = []
-        self.placed_at: list[int] = []
+        self.placed_at: list[int] = []  # (set at every start: a spot job's guarantee counts from it)
         self.type_held: list = []
         # quota lending (raysim.quota.ledger): the lender whose nodes the latest run used (-1: the
         # job's own VC)
@@ -123,6 +125,9 @@ class JobTable:
         self.shape: list[int] | Same = Same(REQUEST_INPUTS["shape"])  # request shape id (raysim.placement.scored)
         #: id of its checkpoint settings among the run's per-application kinds (-1: the run's own)
         self.checkpoint_kind: list[int] | Same = Same(SPARSE_INPUTS["checkpoint_kind"])
+        #: 1: a spot job, which high-priority jobs may evict (raysim.sim.spot); 0: high priority (every
+        #: job of a run without priority classes)
+        self.spot: list[int] | Same = Same(SPARSE_INPUTS["spot"])
         # progress per second while running = type_speed x share_speed x net_speed, each a named
         # factor set by its own mechanism (GPU type of the placement, a sharing partner, NIC contention)
         self.rate: list[float] = []

@@ -106,6 +106,17 @@ class PolicyView:
 
     # ------------------------------------------------------------------ actions for policies
     def try_start(self, j: int, now: int) -> bool:
+        """Place job j now if the placer finds GPUs; returns whether it started. In a run with
+        priority classes (raysim.sim.spot) a high-priority job that does not fit may evict spot jobs."""
+        if self._place(j, now):
+            return True
+        if self.spot is None or not self.spot.evict_for(self, j, now):
+            return False
+        if not self._place(j, now):  # (else its victims would start there again, and be evicted again)
+            raise AssertionError(f"{self.name}: the placer found no GPUs for job {j} on the node freed for it")
+        return True
+
+    def _place(self, j: int, now: int) -> bool:
         """Place job j now if the placer finds GPUs; returns whether it started."""
         jobs, vc = self.jobs, self.vc
         g = jobs.gpu[j]
@@ -294,9 +305,9 @@ class PolicyView:
             jobs.queue[j] += now - jobs.ckpt_time[j]
         jobs.first_node[j] = first_node
         jobs.num_nodes[j] = num_nodes
+        jobs.placed_at[j] = now
         if self.type_time:
             jobs.gpu_type[j] = self._run_type[self.vc.type_of[first_node]]
-            jobs.placed_at[j] = now
         if self.vc.res is not None:  # (jobs.parquet names a job's first GPU only where GPUs are shared)
             ids = self.vc.placement[j][0][1]
             jobs.first_gpu[j] = ids[0] if ids else -1

@@ -24,8 +24,8 @@ from raysim.csvfile import RAGGED, read_csv_text
 from raysim.errors import SkipReport, TraceError
 from raysim.settings import NoSettings
 from raysim.trace.attempts import COLUMN as ATTEMPTS, check_attempts
-from raysim.trace.schema import (GPU_TYPE_COLUMNS, OPENB_COLUMNS, OPTIONAL, REQUIRED, conform, metadata,
-                                 with_metadata)
+from raysim.trace.schema import (GPU_TYPE_COLUMNS, OPENB_COLUMNS, OPTIONAL, PRIORITY_CLASSES, REQUIRED, conform,
+                                 metadata, with_metadata)
 
 INT_COLUMNS = ("job_id", "gpu_num", "cpu_num", "duration")
 #: Optional text columns: workload names, the GPU type and constraint of heterogeneous traces, the
@@ -180,6 +180,10 @@ def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
             mask = np.zeros(n, dtype=bool)
             mask[[i for i, r in zip(wrong, reasons) if r == reason]] = True
             flag(mask, reason, ATTEMPTS, df[ATTEMPTS])
+    if "priority_class" in df.columns:  # hp or spot, any case (docs/spot.md)
+        priority = df["priority_class"].astype(str).str.strip().str.lower().to_numpy(dtype=object)
+        flag(~np.isin(priority, PRIORITY_CLASSES), f"unknown priority class (one of {', '.join(PRIORITY_CLASSES)}, "
+             "any case)", "priority_class", df["priority_class"])
 
     if problems and on_error == "raise":
         row, reason, column, value = min(problems, key=lambda p: p[0])
@@ -223,6 +227,8 @@ def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
     for col in OPENB_COLUMNS:  # carried unchecked, like the text columns
         if col in df.columns:
             cols[col] = pa.array(df[col].to_numpy(dtype=object)[order], from_pandas=True)
+    if "priority_class" in df.columns:
+        cols["priority_class"] = pa.array(priority[order], pa.string())
     if "max_replicas" in df.columns:  # elastic jobs' own limit, checked by their reader (raysim.trace.sia)
         cols["max_replicas"] = pa.array(df["max_replicas"].to_numpy(dtype=object)[order], pa.int32(), from_pandas=True)
     table = pa.table({k: (v if isinstance(v, pa.Array) else pa.array(v)) for k, v in cols.items()})

@@ -89,6 +89,14 @@ ATTEMPT_COLUMNS = {
     "attempts_s": pa.string(),  # runs and gaps, seconds: "run gap run ... run"; null: the job ran once
 }
 
+#: Optional column of traces with priority classes (docs/spot.md), kept when present: `hp` (high
+#: priority: may evict spot jobs) or `spot` (may be evicted), lowercase (the readers accept any case).
+PRIORITY_COLUMNS = {
+    "priority_class": DICT_STR,
+}
+#: The priority classes a trace may name, in the order jobs are ranked by (raysim.sim.spot.HP, SPOT).
+PRIORITY_CLASSES = ("hp", "spot")
+
 JOB_SCHEMA = pa.schema([pa.field(n, t) for n, t in {**REQUIRED, **OPTIONAL}.items()])
 
 META_KEY = b"raysim"
@@ -115,11 +123,11 @@ def metadata(table: pa.Table) -> dict:
 
 def conform(table: pa.Table) -> pa.Table:
     """Cast a table with the required columns to JOB_SCHEMA, adding absent optional columns as
-    nulls; the GPU_TYPE_COLUMNS, OPENB_COLUMNS, ELASTIC_COLUMNS, HARVEST_COLUMNS, LLM_COLUMNS and
-    ATTEMPT_COLUMNS the table has follow."""
+    nulls; the GPU_TYPE_COLUMNS, OPENB_COLUMNS, ELASTIC_COLUMNS, HARVEST_COLUMNS, LLM_COLUMNS,
+    ATTEMPT_COLUMNS and PRIORITY_COLUMNS the table has follow."""
     cols = []
     kept = {**GPU_TYPE_COLUMNS, **OPENB_COLUMNS, **ELASTIC_COLUMNS, **HARVEST_COLUMNS, **LLM_COLUMNS,
-            **ATTEMPT_COLUMNS}
+            **ATTEMPT_COLUMNS, **PRIORITY_COLUMNS}
     fields = list(JOB_SCHEMA) + [pa.field(n, t) for n, t in kept.items() if n in table.column_names]
     for field in fields:
         if field.name in table.column_names:

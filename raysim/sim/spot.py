@@ -1,0 +1,171 @@
+"""Priority classes: high-priority (HP) jobs evict spot jobs (docs/spot.md).
+
+A trace's `priority_class` column makes each job HP or spot (the job input `spot`). Under an
+event-driven policy that ranks the classes (`Policy.ranks_classes`: HP jobs first, each class in the
+policy's own order), an HP job that cannot start may evict running spot jobs from one node so that it
+fits there: `PolicyView.try_start` asks `Spot.evict_for`, which asks the run's victim chooser
+(`VICTIMS`, `spot.victims`) which spot jobs to stop. A spot job is not evicted during the first
+`guarantee` ticks of each run (from its latest start); an HP job that waits for a guarantee to end
+gets a decision when it ends. Evicted jobs stop through the one path of stops (`_stop_for`, cause
+EVICTION: with checkpoint-restart they keep their last checkpoint, else their work plus `overhead`
+ticks) and go back to their policy (`on_requeue`) once the policy's decision is over, which then
+decides again (`Spot.after_schedule`). Spot jobs never evict, and HP jobs larger than the VC's
+largest node do not (GFS places HP jobs on one node).
+
+A victim chooser is a function (sim, job, GPUs it needs, what may be evicted, now) -> the jobs to
+evict, or None when no node can be freed enough. What may be evicted is `Spot.evictable`'s map: per
+node of an allowed GPU type that holds a spot job past its guarantee, its GPUs each with its holder
+(-1 free, such a spot job, or None: held by an HP job or a protected spot job).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from raysim.registry import Registry
+from raysim.sim.extensions import Extension
+from raysim.sim.jobs import EVICTION
+
+NEVER = math.inf
+
+
+class Spot(Extension):
+    """HP jobs evict spot jobs (see the module docs): `victims` names the chooser (VICTIMS),
+    `guarantee` and `overhead` are in clock ticks."""
+
+    name = "spot"
+    countdown = True  # (an evicted job keeps its work)
+
+    def __init__(self, victims: str = "youngest", guarantee: int = 0, overhead: int = 0):
+        self.victims, self.guarantee, self.overhead = victims, int(guarantee), int(overhead)
+        self.evicted: list[int] = []  # stopped during the policy's current decision, not yet requeued
+        self.wake = NEVER  # the earliest end of a guarantee an HP job waits for
+
+    def attach(self, sim) -> None:
+        sim.spot = self
+
+    def results(self, sim, rows) -> dict[str, np.ndarray]:
+        """`evictions` per job and, under checkpoint-restart, `lost_evictions` (the work they lost x GPUs)."""
+        out = {"evictions": sim.jobs.stop_counts(rows, EVICTION)}
+        if sim.checkpoints:
+            by = sim.jobs.lost_by
+            out["lost_evictions"] = np.array([float((by[j] or {}).get(EVICTION, 0)) for j in rows], dtype=np.float64)
+        return out
+
+    def evict_for(self, sim, j: int, now: int) -> bool:
+        """HP job j cannot start: evict spot jobs so that it fits on one node; returns whether any was."""
+        jobs, vc = sim.jobs, sim.vc
+        g = jobs.gpu[j]
+        if jobs.spot[j] or g > vc.max_node_gpus:
+            return False
+        evictable, protected = self.evictable(sim, j, now)
+        victims = VICTIMS[self.victims](sim, j, g, evictable, now) if evictable else None
+        if not victims:
+            self.wake = min(self.wake, protected)
+            return False
+        for k in victims:
+            sim._stop_for(k, now, EVICTION, self.overhead)
+        self.evicted += victims
+        return True
+
+    def evictable(self, sim, j: int, now: int) -> tuple[dict, float]:
+        """(node -> its GPUs' holders for the choosers: -1 free, a spot job that may be evicted, None
+        otherwise; over the nodes of job j's allowed GPU types with a spot job that may be evicted),
+        and the earliest end of a guarantee that protects a running spot job (NEVER: none)."""
+        jobs, vc = sim.jobs, sim.vc
+        spot, placed_at, guarantee = jobs.spot, jobs.placed_at, self.guarantee
+        free_to_take, protected = set(), NEVER
+        for k in sim.running:
+            if spot[k]:
+                until = placed_at[k] + guarantee
+                if until > now:
+                    protected = min(protected, until)
+                else:
+                    free_to_take.add(k)
+        nodes = {node for k in free_to_take for node, _ in vc.placement[k]}
+        c = jobs.constraint[j]
+        if c >= 0:
+            allowed = sim._allowed[c]
+            nodes = {node for node in nodes if vc.type_of[node] in allowed}
+        out = {node: [h if h == -1 or h in free_to_take else None for h in vc.owner[node]]
+               for node in vc.order if node in nodes}
+        return out, protected
+
+    def after_schedule(self, sim, now: int) -> None:
+        """The policy's decision at `now` is over: the jobs evicted during it return to the policy
+        (`on_requeue`), which decides again, until a decision evicts no one."""
+        policy = sim.policy
+        while self.evicted:
+            evicted, self.evicted = self.evicted, []
+            for k in evicted:
+                policy.on_requeue(sim, k, now)
+            policy.schedule(sim, now)
+
+    def next_wake(self, now: int) -> float:
+        """The earliest end of a guarantee an HP job waited for during this decision (then forgotten)."""
+        wake, self.wake = self.wake, NEVER
+        return wake if wake > now else NEVER
+
+
+def _holders(gpus: list) -> list[int]:
+    """The distinct spot jobs among a node's GPU holders, in GPU order."""
+    return list(dict.fromkeys(h for h in gpus if h is not None and h != -1))
+
+
+def gfs(sim, j: int, g: int, evictable: dict, now: int) -> list[int] | None:
+    """GFS's FIFO-with-spot choice: the node with the fewest GPUs not held by HP (or protected spot)
+    jobs that still has as many as the HP job asks (the first such node in scan order), and there
+    the first that many in GPU order: every spot job on one of them is evicted."""
+    best, fewest = None, math.inf
+    for node, gpus in evictable.items():
+        takeable = sum(1 for h in gpus if h is not None)
+        if g <= takeable < fewest:
+            best, fewest = node, takeable
+    if best is None:
+        return None
+    first = [h for h in evictable[best] if h is not None][:g]
+    return _holders(first)
+
+
+def youngest(sim, j: int, g: int, evictable: dict, now: int) -> list[int] | None:
+    """On each node, its spot jobs youngest first (latest start) until the HP job fits; of those
+    nodes, the one whose victims ran least since their starts (GPUs x seconds), then the one that
+    evicts the fewest GPUs, then the first in scan order."""
+    jobs = sim.jobs
+    best, best_cost = None, None
+    for node, gpus in evictable.items():
+        free = gpus.count(-1)
+        victims = []
+        for k in sorted(_holders(gpus), key=lambda k: (-jobs.placed_at[k], -jobs.run_order[k])):
+            if free >= g:
+                break
+            victims.append(k)
+            free += gpus.count(k)
+        if free < g:
+            continue
+        cost = (sum(jobs.gpu[k] * (now - jobs.placed_at[k]) for k in victims), sum(jobs.gpu[k] for k in victims))
+        if best_cost is None or cost < best_cost:
+            best, best_cost = victims, cost
+    return best
+
+
+#: Victim choosers (`spot.victims`): which running spot jobs an HP job that cannot start evicts.
+VICTIMS = Registry({"youngest": youngest, "gfs": gfs}, what="spot victim chooser")
+
+
+@dataclass(frozen=True)
+class SpotRules:
+    """A run's eviction rules (`spot.*`, raysim.run.spot), in seconds: the victim chooser (VICTIMS),
+    the guaranteed start of each spot job's run, and the work an evicted job redoes without
+    checkpoint-restart."""
+
+    victims: str = "youngest"
+    guarantee_s: int = 0
+    overhead_s: int = 0
+
+    def extension(self, ticks_per_s: int = 1) -> Spot:
+        """The VC engine's extension of these rules, on a clock of `ticks_per_s` ticks per second."""
+        return Spot(self.victims, self.guarantee_s * ticks_per_s, self.overhead_s * ticks_per_s)

@@ -1,0 +1,219 @@
+"""Priority classes (docs/spot.md): high-priority jobs evict spot jobs, on hand-built cases with
+hand-computed starts, ends, evictions and lost work, and through the command line's results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from hydra import compose, initialize_config_dir
+from simutil import batch, pools
+from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
+
+from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
+from raysim.errors import ConfigError, TraceError
+from raysim.paths import CONF_DIR
+from raysim.placement import make_placer
+from raysim.policy import make_policy
+from raysim.sim import SimParams, VCSimulator
+from raysim.sim.checkpoint import Checkpointing
+from raysim.sim.extensions import Checkpoints
+from raysim.sim.spot import Spot
+
+HP, SPOT = 0, 1
+
+
+def simulated(jobs, classes, *, victims="youngest", guarantee=0, overhead=0, checkpoint=None, policy="fifo", nodes=1):
+    """Results per job of one VC of `nodes` 8-GPU nodes: `jobs` (submit, duration, GPUs), `classes` per job."""
+    params = SimParams.for_mode("clean")
+    extensions = ([Checkpoints(checkpoint)] if checkpoint else []) + [Spot(victims, guarantee, overhead)]
+    sim = VCSimulator("vc", pools(nodes), make_policy(policy, params=params), make_placer("consolidate", params=params),
+                      params, extensions=extensions)
+    cols = batch(jobs)
+    cols["spot"] = np.array(classes, dtype=np.int64)
+    sim.add_jobs(cols)
+    sim.run()
+    return {k: v.tolist() for k, v in sim.results().items()}
+
+
+#: Two spot jobs of 4 GPUs fill the node (at 0 and 100, 1000 s each); an HP job of 4 GPUs arrives at 500.
+OVER_SPOT = [(0, 1000, 4), (100, 1000, 4), (500, 300, 4)]
+
+
+def test_an_hp_job_evicts_the_youngest_spot_job():
+    r = simulated(OVER_SPOT, [SPOT, SPOT, HP])
+    # the spot job of 100 ran 400 s: it keeps them, waits while the HP job runs (500-800), runs its 600 s left
+    assert r["start_time"] == [0, 100, 500] and r["end_time"] == [1000, 1400, 800]
+    assert r["evictions"] == [0, 1, 0] and r["queue"] == [0, 300, 0] and r["preemptions"] == [0, 0, 0]
+
+
+def test_gfs_evicts_the_spot_jobs_on_the_first_gpus_it_can_take():
+    r = simulated(OVER_SPOT, [SPOT, SPOT, HP], victims="gfs")
+    # GPUs 0-3 are the first job's: it ran 500 s, waits 500-800, then runs its 500 s left
+    assert r["end_time"] == [1300, 1100, 800] and r["evictions"] == [1, 0, 0] and r["queue"] == [300, 0, 0]
+
+
+#: Two nodes: an HP job (0) and a spot job (1) of 4 GPUs on node 0, spot jobs on node 1 (2 at 0, 3 at
+#: 10); an HP job of 4 GPUs arrives at 100.
+TWO_NODES = [(0, 1000, 4), (0, 1000, 4), (0, 1000, 4), (10, 1000, 4), (100, 100, 4)]
+
+
+@pytest.mark.parametrize("victims, evicted, ends", [
+    # GFS: node 0 has the fewest GPUs not held by HP jobs (4, job 1's): job 1 goes, and runs its 900 s from 200
+    ("gfs", 1, [1000, 1100, 1000, 1010, 200]),
+    # youngest: job 1 ran 4 x 100 GPU-s on node 0, job 3 4 x 90 on node 1: job 3 goes, its 910 s from 200
+    ("youngest", 3, [1000, 1000, 1000, 1110, 200]),
+])
+def test_the_choosers_pick_their_node(victims, evicted, ends):
+    r = simulated(TWO_NODES, [HP, SPOT, SPOT, SPOT, HP], victims=victims, nodes=2)
+    assert r["first_node"][:4] == [0, 0, 1, 1]
+    assert r["evictions"] == [int(k == evicted) for k in range(5)] and r["end_time"] == ends
+
+
+def test_an_evicted_job_redoes_the_overhead():
+    r = simulated(OVER_SPOT, [SPOT, SPOT, HP], overhead=40)
+    assert r["end_time"] == [1000, 1440, 800]
+
+
+def test_a_guarantee_protects_spot_jobs_until_it_ends():
+    r = simulated(OVER_SPOT, [SPOT, SPOT, HP], guarantee=3600)
+    # both spot jobs are protected to their ends: the HP job starts when the first one ends
+    assert r["start_time"] == [0, 100, 1000] and r["end_time"] == [1000, 1100, 1300] and r["evictions"] == [0, 0, 0]
+    r = simulated(OVER_SPOT, [SPOT, SPOT, HP], guarantee=600)
+    # at 500 both are protected; at 600 the first one's guarantee ends (the second's at 700): it is evicted
+    assert r["start_time"] == [0, 100, 600] and r["end_time"] == [1300, 1100, 900]
+    assert r["evictions"] == [1, 0, 0] and r["queue"] == [300, 0, 100]
+
+
+def test_an_evicted_job_loses_its_work_since_its_last_checkpoint():
+    r = simulated(OVER_SPOT, [SPOT, SPOT, HP], checkpoint=Checkpointing(120, 0, 30))
+    # the job of 100 ran 400 s: checkpoints at 120, 240 and 360 of its work, 40 s x 4 GPUs lost; it
+    # restores for 30 s from 800 and runs its 640 s left
+    assert r["end_time"] == [1000, 1470, 800] and r["evictions"] == [0, 1, 0]
+    assert r["lost_gpu_s"] == [0.0, 160.0, 0.0] and r["lost_evictions"] == [0.0, 160.0, 0.0]
+    assert r["overhead_gpu_s"] == [0.0, 120.0, 0.0]
+
+
+def test_spot_and_hp_jobs_evict_no_hp_job_and_spot_jobs_never_evict():
+    r = simulated(OVER_SPOT, [SPOT, SPOT, SPOT])
+    assert r["start_time"] == [0, 100, 1000] and r["evictions"] == [0, 0, 0]
+    r = simulated(OVER_SPOT, [HP, HP, HP])
+    assert r["start_time"] == [0, 100, 1000] and r["evictions"] == [0, 0, 0]
+
+
+def test_spot_jobs_start_behind_an_hp_job_that_waits():
+    # an HP job of 6 GPUs runs; an HP job of 4 waits (2 free, no spot job to evict); a spot job of 2
+    # starts behind it at 20, and is not evicted since evicting it would not fit the HP job
+    r = simulated([(0, 1000, 6), (10, 100, 4), (20, 50, 2)], [HP, HP, SPOT])
+    assert r["start_time"] == [0, 1000, 20] and r["end_time"] == [1000, 1100, 70] and r["evictions"] == [0, 0, 0]
+
+
+def test_hp_jobs_rank_before_spot_jobs_that_came_first():
+    # the node is full until 1000; a spot job (at 10) and an HP job (at 20) wait: the HP job starts first
+    r = simulated([(0, 1000, 8), (10, 100, 8), (20, 100, 8)], [HP, SPOT, HP])
+    assert r["start_time"] == [0, 1100, 1000]
+
+
+# ----------------------------------------------------------------------------------- the command line
+def trace_with_classes(tmp_path: Path, classes: list[str], jobs=None) -> str:
+    """A raysim-schema trace in one VC of one 8-GPU node with a priority_class column."""
+    jobs = jobs or OVER_SPOT
+    (tmp_path / "vc_config.csv").write_text(",num\na,1\n")
+    path = tmp_path / "jobs.csv"
+    path.write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state,priority_class\n" + "".join(
+        f"{i},a,u,{g},1,{s},{d},COMPLETED,{c}\n" for i, ((s, d, g), c) in enumerate(zip(jobs, classes))))
+    return str(path)
+
+
+def configured(trace: str, *overrides):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        return compose(config_name="config", overrides=[f"trace.path={trace}", "runtime=local", "trace.cache=false",
+                                                        "report.plots=none", *overrides])
+
+
+def run_cli(tmp_path: Path, trace: str, *overrides) -> Path:
+    from raysim.run import run
+
+    out = tmp_path / "out"
+    run(configured(trace, *overrides), out)
+    return out
+
+
+def test_results_have_the_classes_and_evictions_as_a_cause(tmp_path):
+    trace = trace_with_classes(tmp_path, ["spot", "Spot", "HP"])
+    out = run_cli(tmp_path, trace, "checkpoint.interval_s=120", "checkpoint.restart_s=30")
+    jobs = pq.read_table(out / "jobs.parquet").to_pandas()
+    assert jobs.priority_class.astype(str).tolist() == ["spot", "spot", "hp"]
+    assert jobs.evictions.tolist() == [0, 1, 0] and jobs.lost_gpu_s_evictions.tolist() == [0.0, 160.0, 0.0]
+    assert jobs.end_time.tolist() == [1000, 1470, 800]
+    causes = pd.read_csv(out / "lost_by_cause.csv").query("vc == 'all'").set_index("cause")
+    assert causes.interruptions["evictions"] == 1 and causes.lost_gpu_h["evictions"] * 3600 == pytest.approx(160)
+    assert "preemptions" not in causes.index  # (the evicted work is not counted twice)
+    assert "evictions of spot jobs" in (out / "report.html").read_text()
+    summary = pd.read_csv(out / "summary.csv").set_index("vc").loc["all"]
+    assert summary.evictions == 1 and summary.jobs_hp == 1 and summary.jobs_spot == 2
+    assert summary.avg_queue_spot == 150 and summary.avg_jct_spot == (1000 + 1370) / 2 and summary.avg_jct_hp == 300
+
+
+def test_an_unknown_class_is_one_line_naming_file_row_and_column(tmp_path):
+    trace = trace_with_classes(tmp_path, ["spot", "best-effort", "hp"])
+    with pytest.raises(TraceError, match=r"jobs.csv, row 2 \(line 3\), column 'priority_class': unknown priority "
+                                         r"class .*'best-effort'"):
+        run_cli(tmp_path, trace)
+
+
+@pytest.mark.parametrize("override, key", [
+    ("spot.guarantee_s=-1", "spot.guarantee_s"),
+    ("spot.victims=oldest", "spot.victims"),
+    ("policy=srtf", "policy.name"),
+    ("spot.overhead_s=40 checkpoint.interval_s=600", "spot.overhead_s"),
+])
+def test_what_cannot_apply_is_one_line_naming_its_setting(tmp_path, override, key):
+    trace = trace_with_classes(tmp_path, ["spot", "spot", "hp"])
+    with pytest.raises(ConfigError) as err:
+        run_cli(tmp_path, trace, *override.split())
+    assert err.value.key == key and "\n" not in str(err.value)
+
+
+def test_spot_settings_without_classes_are_refused(tmp_path):
+    (tmp_path / "vc_config.csv").write_text(",num\na,1\n")
+    (tmp_path / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n1,a,u,1,1,0,10,"
+                                       "COMPLETED\n")
+    with pytest.raises(ConfigError, match="spot.guarantee_s: .* has no priority_class column"):
+        run_cli(tmp_path, str(tmp_path / "jobs.csv"), "spot.guarantee_s=3600")
+
+
+def test_ray_gives_the_local_results(ray_local, tmp_path):  # noqa: F811
+    from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
+    from raysim.run.simulate import simulate_to
+
+    rng = np.random.default_rng(5)
+    jobs = [(int(s), int(rng.integers(100, 5000)), int(rng.choice([1, 2, 4, 8]))) for s in np.sort(rng.integers(0, 20_000, 120))]
+    trace = trace_with_classes(tmp_path, [rng.choice(["hp", "spot"]) for _ in jobs], jobs)
+    cfg = configured(trace, "spot.guarantee_s=600", "runtime.window_s=3600")
+    check_cluster_config(cfg)
+    loaded = load_from_config(cfg)
+    spec, extra = spec_from_config(cfg, loaded)
+    for runtime in ("local", "ray"):
+        simulate_to(tmp_path / runtime, loaded, spec, None, runtime=runtime, job_extra=extra)
+    assert (tmp_path / "ray" / "jobs.parquet").read_bytes() == (tmp_path / "local" / "jobs.parquet").read_bytes()
+    assert pq.read_table(tmp_path / "local" / "jobs.parquet").column("evictions").to_numpy().sum() > 0
+
+
+def test_a_trace_of_hp_jobs_only_runs_as_one_without_classes(tmp_path):
+    from simutil import random_jobs
+
+    jobs = [(s, d, g) for s, d, g, _ in random_jobs(np.random.default_rng(3), 200, 50_000, max_gpu=8, long_tail=True)]
+    tables = []
+    for name, classes in (("plain", None), ("classed", ["HP"] * len(jobs))):
+        folder = tmp_path / name
+        folder.mkdir()
+        trace = trace_with_classes(folder, classes or [""] * len(jobs), jobs)
+        if classes is None:  # (the same trace without the column)
+            Path(trace).write_text("\n".join(line.rsplit(",", 1)[0] for line in Path(trace).read_text().splitlines()) + "\n")
+        tables.append(pq.read_table(run_cli(folder, trace) / "jobs.parquet").to_pandas())
+    assert tables[1].evictions.sum() == 0 and tables[0].queue.mean() > 1000
+    pd.testing.assert_frame_equal(tables[0], tables[1].drop(columns=["priority_class", "evictions"]))
