@@ -112,7 +112,8 @@ def airesim_runs(args, scenario: str, seeds: list[int]) -> list[dict]:
     """AIReSim's replications of `scenario`, one dict per seed (METRICS, wall_s, cpu_s, seed)."""
     _, params, chosen = SCENARIOS[scenario]
     job = {"params": params, "metrics": METRICS,
-           "removal": _policy(chosen.get("removal"), REMOVALS), "selection": _policy(chosen.get("selection"), SELECTIONS)}
+           "removal": _policy(chosen.get("removal"), REMOVALS),
+           "selection": _policy(chosen.get("selection"), SELECTIONS)}
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(args.airesim), os.environ.get("PYTHONPATH")])))
     shares = [seeds[i::args.processes] for i in range(args.processes) if seeds[i::args.processes]]
 
