@@ -17,11 +17,13 @@ A scenario is AIReSim's Table I defaults with a few `Params` fields changed (`SC
 names and units: minutes, failures per minute), and optionally its retirement and host-selection
 policy by name (`REMOVALS`, `SELECTIONS`). The metrics (`METRICS`) are read from AIReSim's
 `StatsCollector` after each run, times in hours. The summary per scenario and metric is the mean
-over seeds and the half-width of its 95 % Student-t interval (AIReSim's AdaptiveRunner's interval).
+over seeds and the half-width of its 95 % Student-t interval (AIReSim's AdaptiveRunner's interval),
+printed as each scenario finishes: rows of a table, or with --json one JSON object a line (simulator,
+scenario, wall_s, summary, replications).
 
 Each simulator is one function of `SIMULATORS`: (args, scenario, seeds) -> one dict of METRICS per
 seed. AIReSim's is the only one so far; raysim's side of issue 50 joins it with the same signature,
-running the same scenarios in AIReSim's semantics, and the summary compares the two.
+running the same scenarios in AIReSim's semantics, its rows printed beside AIReSim's.
 
 Setting AIReSim up:
     git clone https://github.com/karthikp-ubc/airesim PATH
@@ -164,14 +166,13 @@ def with_etr(row: dict) -> dict:
     return {**row, "etr": row["compute_h"] / row["training_h"] if row["training_h"] else 0.0}
 
 
-def table(results: dict) -> str:
-    """The summaries as a text table: one row per simulator, scenario and metric."""
-    lines = [f"{'simulator':<9} {'scenario':<16} {'metric':<17} {'mean':>12} {'± 95 %':>10}"]
-    for sim, scenarios in results.items():
-        for scenario, result in scenarios.items():
-            for metric, s in result["summary"].items():
-                lines.append(f"{sim:<9} {scenario:<16} {metric:<17} {s['mean']:>12.4g} {s['ci95']:>10.3g}")
-    return "\n".join(lines)
+HEADER = f"{'simulator':<9} {'scenario':<16} {'metric':<17} {'mean':>12} {'± 95 %':>10}"
+
+
+def table_rows(sim: str, scenario: str, summary: dict) -> str:
+    """One scenario's summary as rows of the text table (HEADER): one per metric."""
+    return "\n".join(f"{sim:<9} {scenario:<16} {metric:<17} {s['mean']:>12.4g} {s['ci95']:>10.3g}"
+                     for metric, s in summary.items())
 
 
 def main() -> None:
@@ -196,17 +197,16 @@ def main() -> None:
         parser.error("--seeds and --processes must be at least 1")
     args.airesim = args.airesim.resolve()
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    results = {}
+    if not args.json:
+        print(HEADER, flush=True)
     for sim, runner in SIMULATORS.items():
-        results[sim] = {}
-        for scenario in args.scenarios:
+        for scenario in args.scenarios:  # (each printed once done: a long sitting keeps what it finished)
             start = time.perf_counter()
             rows = [with_etr(r) for r in runner(args, scenario, seeds)]
-            results[sim][scenario] = {"wall_s": time.perf_counter() - start, "replications": rows,
-                                      "summary": summarize(rows)}
-            print(f"{sim} {scenario}: {len(rows)} replications in {time.perf_counter() - start:.1f} s",
-                  file=sys.stderr, flush=True)
-    print(json.dumps(results, indent=1) if args.json else table(results))
+            wall, summary = time.perf_counter() - start, summarize(rows)
+            print(f"{sim} {scenario}: {len(rows)} replications in {wall:.1f} s", file=sys.stderr, flush=True)
+            print(json.dumps({"simulator": sim, "scenario": scenario, "wall_s": wall, "summary": summary,
+                              "replications": rows}) if args.json else table_rows(sim, scenario, summary), flush=True)
 
 
 if __name__ == "__main__":
