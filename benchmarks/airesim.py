@@ -56,8 +56,10 @@ SCENARIOS = {
     "bad_30": ("30 % bad servers", {"systematic_failure_fraction": 0.30}, {}),
     "escalation_50": ("automated repair escalates with probability 0.5", {"prob_auto_to_manual": 0.5}, {}),
     "auto_false_10": ("automated repair's false success 0.1", {"auto_repair_fail_prob": 0.1}, {}),
-    "weibull_07": ("Weibull times to failure, shape 0.7", {"failure_distribution": "weibull", "weibull_shape": 0.7},
-                   {}),
+    # (not a shape < 1: AIReSim draws every server's time afresh after each failure, so the job's next failure
+    # comes after mean x N^(-1/k): about a minute at k = 0.7 and 4,096 servers, and the job never ends)
+    "weibull_15": ("Weibull times to failure, shape 1.5 (wear-out)",
+                   {"failure_distribution": "weibull", "weibull_shape": 1.5}, {}),
     "job_512": ("a 512-server job (pools unchanged)", {"job_size": 512}, {}),
     "retire_2_in_7d": ("retire a server at its 2nd failure within 7 days", {},
                        {"removal": ("threshold", {"max_failures": 2, "window_minutes": 7 * DAY_MIN})}),
