@@ -104,7 +104,7 @@ def compose(*overrides):
         return hydra_compose(config_name="config", overrides=["+experiment=venus", "runtime=local", *overrides])
 
 
-@pytest.mark.parametrize("preset", ["none", "exponential", "weibull", "llama3"])
+@pytest.mark.parametrize("preset", ["none", "exponential", "weibull", "lognormal", "llama3"])
 def test_the_presets_pass_the_checks(preset):
     from raysim.run.config import check_cluster_config
     from raysim.run.failures import failure_model
@@ -116,6 +116,15 @@ def test_the_presets_pass_the_checks(preset):
         assert sum(c.share for c in model.categories) == 419 and len(model.categories) == 18
         # one interruption per 3.1 hours on 2,048 nodes of 8 GPUs
         assert model.mtbf_s(8) / 3600 / 2048 == pytest.approx(3.09, abs=0.01)
+
+
+def test_lognormal_and_bad_node_settings_reach_the_model():
+    from raysim.run.failures import failure_model
+
+    model = failure_model(compose("failures=lognormal", "failures.bad_fraction=0.15", "failures.bad_multiplier=6"))
+    assert (model.distribution, model.sigma, model.bad_fraction, model.bad_multiplier) == ("lognormal", 1.0, 0.15, 6.0)
+    plain = failure_model(compose("failures=exponential"))
+    assert (plain.sigma, plain.bad_fraction, plain.bad_multiplier) == (1.0, 0.0, 1.0)
 
 
 @pytest.mark.parametrize("overrides,key", [
@@ -145,6 +154,16 @@ def test_the_presets_pass_the_checks(preset):
     (["failures=trace"], "failures.path"),
     (["failures=trace", "failures.path=f.csv", "+failures.kinds.a=sideways"], "failures.kinds.a"),
     (["failures=exponential", "policy=lucid"], "failures"),
+    (["failures=exponential", "+failures.sigma=1"], "failures.sigma"),
+    (["failures=exponential", "failures.distribution=lognormal"], "failures.sigma"),
+    (["failures=lognormal", "failures.sigma=0"], "failures.sigma"),
+    (["failures=lognormal", "failures.sigma=4"], "failures.sigma"),
+    (["failures=exponential", "failures.bad_fraction=0.15"], "failures.bad_multiplier"),
+    (["failures=exponential", "failures.bad_multiplier=5"], "failures.bad_multiplier"),
+    (["failures=exponential", "failures.bad_fraction=1.5", "failures.bad_multiplier=5"], "failures.bad_fraction"),
+    (["failures=exponential", "failures.bad_fraction=-0.1", "failures.bad_multiplier=5"], "failures.bad_fraction"),
+    (["failures=exponential", "failures.bad_fraction=0.1", "failures.bad_multiplier=0.5"], "failures.bad_multiplier"),
+    (["failures=llama3", "failures.bad_fraction=0.1", "failures.bad_multiplier=inf"], "failures.bad_multiplier"),
 ])
 def test_bad_failure_settings_are_one_line_naming_the_key(overrides, key):
     from raysim.errors import ConfigError, user_error_message

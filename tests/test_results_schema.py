@@ -162,6 +162,12 @@ def test_the_schema_check_names_what_is_wrong(tmp_path):
     with pytest.raises(ValueError, match=r"jobs.parquet, column 'vc': 1 null value\(s\) in row group 0; every job has one"):
         read_jobs(tmp_path)
     assert check_jobs(pa.table({**columns, "gpu_type": pa.array(["V100"])})) == ["group 'gpu_types' lacks 'run_s_<type>'"]
+    # checkpoints without capacity events have no lost_gpu_s_<cause>; with them, it is part of the group
+    checkpoints = {"lost_gpu_s": pa.array([0.0]), "overhead_gpu_s": pa.array([0.0])}
+    assert check_jobs(pa.table({**columns, **checkpoints})) == []
+    assert check_jobs(pa.table({**columns, **checkpoints, "interruptions": pa.array([1]),
+                                "interruptions_failure": pa.array([1])})) == [
+        "group 'checkpoint' lacks 'lost_gpu_s_<cause>'"]
     assert check_jobs(pa.table({**columns, "mystery": pa.array([0])})) == [
         "column 'mystery' is not in the result schema (docs/results.md)"]
     del columns["jct"]

@@ -2,7 +2,8 @@
 declaring its settings (raysim.settings), checked once, and turned into the run's failures
 (raysim.sim.failures, raysim.sim.failure_trace). A bad value or a key the producer does not declare
 is one line naming it; what the settings say together (exactly one MTBF, `shape` with Weibull only,
-a trace's path) is each producer's `relations`, next to its declaration."""
+`sigma` with lognormal only, a bad fraction with its multiplier, a trace's path) is each producer's
+`relations`, next to its declaration."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ from raysim.sim.failures import DISTRIBUTIONS, KINDS, REPAIRS, Category, Failure
 MAX_HOURS = 1e7
 #: The largest share of a failure category (shares are weights: counts, percentages).
 MAX_SHARE = 1e12
+#: The largest lognormal sigma: its median lifetime is then exp(-4.5), about 1 %, of the mean.
+MAX_SIGMA = 3.0
+#: The largest ratio of a bad node's failure rate to a good one's.
+MAX_MULTIPLIER = 1e6
 _NAME = re.compile(r"[A-Za-z0-9_]+")
 HOUR = 3600
 
@@ -62,11 +67,14 @@ def _categories(categories: list, key: str) -> list:
 class ModelSettings:
     """A failure model's settings (conf/failures/exponential.yaml holds the defaults)."""
 
-    distribution: str = setting("exponential", "time to failure: exponential | weibull", choices=DISTRIBUTIONS)
+    distribution: str = setting("exponential", "time to failure: exponential | weibull | lognormal",
+                                choices=DISTRIBUTIONS)
     # (at least 0.1: the scale is the MTBF over gamma(1 + 1/k), which overflowed in a traceback below
     # about 0.006; at 0.1 the median time to failure is already 1e-8 of the mean)
     shape: float | None = setting(None, "Weibull shape k, only with distribution weibull (< 1: infant mortality; > 1: "
                                   "wear-out)", minimum=0.1)
+    sigma: float | None = setting(None, "lognormal sigma (the spread of the log of a lifetime), only with distribution "
+                                  "lognormal", above=0, maximum=MAX_SIGMA)
     node_mtbf_h: float | None = setting(1000.0, "mean time between failures of one node, hours ...",
                                         above=0, maximum=MAX_HOURS)
     gpu_mtbf_h: float | None = setting(None, "... or of one GPU: a node of g GPUs fails g times as often (set "
@@ -76,10 +84,15 @@ class ModelSettings:
     repair: str = setting("fixed", "fixed | exponential (of mean repair_h)", choices=REPAIRS)
     categories: list[CategorySettings] = setting([CategorySettings()], "failure categories, drawn by share",
                                                  check=_categories)
+    bad_fraction: float = setting(0.0, "share of nodes that are bad (each drawn from its own seed), failing "
+                                  "bad_multiplier times as often as the others", minimum=0, maximum=1)
+    bad_multiplier: float | None = setting(None, "a bad node's failure rate over a good one's, only with "
+                                           "bad_fraction > 0", minimum=1, maximum=MAX_MULTIPLIER)
 
 
 def model_relations(s: ModelSettings) -> None:
-    """What a model's settings say together: exactly one MTBF, `shape` with Weibull only."""
+    """What a model's settings say together: exactly one MTBF, `shape` with Weibull only, `sigma` with
+    lognormal only, `bad_multiplier` exactly with a bad fraction."""
     if (s.node_mtbf_h is None) == (s.gpu_mtbf_h is None):
         raise ConfigError("failures.node_mtbf_h", "set exactly one of failures.node_mtbf_h (per node) and "
                           "failures.gpu_mtbf_h (per GPU)", s.node_mtbf_h)
@@ -87,6 +100,15 @@ def model_relations(s: ModelSettings) -> None:
         raise ConfigError("failures.shape", "must be set with failures.distribution=weibull (a number > 0)")
     if s.distribution != "weibull" and s.shape is not None:
         raise ConfigError("failures.shape", "only with failures.distribution=weibull", s.shape)
+    if s.distribution == "lognormal" and s.sigma is None:
+        raise ConfigError("failures.sigma", "must be set with failures.distribution=lognormal (a number > 0)")
+    if s.distribution != "lognormal" and s.sigma is not None:
+        raise ConfigError("failures.sigma", "only with failures.distribution=lognormal", s.sigma)
+    if s.bad_fraction > 0 and s.bad_multiplier is None:
+        raise ConfigError("failures.bad_multiplier", "must be set with failures.bad_fraction > 0 (a bad node's "
+                          "failure rate over a good one's, >= 1)")
+    if s.bad_fraction == 0 and s.bad_multiplier is not None:
+        raise ConfigError("failures.bad_multiplier", "only with failures.bad_fraction > 0", s.bad_multiplier)
 
 
 def _kinds(kinds: dict, key: str) -> dict:
@@ -188,6 +210,7 @@ FAILURES = Registry({
     "none": Producer("No failures (the default): nodes change only as cluster.capacity says"),
     "exponential": Drawn("Node failures with exponential times to failure, one category (docs/failures.md)"),
     "weibull": Drawn("Node failures with Weibull times to failure: shape < 1, infant mortality; > 1, wear-out"),
+    "lognormal": Drawn("Node failures with lognormal times to failure (sigma: the spread), mean-matched"),
     "llama3": Drawn("The Llama 3 405B pre-training run's interruptions: one per 50,677 GPU-hours, in the "
                     "report's 18 categories (docs/failures.md)"),
     "trace": Replayed("Failures replayed from a file: time,vc,node,category,repair_s (docs/failures.md)"),
@@ -222,11 +245,14 @@ def model_of(settings: ModelSettings) -> FailureModel:
                         gpu_mtbf_s=None if settings.gpu_mtbf_h is None else settings.gpu_mtbf_h * HOUR,
                         distribution=settings.distribution,
                         shape=settings.shape if settings.distribution == "weibull" else 1.0,
-                        repair_s=settings.repair_h * HOUR, repair=settings.repair)
+                        repair_s=settings.repair_h * HOUR, repair=settings.repair,
+                        sigma=settings.sigma if settings.distribution == "lognormal" else 1.0,
+                        bad_fraction=settings.bad_fraction,
+                        bad_multiplier=1.0 if settings.bad_multiplier is None else settings.bad_multiplier)
 
 
 def failure_model(cfg: DictConfig) -> FailureModel:
-    """The failure model of failures=exponential, weibull or llama3."""
+    """The failure model of failures=exponential, weibull, lognormal or llama3."""
     return model_of(failure_settings(cfg))
 
 

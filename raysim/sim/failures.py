@@ -1,17 +1,21 @@
-"""Node failures as capacity producers (`failures=exponential | weibull | llama3 | trace`, docs/failures.md).
+"""Node failures as capacity producers (`failures=exponential | weibull | lognormal | llama3 | trace`,
+docs/failures.md).
 
 A failure model gives each node a stream of capacity events (raysim.sim.capacity's NodeStream): the
-node lives for a time drawn from its time-to-failure distribution (exponential or Weibull, of mean
-`mtbf_s` for that node: a per-GPU rate scales with its GPUs), then fails for a *category* drawn by
-the categories' shares. A ``down`` category (faulty GPU, HBM, host, network) takes the node out of
-service until it is repaired (`repair_s`, fixed or exponential; 0: back at once); a ``restart``
-category (software, NCCL timeout) only restarts the jobs on it, the node stays up. A fresh lifetime
-starts when the node is up again (at once after a restart): nothing fails while a node is down.
+node lives for a time drawn from its time-to-failure distribution (exponential, Weibull or lognormal,
+of mean `mtbf_s` for that node: a per-GPU rate scales with its GPUs, and a *bad* node, drawn with
+probability `bad_fraction` from its own seed, fails `bad_multiplier` times as often), then fails for
+a *category* drawn by the categories' shares. A ``down`` category (faulty GPU, HBM, host, network)
+takes the node out of service until it is repaired (`repair_s`, fixed or exponential; 0: back at
+once); a ``restart`` category (software, NCCL timeout) only restarts the jobs on it, the node stays
+up. A fresh lifetime starts when the node is up again (at once after a restart): nothing fails while
+a node is down.
 
 Streams are lazy (the next failure is drawn when the engine asks for it: cost grows with failures,
 not with simulated time), deterministic and picklable, and seeded per node by (run seed, VC name,
-node index), so a node's failures never depend on actor packing, windows or runtime. Failure times
-are drawn in real seconds and applied at the whole second they fall in.
+node index; whether it is bad by the same and one word more), so a node's failures never depend on
+actor packing, windows or runtime. Failure times are drawn in real seconds and applied at the whole
+second they fall in.
 """
 
 from __future__ import annotations
@@ -27,9 +31,12 @@ from raysim.sim.capacity import DOWN, RESTART, UP
 #: What a failure category does to its node.
 KINDS = ("down", "restart")
 #: Time-to-failure distributions.
-DISTRIBUTIONS = ("exponential", "weibull")
+DISTRIBUTIONS = ("exponential", "weibull", "lognormal")
 #: Repair time distributions (`repair_s` is the mean of an exponential one).
 REPAIRS = ("fixed", "exponential")
+#: The last word of a node's health seed ([seed, VC, node, HEALTH]): whether it is bad is drawn apart
+#: from its failure times, so a run without bad nodes draws exactly what it drew before they existed.
+HEALTH = 1
 
 
 @dataclass(frozen=True)
@@ -47,8 +54,10 @@ class Category:
 @dataclass(frozen=True)
 class FailureModel:
     """Per-node failures: time to failure (`distribution`, of mean `node_mtbf_s` per node, or
-    `gpu_mtbf_s` per GPU: a node of g GPUs then fails g times as often; Weibull `shape`), repairs
-    (`repair_s`, `repair`: fixed or exponential) and `categories`."""
+    `gpu_mtbf_s` per GPU: a node of g GPUs then fails g times as often; Weibull `shape`, lognormal
+    `sigma`), bad nodes (each node is bad with probability `bad_fraction` and then fails
+    `bad_multiplier` times as often), repairs (`repair_s`, `repair`: fixed or exponential) and
+    `categories`."""
 
     categories: tuple
     node_mtbf_s: float | None = None
@@ -57,6 +66,9 @@ class FailureModel:
     shape: float = 1.0
     repair_s: float = 0.0
     repair: str = "fixed"
+    sigma: float = 1.0
+    bad_fraction: float = 0.0
+    bad_multiplier: float = 1.0
 
     def mtbf_s(self, gpus: int) -> float:
         """Mean time to failure of a node of `gpus` GPUs."""
@@ -65,8 +77,16 @@ class FailureModel:
     def stream(self, seed: int, vc: str, node: int, gpus: int, *, causes: tuple, rank: int) -> NodeFailures:
         """Node `node` (of `gpus` GPUs) of VC `vc`'s failures, its events naming causes by their index
         in `causes` and ordered among same-second events of other nodes by `rank`."""
-        return NodeFailures(self, np.random.default_rng([seed, stable_hash(vc), node]), self.mtbf_s(gpus),
-                            tuple(causes.index(c.name) for c in self.categories), rank)
+        bad = self.is_bad(seed, vc, node)
+        return NodeFailures(self, np.random.default_rng([seed, stable_hash(vc), node]),
+                            self.mtbf_s(gpus) / (self.bad_multiplier if bad else 1.0),
+                            tuple(causes.index(c.name) for c in self.categories), rank, bad)
+
+    def is_bad(self, seed: int, vc: str, node: int) -> bool:
+        """Whether node `node` of VC `vc` is bad: drawn from its own health seed, never with
+        `bad_fraction` 0."""
+        return self.bad_fraction > 0 and bool(
+            np.random.default_rng([seed, stable_hash(vc), node, HEALTH]).random() < self.bad_fraction)
 
 
 def stable_hash(text: str) -> int:
@@ -74,13 +94,26 @@ def stable_hash(text: str) -> int:
     return zlib.crc32(text.encode())
 
 
+def scale(model: FailureModel, mtbf_s: float) -> float:
+    """The scale of `model`'s distribution that gives lifetimes of mean `mtbf_s`: the mean itself
+    (exponential), mtbf / gamma(1 + 1/k) (Weibull), the median exp(mu) = mtbf x exp(-sigma^2 / 2)
+    (lognormal, whose mean is exp(mu + sigma^2 / 2))."""
+    if model.distribution == "exponential":
+        return mtbf_s
+    if model.distribution == "weibull":
+        return mtbf_s / math.gamma(1 + 1 / model.shape)
+    return mtbf_s * math.exp(-model.sigma ** 2 / 2)
+
+
 class NodeFailures:
     """One node's failure events (a NodeStream): `next()` gives (time s, rank, kind, cause index), one
-    event at a time, drawing the next failure only when the last one has been handed out."""
+    event at a time, drawing the next failure only when the last one has been handed out. `bad`:
+    whether the node is a bad one (its `mtbf_s` already divided by the model's multiplier)."""
 
-    def __init__(self, model: FailureModel, rng: np.random.Generator, mtbf_s: float, causes: tuple, rank: int):
-        self.model, self.rng, self.rank, self.causes = model, rng, rank, causes
-        self.scale = mtbf_s if model.distribution == "exponential" else mtbf_s / math.gamma(1 + 1 / model.shape)
+    def __init__(self, model: FailureModel, rng: np.random.Generator, mtbf_s: float, causes: tuple, rank: int,
+                 bad: bool = False):
+        self.model, self.rng, self.rank, self.causes, self.bad = model, rng, rank, causes, bad
+        self.scale = scale(model, mtbf_s)
         self.shares = np.cumsum([c.share for c in model.categories]) / sum(c.share for c in model.categories)
         self.up_at = 0.0  # when the node's current lifetime began (real seconds)
         self.repair_due = None  # (time, cause) of the UP that follows the DOWN handed out last
@@ -91,8 +124,7 @@ class NodeFailures:
             self.repair_due = None
             return int(t), self.rank, UP, cause
         model, rng = self.model, self.rng
-        life = rng.exponential(self.scale) if model.distribution == "exponential" else self.scale * rng.weibull(
-            model.shape)
+        life = self.life(rng)
         t = self.up_at + life
         k = min(int(np.searchsorted(self.shares, rng.random(), side="right")), len(self.shares) - 1)
         category, cause = model.categories[k], self.causes[k]
@@ -104,6 +136,16 @@ class NodeFailures:
         self.up_at = t + repair
         self.repair_due = (self.up_at, cause)
         return int(t), self.rank, DOWN, cause
+
+
+    def life(self, rng: np.random.Generator) -> float:
+        """A lifetime drawn from the model's distribution (of mean the node's MTBF)."""
+        model = self.model
+        if model.distribution == "exponential":
+            return rng.exponential(self.scale)
+        if model.distribution == "weibull":
+            return self.scale * rng.weibull(model.shape)
+        return self.scale * rng.lognormal(0.0, model.sigma)
 
 
 class Merged:
