@@ -143,7 +143,7 @@ def layout_by_demand(nodes: pd.DataFrame, demand: pd.DataFrame) -> Layout:
 
 def read_spot_gpu(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
                   on_error: str = "raise", state_filter=None, origin: str = "auto", cluster: str = "",
-                  bounds: Bounds = Bounds(), vc_from: str = "organization") -> tuple[pa.Table, SkipReport]:
+                  bounds: Bounds = Bounds(), vc_from: str) -> tuple[pa.Table, SkipReport]:
     """Read ``job_info_df.csv`` (with ``node_info_df.csv`` beside it) as a raysim job table (rules:
     module doc). `vc_nodes` None derives the layout from the node list and records it."""
     if on_error not in ("raise", "skip"):
