@@ -16,9 +16,9 @@ published mix. The model, all of it drawn from one ``numpy`` generator seeded by
   a spot job ``worker_num`` 1, 2 or 4 workers of 1, 2, 4 or 8 GPUs, workers capped by the slice's
   GPUs of the model. ``cpu_request``: the node's vCPUs per GPU x the GPUs per worker, rounded down,
   at least 1.
-- **Durations.** Log-normal (sigma ``SIGMA``) per class, each class scaled so that HP jobs offer
-  ``load`` x the slice's GPU-time over the span, and spot jobs hold ``spot_gpu_hours`` of all
-  GPU-hours; then rounded to whole seconds, at least ``MIN_DURATION_S``.
+- **Durations.** Log-normal (sigma ``SIGMA``, cut at 3 sigma) per class, each class scaled so that
+  HP jobs offer ``load`` x the slice's GPU-time over the span, and spot jobs hold ``spot_gpu_hours``
+  of all GPU-hours; then rounded to whole seconds, at least ``MIN_DURATION_S``.
 
 Defaults follow the GFS paper's description of the trace: spot jobs about a quarter of the jobs and
 a few percent of the GPU-hours (``spot_jobs`` 0.25, ``spot_gpu_hours`` 0.05).
@@ -79,7 +79,7 @@ def generate_spot(nodes: pd.DataFrame, *, jobs: int, days: float, seed: int = 0,
     request = np.minimum(request, capacity[node])
     workers = np.where(spot, rng.choice(WORKERS, jobs, p=SPOT_WORKER_WEIGHTS), 1)
     workers = np.maximum(1, np.minimum(workers, per_model[model].to_numpy() // request))
-    shape = rng.lognormal(0.0, SIGMA, jobs)
+    shape = np.minimum(rng.lognormal(0.0, SIGMA, jobs), np.exp(3 * SIGMA))  # no tail beyond 3 sigma
     gpus = request * workers
     hp_gpu_s = load * span * capacity.sum()
     duration = np.empty(jobs)
