@@ -19,7 +19,8 @@ from raysim.trace.load import load_trace
 from raysim.trace.spot_gpu import read_spot_nodes
 from raysim.trace.spot_synth import generate_spot, mix, slice_nodes
 
-NODES = "gpu_model,gpu_capacity_num,cpu_num,node_name\nA10,1,128,0\nH800,8,128,1\nA10,1,128,2\nH800,8,128,3\nA10,1,128,4\n"
+NODES = ("gpu_model,gpu_capacity_num,cpu_num,node_name\n"
+         "A10,1,128,0\nH800,8,128,1\nA10,1,128,2\nH800,8,128,3\nA10,1,128,4\n")
 HEADER = "job_name,organization,gpu_model,cpu_request,gpu_request,worker_num,submit_time,duration,job_type\n"
 JOBS = HEADER + ("7,a,A10,8,1,1,0,100,HP\n"           # 100 A10 GPU-s for a
                  "8,b,H800,15,2,4,5,200,Spot\n"       # 4 workers of 2 GPUs
@@ -136,6 +137,11 @@ def test_the_generator_has_the_published_mix(seed):
     assert (hp.worker_num == 1).all() and jobs.submit_time.min() == 0 and jobs.submit_time.is_monotonic_increasing
     gpu_s = (hp.gpu_request * hp.duration).sum()
     assert gpu_s / (7 * 86400 * node_list().gpu_capacity_num.sum()) == pytest.approx(0.8, rel=0.02)
+
+
+def test_the_generator_starts_where_asked():
+    jobs = generate_spot(node_list(), jobs=50, days=1, seed=0, start_s=13219200)
+    assert jobs.submit_time.min() == 13219200 and jobs.submit_time.max() < 13219200 + 86400
 
 
 def test_the_generator_is_seeded(tmp_path):

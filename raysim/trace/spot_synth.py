@@ -8,7 +8,9 @@ published mix. The model, all of it drawn from one ``numpy`` generator seeded by
 - **Cluster.** ``nodes`` nodes of the node list taken at an even stride in file order (node
   ``floor(i * total / nodes)``), so the slice keeps the list's mix of GPU models and node sizes.
 - **Arrivals.** ``jobs`` submit times uniform over ``days`` days (a Poisson process given its
-  count), integer seconds, the first at 0 (the table's times count from the first job).
+  count), integer seconds, the first at ``start_s`` (default 0: the table's times count from the
+  first job; GFS's simulator keeps spot jobs only in August 2024, from 13,219,200 s after its
+  trace start of 2024-03-01).
 - **Jobs.** Each job draws a node of the slice with probability in proportion to its GPUs: the
   job's GPU model is the node's, and its GPUs per worker at most the node's. Its organization is
   one of ``orgs`` with Zipf weights (1/k); ``spot_jobs`` x ``jobs`` (rounded) of the jobs, drawn at
@@ -53,8 +55,11 @@ def slice_nodes(nodes: pd.DataFrame, count: int) -> pd.DataFrame:
 
 
 def generate_spot(nodes: pd.DataFrame, *, jobs: int, days: float, seed: int = 0, load: float = 0.8,
-                  spot_jobs: float = 0.25, spot_gpu_hours: float = 0.05, orgs: int = 4) -> pd.DataFrame:
+                  spot_jobs: float = 0.25, spot_gpu_hours: float = 0.05, orgs: int = 4, start_s: int = 0
+                  ) -> pd.DataFrame:
     """The job table (JOB_COLUMNS) of a workload on the cluster `nodes` (rules: module doc)."""
+    if start_s < 0:
+        raise ValueError(f"start_s must not be negative, not {start_s}")
     if jobs < 1 or orgs < 1:
         raise ValueError(f"jobs and orgs must be at least 1, not {jobs} and {orgs}")
     if not (days > 0 and load > 0):
@@ -65,7 +70,7 @@ def generate_spot(nodes: pd.DataFrame, *, jobs: int, days: float, seed: int = 0,
     rng = np.random.default_rng(seed)
     span = days * 86400
     submit = np.sort(rng.uniform(0, span, jobs)).astype(np.int64)
-    submit -= submit[0]
+    submit += start_s - submit[0]
     per_model = nodes.groupby("gpu_model", sort=False)["gpu_capacity_num"].sum()
     cpu_per_gpu = (nodes["cpu_num"] / nodes["gpu_capacity_num"]).to_numpy()
     capacity = nodes["gpu_capacity_num"].to_numpy()
@@ -124,13 +129,16 @@ def main(argv=None, prog: str = "python -m raysim.trace.spot_synth") -> int:
     parser.add_argument("--spot-jobs", type=float, default=0.25, help="share of the jobs that are spot")
     parser.add_argument("--spot-gpu-hours", type=float, default=0.05, help="spot share of the GPU-hours")
     parser.add_argument("--orgs", type=int, default=4, help="organizations")
+    parser.add_argument("--start-s", type=int, default=0, help="the first submit time (13219200: August 2024 in "
+                        "GFS's simulator, the only month where it keeps spot jobs)")
     parser.add_argument("--out", required=True, help="output folder")
     args = parser.parse_args(argv)
     try:
         nodes = read_spot_nodes(args.node_list)
         nodes = slice_nodes(nodes, args.nodes or len(nodes))
         jobs = generate_spot(nodes, jobs=args.jobs, days=args.days, seed=args.seed, load=args.load,
-                             spot_jobs=args.spot_jobs, spot_gpu_hours=args.spot_gpu_hours, orgs=args.orgs)
+                             spot_jobs=args.spot_jobs, spot_gpu_hours=args.spot_gpu_hours, orgs=args.orgs,
+                             start_s=args.start_s)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}")
         return 2
