@@ -83,6 +83,7 @@ def test_whole_gpu_jobs_carry_no_shares(tmp_path):
     ("1,a,H800,8,8,3,0,10,HP", "row 2 (line 3), column 'gpu_request': the job asks more GPUs than its VC has of "
                                "its gpu_model"),
     ("1,a,A10,8,1,1,0,10", "row 2 (line 3): wrong number of values"),
+    ("1,a,H800,8,8,999999999,0,10,HP", "row 2 (line 3), column 'gpu_request': worker_num x gpu_request does not fit"),
 ])
 def test_a_bad_row_is_one_line_naming_file_row_and_field(tmp_path, row, message):
     path = folder(tmp_path, HEADER + "7,a,A10,8,1,1,0,10,HP\n" + row + "\n")

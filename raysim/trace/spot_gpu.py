@@ -168,8 +168,13 @@ def read_spot_gpu(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int =
                 raw_gpu)
     checks.flag((gpu_request > 1) & (gpu_request != np.floor(gpu_request)),
                 "gpu_request above 1 must be whole GPUs", "gpu_request", raw_gpu)
+    largest = 2.0 ** 31 - 1  # gpu_num and cpu_num are 32-bit integers
+    checks.flag(workers * np.floor(gpu_request) > largest, "worker_num x gpu_request does not fit a 32-bit integer",
+                "gpu_request", raw_gpu)
+    checks.flag(np.ceil(workers * cpu_request) > largest, "worker_num x cpu_request does not fit a 32-bit integer",
+                "cpu_request", _text(table, "cpu_request"))
     checks.flag(_repeated(job), "job_name repeats an earlier row", "job_name", job)
-    gpu_num = np.where(share, 1, workers * np.floor(gpu_request)).astype(np.int64)
+    gpu_num = np.where(share | checks.bad, 1, workers * np.floor(gpu_request)).astype(np.int64)
     milli = np.where(share, np.clip(np.rint(gpu_request * 1000), 1, 999), 1000).astype(np.int64)
 
     report = SkipReport(file=name)
@@ -204,7 +209,7 @@ def read_spot_gpu(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int =
     source.rows = rows[keep]
     frame = pd.DataFrame({
         "job_id": rows, "vc": vc, "user": org, "gpu_num": gpu_num,
-        "cpu_num": np.ceil(workers * cpu_request).astype(np.int64),
+        "cpu_num": np.where(checks.bad, 0, np.ceil(workers * cpu_request)).astype(np.int64),
         "submit_time": _text(table, "submit_time"), "duration": _text(table, "duration"), "state": "",
         "gpu_constraint": model, "job_name": job, "priority_class": _text(table, "job_type"),
     })
