@@ -2,6 +2,8 @@
 
 - ``raysim trace synth --preset saturn --days 183 --seed 0 --out DIR``: generate a trace from a
   preset (``venus``, ``venus_6m``, ``earth``, ``saturn``, ``uranus``, or ``helios`` for all four).
+- ``raysim trace spot --node-list node_info_df.csv --nodes 200 --jobs 3000 --days 7 --seed 0 --out DIR``:
+  generate an HP/spot workload in the spot GPU trace's two-file format (raysim.trace.spot_synth).
 - ``raysim trace stats TRACE [--compare OTHER]``: print a trace's statistics, side by side with a
   second trace. TRACE is a file, a folder, or ``synth:PRESET[:DAYS[:SEED]]``.
 - ``raysim trace convert SRC --format helios|philly|pai|alibaba2023 --out DIR``: read a public trace
@@ -21,6 +23,7 @@ from raysim.errors import TraceError
 from raysim.trace.load import (LAYOUT_FILE, READERS, Trace, auto_format, load_trace, reader_options_from_text,
                                resolve_source)
 from raysim.trace.stats import format_stats, trace_stats
+from raysim.trace.spot_synth import main as spot_main
 from raysim.trace.synth import load_synth, main as synth_main, write_trace
 
 SYNTH_PREFIX = "synth:"
@@ -108,6 +111,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="raysim trace", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("synth", add_help=False, help="generate a trace from a preset (see --help)")
+    sub.add_parser("spot", add_help=False, help="generate an HP/spot workload in the spot GPU trace's format "
+                   "(see --help)")
     stats = sub.add_parser("stats", help="statistics of a trace, optionally next to another")
     stats.add_argument("trace", help="file, folder or synth:PRESET[:DAYS[:SEED]]")
     stats.add_argument("--compare", default=None, help="second trace (format auto), shown side by side")
@@ -125,6 +130,8 @@ def main(argv: list[str]) -> int:
 
     if argv and argv[0] == "synth":
         return synth_main(argv[1:], prog="raysim trace synth")
+    if argv and argv[0] == "spot":
+        return spot_main(argv[1:], prog="raysim trace spot")
     args = parser.parse_args(argv)
     try:
         return _stats(args) if args.command == "stats" else _convert(args)

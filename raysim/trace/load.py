@@ -40,25 +40,26 @@ from raysim.trace.philly import read_philly
 from raysim.trace.readers import Bounds, read_csv_trace, read_parquet_trace
 from raysim.trace.acme import read_acme
 from raysim.trace.sia import is_sia_workload, read_sia
+from raysim.trace.spot_gpu import JOB_FILE as SPOT_JOB_FILE, NODE_FILE as SPOT_NODE_FILE, read_spot_gpu
 from raysim.trace.schema import META_KEY, metadata
 
 #: Files looked for, in order, when trace.path is a folder.
 FOLDER_FILES = ("cluster_full_log.csv", "cluster_log.csv", "jobs.parquet", "cluster_job_log",
-                "pai_job_table.csv", f"{POD_PREFIX}{DEFAULT_WORKLOAD}.csv")
+                "pai_job_table.csv", f"{POD_PREFIX}{DEFAULT_WORKLOAD}.csv", SPOT_JOB_FILE)
 #: trace.format -> its reader (raysim.registry)
 READERS = Registry({"lucid": read_csv_trace, "helios": read_helios, "philly": read_philly, "pai": read_pai,
                     "alibaba2023": read_alibaba2023, "csv": read_csv_trace, "parquet": read_parquet_trace,
-                    "sia": read_sia, "acme": read_acme}, what="trace format")
+                    "sia": read_sia, "acme": read_acme, "spot_gpu": read_spot_gpu}, what="trace format")
 #: trace.format=auto: format by file name, then by name prefix (for .csv files), then by the header
 #: of a .csv file (Sia's workload columns: sia), else parquet by suffix, else csv.
 AUTO_FORMATS = {"cluster_log.csv": "helios", "cluster_job_log": "philly", "pai_job_table.csv": "pai",
-                "trace_seren.csv": "acme", "trace_kalos.csv": "acme"}
+                "trace_seren.csv": "acme", "trace_kalos.csv": "acme", SPOT_JOB_FILE: "spot_gpu"}
 AUTO_PREFIXES = {POD_PREFIX: "alibaba2023"}
 #: Formats whose reader derives the VC layout itself when there is no vc_config.csv (it records the
 #: layout in the table's metadata as "vc_nodes", and typed node pools as "pools"), and the files
 #: beside the trace each reader reads.
-OWN_LAYOUT = ("helios", "philly", "pai", "alibaba2023", "sia", "acme")
-SIDE_FILES = {"helios": (GPU_NUMBER_FILE,), "pai": (TASK_FILE,)}
+OWN_LAYOUT = ("helios", "philly", "pai", "alibaba2023", "sia", "acme", "spot_gpu")
+SIDE_FILES = {"helios": (GPU_NUMBER_FILE,), "pai": (TASK_FILE,), "spot_gpu": (SPOT_NODE_FILE,)}
 CACHE_VERSION = "6"
 #: The typed node pools `raysim trace convert` writes beside a converted trace (cluster.layout).
 LAYOUT_FILE = "layout.csv"
