@@ -169,7 +169,9 @@ def test_an_unknown_class_is_one_line_naming_file_row_and_column(tmp_path):
     ("spot.guarantee_s=-1", "spot.guarantee_s"),
     ("spot.victims=oldest", "spot.victims"),
     ("policy=srtf", "policy.name"),
-    ("spot.overhead_s=40 checkpoint.interval_s=600", "spot.overhead_s"),
+    ("spot.overhead_s=40 checkpoint.interval_s=600", "checkpoint.interval_s"),
+    ("sim.compat=lucid", "sim.compat"),
+    ("quota=borrow", "quota"),
 ])
 def test_what_cannot_apply_is_one_line_naming_its_setting(tmp_path, override, key):
     trace = trace_with_classes(tmp_path, ["spot", "spot", "hp"])

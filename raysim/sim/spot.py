@@ -37,6 +37,21 @@ class Spot(Extension):
     `guarantee` and `overhead` are in clock ticks."""
 
     name = "spot"
+    #: Switched on by the trace (its priority_class column), or checked where `spot.*` is set without
+    #: it; neither is a setting to change, so a refusal names the setting it refuses (`names_refused`).
+    settings = ("priority_class", "spot_without_classes")
+    names_refused = True
+    refuses = {
+        "spot_without_classes": "the trace {trace} has no priority_class column: every job has one class, no job "
+                                "is evicted (docs/spot.md)",
+        "unranked": "the trace's priority_class column needs a policy that ranks the classes (high-priority jobs "
+                    "first, evicting spot jobs): fifo, sjf or qssf for now",
+        "sim.compat=lucid": "priority classes (the trace's priority_class column) run under sim.compat=clean only",
+        "resources": "the trace's jobs ask for GPU shares, CPU or memory: evicting spot jobs from shared GPUs is not "
+                     "modelled yet; drop its priority_class column",
+        "quota=borrow": "priority classes (the trace's priority_class column) do not run with quota lending yet: "
+                        "run them with quota=none or global",
+    }
     countdown = True  # (an evicted job keeps its work)
 
     def __init__(self, victims: str = "youngest", guarantee: int = 0, overhead: int = 0):
