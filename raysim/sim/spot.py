@@ -30,11 +30,13 @@ from raysim.sim.extensions import Extension
 from raysim.sim.jobs import EVICTION
 
 NEVER = math.inf
+#: GFS's guarantee hour, in seconds: a spot job keeps one for each hour it runs uninterrupted.
+HOUR_S = 3600
 
 
 class Spot(Extension):
     """HP jobs evict spot jobs (see the module docs): `victims` names the chooser (VICTIMS),
-    `guarantee` and `overhead` are in clock ticks."""
+    `guarantee`, `overhead` and the guarantee `hour` are in clock ticks."""
 
     name = "spot"
     #: Switched on by the trace (its priority_class column), or checked where `spot.*` is set without
@@ -54,8 +56,8 @@ class Spot(Extension):
     }
     countdown = True  # (an evicted job keeps its work)
 
-    def __init__(self, victims: str = "youngest", guarantee: int = 0, overhead: int = 0):
-        self.victims, self.guarantee, self.overhead = victims, int(guarantee), int(overhead)
+    def __init__(self, victims: str = "youngest", guarantee: int = 0, overhead: int = 0, hour: int = HOUR_S):
+        self.victims, self.guarantee, self.overhead, self.hour = victims, int(guarantee), int(overhead), int(hour)
         self.evicted: list[int] = []  # stopped during the policy's current decision, not yet requeued
         self.wake = NEVER  # the earliest end of a guarantee an HP job waits for
 
@@ -63,12 +65,27 @@ class Spot(Extension):
         sim.spot = self
 
     def results(self, sim, rows) -> dict[str, np.ndarray]:
-        """`evictions` per job and, under checkpoint-restart, `lost_evictions` (the work they lost x GPUs)."""
-        out = {"evictions": sim.jobs.stop_counts(rows, EVICTION)}
+        """`evictions` per job, its guarantee hours kept (`hours_kept`: GFS's count, see `released`,
+        and one for a spot job's completion; each eviction broke one) and, under checkpoint-restart,
+        `lost_evictions` (the work they lost x GPUs)."""
+        jobs = sim.jobs
+        kept, spot, end = jobs.hours_kept, jobs.spot, jobs.end
+        out = {"evictions": jobs.stop_counts(rows, EVICTION),
+               "hours_kept": np.array([kept[j] + (spot[j] and end[j] >= 0) for j in rows], dtype=np.int64)}
         if sim.checkpoints:
             by = sim.jobs.lost_by
             out["lost_evictions"] = np.array([float((by[j] or {}).get(EVICTION, 0)) for j in rows], dtype=np.float64)
         return out
+
+    def released(self, sim, j: int, until: int) -> None:
+        """Job j's run ended at `until` (completed, evicted or stopped otherwise): a spot job keeps
+        one guarantee hour per full hour it ran (GFS counts one as each hour since the run's start
+        ends, before its stop at the same second)."""
+        jobs = sim.jobs
+        if jobs.spot[j]:
+            hours = (until - jobs.placed_at[j]) // self.hour
+            if hours:
+                jobs.keep_hours(j, hours)
 
     def evict_for(self, sim, j: int, now: int) -> bool:
         """HP job j cannot start: evict spot jobs so that it fits on one node; returns whether any was."""
@@ -183,4 +200,4 @@ class SpotRules:
 
     def extension(self, ticks_per_s: int = 1) -> Spot:
         """The VC engine's extension of these rules, on a clock of `ticks_per_s` ticks per second."""
-        return Spot(self.victims, self.guarantee_s * ticks_per_s, self.overhead_s * ticks_per_s)
+        return Spot(self.victims, self.guarantee_s * ticks_per_s, self.overhead_s * ticks_per_s, HOUR_S * ticks_per_s)
