@@ -371,6 +371,8 @@ class VCSimulator(PolicyView):
         self.policy.renumber(new)
         if self.network is not None:
             self.network.renumber(new)
+        if self.spot is not None:
+            self.spot.renumber(new)
         self.forgotten += dropped
         return dropped
 

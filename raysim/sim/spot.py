@@ -28,6 +28,7 @@ import numpy as np
 from raysim.registry import Registry
 from raysim.sim.extensions import Extension
 from raysim.sim.jobs import EVICTION
+from raysim.sim.lifecycle import UP
 
 NEVER = math.inf
 #: GFS's guarantee hour, in seconds: a spot job keeps one for each hour it runs uninterrupted.
@@ -60,6 +61,9 @@ class Spot(Extension):
         self.victims, self.guarantee, self.overhead, self.hour = victims, int(guarantee), int(overhead), int(hour)
         self.evicted: list[int] = []  # stopped during the policy's current decision, not yet requeued
         self.wake = NEVER  # the earliest end of a guarantee an HP job waits for
+        #: node -> its running spot jobs (in start order), kept on every start and release: an HP job
+        #: that cannot start looks at these only
+        self.on_node: dict[int, dict[int, None]] = {}
 
     def attach(self, sim) -> None:
         sim.spot = self
@@ -77,15 +81,36 @@ class Spot(Extension):
             out["lost_evictions"] = np.array([float((by[j] or {}).get(EVICTION, 0)) for j in rows], dtype=np.float64)
         return out
 
+    def started(self, sim, j: int) -> None:
+        """Job j has just been placed: a spot job joins the index of its nodes (`on_node`)."""
+        if sim.jobs.spot[j]:
+            on_node = self.on_node
+            for node, _ in sim.vc.placement[j]:
+                held = on_node.get(node)
+                if held is None:
+                    held = on_node[node] = {}
+                held[j] = None
+
     def released(self, sim, j: int, until: int) -> None:
-        """Job j's run ended at `until` (completed, evicted or stopped otherwise): a spot job keeps
-        one guarantee hour per full hour it ran (GFS counts one as each hour since the run's start
-        ends, before its stop at the same second)."""
+        """Job j's run ended at `until` (completed, evicted or stopped otherwise), before it gives back
+        its GPUs: a spot job leaves the index of its nodes and keeps one guarantee hour per full hour
+        it ran (GFS counts one as each hour since the run's start ends, before its stop at the same
+        second)."""
         jobs = sim.jobs
         if jobs.spot[j]:
+            on_node = self.on_node
+            for node, _ in sim.vc.placement[j]:
+                held = on_node[node]
+                del held[j]
+                if not held:
+                    del on_node[node]
             hours = (until - jobs.placed_at[j]) // self.hour
             if hours:
                 jobs.keep_hours(j, hours)
+
+    def renumber(self, new: list[int]) -> None:
+        """The engine renumbered its jobs (`new[old]`: forgotten finished jobs dropped)."""
+        self.on_node = {node: {new[k]: None for k in held} for node, held in self.on_node.items()}
 
     def evict_for(self, sim, j: int, now: int) -> bool:
         """HP job j cannot start: evict spot jobs so that it fits on one node; returns whether any was."""
@@ -108,22 +133,27 @@ class Spot(Extension):
         otherwise; over the nodes of job j's allowed GPU types with a spot job that may be evicted),
         and the earliest end of a guarantee that protects a running spot job (NEVER: none)."""
         jobs, vc = sim.jobs, sim.vc
-        spot, placed_at, guarantee = jobs.spot, jobs.placed_at, self.guarantee
-        free_to_take, protected = set(), NEVER
-        for k in sim.running:
-            if spot[k]:
+        placed_at, guarantee, state = jobs.placed_at, self.guarantee, vc.state
+        free_to_take, protected, nodes = set(), NEVER, []
+        c = jobs.constraint[j]
+        allowed = sim._allowed[c] if c >= 0 else None
+        for node, held in self.on_node.items():
+            takeable = False
+            for k in held:
                 until = placed_at[k] + guarantee
                 if until > now:
                     protected = min(protected, until)
                 else:
                     free_to_take.add(k)
-        nodes = {node for k in free_to_take for node, _ in vc.placement[k]}
-        c = jobs.constraint[j]
-        if c >= 0:
-            allowed = sim._allowed[c]
-            nodes = {node for node in nodes if vc.type_of[node] in allowed}
-        out = {node: [h if h == -1 or h in free_to_take else None for h in vc.owner[node]]
-               for node in vc.order if node in nodes}
+                    takeable = True
+            if takeable and state[node] == UP and (allowed is None or vc.type_of[node] in allowed):
+                nodes.append(node)
+        if vc.held or vc.borrowed:  # (nodes on loan come last in the scan order)
+            chosen = set(nodes)
+            nodes = [node for node in vc.order if node in chosen]
+        else:  # (the scan order is the up nodes by index)
+            nodes.sort()
+        out = {node: [h if h == -1 or h in free_to_take else None for h in vc.owner[node]] for node in nodes}
         return out, protected
 
     def after_schedule(self, sim, now: int) -> None:
