@@ -197,18 +197,24 @@ def youngest(sim, j: int, g: int, evictable: dict, now: int) -> list[int] | None
     nodes, the one whose victims ran least since their starts (GPUs x seconds), then the one that
     evicts the fewest GPUs, then the first in scan order."""
     jobs = sim.jobs
+    placed_at, run_order, gpu = jobs.placed_at, jobs.run_order, jobs.gpu
     best, best_cost = None, None
     for node, gpus in evictable.items():
-        free = gpus.count(-1)
+        free, held = 0, {}  # (free GPUs; each evictable spot job's GPUs on the node)
+        for h in gpus:
+            if h == -1:
+                free += 1
+            elif h is not None:
+                held[h] = held.get(h, 0) + 1
+        if free + sum(held.values()) < g:  # (evicting them all would not fit the HP job)
+            continue
         victims = []
-        for k in sorted(_holders(gpus), key=lambda k: (-jobs.placed_at[k], -jobs.run_order[k])):
+        for k in sorted(held, key=lambda k: (-placed_at[k], -run_order[k])):
             if free >= g:
                 break
             victims.append(k)
-            free += gpus.count(k)
-        if free < g:
-            continue
-        cost = (sum(jobs.gpu[k] * (now - jobs.placed_at[k]) for k in victims), sum(jobs.gpu[k] for k in victims))
+            free += held[k]
+        cost = (sum(gpu[k] * (now - placed_at[k]) for k in victims), sum(gpu[k] for k in victims))
         if best_cost is None or cost < best_cost:
             best, best_cost = victims, cost
     return best
