@@ -203,16 +203,18 @@ def test_every_declared_refusal_names_a_setting_or_trait_the_run_knows(monkeypat
     """A refusal keyed by a misspelt setting would never fire: every key the engine's extensions and
     the policies declare (`settings`, `refuses`, `requires`) is a setting the run reads
     (raysim.run.config.switches) or a trait it finds (the policy's `outside_vcs`, the trace's
-    `resources` and `requests`); and a declaration changed is what the run refuses."""
+    `resources` and `requests`, and those of priority classes: raysim.run.spot.TRAITS); and a
+    declaration changed is what the run refuses."""
     import pytest
 
     from raysim.errors import ConfigError
     from raysim.run.config import DECLARED, check_cluster_config, refuse_together, switches
+    from raysim.run.spot import TRAITS
     from raysim.sim.extensions import Replays
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=["+experiment=venus"])
-    known = {*switches(cfg, check_cluster_config(cfg), "none"), "outside_vcs", "resources", "requests"}
+    known = {*switches(cfg, check_cluster_config(cfg), "none"), "outside_vcs", "resources", "requests", *TRAITS}
     declared = [c for e in DECLARED for c in (*e.settings, *e.refuses, *e.requires)]
     declared += [c for name in POLICIES for c in policy_class(name).refuses]
     assert {c.partition("=")[0] for c in declared} <= known and len(declared) > 20

@@ -117,6 +117,20 @@ def test_hp_jobs_rank_before_spot_jobs_that_came_first():
     assert r["start_time"] == [0, 1100, 1000]
 
 
+#: Spot jobs of 4 GPUs at 0 (10,000 s) and 100 (5,000 s); an HP job of 4 GPUs arrives at 3700, when
+#: the second spot job has run exactly an hour.
+HOURS = [(0, 10_000, 4), (100, 5000, 4), (3700, 300, 4)]
+
+
+def test_guarantee_hours_are_counted_as_gfs_counts_them():
+    r = simulated(HOURS, [SPOT, SPOT, HP])
+    # job 0 runs 0-10,000: hours end at 3600 and 7200, and it finishes: 3 kept. Job 1 runs 100-3700:
+    # one hour kept (it ends as the eviction comes, and is counted first, as GFS does), one broken by
+    # the eviction; it runs its 1400 s left from 4000 and finishes: one more kept. The HP job keeps none.
+    assert r["evictions"] == [0, 1, 0] and r["end_time"] == [10_000, 5400, 4000]
+    assert r["hours_kept"] == [3, 2, 0]
+
+
 # ----------------------------------------------------------------------------------- the command line
 def trace_with_classes(tmp_path: Path, classes: list[str], jobs=None) -> str:
     """A raysim-schema trace in one VC of one 8-GPU node with a priority_class column."""
@@ -158,6 +172,26 @@ def test_results_have_the_classes_and_evictions_as_a_cause(tmp_path):
     assert summary.avg_queue_spot == 150 and summary.avg_jct_spot == (1000 + 1370) / 2 and summary.avg_jct_hp == 300
 
 
+def test_results_per_class_and_the_page_side_by_side(tmp_path):
+    out = run_cli(tmp_path, trace_with_classes(tmp_path, ["spot", "spot", "hp"], HOURS))
+    jobs = pq.read_table(out / "jobs.parquet").to_pandas()
+    assert jobs.hours_kept.tolist() == [3, 2, 0] and jobs.evictions.tolist() == [0, 1, 0]
+    summary = pd.read_csv(out / "summary.csv").set_index("vc").loc["all"]
+    assert summary.hours_kept == 5 and summary.hours_broken == 1
+    # GPU time held: spot 4 x 10,000 + 4 x (5300 - 300 queueing); HP 4 x 300
+    assert summary.spot_gpu_share == pytest.approx(60_000 / 61_200)
+    assert summary.avg_queue_spot == 150 and summary.avg_jct_spot == (10_000 + 5300) / 2 and summary.avg_jct_hp == 300
+    page = (out / "report.html").read_text()
+    assert "Priority classes" in page and "Average queueing delay and JCT per class" in page
+
+
+def test_evictions_lose_gpu_hours_in_the_summary(tmp_path):
+    out = run_cli(tmp_path, trace_with_classes(tmp_path, ["spot", "spot", "hp"]), "checkpoint.interval_s=120",
+                  "checkpoint.restart_s=30")
+    summary = pd.read_csv(out / "summary.csv").set_index("vc").loc["all"]
+    assert summary.lost_gpu_h_evictions * 3600 == pytest.approx(160) and summary.hours_broken == 1
+
+
 def test_an_unknown_class_is_one_line_naming_file_row_and_column(tmp_path):
     trace = trace_with_classes(tmp_path, ["spot", "best-effort", "hp"])
     with pytest.raises(TraceError, match=r"jobs.csv, row 2 \(line 3\), column 'priority_class': unknown priority "
@@ -169,7 +203,9 @@ def test_an_unknown_class_is_one_line_naming_file_row_and_column(tmp_path):
     ("spot.guarantee_s=-1", "spot.guarantee_s"),
     ("spot.victims=oldest", "spot.victims"),
     ("policy=srtf", "policy.name"),
-    ("spot.overhead_s=40 checkpoint.interval_s=600", "spot.overhead_s"),
+    ("spot.overhead_s=40 checkpoint.interval_s=600", "checkpoint.interval_s"),
+    ("sim.compat=lucid", "sim.compat"),
+    ("quota=borrow", "quota"),
 ])
 def test_what_cannot_apply_is_one_line_naming_its_setting(tmp_path, override, key):
     trace = trace_with_classes(tmp_path, ["spot", "spot", "hp"])
@@ -216,4 +252,4 @@ def test_a_trace_of_hp_jobs_only_runs_as_one_without_classes(tmp_path):
             Path(trace).write_text("\n".join(line.rsplit(",", 1)[0] for line in Path(trace).read_text().splitlines()) + "\n")
         tables.append(pq.read_table(run_cli(folder, trace) / "jobs.parquet").to_pandas())
     assert tables[1].evictions.sum() == 0 and tables[0].queue.mean() > 1000
-    pd.testing.assert_frame_equal(tables[0], tables[1].drop(columns=["priority_class", "evictions"]))
+    pd.testing.assert_frame_equal(tables[0], tables[1].drop(columns=["priority_class", "evictions", "hours_kept"]))

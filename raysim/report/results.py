@@ -48,7 +48,8 @@ def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 
     `checkpoint` (checkpoint-restart, raysim.sim.checkpoint) the checkpoint group: `lost_gpu_s` and
     `overhead_gpu_s`, and with `causes` too `lost_gpu_s_<cause>`. With `attempts` (trace.failed=replay)
     the failures group: `retries`, `failed` and `failed_gpu_s` (`_with_failures`). With `spot` (a
-    trace with priority classes, raysim.sim.spot) the spot group: `priority_class` and `evictions`, and
+    trace with priority classes, raysim.sim.spot) the spot group: `priority_class`, `evictions` and
+    `hours_kept`, and
     with `checkpoint` too `lost_gpu_s_evictions`. The policy's own
     columns (`policy_columns`, Policy.result_columns) follow, of the types they were given."""
     r = _records_in_trace_order(trace.num_rows, records)
@@ -68,6 +69,7 @@ def write_jobs(trace: pa.Table, records: pa.Table, path, *, chunk_rows: int = 1 
         if spot:
             table = table.append_column("priority_class", t.column("priority_class"))
             table = table.append_column("evictions", pa.array(rec["evictions"].astype(np.int32)))
+            table = table.append_column("hours_kept", pa.array(rec["hours_kept"].astype(np.int32)))
             if checkpoint:
                 table = table.append_column("lost_gpu_s_evictions", pa.array(rec["lost_evictions"] / ticks_per_s))
         for name in policy_columns:

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from raysim import __version__
+from raysim.report.classes import classes_html
 from raysim.report.causes import capacity_inputs_html, causes_html, headline, read_causes
 from raysim.report.describe import resolved_config, run_overrides, time_axis
 from raysim.report.page import Chart, Page, cards, esc, facts, small_multiples, table
@@ -60,6 +61,9 @@ def run_page(run_dir: Path) -> Page:
     page = Page(title=f"raysim: {what}", subtitle=" ".join(run_overrides(run_dir)))
     page.section("summary", "Summary", summary_html(summary, causes))
     page.section("plots", "Charts", charts_html(page, run_dir, report, summary))
+    classes = classes_html(page, run_dir)
+    if classes:
+        page.section("classes", "Priority classes", classes)
     if causes is not None:
         page.section("causes", "Lost work per cause", causes_html(page, causes))
     page.section("run", "What was run", run_html(run_dir, report, config))

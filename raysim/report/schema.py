@@ -77,7 +77,9 @@ GROUPS = {
     }),
     "spot": ("priority classes (a trace's priority_class column, docs/spot.md)", {
         "priority_class": "its class: hp (high priority) or spot",
-        "evictions": "times a high-priority job evicted it",
+        "evictions": "times a high-priority job evicted it (each broke one guarantee hour)",
+        "hours_kept": "guarantee hours it kept, as GFS counts them: one per full hour of each run, one for "
+                      "finishing (spot jobs; 0 for high-priority ones)",
     }),
     "failures": ("failed runs replayed from the trace (trace.failed=replay)", {
         "retries": "its runs that failed and were retried, as its trace shows (Philly's attempts)",

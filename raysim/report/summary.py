@@ -8,12 +8,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from raysim.report.classes import per_class
 from raysim.report.loans import has_loans, loan_gpu_hours
 from raysim.report.timeseries import change_runs, column_hours, column_names, grid_count, series_layout
 from raysim.sim.recorder import CAPACITY_COLUMNS
 from raysim.trace.schema import PRIORITY_CLASSES
 
 QUANTILES = {"p50": 50, "p95": 95, "p99": 99, "p99.9": 99.9}
+#: The columns of jobs with priority classes that class_figures reads where the table has them.
+CLASS_EXTRAS = ("hours_kept", "gpu_num", "lost_gpu_s_evictions")
 
 
 def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
@@ -34,20 +37,21 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
     are placeholders) `ettr` (checkpoint_figures). Under
     trace.failed=replay (jobs with `retries`, `failed` and `failed_gpu_s`): `retries`, `failed_jobs`
     and `failed_gpu_h` (GPU-hours of work of the runs that failed). With priority classes (jobs with
-    `priority_class` and `evictions`, docs/spot.md): `evictions` and, per class, `class_figures`.
+    `priority_class` and `evictions`, docs/spot.md): `class_figures`.
     """
     loans = "reclaims" in jobs.column_names and "ran_on_vc" in jobs.column_names
     interrupted = "interruptions" in jobs.column_names
     checkpoints = "lost_gpu_s" in jobs.column_names
     replayed = "failed_gpu_s" in jobs.column_names
     classes = "priority_class" in jobs.column_names
-    df = jobs.select(["vc", "submit_time", "end_time", "queue", "jct", "preemptions"]
+    df = jobs.select(list(dict.fromkeys(["vc", "submit_time", "end_time", "queue", "jct", "preemptions"]
                      + (["ran_on_vc", "reclaims"] if loans else [])
                      + (["interruptions"] if interrupted else [])
                      + ([c for c in ("duration", "gpu_num") if c in jobs.column_names] if checkpoints else [])
                      + (["lost_gpu_s", "overhead_gpu_s"] if checkpoints else [])
                      + (["retries", "failed", "failed_gpu_s"] if replayed else [])
-                     + (["priority_class", "evictions"] if classes else [])).to_pandas()
+                     + (["priority_class", "evictions"] + [c for c in CLASS_EXTRAS if c in jobs.column_names]
+                        if classes else [])))).to_pandas()
     df["vc"] = df["vc"].astype(str)
     rows, spans = [], {}
     groups = [(vc, g) for vc, g in df.groupby("vc", sort=False)] + [("all", df)]
@@ -98,16 +102,24 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
 
 
 def class_figures(jobs: pd.DataFrame) -> dict:
-    """Of jobs with priority classes: `evictions` (of spot jobs by high-priority ones) and, per class
-    (hp, spot), `jobs_<class>`, `avg_queue_<class>` and `avg_jct_<class>` (of its finished jobs;
-    NaN where the class has none)."""
+    """Of jobs with priority classes (raysim.report.classes.per_class): `evictions` (of spot jobs by
+    high-priority ones); with `hours_kept`, the guarantee hours kept and broken (`hours_kept`,
+    `hours_broken`: GFS's count, one broken per eviction); with `gpu_num`, `spot_gpu_share`, the spot
+    jobs' share of the GPU time the finished jobs held; with `lost_gpu_s_evictions` (checkpoint-
+    restart), `lost_gpu_h_evictions`, the GPU-hours of work evictions lost; and per class (hp, spot),
+    `jobs_<class>`, `avg_queue_<class>` and `avg_jct_<class>` (of its finished jobs; NaN where the
+    class has none)."""
+    rows = per_class(jobs).set_index("class")
     out = {"evictions": int(jobs["evictions"].sum())}
-    kind = jobs["priority_class"].astype(str)
+    if "hours_kept" in rows:
+        out.update(hours_kept=int(rows["hours_kept"].sum()), hours_broken=out["evictions"])
+    if "gpu_share" in rows:
+        out["spot_gpu_share"] = rows.at[PRIORITY_CLASSES[1], "gpu_share"]
+    if "lost_gpu_s_evictions" in jobs:
+        out["lost_gpu_h_evictions"] = float(jobs["lost_gpu_s_evictions"].sum()) / 3600
     for name in PRIORITY_CLASSES:
-        mine = jobs[kind == name]
-        done = mine["jct"][mine["end_time"].notna()]
-        out.update({f"jobs_{name}": len(mine), f"avg_queue_{name}": mine["queue"].mean() if len(mine) else np.nan,
-                    f"avg_jct_{name}": done.mean() if len(done) else np.nan})
+        out.update({f"jobs_{name}": int(rows.at[name, "jobs"]), f"avg_queue_{name}": rows.at[name, "avg_queue"],
+                    f"avg_jct_{name}": rows.at[name, "avg_jct"]})
     return out
 
 

@@ -78,13 +78,13 @@ def run_cluster(cfg: DictConfig, run_dir: Path, checked: ClusterMode | None = No
     if spec.capacity is not None:
         columns += [c for c in names if c.startswith("interruptions")]
     if spec.spot is not None:
-        columns += ["priority_class", "evictions"]
+        columns += ["priority_class", "evictions", "hours_kept", "gpu_num"]
     if spec.checkpoints:
         columns += ((["duration", "gpu_num"] if policy_class(spec.policy).duration_is_work else [])
                     + [c for c in names if c.startswith(("lost_gpu_s", "overhead_gpu_s"))])
     if spec.attempts is not None:
         columns += ["retries", "failed", "failed_gpu_s"]
-    jobs = pq.read_table(run_dir / "jobs.parquet", columns=columns)
+    jobs = pq.read_table(run_dir / "jobs.parquet", columns=list(dict.fromkeys(columns)))
     summary = summarize(jobs, run_dir / "timeseries.parquet", interval=int(cfg.sim.sample_interval))
     unfinished = jobs.num_rows - int(pa.compute.sum(jobs.column("finished")).as_py() or 0)
     harvest = policy_kind(spec.policy) == "harvest"

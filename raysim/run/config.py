@@ -26,7 +26,7 @@ from raysim.quota.settings import declared_quota, quota_settings
 from raysim.run.cluster_settings import ClusterMode, cluster_mode
 from raysim.run.failures import check_failures_config, failure_plan, failures_name
 from raysim.run.requests import counts_resources, request_inputs
-from raysim.run.spot import spot_rules
+from raysim.run.spot import class_traits, spot_rules
 from raysim.run.values import plain, value
 from raysim.trace.schema import REQUEST_COLUMNS
 from raysim.runtime.spec import RunSpec
@@ -34,6 +34,7 @@ from raysim.sim import SimParams
 from raysim.sim.attempts import Attempts
 from raysim.sim.checkpoint import Checkpointing
 from raysim.sim.extensions import Capacity, Checkpoints, Network, Replays
+from raysim.sim.spot import Spot
 from raysim.trace.attempts import FAILED_STATES
 from raysim.trace.load import Trace, load_trace
 
@@ -91,7 +92,7 @@ def check_cluster_config(cfg: DictConfig) -> ClusterMode:
 
 #: The engine's extensions whose settings the run checks against what they cannot run with or without
 #: (raysim.sim.extensions), in the order it checks them.
-DECLARED = (QuotaLending, Network, Capacity, Checkpoints, Replays)
+DECLARED = (QuotaLending, Network, Capacity, Checkpoints, Replays, Spot)
 #: The values of a setting that leave its feature off.
 OFF = (None, "none", "off", "keep", "clean")
 
@@ -107,14 +108,16 @@ def switches(cfg: DictConfig, m: ClusterMode, quota: str) -> dict[str, tuple[str
             "failures": ("failures", failures_name(cfg)),
             "checkpoint.interval_s": ("checkpoint.interval_s", value(cfg, "checkpoint.interval_s")),
             "checkpoint.apps": (f"checkpoint.apps.{apps[0]}", "set") if apps else ("checkpoint.apps", None),
-            "trace.failed": ("trace.failed", m.trace.failed)}
+            "trace.failed": ("trace.failed", m.trace.failed),
+            "spot.overhead_s": ("spot.overhead_s", m.spot.overhead_s or None)}
 
 
 def refuse_together(policy: str, on: dict[str, tuple[str, object]], fields: dict) -> None:
     """What the run's `policy` and the engine's extensions declare they cannot run with, or without
     (raysim.policy.base.Policy.refuses; raysim.sim.extensions), checked against `on`, the run's
     settings and traits (key -> the key a refusal names, its value; see `switches`): the first
-    refused is one line naming the setting, the policy's refusals first, the line's `{policy}` and
+    refused is one line naming the setting (an extension's first setting that switched it on, or with
+    `names_refused` the setting it refuses), the policy's refusals first, the line's `{policy}` and
     `fields` filled in."""
 
     def holds(condition: str) -> bool:
@@ -131,10 +134,11 @@ def refuse_together(policy: str, on: dict[str, tuple[str, object]], fields: dict
             raise refuse(condition, why)
     for extension in DECLARED:
         first = next((s for s in extension.settings if holds(s)), None)
-        refused = [why for c, why in extension.refuses.items() if holds(c)] + \
-                  [why for c, why in extension.requires.items() if not holds(c)]
+        refused = [(c, why) for c, why in extension.refuses.items() if holds(c)] + \
+                  [(first, why) for c, why in extension.requires.items() if not holds(c)]
         if first and refused:
-            raise refuse(first, refused[0])
+            condition, why = refused[0]
+            raise refuse(condition if extension.names_refused else first, why)
 
 
 CHECKPOINT_KEYS = ("interval_s", "write_s", "restart_s")
@@ -354,6 +358,14 @@ def refuse_with_resources(cfg: DictConfig, trace: Trace) -> None:
                     {"asks": ", ".join(asks)})
 
 
+def refuse_with_classes(cfg: DictConfig, m: ClusterMode, trace: Trace, resources: bool) -> None:
+    """What priority classes cannot run with (raysim.sim.spot.Spot), now that the trace says whether
+    it has them: one line naming the setting."""
+    traits = class_traits(cfg, m.spot, trace, resources=resources)
+    refuse_together(cfg.policy.name, {**switches(cfg, m, declared_quota(plain(cfg, "quota"))[0]), **traits},
+                    {"trace": trace.source})
+
+
 def capacity_plan(cfg: DictConfig, trace: Trace, layout: dict, homes: tuple):
     """The run's capacity plan: the node log of `cluster.capacity` and the failures of `failures`,
     merged per node (None: the nodes never change)."""
@@ -414,7 +426,8 @@ def spec_from_config(cfg: DictConfig, trace: Trace, m: ClusterMode | None = None
     requests, shapes = request_inputs(trace.table) if resources else ({}, None)
     kinds, kind_ids = checkpoint_kinds(cfg, m, trace)
     checkpoint = checkpoint_settings(cfg, m)
-    spot, spot_ids = spot_rules(cfg, m.spot, trace, resources=resources, checkpoints=checkpoint is not None or bool(kinds))
+    refuse_with_classes(cfg, m, trace, resources)
+    spot, spot_ids = spot_rules(m.spot, trace)
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes,

@@ -1,6 +1,7 @@
-"""Priority classes in a trace replay (docs/spot.md): the `spot:` settings, declared here, and what
-a run with a trace's `priority_class` column needs (raysim.sim.spot: high-priority jobs evict spot
-jobs), refused in one line where it cannot apply yet."""
+"""Priority classes in a trace replay (docs/spot.md): the `spot:` settings, declared here, the traits
+of a run that the Spot extension declares it cannot run with (raysim.sim.spot: high-priority jobs
+evict spot jobs; refused in one line by raysim.run.config.refuse_together), and the run's eviction
+rules."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import numpy as np
 import pyarrow as pa
 from omegaconf import DictConfig
 
-from raysim.errors import ConfigError
 from raysim.policy import policy_class
 from raysim.run.values import plain, value
 from raysim.settings import setting
@@ -38,34 +38,29 @@ class SpotSettings:
                               minimum=0, maximum=LARGEST)
 
 
-def spot_rules(cfg: DictConfig, settings: SpotSettings, trace: Trace, *, resources: bool,
-               checkpoints: bool) -> tuple[SpotRules | None, np.ndarray | None]:
-    """The run's eviction rules and, per trace job, 1 for a spot job (0: high priority); (None, None)
-    for a trace without the priority_class column. What cannot apply is one line naming its setting."""
-    if COLUMN not in trace.table.column_names:
-        given = {k: v for k, v in (plain(cfg, "spot") or {}).items() if getattr(SpotSettings(), k, v) != v}
-        if given:
-            key = next(iter(given))
-            raise ConfigError(f"spot.{key}", f"the trace {trace.source} has no {COLUMN} column: every job has one "
-                              "class, no job is evicted (docs/spot.md)", given[key])
-        return None, None
+#: The traits class_traits gives (the keys Spot's declaration may name besides the run's settings).
+TRAITS = ("priority_class", "spot_without_classes", "unranked", "resources")
+
+
+def class_traits(cfg: DictConfig, settings: SpotSettings, trace: Trace, *, resources: bool) -> dict:
+    """What priority classes are checked against in the one loop of refusals (raysim.run.config.
+    refuse_together; raysim.sim.spot.Spot's declaration): the trace's traits and the policy's, each
+    key -> (the key a refusal names, its value; None: it does not hold)."""
+    column = COLUMN in trace.table.column_names
+    given = {} if column else {k: v for k, v in (plain(cfg, "spot") or {}).items() if getattr(SpotSettings(), k, v) != v}
+    key = next(iter(given), None)
     name = value(cfg, "policy.name")
-    if not policy_class(name).ranks_classes:
-        raise ConfigError("policy.name", f"the trace's {COLUMN} column needs a policy that ranks the classes "
-                          "(high-priority jobs first, evicting spot jobs): fifo, sjf or qssf for now", name)
-    if value(cfg, "sim.compat") != "clean":
-        raise ConfigError("sim.compat", f"priority classes (the trace's {COLUMN} column) run under sim.compat=clean "
-                          "only", value(cfg, "sim.compat"))
-    if resources:
-        raise ConfigError("trace.path", f"the trace's jobs ask for GPU shares, CPU or memory: evicting spot jobs "
-                          f"from shared GPUs is not modelled yet; drop its {COLUMN} column", trace.source)
-    if value(cfg, "quota") is not None and value(cfg, "quota.mode") == "borrow":
-        raise ConfigError("quota", f"priority classes (the trace's {COLUMN} column) do not run with quota "
-                          "lending yet: run them with quota=none or global", "borrow")
-    if checkpoints and settings.overhead_s:
-        raise ConfigError("spot.overhead_s", "with checkpoint-restart an evicted job pays checkpoint.restart_s and "
-                          "loses its work since its last checkpoint instead: leave spot.overhead_s at 0",
-                          settings.overhead_s)
+    return {"priority_class": ("trace.path", trace.source if column else None),
+            "spot_without_classes": (f"spot.{key}", given[key]) if key else ("spot", None),
+            "unranked": ("policy.name", None if policy_class(name).ranks_classes else name),
+            "resources": ("trace.path", trace.source if resources else None)}
+
+
+def spot_rules(settings: SpotSettings, trace: Trace) -> tuple[SpotRules | None, np.ndarray | None]:
+    """The run's eviction rules and, per trace job, 1 for a spot job (0: high priority); (None, None)
+    for a trace without the priority_class column (what cannot apply was refused: class_traits)."""
+    if COLUMN not in trace.table.column_names:
+        return None, None
     classes = trace.table.column(COLUMN).cast(pa.string()).to_numpy(zero_copy_only=False)
     spot = (classes == PRIORITY_CLASSES[1]).astype(np.int64)
     return SpotRules(settings.victims, settings.guarantee_s, settings.overhead_s), spot

@@ -371,6 +371,8 @@ class VCSimulator(PolicyView):
         self.policy.renumber(new)
         if self.network is not None:
             self.network.renumber(new)
+        if self.spot is not None:
+            self.spot.renumber(new)
         self.forgotten += dropped
         return dropped
 
@@ -431,7 +433,8 @@ class VCSimulator(PolicyView):
     def _release(self, j: int, until: int) -> None:
         """Running job j gives back its GPUs; where the run has several GPU types, the time it ran on
         them (until `until`: now, or a round-based job's end mid-round) is booked to its type
-        (jobs.parquet's `run_s_<type>`)."""
+        (jobs.parquet's `run_s_<type>`); with priority classes, a spot job's run counts its guarantee
+        hours (raysim.sim.spot.Spot.released)."""
         if self.type_time:
             jobs = self.jobs
             held = jobs.type_held[j]
@@ -439,6 +442,8 @@ class VCSimulator(PolicyView):
                 held = jobs.type_held[j] = {}
             t = jobs.gpu_type[j]
             held[t] = held.get(t, 0) + until - jobs.placed_at[j]
+        if self.spot is not None:
+            self.spot.released(self, j, until)
         self.vc.release(j)
 
     def wake_at(self, t: int) -> None:

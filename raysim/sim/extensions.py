@@ -9,9 +9,13 @@ An extension declares
 - `settings`: the settings that switch it on (`key`: set to anything but its off value, e.g.
   `cluster.capacity`; `key=value`: set to that value); a refusal names the first of them the run sets;
 - `refuses` and `requires`: what it cannot run with, and what it cannot run without -> the one-line
-  reason. Each key is a setting (as in `settings`) or a trait of the run's policy (`outside_vcs`: a
-  stage that runs jobs outside their VCs); a line may name the `{policy}`, and with `outside_vcs` its
-  `{stage}` and the setting that turns it off, `{off}`;
+  reason. Each key is a setting (as in `settings`), a trait of the run's policy (`outside_vcs`: a
+  stage that runs jobs outside their VCs; `unranked`: it does not rank priority classes) or of its
+  trace (`priority_class`: the trace has that column; `spot_without_classes`: `spot.*` is set on a
+  trace without it; `resources`: VCs count GPU shares, CPU and memory); a line may name the
+  `{policy}`, and with `outside_vcs` its `{stage}` and the setting that turns it off, `{off}`, with
+  the trace's traits the `{trace}`. A refusal names the first setting that switched the extension on;
+  one switched on by its trace (`names_refused`) names the setting it refuses instead;
 - `series_columns`: the time-series columns it adds (their values: `series_row(sim)`, sampled with
   the VC's own at every snapshot);
 - `results(sim, rows)`: the result columns it adds per job of `rows` (its view of the job table and
@@ -48,6 +52,7 @@ class Extension:
     settings: tuple = ()
     refuses: dict = {}
     requires: dict = {}
+    names_refused = False
     series_columns: tuple = ()
     countdown = False
     resources = False
@@ -153,7 +158,9 @@ class Checkpoints(Extension):
     name = "checkpoints"
     settings = ("checkpoint.interval_s", "checkpoint.apps")
     refuses = {"outside_vcs": "{stage} runs jobs outside their VCs, where no checkpoint is modelled: run "
-                              "policy={policy} with {off}"}
+                              "policy={policy} with {off}",
+               "spot.overhead_s": "with checkpoint-restart an evicted job pays checkpoint.restart_s and loses its "
+                                  "work since its last checkpoint instead: leave spot.overhead_s at 0"}
     requires = {"sim.compat=clean": "checkpoints are modelled under sim.compat=clean only (Lucid's compatibility "
                                     "counts down a second late)"}
     countdown = True

@@ -128,6 +128,9 @@ class JobTable:
         #: 1: a spot job, which high-priority jobs may evict (raysim.sim.spot); 0: high priority (every
         #: job of a run without priority classes)
         self.spot: list[int] | Same = Same(SPARSE_INPUTS["spot"])
+        #: a spot job's guarantee hours kept by its runs so far (raysim.sim.spot.Spot.released); the
+        #: same for every job until one kept one
+        self.hours_kept: list[int] | Same = Same(0)
         # progress per second while running = type_speed x share_speed x net_speed, each a named
         # factor set by its own mechanism (GPU type of the placement, a sharing partner, NIC contention)
         self.rate: list[float] = []
@@ -170,6 +173,8 @@ class JobTable:
         if not isinstance(self.fail_at, Same):
             self.fail_at += [0] * k
             self.retry += [None] * k
+        if not isinstance(self.hours_kept, Same):
+            self.hours_kept += [0] * k
         for name in ("rate", "type_speed", "share_speed", "net_speed"):
             getattr(self, name).extend([1.0] * k)
         self.run_order += [-1] * k
@@ -200,6 +205,12 @@ class JobTable:
             if isinstance(col, list):
                 setattr(self, name, [col[j] for j in rows])
         self.n = len(rows)
+
+    def keep_hours(self, j: int, hours: int) -> None:
+        """Spot job j kept `hours` more guarantee hours (raysim.sim.spot)."""
+        if isinstance(self.hours_kept, Same):
+            self.hours_kept = [0] * self.n
+        self.hours_kept[j] += hours
 
     def count_stop(self, j: int, cause: int, lost=0) -> None:
         """Job j stopped for `cause`, which cost it `lost` (work x GPUs; 0 without checkpoints)."""

@@ -28,32 +28,89 @@ import numpy as np
 from raysim.registry import Registry
 from raysim.sim.extensions import Extension
 from raysim.sim.jobs import EVICTION
+from raysim.sim.lifecycle import UP
 
 NEVER = math.inf
+#: GFS's guarantee hour, in seconds: a spot job keeps one for each hour it runs uninterrupted.
+HOUR_S = 3600
 
 
 class Spot(Extension):
     """HP jobs evict spot jobs (see the module docs): `victims` names the chooser (VICTIMS),
-    `guarantee` and `overhead` are in clock ticks."""
+    `guarantee`, `overhead` and the guarantee `hour` are in clock ticks."""
 
     name = "spot"
+    #: Switched on by the trace (its priority_class column), or checked where `spot.*` is set without
+    #: it; neither is a setting to change, so a refusal names the setting it refuses (`names_refused`).
+    settings = ("priority_class", "spot_without_classes")
+    names_refused = True
+    refuses = {
+        "spot_without_classes": "the trace {trace} has no priority_class column: every job has one class, no job "
+                                "is evicted (docs/spot.md)",
+        "unranked": "the trace's priority_class column needs a policy that ranks the classes (high-priority jobs "
+                    "first, evicting spot jobs): fifo, sjf or qssf for now",
+        "sim.compat=lucid": "priority classes (the trace's priority_class column) run under sim.compat=clean only",
+        "resources": "the trace's jobs ask for GPU shares, CPU or memory: evicting spot jobs from shared GPUs is not "
+                     "modelled yet; drop its priority_class column",
+        "quota=borrow": "priority classes (the trace's priority_class column) do not run with quota lending yet: "
+                        "run them with quota=none or global",
+    }
     countdown = True  # (an evicted job keeps its work)
 
-    def __init__(self, victims: str = "youngest", guarantee: int = 0, overhead: int = 0):
-        self.victims, self.guarantee, self.overhead = victims, int(guarantee), int(overhead)
+    def __init__(self, victims: str = "youngest", guarantee: int = 0, overhead: int = 0, hour: int = HOUR_S):
+        self.victims, self.guarantee, self.overhead, self.hour = victims, int(guarantee), int(overhead), int(hour)
         self.evicted: list[int] = []  # stopped during the policy's current decision, not yet requeued
         self.wake = NEVER  # the earliest end of a guarantee an HP job waits for
+        #: node -> its running spot jobs (in start order), kept on every start and release: an HP job
+        #: that cannot start looks at these only
+        self.on_node: dict[int, dict[int, None]] = {}
 
     def attach(self, sim) -> None:
         sim.spot = self
 
     def results(self, sim, rows) -> dict[str, np.ndarray]:
-        """`evictions` per job and, under checkpoint-restart, `lost_evictions` (the work they lost x GPUs)."""
-        out = {"evictions": sim.jobs.stop_counts(rows, EVICTION)}
+        """`evictions` per job, its guarantee hours kept (`hours_kept`: GFS's count, see `released`,
+        and one for a spot job's completion; each eviction broke one) and, under checkpoint-restart,
+        `lost_evictions` (the work they lost x GPUs)."""
+        jobs = sim.jobs
+        kept, spot, end = jobs.hours_kept, jobs.spot, jobs.end
+        out = {"evictions": jobs.stop_counts(rows, EVICTION),
+               "hours_kept": np.array([kept[j] + (spot[j] and end[j] >= 0) for j in rows], dtype=np.int64)}
         if sim.checkpoints:
             by = sim.jobs.lost_by
             out["lost_evictions"] = np.array([float((by[j] or {}).get(EVICTION, 0)) for j in rows], dtype=np.float64)
         return out
+
+    def started(self, sim, j: int) -> None:
+        """Job j has just been placed: a spot job joins the index of its nodes (`on_node`)."""
+        if sim.jobs.spot[j]:
+            on_node = self.on_node
+            for node, _ in sim.vc.placement[j]:
+                held = on_node.get(node)
+                if held is None:
+                    held = on_node[node] = {}
+                held[j] = None
+
+    def released(self, sim, j: int, until: int) -> None:
+        """Job j's run ended at `until` (completed, evicted or stopped otherwise), before it gives back
+        its GPUs: a spot job leaves the index of its nodes and keeps one guarantee hour per full hour
+        it ran (GFS counts one as each hour since the run's start ends, before its stop at the same
+        second)."""
+        jobs = sim.jobs
+        if jobs.spot[j]:
+            on_node = self.on_node
+            for node, _ in sim.vc.placement[j]:
+                held = on_node[node]
+                del held[j]
+                if not held:
+                    del on_node[node]
+            hours = (until - jobs.placed_at[j]) // self.hour
+            if hours:
+                jobs.keep_hours(j, hours)
+
+    def renumber(self, new: list[int]) -> None:
+        """The engine renumbered its jobs (`new[old]`: forgotten finished jobs dropped)."""
+        self.on_node = {node: {new[k]: None for k in held} for node, held in self.on_node.items()}
 
     def evict_for(self, sim, j: int, now: int) -> bool:
         """HP job j cannot start: evict spot jobs so that it fits on one node; returns whether any was."""
@@ -76,22 +133,27 @@ class Spot(Extension):
         otherwise; over the nodes of job j's allowed GPU types with a spot job that may be evicted),
         and the earliest end of a guarantee that protects a running spot job (NEVER: none)."""
         jobs, vc = sim.jobs, sim.vc
-        spot, placed_at, guarantee = jobs.spot, jobs.placed_at, self.guarantee
-        free_to_take, protected = set(), NEVER
-        for k in sim.running:
-            if spot[k]:
+        placed_at, guarantee, state = jobs.placed_at, self.guarantee, vc.state
+        free_to_take, protected, nodes = set(), NEVER, []
+        c = jobs.constraint[j]
+        allowed = sim._allowed[c] if c >= 0 else None
+        for node, held in self.on_node.items():
+            takeable = False
+            for k in held:
                 until = placed_at[k] + guarantee
                 if until > now:
                     protected = min(protected, until)
                 else:
                     free_to_take.add(k)
-        nodes = {node for k in free_to_take for node, _ in vc.placement[k]}
-        c = jobs.constraint[j]
-        if c >= 0:
-            allowed = sim._allowed[c]
-            nodes = {node for node in nodes if vc.type_of[node] in allowed}
-        out = {node: [h if h == -1 or h in free_to_take else None for h in vc.owner[node]]
-               for node in vc.order if node in nodes}
+                    takeable = True
+            if takeable and state[node] == UP and (allowed is None or vc.type_of[node] in allowed):
+                nodes.append(node)
+        if vc.held or vc.borrowed:  # (nodes on loan come last in the scan order)
+            chosen = set(nodes)
+            nodes = [node for node in vc.order if node in chosen]
+        else:  # (the scan order is the up nodes by index)
+            nodes.sort()
+        out = {node: [h if h == -1 or h in free_to_take else None for h in vc.owner[node]] for node in nodes}
         return out, protected
 
     def after_schedule(self, sim, now: int) -> None:
@@ -135,18 +197,24 @@ def youngest(sim, j: int, g: int, evictable: dict, now: int) -> list[int] | None
     nodes, the one whose victims ran least since their starts (GPUs x seconds), then the one that
     evicts the fewest GPUs, then the first in scan order."""
     jobs = sim.jobs
+    placed_at, run_order, gpu = jobs.placed_at, jobs.run_order, jobs.gpu
     best, best_cost = None, None
     for node, gpus in evictable.items():
-        free = gpus.count(-1)
+        free, held = 0, {}  # (free GPUs; each evictable spot job's GPUs on the node)
+        for h in gpus:
+            if h == -1:
+                free += 1
+            elif h is not None:
+                held[h] = held.get(h, 0) + 1
+        if free + sum(held.values()) < g:  # (evicting them all would not fit the HP job)
+            continue
         victims = []
-        for k in sorted(_holders(gpus), key=lambda k: (-jobs.placed_at[k], -jobs.run_order[k])):
+        for k in sorted(held, key=lambda k: (-placed_at[k], -run_order[k])):
             if free >= g:
                 break
             victims.append(k)
-            free += gpus.count(k)
-        if free < g:
-            continue
-        cost = (sum(jobs.gpu[k] * (now - jobs.placed_at[k]) for k in victims), sum(jobs.gpu[k] for k in victims))
+            free += held[k]
+        cost = (sum(gpu[k] * (now - placed_at[k]) for k in victims), sum(gpu[k] for k in victims))
         if best_cost is None or cost < best_cost:
             best, best_cost = victims, cost
     return best
@@ -168,4 +236,4 @@ class SpotRules:
 
     def extension(self, ticks_per_s: int = 1) -> Spot:
         """The VC engine's extension of these rules, on a clock of `ticks_per_s` ticks per second."""
-        return Spot(self.victims, self.guarantee_s * ticks_per_s, self.overhead_s * ticks_per_s)
+        return Spot(self.victims, self.guarantee_s * ticks_per_s, self.overhead_s * ticks_per_s, HOUR_S * ticks_per_s)

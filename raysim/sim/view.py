@@ -312,6 +312,8 @@ class PolicyView:
             ids = self.vc.placement[j][0][1]
             jobs.first_gpu[j] = ids[0] if ids else -1
         jobs.run_since[j] = now
+        if self.spot is not None:
+            self.spot.started(self, j)
         jobs.run_order[j] = self._starts
         self._starts += 1
         if self.policy.times_jobs:  # the policy ends the job (finish / end_lease), no completion event
