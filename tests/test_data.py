@@ -338,7 +338,8 @@ def test_no_config_default_names_the_shared_folder():
 #: dataset -> folder of ../shared holding its files under the same relative paths
 SHARED_COPIES = {"venus": "traces/venus_sept", "lucid_profiles": "profiles", "openb": "traces/alibaba_gpu_2023",
                  "gavel_throughputs": "references/gavel", "summit_nodes": "harvest",
-                 "sia_profiles": "references/sia/profiles", "sia_workloads": "references/sia/workloads"}
+                 "sia_profiles": "references/sia/profiles", "sia_workloads": "references/sia/workloads",
+                 "alibaba_spot_nodes": "traces/cluster-trace-v2026-spot-gpu"}
 
 
 def shared_mirror(shared_dir: Path, out: Path, names) -> Path:

@@ -24,10 +24,14 @@ def events(stream, n):
 
 def lifetimes(model, n=20000, gpus=8):
     """Times from each node-up to the next failure, over `n` failures of one node."""
-    s = model.stream(0, "vc", 0, gpus, causes=CAUSES, rank=0)
+    return stream_lifetimes(model.stream(0, "vc", 0, gpus, causes=CAUSES, rank=0), n)
+
+
+def stream_lifetimes(stream, n):
+    """Times from each node-up to the next failure, over `n` failures of one node's `stream`."""
     out, up = [], 0
     while len(out) < n:
-        t, _, kind, _ = s.next()
+        t, _, kind, _ = stream.next()
         if kind == UP:
             up = t
         else:

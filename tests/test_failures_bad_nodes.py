@@ -9,25 +9,13 @@ import math
 
 import numpy as np
 import pytest
+from test_failures import stream_lifetimes as lifetimes
 
-from raysim.sim.capacity import RESTART, UP
+from raysim.sim.capacity import UP
 from raysim.sim.failures import Category, FailureModel
 
 HW = Category("gpu", 1.0, "down")
 CAUSES = ("gpu",)
-
-
-def lifetimes(stream, n):
-    """Times from each node-up to the next failure, over `n` failures of one node's `stream`."""
-    out, up = [], 0
-    while len(out) < n:
-        t, _, kind, _ = stream.next()
-        if kind == UP:
-            up = t
-        else:
-            out.append(t - up)
-            up = t if kind == RESTART else up
-    return np.array(out, dtype=float)
 
 
 def failures_until(stream, horizon):

@@ -15,7 +15,7 @@ differ from a user's machine, and only these:
   `runtime=` itself; not to the FGD inflation experiment, which takes no runtime. Tools
   (`raysim data|trace|models|report`) run unchanged.
 - Datasets come from a mirror (RAYSIM_DATA_MIRROR), not the public hosts: venus, lucid_profiles,
-  openb, gavel_throughputs and summit_nodes are the project's copies in ../shared (as in
+  openb, gavel_throughputs, summit_nodes and alibaba_spot_nodes are the project's copies in ../shared (as in
   tests/test_data.py: those scripts are marked `shared` and skip with a reason without it); helios,
   philly and pai are tiny archives made here in the published layout (the readers' test traces) and
   stand in for the real ones through a registry (RAYSIM_DATA_REGISTRY) that differs from raysim's
@@ -222,6 +222,8 @@ PROMISES = [
     Promise(r"\+experiment=harvest_summit_full", "1,001 tasks", lambda runs, work: cluster(runs[-1])["jobs"] == 1_001),
     Promise(r"\+experiment=venus_(gavel|elastic)", "the Venus week's 6,412 jobs (Gavel's round mechanism drops "
             "a few, as Gavel does)", lambda runs, work: cluster(runs[-1])["jobs"] == 6_412),
+    Promise(r"\+experiment=spot_alibaba", "high-priority jobs evict spot jobs",
+            lambda runs, work: cluster(runs[-1])["evictions"] > 0),
     Promise(r"\+experiment=(gavel_|harvest_summit)|trace\.path=",
             "every job of the run finished",
             lambda runs, work: 0 < cluster(runs[-1])["finished"] == cluster(runs[-1])["jobs"]),

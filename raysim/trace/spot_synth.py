@@ -34,6 +34,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from raysim.data.registry import DataError
+from raysim.data.resolve import resolve
 from raysim.trace.spot_gpu import JOB_COLUMNS, JOB_FILE, NODE_COLUMNS, NODE_FILE, read_spot_nodes
 
 SIGMA = 1.5
@@ -120,7 +122,8 @@ def main(argv=None, prog: str = "python -m raysim.trace.spot_synth") -> int:
     """Generate a workload into a folder (node_info_df.csv + job_info_df.csv)."""
     parser = argparse.ArgumentParser(prog=prog, description="Generate a seeded HP/spot workload in the spot GPU "
                                      "trace's format (docs/spot.md).")
-    parser.add_argument("--node-list", required=True, help="a node_info_df.csv (e.g. the dataset alibaba_spot's)")
+    parser.add_argument("--node-list", required=True, help="a node_info_df.csv, or a dataset's "
+                        "(data:alibaba_spot_nodes/node_info_df.csv)")
     parser.add_argument("--nodes", type=int, default=None, help="nodes sliced from it (default: all)")
     parser.add_argument("--jobs", type=int, default=3000)
     parser.add_argument("--days", type=float, default=7.0)
@@ -134,12 +137,12 @@ def main(argv=None, prog: str = "python -m raysim.trace.spot_synth") -> int:
     parser.add_argument("--out", required=True, help="output folder")
     args = parser.parse_args(argv)
     try:
-        nodes = read_spot_nodes(args.node_list)
+        nodes = read_spot_nodes(resolve(args.node_list, "--node-list"))
         nodes = slice_nodes(nodes, args.nodes or len(nodes))
         jobs = generate_spot(nodes, jobs=args.jobs, days=args.days, seed=args.seed, load=args.load,
                              spot_jobs=args.spot_jobs, spot_gpu_hours=args.spot_gpu_hours, orgs=args.orgs,
                              start_s=args.start_s)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, DataError) as exc:
         print(f"error: {exc}")
         return 2
     folder = write_spot(args.out, nodes, jobs)
