@@ -37,6 +37,7 @@ ON_DATA = {
     "harvest_summit": (["harvest.max_jobs=3"], ["capacity", "harvest"]),
     "harvest_summit_full": (["harvest.max_jobs=3", "harvest.nodes=16"], ["capacity", "harvest"]),
     "sia_saturn": (["trace.path=${oc.env:SIA_TRACE}"], ["gpu_types", "elastic"]),
+    "spot_alibaba": (["trace.path=${oc.env:SPOT_SMALL}"], ["gpu_types", "spot"]),
     "venus_elastic": (["policy=sia", "policy.round_s=900", "trace.path=null",
                        "trace.synth={preset:venus,days:0.1,seed:1}"], ["elastic"]),
 }
@@ -90,7 +91,7 @@ def data_cache(shared_dir, tmp_path_factory):
     (the whole workload takes ~15 s); GAVEL_TRACE, the first 40 jobs of Gavel's seed-0 trace;
     OPENB_SMALL, a folder with the first 400 pods of the cached Alibaba 2023 default pod list, its
     GPU node list, and `openb_node_list_small.csv`, the first 200 of those nodes (the FGD experiment's
-    cluster)."""
+    cluster); SPOT_SMALL, 300 HP/spot jobs generated on 40 nodes of the spot trace's node list."""
     from test_data import shared_mirror
 
     from raysim.data import store
@@ -103,12 +104,18 @@ def data_cache(shared_dir, tmp_path_factory):
     (root / "sia_8.csv").write_text("\n".join(workload[:9]) + "\n")
     gavel = (shared_dir / "references" / "gavel" / "gavel_seed0_lam8000_n300.trace").read_text().splitlines()
     (root / "gavel_40.trace").write_text("\n".join(gavel[:40]) + "\n")
+    from raysim.trace.spot_synth import generate_spot, read_spot_nodes, slice_nodes, write_spot
+
+    spot_nodes = slice_nodes(read_spot_nodes(shared_dir / "traces" / "cluster-trace-v2026-spot-gpu" /
+                                             "node_info_df.csv"), 40)
+    write_spot(root / "spot_small", spot_nodes, generate_spot(spot_nodes, jobs=300, days=2, seed=0))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RAYSIM_DATA", str(root / "cache"))
         mp.setenv("RAYSIM_DATA_MIRROR", str(mirror))
         mp.setenv("GAVEL_TRACE", str(root / "gavel_40.trace"))
         mp.setenv("SIA_TRACE", str(root / "sia_8.csv"))
         mp.setenv("OPENB_SMALL", str(root / "openb_small"))
+        mp.setenv("SPOT_SMALL", str(root / "spot_small"))
         for name in names:
             store.fetch(datasets()[name], say=lambda *_: None)
         openb, small = root / "cache" / "openb", root / "openb_small"
