@@ -8,7 +8,7 @@ is one line naming it; what the settings say together (exactly one MTBF, `shape`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -152,8 +152,8 @@ class Producer:
         """The causes its failures name, in order."""
         return ()
 
-    def plan(self, settings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan):
-        """The run's capacity plan (see failure_plan)."""
+    def plan(self, settings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan, pipeline=None):
+        """The run's capacity plan (see failure_plan; `pipeline`: repair=pipeline's, for drawn failures)."""
         return log_plan
 
 
@@ -169,12 +169,15 @@ class Drawn(Producer):
     def causes(self, settings: ModelSettings) -> tuple:
         return tuple(c.name for c in settings.categories)
 
-    def plan(self, settings: ModelSettings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan):
+    def plan(self, settings: ModelSettings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan,
+             pipeline=None):
         from raysim.sim.capacity import CapacityPlan
         from raysim.sim.failures import failing_vcs
 
         causes, logs = _merged(self.causes(settings), log_plan)
-        return CapacityPlan(causes, failing_vcs(model_of(settings), seed, layout, homes, causes, logs, jobs))
+        model = replace(model_of(settings), pipeline=pipeline)
+        return CapacityPlan(causes, failing_vcs(model, seed, layout, homes, causes, logs, jobs),
+                            repairs=pipeline is not None)
 
 
 class Replayed(Producer):
@@ -188,7 +191,8 @@ class Replayed(Producer):
     def causes(self, settings: FailureTraceSettings) -> tuple:
         return tuple(settings.kinds)
 
-    def plan(self, settings: FailureTraceSettings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan):
+    def plan(self, settings: FailureTraceSettings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan,
+             pipeline=None):
         from raysim.sim.capacity import CapacityPlan, own_layout
         from raysim.sim.failure_trace import read_failure_trace, traced_vcs
 
@@ -233,8 +237,12 @@ def failure_settings(cfg: DictConfig):
 
 
 def check_failures_config(cfg: DictConfig) -> None:
-    """Check the `failures` group: its keys and values (one line naming a bad one)."""
+    """Check the `failures` group and the `repair` group with it: their keys and values (one line
+    naming a bad one)."""
+    from raysim.run.repair import check_repair_config
+
     failure_settings(cfg)
+    check_repair_config(cfg, FAILURES[failures_name(cfg)].kind == "model")
 
 
 def model_of(settings: ModelSettings) -> FailureModel:
@@ -259,6 +267,9 @@ def failure_model(cfg: DictConfig) -> FailureModel:
 def failure_plan(cfg: DictConfig, layout: dict, homes: tuple, jobs: dict, log_plan):
     """The run's capacity plan with failures (None under failures=none: `log_plan`, the node log's
     plan or None, stands): per VC, each node's failures merged with its node log events; the causes
-    are the node log's, then the failure categories. `jobs`: trace jobs per VC of `layout`."""
+    are the node log's, then the failure categories. `jobs`: trace jobs per VC of `layout`. Drawn
+    failures are repaired as the `repair` group says."""
+    from raysim.run.repair import pipeline
+
     return FAILURES[failures_name(cfg)].plan(failure_settings(cfg), int(value(cfg, "seed")), layout, homes, jobs,
-                                              log_plan)
+                                              log_plan, pipeline(cfg))
