@@ -156,3 +156,14 @@ def test_repair_fixed_runs_have_no_repair_columns(tmp_path):
     assert not spec.capacity.repairs
     simulate_to(tmp_path / "out", trace, spec, None, job_extra=extra)
     assert "auto_repairs" not in pq.read_schema(tmp_path / "out" / "timeseries.parquet").names
+
+
+def test_a_stream_pickled_midway_continues_with_its_repairs_and_counts():
+    import pickle
+
+    model = pipelined(TABLE_I, bad_fraction=0.5, bad_multiplier=6.0)
+    stream = model.stream(5, "vc", 3, 8, causes=CAUSES, rank=3)
+    events(stream, 7)  # (midway: a DOWN handed out, its repair not yet counted)
+    copy = pickle.loads(pickle.dumps(stream))
+    assert events(copy, 30) == events(stream, 30)
+    assert repair_counts([copy]) == repair_counts([stream]) and repair_counts([stream])[0] == 18

@@ -139,7 +139,8 @@ class Producer:
     """A preset of the `failures` group as FAILURES registers it: its one-line doc, its declared
     `Settings`, their `relations`, the causes its failures name and the run's capacity plan."""
 
-    kind = ""  # producers of one kind share their settings ("model": the drawn ones)
+    kind = ""  # producers of one kind share their settings ("model": the drawn ones, whose plan also takes
+    # repair=pipeline's `pipeline`)
     Settings = NoSettings
 
     def __init__(self, doc: str):
@@ -152,13 +153,14 @@ class Producer:
         """The causes its failures name, in order."""
         return ()
 
-    def plan(self, settings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan, pipeline=None):
-        """The run's capacity plan (see failure_plan; `pipeline`: repair=pipeline's, for drawn failures)."""
+    def plan(self, settings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan):
+        """The run's capacity plan (see failure_plan)."""
         return log_plan
 
 
 class Drawn(Producer):
-    """Failures drawn per node from a failure model."""
+    """Failures drawn per node from a failure model, repaired by the model's repair time or by
+    `pipeline` (repair=pipeline's, raysim.sim.repairs)."""
 
     kind = "model"
     Settings = ModelSettings
@@ -191,8 +193,7 @@ class Replayed(Producer):
     def causes(self, settings: FailureTraceSettings) -> tuple:
         return tuple(settings.kinds)
 
-    def plan(self, settings: FailureTraceSettings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan,
-             pipeline=None):
+    def plan(self, settings: FailureTraceSettings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan):
         from raysim.sim.capacity import CapacityPlan, own_layout
         from raysim.sim.failure_trace import read_failure_trace, traced_vcs
 
@@ -268,8 +269,10 @@ def failure_plan(cfg: DictConfig, layout: dict, homes: tuple, jobs: dict, log_pl
     """The run's capacity plan with failures (None under failures=none: `log_plan`, the node log's
     plan or None, stands): per VC, each node's failures merged with its node log events; the causes
     are the node log's, then the failure categories. `jobs`: trace jobs per VC of `layout`. Drawn
-    failures are repaired as the `repair` group says."""
+    failures are repaired as the `repair` group says (its pipeline, which only they take, is passed
+    to them alone)."""
     from raysim.run.repair import pipeline
 
+    repairs = pipeline(cfg)
     return FAILURES[failures_name(cfg)].plan(failure_settings(cfg), int(value(cfg, "seed")), layout, homes, jobs,
-                                              log_plan, pipeline(cfg))
+                                              log_plan, **({} if repairs is None else {"pipeline": repairs}))
