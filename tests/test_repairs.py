@@ -167,3 +167,26 @@ def test_a_stream_pickled_midway_continues_with_its_repairs_and_counts():
     copy = pickle.loads(pickle.dumps(stream))
     assert events(copy, 30) == events(stream, 30)
     assert repair_counts([copy]) == repair_counts([stream]) and repair_counts([stream])[0] == 18
+
+
+def test_many_nodes_repairs_have_the_pipelines_shares_and_mean_down_time():
+    """1,000 nodes, 15 % bad, 20 failures each under Table I: escalations 0.8 of repairs, false
+    successes 0.2 x 0.4 + 0.8 x 0.2 = 0.24, a node down 40.4 h a repair on average, and a bad node
+    still bad after its first repair exactly when that repair's success was false (0.24 of them)."""
+    model = pipelined(TABLE_I, bad_fraction=0.15, bad_multiplier=6.0)
+    streams = [model.stream(11, "vcR", node, 8, causes=CAUSES, rank=node) for node in range(1000)]
+    bad = [s for s in streams if s.bad]
+    down, first = [], []
+    for s in streams:
+        evs = events(s, 2)
+        first.append((s in bad, s.bad, s.false_successes))
+        evs += events(s, 38)
+        down += [up[0] - fail[0] for fail, up in zip(evs[::2], evs[1::2])]
+    auto, manual, false = repair_counts(streams)
+    assert auto == 1000 * 20 == len(down)
+    assert manual / auto == pytest.approx(0.8, abs=0.01)
+    assert false / auto == pytest.approx(0.24, abs=0.01)
+    assert np.mean(down) / 3600 == pytest.approx(40.4, rel=0.02)
+    assert len(bad) == pytest.approx(150, abs=30)
+    assert all(still == bool(f) for was, still, f in first if was)
+    assert sum(still for _, still, _ in first) / len(bad) == pytest.approx(0.24, abs=0.06)
