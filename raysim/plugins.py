@@ -81,6 +81,7 @@ GROUPS = (
     Group("harvest.allocator", "raysim.harvest.allocators:ALLOCATORS"),
     Group("fgd.policy", "raysim.placement.scored:SCORERS"),
     Group("failures", "raysim.run.failures:FAILURES", prefix="failures", noun="preset"),
+    Group("repair", "raysim.run.repair:REPAIRS", prefix="repair", noun="repair preset"),
     Group("quota", "raysim.quota.settings:QUOTAS", prefix="quota"),
     Group("spot.victims", "raysim.sim.spot:VICTIMS", noun="victim chooser"),
 )

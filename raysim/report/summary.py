@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from raysim.report.classes import per_class
 from raysim.report.loans import has_loans, loan_gpu_hours
 from raysim.report.timeseries import change_runs, column_hours, column_names, grid_count, series_layout
-from raysim.sim.recorder import CAPACITY_COLUMNS
+from raysim.sim.recorder import CAPACITY_COLUMNS, REPAIR_COLUMNS
 from raysim.trace.schema import PRIORITY_CLASSES
 
 QUANTILES = {"p50": 50, "p95": 95, "p99": 99, "p99.9": 99.9}
@@ -31,7 +31,9 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
     run with quota=borrow, `borrowed_gpu_h` and `lent_gpu_h` (raysim.report.loans). With capacity
     events (jobs with `interruptions`): `interruptions` (times a node going down stopped its jobs)
     and, from the time series' `down_gpu_num`, `down_gpu_h` (GPU-hours of the VC's nodes out of
-    service; NaN for a VC the series lacks: under quota=global it has the merged VC only). Under
+    service; NaN for a VC the series lacks: under quota=global it has the merged VC only) and, under
+    repair=pipeline, REPAIR_COLUMNS (`auto_repairs`, `manual_repairs`, `false_successes`: repairs
+    begun during the run on the VC's own nodes, repair_counts). Under
     checkpoint-restart (jobs with `lost_gpu_s` and `overhead_gpu_s`): `lost_gpu_h` and
     `overhead_gpu_h`, and with `duration` and `gpu_num` (a job's work; left out where durations
     are placeholders) `ettr` (checkpoint_figures). Under
@@ -98,7 +100,21 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
         for row in rows:
             row["down_gpu_h"] = float(sum(v[0] for v in down.values()) if row["vc"] == "all"
                                       else down.get(row["vc"], [np.nan])[0])
+    if REPAIR_COLUMNS[0] in names:
+        counts = repair_counts(series)
+        for row in rows:
+            row.update({c: counts.get(row["vc"], {}).get(c, np.nan) for c in REPAIR_COLUMNS})
     return pd.DataFrame(rows)
+
+
+def repair_counts(series) -> dict[str, dict[str, int]]:
+    """VC (and "all") -> REPAIR_COLUMNS' counts at the end of the run: the largest sample of each
+    (they only grow), from a timeseries.parquet (a path) or a table read from one."""
+    table = series if isinstance(series, pa.Table) else pq.read_table(series, columns=["vc", *REPAIR_COLUMNS])
+    frame = table.select(["vc", *REPAIR_COLUMNS]).to_pandas()
+    frame["vc"] = frame["vc"].astype(str)
+    return {vc: {c: int(v) for c, v in row.items()}
+            for vc, row in frame.groupby("vc", sort=False)[list(REPAIR_COLUMNS)].max().iterrows()}
 
 
 def class_figures(jobs: pd.DataFrame) -> dict:

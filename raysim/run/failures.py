@@ -8,7 +8,7 @@ is one line naming it; what the settings say together (exactly one MTBF, `shape`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -139,7 +139,8 @@ class Producer:
     """A preset of the `failures` group as FAILURES registers it: its one-line doc, its declared
     `Settings`, their `relations`, the causes its failures name and the run's capacity plan."""
 
-    kind = ""  # producers of one kind share their settings ("model": the drawn ones)
+    kind = ""  # producers of one kind share their settings ("model": the drawn ones, whose plan also takes
+    # repair=pipeline's `pipeline`)
     Settings = NoSettings
 
     def __init__(self, doc: str):
@@ -158,7 +159,8 @@ class Producer:
 
 
 class Drawn(Producer):
-    """Failures drawn per node from a failure model."""
+    """Failures drawn per node from a failure model, repaired by the model's repair time or by
+    `pipeline` (repair=pipeline's, raysim.sim.repairs)."""
 
     kind = "model"
     Settings = ModelSettings
@@ -169,12 +171,15 @@ class Drawn(Producer):
     def causes(self, settings: ModelSettings) -> tuple:
         return tuple(c.name for c in settings.categories)
 
-    def plan(self, settings: ModelSettings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan):
+    def plan(self, settings: ModelSettings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan,
+             pipeline=None):
         from raysim.sim.capacity import CapacityPlan
         from raysim.sim.failures import failing_vcs
 
         causes, logs = _merged(self.causes(settings), log_plan)
-        return CapacityPlan(causes, failing_vcs(model_of(settings), seed, layout, homes, causes, logs, jobs))
+        model = replace(model_of(settings), pipeline=pipeline)
+        return CapacityPlan(causes, failing_vcs(model, seed, layout, homes, causes, logs, jobs),
+                            repairs=pipeline is not None)
 
 
 class Replayed(Producer):
@@ -233,8 +238,12 @@ def failure_settings(cfg: DictConfig):
 
 
 def check_failures_config(cfg: DictConfig) -> None:
-    """Check the `failures` group: its keys and values (one line naming a bad one)."""
+    """Check the `failures` group and the `repair` group with it: their keys and values (one line
+    naming a bad one)."""
+    from raysim.run.repair import check_repair_config
+
     failure_settings(cfg)
+    check_repair_config(cfg, FAILURES[failures_name(cfg)].kind == "model")
 
 
 def model_of(settings: ModelSettings) -> FailureModel:
@@ -259,6 +268,11 @@ def failure_model(cfg: DictConfig) -> FailureModel:
 def failure_plan(cfg: DictConfig, layout: dict, homes: tuple, jobs: dict, log_plan):
     """The run's capacity plan with failures (None under failures=none: `log_plan`, the node log's
     plan or None, stands): per VC, each node's failures merged with its node log events; the causes
-    are the node log's, then the failure categories. `jobs`: trace jobs per VC of `layout`."""
+    are the node log's, then the failure categories. `jobs`: trace jobs per VC of `layout`. Drawn
+    failures are repaired as the `repair` group says (its pipeline, which only they take, is passed
+    to them alone)."""
+    from raysim.run.repair import pipeline
+
+    repairs = pipeline(cfg)
     return FAILURES[failures_name(cfg)].plan(failure_settings(cfg), int(value(cfg, "seed")), layout, homes, jobs,
-                                              log_plan)
+                                              log_plan, **({} if repairs is None else {"pipeline": repairs}))

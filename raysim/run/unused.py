@@ -35,7 +35,7 @@ SHARED = ("mode", "data", "hydra")
 #: The config keys and groups each mode reads; the others must keep their root defaults.
 CLUSTER_KEYS = ("seed", "trace", "sim", "network", "estimator", "ray", "policies",
                 "rounds", "harvest", "cluster", "policy", "placer", "runtime", "quota", "checkpoint",
-                "failures", "report", "spot")
+                "failures", "repair", "report", "spot")
 MODES = {"cluster": CLUSTER_KEYS, "fgd": ("fgd", "seed")}
 #: Why a mode refuses what it does not use (per key where it helps; "*": any other key).
 WHY = {
@@ -45,7 +45,8 @@ WHY = {
                 "*": "not a setting of trace replays (mode=cluster)"},
 }
 #: Config groups chosen by name (`policy=tiresias`): a different choice is refused as the group.
-CHOICE_KEYS = {"policy": "name", "placer": "name", "runtime": "name", "quota": "mode", "failures": "name"}
+CHOICE_KEYS = {"policy": "name", "placer": "name", "runtime": "name", "quota": "mode", "failures": "name",
+               "repair": "name"}
 #: The round mechanism's settings, once rounds.*, now every round-based policy's own (policy.*);
 #: rounds.generate, rate_jobs_per_hour and reference_type make Gavel's jobs for any policy.
 ROUND_MOVED = ("round_s", "reset_min_s", "type_order", "lp_method", "window", "job_type_column", "job_type_map")

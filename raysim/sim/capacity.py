@@ -116,10 +116,12 @@ class VCCapacity:
 class CapacityPlan:
     """The run's capacity events per VC, and the causes they name (jobs.parquet has a column per
     cause). Every VC simulator gets the whole plan: a node on loan to another VC follows its own
-    VC's events there (raysim.quota.ledger)."""
+    VC's events there (raysim.quota.ledger). `repairs`: whether its failures are repaired by a
+    pipeline whose repairs are counted (repair=pipeline: the time series' REPAIR_COLUMNS)."""
 
     causes: tuple = ()
     vcs: dict = field(default_factory=dict)  # VC -> VCCapacity
+    repairs: bool = False
 
     def of(self, vc: str) -> VCCapacity | None:
         """VC `vc`'s events (None: its nodes never change)."""

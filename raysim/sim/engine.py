@@ -139,18 +139,20 @@ class VCSimulator(PolicyView):
             s != 1.0 for row in self._catalog.speed_rows(types) for s in row)
         self._snapshot(t0)
 
-    def follow_plan(self, plan) -> None:
+    def follow_plan(self, plan) -> tuple:
         """Capacity events (raysim.sim.extensions.Capacity): each of this VC's nodes follows its
-        stream of `plan`, and nodes that join later start absent."""
+        stream of `plan`, and nodes that join later start absent. Returns the streams they follow."""
         own = plan.of(self.name)
         if own is None:
-            return
+            return ()
         self._cap_jobs = own.jobs
-        for node in range(self.vc.num_nodes):
-            self.follow(node, own.stream(node), self.t0)
+        streams = tuple(own.stream(node) for node in range(self.vc.num_nodes))
+        for node, stream in enumerate(streams):
+            self.follow(node, stream, self.t0)
         for node in own.absent:
             self.vc.change(node, "leave", "not_joined")
             self.joining += 1
+        return streams
 
     def reindex_types(self) -> None:
         """Lookups over the VC's GPU types (again when a borrowed node brings a new type)."""

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.sim.recorder import CAPACITY_COLUMNS, RESOURCE_COLUMNS
+from raysim.sim.recorder import CAPACITY_COLUMNS, REPAIR_COLUMNS, RESOURCE_COLUMNS
 
 #: The order of extensions in a spec's list (results and time-series columns come out in it).
 ORDER = ("network", "quota", "shared_queue", "resources", "capacity", "checkpoints", "replays", "spot")
@@ -127,7 +127,8 @@ class SharedQueue(Extension):
 
 class Capacity(Extension):
     """Nodes that go down, come back, join or leave (raysim.sim.capacity.CapacityPlan): each node
-    follows its stream of events, jobs on a node going down stop for the event's cause."""
+    follows its stream of events, jobs on a node going down stop for the event's cause. A plan whose
+    repairs are counted (repair=pipeline) adds REPAIR_COLUMNS, summed over the VC's own nodes."""
 
     name = "capacity"
     settings = ("cluster.capacity", "failures")
@@ -137,13 +138,20 @@ class Capacity(Extension):
 
     def __init__(self, plan):
         self.plan = plan
+        if plan.repairs:
+            self.series_columns = CAPACITY_COLUMNS + REPAIR_COLUMNS
+        self.own = ()  # the streams the VC's own nodes follow (repairs counted)
 
     def attach(self, sim) -> None:
         sim.capacity_plan = self.plan
-        sim.follow_plan(self.plan)
+        self.own = sim.follow_plan(self.plan)
 
     def series_row(self, sim) -> tuple:
-        return (sim.vc.down_gpus,)
+        if not self.plan.repairs:
+            return (sim.vc.down_gpus,)
+        from raysim.sim.failures import repair_counts
+
+        return (sim.vc.down_gpus, *repair_counts(self.own))
 
     def results(self, sim, rows) -> dict[str, np.ndarray]:
         return sim.jobs.interruption_results(rows, len(self.plan.causes))

@@ -9,7 +9,9 @@ a *category* drawn by the categories' shares. A ``down`` category (faulty GPU, H
 takes the node out of service until it is repaired (`repair_s`, fixed or exponential; 0: back at
 once); a ``restart`` category (software, NCCL timeout) only restarts the jobs on it, the node stays
 up. A fresh lifetime starts when the node is up again (at once after a restart): nothing fails while
-a node is down.
+a node is down. Under `repair=pipeline` a ``down`` failure's repair is the pipeline's instead
+(raysim.sim.repairs: automated, maybe manual, maybe a false success), drawn from the node's own
+repair generator; a bad node that a repair truly fixes is good from then on.
 
 Streams are lazy (the next failure is drawn when the engine asks for it: cost grows with failures,
 not with simulated time), deterministic and picklable, and seeded per node by (run seed, VC name,
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from raysim.sim.capacity import DOWN, RESTART, UP
+from raysim.sim.repairs import REPAIR
 
 #: What a failure category does to its node.
 KINDS = ("down", "restart")
@@ -56,8 +59,8 @@ class FailureModel:
     """Per-node failures: time to failure (`distribution`, of mean `node_mtbf_s` per node, or
     `gpu_mtbf_s` per GPU: a node of g GPUs then fails g times as often; Weibull `shape`, lognormal
     `sigma`), bad nodes (each node is bad with probability `bad_fraction` and then fails
-    `bad_multiplier` times as often), repairs (`repair_s`, `repair`: fixed or exponential) and
-    `categories`."""
+    `bad_multiplier` times as often), repairs (`repair_s`, `repair`: fixed or exponential; or the
+    `pipeline`'s) and `categories`."""
 
     categories: tuple
     node_mtbf_s: float | None = None
@@ -69,6 +72,7 @@ class FailureModel:
     sigma: float = 1.0
     bad_fraction: float = 0.0
     bad_multiplier: float = 1.0
+    pipeline: object = None  # a raysim.sim.repairs.Pipeline (repair=pipeline), or None: repair_s
 
     def mtbf_s(self, gpus: int) -> float:
         """Mean time to failure of a node of `gpus` GPUs."""
@@ -78,9 +82,11 @@ class FailureModel:
         """Node `node` (of `gpus` GPUs) of VC `vc`'s failures, its events naming causes by their index
         in `causes` and ordered among same-second events of other nodes by `rank`."""
         bad = self.is_bad(seed, vc, node)
+        repairs = None if self.pipeline is None else np.random.default_rng([seed, stable_hash(vc), node, REPAIR])
         return NodeFailures(self, np.random.default_rng([seed, stable_hash(vc), node]),
                             self.mtbf_s(gpus) / (self.bad_multiplier if bad else 1.0),
-                            tuple(causes.index(c.name) for c in self.categories), rank, bad)
+                            tuple(causes.index(c.name) for c in self.categories), rank, bad,
+                            repairs=repairs, good_mtbf_s=self.mtbf_s(gpus))
 
     def is_bad(self, seed: int, vc: str, node: int) -> bool:
         """Whether node `node` of VC `vc` is bad: drawn from its own health seed, never with
@@ -108,20 +114,30 @@ def scale(model: FailureModel, mtbf_s: float) -> float:
 class NodeFailures:
     """One node's failure events (a NodeStream): `next()` gives (time s, rank, kind, cause index), one
     event at a time, drawing the next failure only when the last one has been handed out. `bad`:
-    whether the node is a bad one (its `mtbf_s` already divided by the model's multiplier)."""
+    whether the node is a bad one (its `mtbf_s` already divided by the model's multiplier). Under the
+    model's `pipeline`, `repairs` draws its repairs (a bad node truly fixed then lives `good_mtbf_s`),
+    counted in `auto_repairs`, `manual_repairs` and `false_successes` as each begins (its DOWN handed
+    out, and the UP that ends it)."""
 
     def __init__(self, model: FailureModel, rng: np.random.Generator, mtbf_s: float, causes: tuple, rank: int,
-                 bad: bool = False):
+                 bad: bool = False, *, repairs: np.random.Generator | None = None, good_mtbf_s: float | None = None):
         self.model, self.rng, self.rank, self.causes, self.bad = model, rng, rank, causes, bad
         self.scale = scale(model, mtbf_s)
+        self.repairs, self.good_mtbf_s = repairs, good_mtbf_s
+        self.auto_repairs = self.manual_repairs = self.false_successes = 0
         self.shares = np.cumsum([c.share for c in model.categories]) / sum(c.share for c in model.categories)
         self.up_at = 0.0  # when the node's current lifetime began (real seconds)
-        self.repair_due = None  # (time, cause) of the UP that follows the DOWN handed out last
+        self.repair_due = None  # (time, cause, pipeline repair or None) of the UP that follows the
+        # DOWN handed out last
 
     def next(self) -> tuple[int, int, int, int] | None:
         if self.repair_due is not None:
-            t, cause = self.repair_due
+            t, cause, repair = self.repair_due
             self.repair_due = None
+            if repair is not None:  # (counted as it begins: the engine asks for its end once it applies the DOWN)
+                self.auto_repairs += 1
+                self.manual_repairs += repair.manual
+                self.false_successes += repair.false
             return int(t), self.rank, UP, cause
         model, rng = self.model, self.rng
         life = self.life(rng)
@@ -131,12 +147,23 @@ class NodeFailures:
         if category.kind == "restart":
             self.up_at = t
             return int(t), self.rank, RESTART, cause
-        mean = model.repair_s if category.repair_s is None else category.repair_s
-        repair = rng.exponential(mean) if model.repair == "exponential" and mean > 0 else mean
+        drawn = None if model.pipeline is None else self.pipeline_repair()
+        if drawn is not None:
+            repair = drawn.time_s
+        else:
+            mean = model.repair_s if category.repair_s is None else category.repair_s
+            repair = rng.exponential(mean) if model.repair == "exponential" and mean > 0 else mean
         self.up_at = t + repair
-        self.repair_due = (self.up_at, cause)
+        self.repair_due = (self.up_at, cause, drawn)
         return int(t), self.rank, DOWN, cause
 
+    def pipeline_repair(self):
+        """A repair drawn from the model's pipeline (a raysim.sim.repairs.Repair); a bad node truly
+        fixed is good from its next lifetime on."""
+        repair = self.model.pipeline.draw(self.repairs)
+        if self.bad and not repair.false:
+            self.bad, self.scale = False, scale(self.model, self.good_mtbf_s)
+        return repair
 
     def life(self, rng: np.random.Generator) -> float:
         """A lifetime drawn from the model's distribution (of mean the node's MTBF)."""
@@ -146,6 +173,14 @@ class NodeFailures:
         if model.distribution == "weibull":
             return self.scale * rng.weibull(model.shape)
         return self.scale * rng.lognormal(0.0, model.sigma)
+
+
+def repair_counts(streams) -> tuple[int, int, int]:
+    """Automated repairs, manual repairs and false successes begun so far on the nodes of `streams`
+    (capacity streams: a node's failures, alone or merged with its node log; others count none)."""
+    counted = [getattr(s, "failures", s) for s in streams]
+    return tuple(sum(getattr(f, key, 0) for f in counted)
+                 for key in ("auto_repairs", "manual_repairs", "false_successes"))
 
 
 class Merged:

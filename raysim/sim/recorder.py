@@ -30,6 +30,9 @@ FLOAT_COLUMNS = ("sm_util", "gmem_mb")  # stored as float32, the counts as int32
 #: With capacity events (raysim.sim.capacity): GPUs of the VC's own nodes out of service (down or
 #: left, wherever they are: lent out too; a node that has not joined yet is not counted).
 CAPACITY_COLUMNS = ("down_gpu_num",)
+#: With repair=pipeline (raysim.sim.repairs): automated repairs, manual repairs and false successes
+#: begun so far on the VC's own nodes (cumulative counts).
+REPAIR_COLUMNS = ("auto_repairs", "manual_repairs", "false_successes")
 #: On VCs that count GPU shares, CPU and memory (VCState.res): GPU milli allocated to jobs, and FGD's
 #: fragment amount in GPU milli (free GPU milli that the run's typical requests cannot use; see
 #: raysim.placement.frag), both summed over the VC's GPUs.
