@@ -61,7 +61,7 @@ def cell(v, column: str = "") -> str:
 
 #: (column name pattern, unit) of the figures tables show, first match wins (`unit`).
 UNITS = ((r"^gpu_utilization", "fraction of GPU time allocated, 0-1"),
-         (r"^(ettr|efficiency|harvested_fraction)$", "fraction, 0-1"),
+         (r"^(ettr|efficiency|harvested_fraction|spot_gpu_share)$", "fraction, 0-1"),
          (r"_gpu_h$", "GPU-hours"), (r"_node_hours$", "node-hours"), (r"_h$", "hours"),
          (r"^(avg_|p[\d.]+_)(jct|queue)|^makespan$|_s$", "seconds"),
          (r"^allo_", "% of GPUs allocated"), (r"^frag_ratio_", "% of idle GPU capacity"))
