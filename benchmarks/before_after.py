@@ -17,7 +17,7 @@ through raysim/paths.py, its own conf/ and traces/); this is checked before any 
 comparison aborts if it does not hold.
 
 The benchmark must print JSON lines (pass it `--json`). Rows are grouped into cases by every
-non-numeric field plus the numeric keys given by `--key` (default: months, jobs, days, seed,
+non-numeric field (objects excepted: measurements) plus the numeric keys given by `--key` (default: months, jobs, days, seed,
 window_s, vcs_per_actor); the table shows, per case, the median `--metric` before and after, the
 ratio after/before and every run's value. Fields such as avg_jct (`--same`) that should not change
 between runs are compared and any difference is reported under the table. `--json` prints the
@@ -129,9 +129,11 @@ def is_number(v) -> bool:
 
 
 def case_of(row: dict, keys: set[str], metric: str, same: set[str]) -> tuple:
-    """The identifying (field, value) pairs of a row, in the row's own order."""
-    return tuple((k, json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in row.items()
-                 if k not in ("error", metric) and k not in same and (k in keys or not is_number(v)))
+    """The identifying (field, value) pairs of a row, in the row's own order: its names and `keys`;
+    measurements a run reports as objects (e.g. scale.py's speedup_bound and split_s) are not."""
+    return tuple((k, json.dumps(v) if isinstance(v, list) else v) for k, v in row.items()
+                 if k not in ("error", metric) and k not in same and not isinstance(v, dict)
+                 and (k in keys or not is_number(v)))
 
 
 def label(case: tuple) -> str:
