@@ -113,6 +113,12 @@ def test_the_presets_pass_the_checks_and_reach_the_model():
     (["failures=exponential", "repair=pipeline", "repair.manual_h=inf"], "repair.manual_h"),
     (["failures=exponential", "repair=pipeline", "repair.times=weibull"], "repair.times"),
     (["failures=exponential", "+repair.escalate=0.5"], "repair.escalate"),
+    # the pipeline draws every repair: a model repair time set with it would be ignored
+    (["failures=exponential", "repair=pipeline", "failures.repair_h=3"], "failures.repair_h"),
+    (["failures=exponential", "repair=pipeline", "failures.repair=exponential"], "failures.repair"),
+    (["failures=exponential", "repair=pipeline",
+      "failures.categories=[{name: gpu, share: 1, kind: down, repair_h: 5}]"], "failures.categories[0].repair_h"),
+    (["failures=exponential", "failures.repair_h=null"], "failures.repair_h"),
 ])
 def test_bad_repair_settings_are_one_line_naming_the_key(overrides, key):
     from raysim.errors import ConfigError, user_error_message

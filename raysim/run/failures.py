@@ -79,9 +79,11 @@ class ModelSettings:
                                         above=0, maximum=MAX_HOURS)
     gpu_mtbf_h: float | None = setting(None, "... or of one GPU: a node of g GPUs fails g times as often (set "
                                        "exactly one)", above=0, maximum=MAX_HOURS)
-    repair_h: float = setting(4.0, "mean time a node that goes down takes to come back, hours (0: at once)",
-                              minimum=0, maximum=MAX_HOURS)
-    repair: str = setting("fixed", "fixed | exponential (of mean repair_h)", choices=REPAIRS)
+    repair_h: float | None = setting(4.0, "mean time a node that goes down takes to come back, hours (0: at once; "
+                                     "null, and only null, under repair=pipeline, which draws its own)",
+                                     minimum=0, maximum=MAX_HOURS)
+    repair: str | None = setting("fixed", "fixed | exponential (of mean repair_h; null under repair=pipeline)",
+                                 choices=REPAIRS)
     categories: list[CategorySettings] = setting([CategorySettings()], "failure categories, drawn by share",
                                                  check=_categories)
     bad_fraction: float = setting(0.0, "share of nodes that are bad (each drawn from its own seed), failing "
@@ -240,10 +242,32 @@ def failure_settings(cfg: DictConfig):
 def check_failures_config(cfg: DictConfig) -> None:
     """Check the `failures` group and the `repair` group with it: their keys and values (one line
     naming a bad one)."""
-    from raysim.run.repair import check_repair_config
+    from raysim.run.repair import check_repair_config, repair_name
 
-    failure_settings(cfg)
-    check_repair_config(cfg, FAILURES[failures_name(cfg)].kind == "model")
+    drawn = FAILURES[failures_name(cfg)].kind == "model"
+    check_repair_config(cfg, drawn)
+    settings = failure_settings(cfg)
+    if drawn:
+        repair_relations(settings, repair_name(cfg) == "pipeline")
+
+
+def repair_relations(s: ModelSettings, pipeline: bool) -> None:
+    """Who gives a drawn failure's repair time: the model (`repair_h`, `repair`, a category's
+    `repair_h`) under repair=fixed, the pipeline alone under repair=pipeline (a model repair time set
+    there would be ignored: refused)."""
+    if not pipeline:
+        for key in ("repair_h", "repair"):
+            if getattr(s, key) is None:
+                raise ConfigError(f"failures.{key}", "must be set (null only under repair=pipeline)")
+        return
+    for key in ("repair_h", "repair"):
+        if getattr(s, key) is not None:
+            raise ConfigError(f"failures.{key}", "repair=pipeline draws every repair (repair.auto_h, repair.manual_h, "
+                              "...): leave it unset", getattr(s, key))
+    for i, c in enumerate(s.categories):
+        if c.repair_h is not None:
+            raise ConfigError(f"failures.categories[{i}].repair_h", "repair=pipeline draws every repair: a category "
+                              "may not set its own", c.repair_h)
 
 
 def model_of(settings: ModelSettings) -> FailureModel:
@@ -254,7 +278,7 @@ def model_of(settings: ModelSettings) -> FailureModel:
                         gpu_mtbf_s=None if settings.gpu_mtbf_h is None else settings.gpu_mtbf_h * HOUR,
                         distribution=settings.distribution,
                         shape=settings.shape if settings.distribution == "weibull" else 1.0,
-                        repair_s=settings.repair_h * HOUR, repair=settings.repair,
+                        repair_s=(settings.repair_h or 0.0) * HOUR, repair=settings.repair or "fixed",
                         sigma=settings.sigma if settings.distribution == "lognormal" else 1.0,
                         bad_fraction=settings.bad_fraction,
                         bad_multiplier=1.0 if settings.bad_multiplier is None else settings.bad_multiplier)
