@@ -26,10 +26,11 @@ from raysim.sim.spot import Spot
 HP, SPOT = 0, 1
 
 
-def simulated(jobs, classes, *, victims="youngest", guarantee=0, overhead=0, checkpoint=None, policy="fifo", nodes=1):
+def simulated(jobs, classes, *, victims="youngest", guarantee=0, overhead=0, checkpoint=None, policy="fifo", nodes=1,
+              evict="blocked"):
     """Results per job of one VC of `nodes` 8-GPU nodes: `jobs` (submit, duration, GPUs), `classes` per job."""
     params = SimParams.for_mode("clean")
-    extensions = ([Checkpoints(checkpoint)] if checkpoint else []) + [Spot(victims, guarantee, overhead)]
+    extensions = ([Checkpoints(checkpoint)] if checkpoint else []) + [Spot(victims, guarantee, overhead, evict=evict)]
     sim = VCSimulator("vc", pools(nodes), make_policy(policy, params=params), make_placer("consolidate", params=params),
                       params, extensions=extensions)
     cols = batch(jobs)
@@ -71,6 +72,28 @@ def test_the_choosers_pick_their_node(victims, evicted, ends):
     r = simulated(TWO_NODES, [HP, SPOT, SPOT, SPOT, HP], victims=victims, nodes=2)
     assert r["first_node"][:4] == [0, 0, 1, 1]
     assert r["evictions"] == [int(k == evicted) for k in range(5)] and r["end_time"] == ends
+
+
+def test_under_evict_always_an_hp_job_evicts_where_gfs_places_it_even_beside_free_gpus():
+    # spot job 0 (2 GPUs) on node 0 from 0; HP job 1 (2 GPUs) at 100; node 1 is free
+    jobs = [(0, 1000, 2), (100, 300, 2)]
+    r = simulated(jobs, [SPOT, HP], victims="gfs", nodes=2)
+    assert r["evictions"] == [0, 0] and r["end_time"] == [1000, 400]  # (the placer found GPUs: nobody evicted)
+    # GFS counts free GPUs and a spot job's alike: both nodes have 8, node 0 comes first, and its first two GPUs
+    # are the spot job's: it is evicted at 100 (ran 100 s) and starts again at once on free GPUs, 900 s + 40 left
+    r = simulated(jobs, [SPOT, HP], victims="gfs", nodes=2, evict="always", overhead=40)
+    assert r["evictions"] == [1, 0] and r["first_node"] == [0, 0] and r["start_time"] == [0, 100]
+    assert r["end_time"] == [1040, 400] and r["queue"] == [0, 0]
+
+
+def test_under_evict_always_the_node_with_the_fewest_gpus_not_held_by_hp_jobs_is_taken():
+    # node 0: HP job 0 (6 GPUs) and spot job 1 (2); node 1: HP job 2 (4 GPUs), 4 free; HP job 3 (2 GPUs) at 50
+    jobs = [(0, 1000, 6), (0, 1000, 2), (0, 1000, 4), (50, 100, 2)]
+    r = simulated(jobs, [HP, SPOT, HP, HP], victims="gfs", nodes=2, evict="always")
+    # node 0 has 2 GPUs not held by HP jobs, node 1 has 4: GFS takes node 0's, evicting job 1 (ran 50 s), which
+    # starts again on node 1's free GPUs at 50 with 950 s left (first_node: the node of its latest run)
+    assert r["first_node"] == [0, 1, 1, 0] and r["evictions"] == [0, 1, 0, 0]
+    assert r["end_time"] == [1000, 1000, 1000, 150]
 
 
 def test_an_evicted_job_redoes_the_overhead():
@@ -206,6 +229,8 @@ def test_an_unknown_class_is_one_line_naming_file_row_and_column(tmp_path):
     ("spot.overhead_s=40 checkpoint.interval_s=600", "checkpoint.interval_s"),
     ("sim.compat=lucid", "sim.compat"),
     ("quota=borrow", "quota"),
+    ("spot.evict=always", "spot.evict"),
+    ("spot.evict=sometimes", "spot.evict"),
 ])
 def test_what_cannot_apply_is_one_line_naming_its_setting(tmp_path, override, key):
     trace = trace_with_classes(tmp_path, ["spot", "spot", "hp"])

@@ -12,9 +12,10 @@ import pyarrow as pa
 from omegaconf import DictConfig
 
 from raysim.policy import policy_class
+from raysim.errors import ConfigError
 from raysim.run.values import plain, value
 from raysim.settings import setting
-from raysim.sim.spot import VICTIMS, SpotRules
+from raysim.sim.spot import EVICT, VICTIMS, SpotRules
 from raysim.trace.load import Trace
 from raysim.trace.schema import LARGEST, PRIORITY_CLASSES
 
@@ -36,6 +37,14 @@ class SpotSettings:
                                   "time)", minimum=0, maximum=LARGEST)
     overhead_s: int = setting(0, "work an evicted job redoes on top of its remaining work, without checkpoint.* (s)",
                               minimum=0, maximum=LARGEST)
+    evict: str = setting("blocked", "when a high-priority job evicts: blocked (only when the placer finds it no GPUs) "
+                                    "| always (every placement goes through the victim chooser, as GFS's simulator "
+                                    "places HP jobs; with victims=gfs)", choices=EVICT)
+
+    def __post_init__(self):
+        if self.evict == "always" and self.victims != "gfs":
+            raise ConfigError("spot.evict", "always places every high-priority job as GFS's simulator does: it needs "
+                              "spot.victims=gfs", self.evict)
 
 
 #: The traits class_traits gives (the keys Spot's declaration may name besides the run's settings).
@@ -63,4 +72,4 @@ def spot_rules(settings: SpotSettings, trace: Trace) -> tuple[SpotRules | None, 
         return None, None
     classes = trace.table.column(COLUMN).cast(pa.string()).to_numpy(zero_copy_only=False)
     spot = (classes == PRIORITY_CLASSES[1]).astype(np.int64)
-    return SpotRules(settings.victims, settings.guarantee_s, settings.overhead_s), spot
+    return SpotRules(settings.victims, settings.guarantee_s, settings.overhead_s, settings.evict), spot

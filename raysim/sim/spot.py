@@ -12,6 +12,12 @@ ticks) and go back to their policy (`on_requeue`) once the policy's decision is 
 decides again (`Spot.after_schedule`). Spot jobs never evict, and HP jobs larger than the VC's
 largest node do not (GFS places HP jobs on one node).
 
+When an HP job evicts (`EVICT`, `spot.evict`): `blocked` (the default), only when the placer finds
+it no GPUs; `always`, as GFS's simulator places every HP job (`fifo_spot.place_with_preemption`):
+on the node the victim chooser picks among all the nodes it may use, counting free GPUs and those
+of spot jobs that may be evicted alike, evicting whatever holds the GPUs it takes there, even where
+another node had enough free GPUs (`Spot.place`; the `gfs` chooser only).
+
 A victim chooser is a function (sim, job, GPUs it needs, what may be evicted, now) -> the jobs to
 evict, or None when no node can be freed enough. What may be evicted is `Spot.evictable`'s map: per
 node of an allowed GPU type that holds a spot job past its guarantee, its GPUs each with its holder
@@ -31,6 +37,8 @@ from raysim.sim.jobs import EVICTION
 from raysim.sim.lifecycle import UP
 
 NEVER = math.inf
+#: When an HP job evicts: only when the placer finds it no GPUs, or on every placement (GFS's).
+EVICT = ("blocked", "always")
 #: GFS's guarantee hour, in seconds: a spot job keeps one for each hour it runs uninterrupted.
 HOUR_S = 3600
 
@@ -57,8 +65,11 @@ class Spot(Extension):
     }
     countdown = True  # (an evicted job keeps its work)
 
-    def __init__(self, victims: str = "youngest", guarantee: int = 0, overhead: int = 0, hour: int = HOUR_S):
+    def __init__(self, victims: str = "youngest", guarantee: int = 0, overhead: int = 0, hour: int = HOUR_S,
+                 evict: str = "blocked"):
         self.victims, self.guarantee, self.overhead, self.hour = victims, int(guarantee), int(overhead), int(hour)
+        #: whether every HP job that fits on one node is placed through the eviction path (`place`)
+        self.always = evict == "always"
         self.evicted: list[int] = []  # stopped during the policy's current decision, not yet requeued
         self.wake = NEVER  # the earliest end of a guarantee an HP job waits for
         #: node -> its running spot jobs (in start order), kept on every start and release: an HP job
@@ -127,6 +138,55 @@ class Spot(Extension):
             sim._stop_for(k, now, EVICTION, self.overhead)
         self.evicted += victims
         return True
+
+    def place(self, sim, j: int, now: int) -> bool | None:
+        """Under `evict=always`, place HP job j as GFS does: on the node with the fewest GPUs not held
+        by HP jobs or protected spot jobs that still has as many as j asks (the first in scan order on
+        ties), on the first that many of them in GPU order, evicting every spot job on one of them.
+        Returns whether it started; None where this rule does not apply (a spot job, one larger than
+        the VC's largest node, or `evict=blocked`): the placer decides."""
+        jobs, vc = sim.jobs, sim.vc
+        g = jobs.gpu[j]
+        if not self.always or jobs.spot[j] or g > vc.max_node_gpus:
+            return None
+        takeable, protected = self._takeable(sim, now)
+        c = jobs.constraint[j]
+        allowed = sim._allowed[c] if c >= 0 else None
+        free, type_of, best, fewest = vc.free, vc.type_of, None, math.inf
+        for node in vc.order:
+            count = free[node] + takeable.get(node, 0)
+            if g <= count < fewest and (allowed is None or type_of[node] in allowed):
+                best, fewest = node, count
+        if best is None:
+            self.wake = min(self.wake, protected)
+            return False
+        victims, taken = [], 0
+        for h in vc.owner[best]:
+            if taken == g:
+                break
+            if h == -1 or jobs.spot[h] and jobs.placed_at[h] + self.guarantee <= now:
+                taken += 1
+                if h != -1 and h not in victims:
+                    victims.append(h)
+        for k in victims:
+            sim._stop_for(k, now, EVICTION, self.overhead)
+        self.evicted += victims
+        sim.start_on(j, [(best, g)], now)
+        return True
+
+    def _takeable(self, sim, now: int) -> tuple[dict, float]:
+        """(node -> GPUs its spot jobs past their guarantee hold there, over the nodes with such a
+        job), and the earliest end of a guarantee that protects a running spot job (NEVER: none)."""
+        placed_at, guarantee, placement = sim.jobs.placed_at, self.guarantee, sim.vc.placement
+        takeable, protected = {}, NEVER
+        for node, held in self.on_node.items():
+            for k in held:
+                until = placed_at[k] + guarantee
+                if until > now:
+                    protected = min(protected, until)
+                else:
+                    takeable[node] = takeable.get(node, 0) + sum(len(ids) for n, ids in placement[k] if n == node)
+        return takeable, protected
 
     def evictable(self, sim, j: int, now: int) -> tuple[dict, float]:
         """(node -> its GPUs' holders for the choosers: -1 free, a spot job that may be evicted, None
@@ -233,7 +293,9 @@ class SpotRules:
     victims: str = "youngest"
     guarantee_s: int = 0
     overhead_s: int = 0
+    evict: str = "blocked"
 
     def extension(self, ticks_per_s: int = 1) -> Spot:
         """The VC engine's extension of these rules, on a clock of `ticks_per_s` ticks per second."""
-        return Spot(self.victims, self.guarantee_s * ticks_per_s, self.overhead_s * ticks_per_s, HOUR_S * ticks_per_s)
+        return Spot(self.victims, self.guarantee_s * ticks_per_s, self.overhead_s * ticks_per_s, HOUR_S * ticks_per_s,
+                    self.evict)

@@ -107,7 +107,12 @@ class PolicyView:
     # ------------------------------------------------------------------ actions for policies
     def try_start(self, j: int, now: int) -> bool:
         """Place job j now if the placer finds GPUs; returns whether it started. In a run with
-        priority classes (raysim.sim.spot) a high-priority job that does not fit may evict spot jobs."""
+        priority classes (raysim.sim.spot) a high-priority job that does not fit may evict spot jobs
+        (under `spot.evict=always` every high-priority job is placed through the eviction path)."""
+        if self.spot is not None and self.spot.always:
+            placed = self.spot.place(self, j, now)
+            if placed is not None:
+                return placed
         if self._place(j, now):
             return True
         if self.spot is None or not self.spot.evict_for(self, j, now):
