@@ -185,3 +185,6 @@ def test_groups_are_the_runs_that_differ_only_in_seed(tmp_path):
     assert replicas.at["policy=fifo", "ci95"] == pytest.approx(hand_half_width([1, 2, 4]))
     assert replicas.at["policy=srtf", "runs"] == 1 and math.isnan(replicas.at["policy=srtf", "ci95"])
     assert seed_groups(runs[2:], labels[2:]) == {}  # no two runs differ only in seed
+    for run in runs:
+        (run / ".hydra" / "overrides.yaml").unlink()
+    assert seed_groups(runs, labels) == {}  # runs with no seed= (made without a command line): none

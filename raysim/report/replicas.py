@@ -44,13 +44,18 @@ def without_seed(overrides) -> tuple[str, ...]:
 def seed_groups(runs: list[Path], labels: list[str]) -> dict[str, list[str]]:
     """{group: the labels of its runs}: runs whose overrides are the same but for the seed, the
     group named by the overrides (other than the seed) that differ between the groups, EVERY_RUN
-    where none does. Empty where the seed varies in no group (no replications)."""
-    keys = [without_seed(run_overrides(run)) for run in runs]
+    where none does. Empty where no group has runs of different seeds (`seed=` overrides; no
+    replications)."""
+    overrides = [run_overrides(run) for run in runs]
+    keys = [without_seed(o) for o in overrides]
     common = set(keys[0]).intersection(*keys[1:]) if keys else set()
     groups: dict[str, list[str]] = {}
-    for key, label in zip(keys, labels):
-        groups.setdefault(",".join(o for o in key if o not in common) or EVERY_RUN, []).append(label)
-    return groups if any(len(members) > 1 for members in groups.values()) else {}
+    seeds: dict[str, set[str]] = {}
+    for key, given, label in zip(keys, overrides, labels):
+        group = ",".join(o for o in key if o not in common) or EVERY_RUN
+        groups.setdefault(group, []).append(label)
+        seeds.setdefault(group, set()).update(set(given) - set(key))
+    return groups if any(len(found) > 1 for found in seeds.values()) else {}
 
 
 def replica_table(table: pd.DataFrame, groups: dict[str, list[str]]) -> pd.DataFrame:
