@@ -11,6 +11,7 @@ for each batch."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -22,6 +23,9 @@ from raysim.report.describe import has_results, run_folders, run_overrides
 from raysim.report.replicas import half_width, without_seed
 from raysim.report.run_files import read_summary
 from raysim.settings import parse, setting
+from raysim.tables import plural
+
+log = logging.getLogger(__name__)
 
 #: The most seeds a group may be given (replicate.max_seeds).
 MOST_SEEDS = 10_000
@@ -92,11 +96,16 @@ class Replications:
         """The next round: `step` more seeds (at most up to max_seeds) for each group whose interval
         of the metric over its runs with results is not yet within the target."""
         values = self.values()
-        more = {}
+        more, short = {}, 0
         for group in self.groups:
-            room = self.settings.max_seeds - self.launched[group]
-            if room > 0 and not self.within(values.get(group, [])):
-                more[group] = min(self.settings.step, room)
+            if not self.within(values.get(group, [])):
+                short += 1
+                room = self.settings.max_seeds - self.launched[group]
+                if room > 0:
+                    more[group] = min(self.settings.step, room)
+        log.info(f"replicate: {short} of {plural(len(self.groups), 'group')} short of {self.settings.metric} within "
+                 f"{self.settings.target:.2%} of the mean" + (f"; {plural(sum(more.values()), 'more run')}" if more
+                                                              else "; max_seeds reached" if short else ""))
         return self._batch(more)
 
     def within(self, values: list[float]) -> bool:
