@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 from raysim.errors import ConfigError
 from raysim.paths import CONF_DIR
 from raysim.report.replicas import half_width, replica_table, seed_groups
-from raysim.report.replicate import Replications, ReplicateSettings, replicate_settings
+from raysim.report.replicate import ReplicateSettings, SeedRounds, replicate_settings
 from raysim.settings import defaults
 
 REPO = Path(__file__).resolve().parent.parent
@@ -157,7 +157,7 @@ def test_rounds_add_seeds_to_the_groups_short_of_the_target_until_they_meet_it_o
     seed a round until max_seeds; the rounds' seeds follow on from `seed`."""
     settings = replicate_settings({"metric": "avg_jct", "target": 0.05, "min_seeds": 2, "max_seeds": 4})
     a, b = ("policy=fifo",), ("policy=srtf",)
-    rounds = Replications(settings, [[*a, "seed=7"], [*b, "seed=7"]], 7, tmp_path)
+    rounds = SeedRounds(settings, [[*a, "seed=7"], [*b, "seed=7"]], 7, tmp_path)
     assert rounds.first() == [[*a, "seed=7"], [*a, "seed=8"], [*b, "seed=7"], [*b, "seed=8"]]
     fake_runs(tmp_path, {a: [100, 102], b: [50, 150]})
     assert hand_half_width([100, 102]) / 101 > 0.05
@@ -169,7 +169,7 @@ def test_rounds_add_seeds_to_the_groups_short_of_the_target_until_they_meet_it_o
     assert rounds.next() == []  # b at max_seeds, not within the target
     wide = replicate_settings({"metric": "avg_jct", "min_seeds": 2, "max_seeds": 5, "step": 2})
     (tmp_path / "other").mkdir()
-    rounds = Replications(wide, [list(a)], 0, tmp_path / "other")
+    rounds = SeedRounds(wide, [list(a)], 0, tmp_path / "other")
     assert len(rounds.first()) == 2 and len(rounds.next()) == 2 and len(rounds.next()) == 1  # step, up to max_seeds
 
 

@@ -110,14 +110,14 @@ class ComposeOnceSweeper(Sweeper):
     def _replicate(self, settings: Any) -> None:
         """Make the basic sweeper's batches those of adaptive replications (raysim.report.replicate):
         its combinations of the overrides are the groups, each batch a round of seeds."""
-        from raysim.report.replicate import Replications
+        from raysim.report.replicate import SeedRounds
 
         basic, state = self.basic, {}
 
         def is_done() -> bool:
             if "rounds" not in state:  # the first call: the basic sweeper has split the overrides
                 combinations = [combo for batch in basic.overrides for combo in batch]
-                state["rounds"] = Replications(settings, combinations, basic.config.seed, basic.config.hydra.sweep.dir)
+                state["rounds"] = SeedRounds(settings, combinations, basic.config.seed, basic.config.hydra.sweep.dir)
                 state["batch"] = state["rounds"].first()
             else:
                 state["batch"] = state["rounds"].next()

@@ -6,7 +6,7 @@ group starts with `min_seeds` runs; then, round after round, each group still sh
 gets `step` more, never past `max_seeds`. Every round is one batch of the sweep's launcher (in-process
 runs one per CPU; on Ray), its runs numbered on in the one multirun folder; the sweep ends when no
 group needs more, and its summary (raysim.report.sweep) reports every metric's interval and each
-group's outcome. raysim's sweeper (hydra_plugins/raysim_launcher/sweeper.py) asks `Replications`
+group's outcome. raysim's sweeper (hydra_plugins/raysim_launcher/sweeper.py) asks `SeedRounds`
 for each batch."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def cluster_value(run: Path, metric: str) -> float:
     return float(summary.loc[summary["vc"] == "all", metric].iloc[0])
 
 
-class Replications:
+class SeedRounds:
     """The batches of an adaptive multirun: `first` (min_seeds per group), then `next` after each
     batch has run, until no group needs more (an empty batch)."""
 
