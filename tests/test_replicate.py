@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 from raysim.errors import ConfigError
 from raysim.paths import CONF_DIR
 from raysim.report.replicas import half_width, replica_table, seed_groups
-from raysim.report.replicate import ReplicateSettings, SeedRounds, replicate_settings
+from raysim.report.replicate import ReplicateSettings, SeedRounds, cluster_value, replicate_settings
 from raysim.settings import defaults
 
 REPO = Path(__file__).resolve().parent.parent
@@ -91,7 +91,17 @@ def test_an_adaptive_sweep_stops_at_max_seeds_and_reports_every_metrics_interval
     assert 'id="replicas"' in html and "not within 0.01% at 4 runs" in html
 
 
+def test_a_metric_the_summary_lacks_is_one_line_listing_its_numeric_columns(tmp_path):
+    fake_runs(tmp_path, {(): [100.0]})
+    with pytest.raises(ConfigError) as err:
+        cluster_value(tmp_path / "0", "avg_jtc")
+    assert str(err.value) == ("replicate.metric: not a numeric column of the runs' summary.csv (one of: jobs, avg_jct, "
+                              "avg_queue) (value 'avg_jtc')")
+
+
+@pytest.mark.slow
 def test_unknown_metric_is_one_line_listing_the_summarys_metrics(tiny_trace, tmp_path):
+    """The sweep stops after its first round (the runs' summary says which metrics there are)."""
     res = raysim("-m", *run_args(tiny_trace), "report.html=false", "replicate.metric=avg_jtc", "replicate.min_seeds=2",
                  f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path)
     assert res.returncode == 2
