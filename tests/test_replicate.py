@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import scipy.stats
 import yaml
 from omegaconf import OmegaConf
 
@@ -22,7 +23,7 @@ from raysim.report.replicate import ReplicateSettings, SeedRounds, cluster_value
 from raysim.settings import defaults
 
 REPO = Path(__file__).resolve().parent.parent
-#: t(0.975, n - 1) for n = 2, 3, 4 runs (printed tables; n = 3 also in closed form below)
+#: t(0.975, n - 1) for n = 2, 3, 4 runs (printed tables; n = 3 also in closed form below; more runs: scipy's)
 T975 = {2: 12.706204736174698, 3: 4.302652729749464, 4: 3.182446305284263}
 
 
@@ -30,7 +31,7 @@ def hand_half_width(values) -> float:
     n = len(values)
     mean = sum(values) / n
     s = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    return T975[n] * s / math.sqrt(n)
+    return (T975[n] if n in T975 else float(scipy.stats.t.ppf(0.975, n - 1))) * s / math.sqrt(n)
 
 
 def test_t_quantiles_of_the_hand_computation():
@@ -198,3 +199,20 @@ def test_groups_are_the_runs_that_differ_only_in_seed(tmp_path):
     for run in runs:
         (run / ".hydra" / "overrides.yaml").unlink()
     assert seed_groups(runs, labels) == {}  # runs with no seed= (made without a command line): none
+
+
+
+@pytest.mark.slow
+def test_an_adaptive_sweep_stops_at_the_first_count_within_the_target(tiny_trace, tmp_path):
+    """With step 1, the sweep ends at the first number of seeds (from min_seeds on) whose interval of
+    the metric, by hand from the runs' summaries, is within the target; the summary says it met it."""
+    sweep = tmp_path / "sweep"
+    res = raysim("-m", *run_args(tiny_trace), "report.html=false", "replicate.metric=gpu_utilization",
+                 "replicate.target=0.03", "replicate.max_seeds=12", f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    runs = len(list(sweep.glob("[0-9]*")))
+    values = [pd.read_csv(sweep / str(i) / "summary.csv").set_index("vc").at["all", "gpu_utilization"]
+              for i in range(runs)]
+    shares = [hand_half_width(values[:n]) / (sum(values[:n]) / n) for n in range(3, runs + 1)]
+    assert runs < 12 and shares[-1] <= 0.03 and all(share > 0.03 for share in shares[:-1])
+    assert "within the target of 3.00%" in (sweep / "sweep_summary.md").read_text()
