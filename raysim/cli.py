@@ -90,6 +90,7 @@ def hydra_main(cfg: DictConfig):
     try:
         if hc.mode != RunMode.MULTIRUN:
             refuse_launcher_settings(hc.overrides.hydra)
+            refuse_replicate(cfg)
         return run(cfg, run_dir)
     except KeyboardInterrupt:
         write_failed_run(run_dir, interrupted_line().removeprefix("raysim: "), 130, command)
@@ -117,6 +118,18 @@ def refuse_launcher_settings(hydra_overrides) -> None:
         if key.lstrip("+~").startswith(("hydra.launcher", "hydra/launcher")):
             raise ConfigError(key.lstrip("+~").replace("/", "."), "only a multirun (-m) launches its jobs: a single "
                               "run reads no launcher setting", value)
+
+
+def refuse_replicate(cfg: DictConfig) -> None:
+    """A single run is one seed: replicate.* (checked: raysim.report.replicate) with a metric is one
+    line saying that only a multirun replicates."""
+    from raysim.errors import ConfigError
+    from raysim.report.replicate import replicate_settings
+
+    section = cfg.get("replicate")
+    if replicate_settings(None if section is None else OmegaConf.to_container(section, resolve=True)).metric:
+        raise ConfigError("replicate.metric", "only a multirun (-m) replicates: add -m (seeds seed, seed + 1, ... "
+                          "per combination of the other overrides)", section.metric)
 
 
 def main(argv: list[str] | None = None) -> None:

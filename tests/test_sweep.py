@@ -34,6 +34,7 @@ def test_multirun_summary_and_report(tmp_path):
     for name in ("jct_cdf", "queue_per_vc", "gpu_utilization", "pending_jobs"):
         assert (sweep / "plots" / f"{name}.png").stat().st_size > 1000
     assert not (sweep / "0" / "plots").exists()  # report.plots=auto: a sweep's runs write no PNGs of their own
+    assert not (sweep / "sweep_replicas.csv").exists()  # no two runs differ only in seed: no replications
     (sweep / "sweep_summary.csv").unlink()
     rep = subprocess.run([sys.executable, "-m", "raysim", "report", str(sweep), "--no-plots"],
                          cwd=REPO, capture_output=True, text=True, timeout=300)

@@ -80,7 +80,9 @@ def _composed(loader: Any, master_config: DictConfig, sweep_overrides: List[str]
 
 class ComposeOnceSweeper(Sweeper):
     """Hydra's BasicSweeper (same settings and batches) whose launcher runs the configs its batch
-    check composed (see the module docs)."""
+    check composed (see the module docs); with replicate.metric set, its batches are rounds of
+    seeds, until each combination of the other overrides has a narrow enough interval of that
+    metric (raysim.report.replicate)."""
 
     def __init__(self, max_batch_size: Optional[int] = None, params: Optional[Dict[str, str]] = None) -> None:
         from hydra._internal.core_plugins import basic_sweeper  # the module as Hydra's plugin scan left it
@@ -96,7 +98,33 @@ class ComposeOnceSweeper(Sweeper):
         self.basic.setup(hydra_context=context, task_function=task_function, config=config)
 
     def sweep(self, arguments: List[str]) -> List[Sequence[JobReturn]]:
+        from raysim.report.replicate import replicate_settings
+
+        assert self.basic.config is not None
+        section = OmegaConf.select(self.basic.config, "replicate", default=None)
+        settings = replicate_settings(None if section is None else OmegaConf.to_container(section, resolve=True))
+        if settings.metric is not None:
+            self._replicate(settings)
         return self.basic.sweep(arguments)
+
+    def _replicate(self, settings: Any) -> None:
+        """Make the basic sweeper's batches those of adaptive replications (raysim.report.replicate):
+        its combinations of the overrides are the groups, each batch a round of seeds."""
+        from raysim.report.replicate import SeedRounds
+
+        basic, state = self.basic, {}
+
+        def is_done() -> bool:
+            if "rounds" not in state:  # the first call: the basic sweeper has split the overrides
+                combinations = [combo for batch in basic.overrides for combo in batch]
+                state["rounds"] = SeedRounds(settings, combinations, basic.config.seed, basic.config.hydra.sweep.dir)
+                state["batch"] = state["rounds"].first()
+            else:
+                state["batch"] = state["rounds"].next()
+            return not state["batch"]
+
+        basic.is_done = is_done
+        basic.get_job_batch = lambda: state["batch"]
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         assert self.configs is not None and self.basic.config is not None

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from raysim.errors import UserError, failed_run
+from raysim.report.replicas import FILE as REPLICAS_FILE
 from raysim.report.sweep import headline, missing_runs_lines, report_sweep
 
 #: The files that make a folder a trace replay's run folder (any of them: the others, missing, are named).
@@ -40,7 +41,9 @@ def main(argv: list[str]) -> int:
         warn_missing_runs(args.folder)  # (every run failed: why)
         ap.error(str(exc))
     print(headline(table))
-    print(f"wrote {args.folder}/sweep_summary.csv, sweep_summary.md and report.html")
+    replicas = Path(args.folder) / REPLICAS_FILE
+    print(f"wrote {args.folder}/sweep_summary.csv, sweep_summary.md"
+          + (f", {REPLICAS_FILE} (means and 95 % intervals over seeds)" if replicas.exists() else "") + " and report.html")
     warn_missing_runs(args.folder)
     return 0
 

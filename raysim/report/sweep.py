@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -14,11 +15,14 @@ from raysim.report.causes import read_causes, with_cause_columns
 from raysim.report.describe import (common_overrides, has_results, run_folders, run_labels, run_overrides,
                                     why_no_results)
 from raysim.report.plots import plot_tasks, save_figure, set_title, subplots
+from raysim.report.replicas import FILE as REPLICAS_FILE, adaptive_lines, cluster_intervals, replica_table, seed_groups
+from raysim.report.replicate import replicate_settings
 from raysim.report.run_files import check_series, read_summary
 from raysim.report.schema import read_jobs
 from raysim.report.timeseries import cluster_series
 from raysim.report.settings import report_settings
 from raysim.tables import markdown_table, unit, units_caption
+from raysim.yamlfile import read_yaml
 from raysim.report.sweep_page import sweep_description, write_sweep_page
 
 METRICS = ["jobs", "avg_jct", "avg_queue", "p50_queue", "p99_queue", "p99.9_queue", "p99.9_jct",
@@ -72,7 +76,9 @@ def summarize_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True
     table = with_cause_columns(table[["run"] + [c for c in table.columns if c != "run"]], causes)
     table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
     missing = missing_runs_lines(sweep_dir)
-    (sweep_dir / "sweep_summary.md").write_text(_markdown(table) + "".join(f"\n{line}\n" for line in missing))
+    replicas = replications(sweep_dir, table, runs, METRICS)
+    (sweep_dir / "sweep_summary.md").write_text(_markdown(table) + replicas.markdown
+                                                + "".join(f"\n{line}\n" for line in missing))
     title = sweep_description(runs)
     tasks = []  # drawn one per CPU at a time where this process may fork (raysim.forking)
     if plots and data:
@@ -80,9 +86,45 @@ def summarize_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True
     if plots:
         tasks.append((rate_figure, (table, sweep_dir / "plots" / "avg_jct_vs_rate.png", title)))
     if html:
-        tasks.append((write_sweep_page, (sweep_dir, table, METRICS, METRICS)))
+        tasks.append((write_sweep_page, (sweep_dir, table, METRICS, METRICS, replicas)))
     forked_map(tasks)
     return table
+
+
+@dataclass(frozen=True)
+class Replications:
+    """What a sweep reports of its runs that differ only in seed (raysim.report.replicas): every
+    metric's mean and 95 % interval per group (None: no replications), the cluster's for people
+    (group x `metrics`), a line per group on an adaptive sweep's outcome, and that as Markdown."""
+
+    replicas: pd.DataFrame | None = None
+    shown: pd.DataFrame | None = None
+    lines: tuple[str, ...] = ()
+
+    @property
+    def markdown(self) -> str:
+        if self.shown is None:
+            return ""
+        return ("\n## Mean and 95 % confidence interval over seeds (whole cluster)\n\n"
+                + markdown_table(self.shown) + "\n\n" + units_caption(self.shown.columns) + "\n"
+                + "".join(f"\n{line}\n" for line in self.lines))
+
+
+def replications(sweep_dir: Path, table: pd.DataFrame, runs: list[Path], metrics: list[str]) -> Replications:
+    """Write `sweep_dir`/sweep_replicas.csv where runs of the sweep differ only in seed (removing
+    one an earlier report left where none do) and return what the summaries show of it; `metrics`:
+    those its tables show, with an adaptive sweep's own (multirun.yaml's replicate.metric)."""
+    groups = seed_groups(runs, run_labels(runs))
+    path = sweep_dir / REPLICAS_FILE
+    if not groups:
+        path.unlink(missing_ok=True)
+        return Replications()
+    replicas = replica_table(table, groups)
+    replicas.to_csv(path, index=False)
+    settings = replicate_settings(read_yaml(sweep_dir / "multirun.yaml", {}).get("replicate"))
+    metric = [settings.metric] if settings.metric and settings.metric not in metrics else []
+    return Replications(replicas, cluster_intervals(replicas, [*metrics, *metric]),
+                        tuple(adaptive_lines(replicas, settings)))
 
 
 RATE = "rounds.rate_jobs_per_hour="
@@ -174,8 +216,9 @@ def report_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True) -
     table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
     kind = "FGD inflation"
     missing = missing_runs_lines(sweep_dir)
+    replicas = replications(sweep_dir, table, runs, FGD_RESULTS)
     (sweep_dir / "sweep_summary.md").write_text(f"# Sweep summary ({kind} runs)\n\n" + headline(table) + "\n"
-                                                + "".join(f"\n{line}\n" for line in missing))
+                                                + replicas.markdown + "".join(f"\n{line}\n" for line in missing))
     if plots:
         from raysim.report.fgd import summarize_fgd_sweep
 
@@ -185,7 +228,7 @@ def report_sweep(sweep_dir: str | Path, plots: bool = True, html: bool = True) -
         if fig is not None:
             save_figure(fig, sweep_dir / "plots" / "sweep_metrics.png")
     if html:
-        write_sweep_page(sweep_dir, table, FGD_METRICS, FGD_RESULTS)
+        write_sweep_page(sweep_dir, table, FGD_METRICS, FGD_RESULTS, replicas)
     return table
 
 

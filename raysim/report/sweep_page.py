@@ -23,7 +23,8 @@ from raysim.report.run_files import check_series, missing_in_runs
 from raysim.report.run_page import FILE, duration, fgd_curves
 from raysim.report.schema import read_jobs
 from raysim.yamlfile import read_yaml
-from raysim.tables import cell, plural, unit
+from raysim.report.replicas import FILE as REPLICAS_FILE
+from raysim.tables import cell, plural, unit, units_caption
 
 #: The per-VC comparisons drawn (summary columns), where the runs have several VCs
 PER_VC = ("avg_queue", "avg_jct")
@@ -31,13 +32,15 @@ PER_VC = ("avg_queue", "avg_jct")
 CDF_UNION = 3 * CDF_POINTS
 
 
-def write_sweep_page(sweep_dir, table_: pd.DataFrame, columns: list[str], charted: list[str]) -> Path:
+def write_sweep_page(sweep_dir, table_: pd.DataFrame, columns: list[str], charted: list[str],
+                     replications=None) -> Path:
     """Write `sweep_dir`/report.html for the sweep whose run x metric table is `table_` (its `run`
     column the run labels, as raysim.report.sweep makes them); `columns`: the metrics the page's
-    table shows, `charted`: those that get a bar chart, each in order. Returns its path."""
+    table shows, `charted`: those that get a bar chart, each in order; `replications`: what it
+    reports of runs that differ only in seed (raysim.report.sweep.Replications). Returns its path."""
     sweep_dir = Path(sweep_dir)
     path = sweep_dir / FILE
-    path.write_text(sweep_page(sweep_dir, table_, columns, charted).render(), encoding="utf-8")
+    path.write_text(sweep_page(sweep_dir, table_, columns, charted, replications).render(), encoding="utf-8")
     return path
 
 
@@ -50,7 +53,8 @@ def sweep_description(run_dirs: list[Path], compat: bool = True) -> str:
                            common_overrides(run_dirs))
 
 
-def sweep_page(sweep_dir: Path, table_: pd.DataFrame, columns: list[str], charted: list[str]) -> Page:
+def sweep_page(sweep_dir: Path, table_: pd.DataFrame, columns: list[str], charted: list[str],
+               replications=None) -> Page:
     """The page of a sweep folder (see write_sweep_page)."""
     done = [p for p in run_folders(sweep_dir) if has_results(p)]
     missing = [p for p in run_folders(sweep_dir) if p not in done]
@@ -59,6 +63,8 @@ def sweep_page(sweep_dir: Path, table_: pd.DataFrame, columns: list[str], charte
     page = Page(title=f"raysim sweep: {sweep_description(done, compat=trace_replay).splitlines()[0]}",
                 subtitle=" ".join(sweep_task(sweep_dir)))
     page.section("runs", "Runs", runs_html(table_, done, labels, columns, missing, trace_replay))
+    if replications is not None and replications.shown is not None:
+        page.section("replicas", "Mean over seeds, 95 % confidence interval", replicas_html(replications))
     if trace_replay:
         page.section("charts", "Comparison", replay_charts(page, table_, done, labels, charted))
         causes = sweep_causes_html(page, table_, [labels[r] for r in done]) + missing_causes(
@@ -114,6 +120,18 @@ def runs_html(table_: pd.DataFrame, runs: list[Path], labels: dict, metrics: lis
                                                 f"({esc(' '.join(run_overrides(p)))}): {esc(why_no_results(p))}</li>"
                                                 for p in missing) + "</ul>")
     return out
+
+
+def replicas_html(replications) -> str:
+    """The group x metric table of mean ± half-width over each group's seeds (the whole cluster),
+    what it is, and an adaptive sweep's outcome per group."""
+    shown = replications.shown
+    return (table(shown, caption=False)
+            + f"<p class=\"caption\">Runs that differ only in seed, one row per group: the mean over its runs "
+              f"± the half-width of the 95 % confidence interval (Student's t). Every metric, per VC too: "
+              f"{esc(REPLICAS_FILE)}. {esc(units_caption(shown.columns))}</p>"
+            + ("<ul>" + "".join(f"<li>{esc(line)}</li>" for line in replications.lines) + "</ul>"
+               if replications.lines else ""))
 
 
 def replay_charts(page: Page, table_: pd.DataFrame, runs: list[Path], labels: dict, metrics: list[str]) -> str:

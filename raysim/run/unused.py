@@ -31,7 +31,7 @@ from raysim.run.overrides import command_line_overrides, covers, in_multirun, ov
 from raysim.settings import did_you_mean
 
 #: Keys every mode reads (or Hydra owns).
-SHARED = ("mode", "data", "hydra")
+SHARED = ("mode", "data", "hydra", "replicate")  # (replicate: read by the sweep, raysim.report.replicate)
 #: The config keys and groups each mode reads; the others must keep their root defaults.
 CLUSTER_KEYS = ("seed", "trace", "sim", "network", "estimator", "ray", "policies",
                 "rounds", "harvest", "cluster", "policy", "placer", "runtime", "quota", "checkpoint",
