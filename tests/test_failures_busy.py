@@ -13,6 +13,7 @@ import pytest
 
 from raysim.sim.capacity import DOWN, UP, CapacityPlan
 from raysim.sim.failures import Category, FailureModel, stable_hash
+from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 HW = Category("gpu", 1.0, "down")
 H = 3600
@@ -63,7 +64,9 @@ def test_a_stretch_of_progress_lasts_while_some_job_progresses():
     assert stream2.rest(1, 50) and stream2.since == 100  # a gap from 50 to 100: a fresh stretch at 100
 
 
-def one_node_sim(*, clock, seed, restart_s, mtbf_s, jobs):
+def one_node_sim(*, clock, seed, restart_s, mtbf_s, jobs, until=math.inf):
+    """A VC of one 8-GPU node under FIFO, failures of one down category repaired at once and a
+    checkpoint every second: its results after running `jobs` (until None: the simulator, not run)."""
     from simutil import batch, pools
 
     from raysim.placement import make_placer
@@ -80,7 +83,9 @@ def one_node_sim(*, clock, seed, restart_s, mtbf_s, jobs):
     sim = VCSimulator("vc", pools(1), make_policy("fifo", params=params), make_placer("consolidate", params=params),
                       params, extensions=[Capacity(plan), Checkpoints(Checkpointing(1, 0, restart_s))])
     sim.add_jobs(batch(jobs))
-    sim.run()
+    if until is None:
+        return sim
+    sim.run(until)
     return sim.results()
 
 
@@ -194,3 +199,44 @@ def test_venus_with_busy_clocks_bad_nodes_and_a_repair_pipeline_is_the_same_in_a
     jobs = run("failures=weibull", "failures.node_mtbf_h=300", "failures.bad_fraction=0.1",
                "failures.bad_multiplier=5", "repair=pipeline", "failures.clock=busy")
     assert jobs.column("finished").to_numpy().all() and jobs.column("interruptions").to_numpy().sum() > 0
+
+
+def test_a_vc_with_busy_clocks_pickled_midway_continues_identically():
+    import pickle
+
+    from simutil import random_jobs
+
+    jobs = [(s, d, g) for s, d, g, *_ in random_jobs(np.random.default_rng(3), 200, 20_000, max_gpu=8)]
+
+    def fresh():
+        return one_node_sim(clock="busy", seed=0, restart_s=60, mtbf_s=3000, jobs=jobs, until=None)
+
+    whole = fresh()
+    whole.run()
+    half = fresh()
+    half.run(until=10_000)
+    half = pickle.loads(pickle.dumps(half))
+    half.run()
+    assert {k: v.tolist() for k, v in half.results().items()} == {k: v.tolist() for k, v in whole.results().items()}
+    assert sum(whole.results()["interruptions"]) > 0
+    rare = one_node_sim(clock="busy", seed=0, restart_s=60, mtbf_s=10**7, jobs=jobs, until=None)
+    most = 0
+    while rare.run(until=rare.now + 100) < math.inf:  # (failures far off: dropped ones do not pile up)
+        most = max(most, len(rare._cap_heap))
+    assert most <= 2 + 64 + 1
+
+
+@pytest.mark.slow
+def test_a_run_with_busy_clocks_is_the_same_on_ray(tmp_path, ray_local):  # noqa: F811
+    from raysim.run.config import load_from_config, spec_from_config
+    from raysim.run.simulate import simulate_to
+
+    cfg = compose("policy=srtf", "failures=llama3", "failures.gpu_mtbf_h=2000", "failures.clock=busy",
+                  "checkpoint.interval_s=1800", "checkpoint.restart_s=600")
+    trace = load_from_config(cfg)
+    spec, extra = spec_from_config(cfg, trace)
+    simulate_to(tmp_path / "local", trace, spec, None, runtime="local", job_extra=extra)
+    simulate_to(tmp_path / "ray", trace, spec, None, runtime="ray", vcs_per_actor=4, window_s=86_400,
+                job_extra=extra)
+    for name in ("jobs.parquet", "timeseries.parquet"):
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()

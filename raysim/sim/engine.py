@@ -464,14 +464,18 @@ class VCSimulator(PolicyView):
     def _busy_nodes(self, j: int, now: int, begins: int | None) -> None:
         """Failures.clock=busy: job j's nodes hear that it began a run at `now` that progresses from
         `begins` on (None: it leaves them now); a node whose pending failure changed has its capacity
-        event replaced."""
-        seq = self.jobs.seq[j]
+        event replaced. The heap keeps to its live entries (at most one per node, and as many again of
+        dropped ones: compacting in place costs O(1) per drop, amortized)."""
+        seq, heap = self.jobs.seq[j], self._cap_heap
         for node in dict.fromkeys(node for node, _ in self.vc.placement[j]):
             stream = self._streams.get(node)
             if stream is None or not (stream.rest(seq, now) if begins is None else stream.carry(seq, begins, now)):
                 continue
             self._dropped[node] = self._serial
             self._push(node, stream, stream.armed)
+        if len(heap) > 2 * len(self._streams) + 64:
+            heap[:] = [entry for entry in heap if self._live(entry)]
+            heapq.heapify(heap)
 
     def _progress_from(self, j: int, now: int) -> int:
         """When running job j, started now, begins to progress: after its restore, at its rate now
