@@ -57,6 +57,8 @@ class SelfTimed(Policy):
                            "policies (set checkpoint.interval_s)",
         "trace.failed": "{policy} times its jobs itself (rounds, elastic, harvesting): failed runs are replayed under "
                         "event-driven policies",
+        "failures.clock=busy": "{policy} times its jobs itself (rounds, elastic, harvesting): busy failure clocks "
+                               "follow the runs of event-driven policies (use failures.clock=up)",
         "requests": "{policy} is round-based: its rounds allocate whole GPUs by type, and this trace's jobs ask for "
                     "{asks}",
     }

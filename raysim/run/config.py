@@ -24,7 +24,7 @@ from raysim.quota import merged_layout
 from raysim.quota.ledger import QuotaLending
 from raysim.quota.settings import declared_quota, quota_settings
 from raysim.run.cluster_settings import ClusterMode, cluster_mode
-from raysim.run.failures import check_failures_config, failure_plan, failures_name
+from raysim.run.failures import BusyClock, check_failures_config, failure_plan, failures_name
 from raysim.run.requests import counts_resources, request_inputs
 from raysim.run.spot import class_traits, spot_rules
 from raysim.run.values import plain, value
@@ -92,7 +92,7 @@ def check_cluster_config(cfg: DictConfig) -> ClusterMode:
 
 #: The engine's extensions whose settings the run checks against what they cannot run with or without
 #: (raysim.sim.extensions), in the order it checks them.
-DECLARED = (QuotaLending, Network, Capacity, Checkpoints, Replays, Spot)
+DECLARED = (QuotaLending, Network, Capacity, BusyClock, Checkpoints, Replays, Spot)
 #: The values of a setting that leave its feature off.
 OFF = (None, "none", "off", "keep", "clean")
 
@@ -106,6 +106,7 @@ def switches(cfg: DictConfig, m: ClusterMode, quota: str) -> dict[str, tuple[str
             "sim.compat": ("sim.compat", value(cfg, "sim.compat")),
             "cluster.capacity": ("cluster.capacity", value(cfg, "cluster.capacity")),
             "failures": ("failures", failures_name(cfg)),
+            "failures.clock": ("failures.clock", value(cfg, "failures.clock")),
             "checkpoint.interval_s": ("checkpoint.interval_s", value(cfg, "checkpoint.interval_s")),
             "checkpoint.apps": (f"checkpoint.apps.{apps[0]}", "set") if apps else ("checkpoint.apps", None),
             "trace.failed": ("trace.failed", m.trace.failed),

@@ -18,7 +18,7 @@ from raysim.registry import Registry
 from raysim.run.values import value
 from raysim.settings import NoSettings, parse, setting
 from raysim.sim.capacity import STOP_CAUSES
-from raysim.sim.failures import DISTRIBUTIONS, KINDS, REPAIRS, Category, FailureModel
+from raysim.sim.failures import CLOCKS, DISTRIBUTIONS, KINDS, REPAIRS, Category, FailureModel
 
 #: The longest mean time between failures or repair a setting may give (hours: about 1,140 years), so
 #: that every drawn time fits the engine's clock, even at a million ticks per second.
@@ -90,6 +90,8 @@ class ModelSettings:
                                   "bad_multiplier times as often as the others", minimum=0, maximum=1)
     bad_multiplier: float | None = setting(None, "a bad node's failure rate over a good one's, only with "
                                            "bad_fraction > 0", minimum=1, maximum=MAX_MULTIPLIER)
+    clock: str = setting("up", "up: a node ages while it is up | busy: only while a job on it progresses (not idle, "
+                         "not restoring, not down; AIReSim's)", choices=CLOCKS)
 
 
 def model_relations(s: ModelSettings) -> None:
@@ -137,6 +139,24 @@ def trace_relations(s: FailureTraceSettings) -> None:
         raise ConfigError("failures.path", "must be a failure trace file (CSV or Parquet; docs/failures.md)", None)
 
 
+class BusyClock:
+    """What failures.clock=busy cannot run with, declared as the engine's extensions declare theirs
+    (raysim.sim.extensions; checked with them, raysim.run.config.DECLARED): a busy clock follows the
+    runs of one VC's jobs on its own nodes, and a restore that ends at the rate its run began with."""
+
+    settings = ("failures.clock=busy",)
+    refuses = {
+        "cluster.capacity": "busy failure clocks are not merged with a node log: leave cluster.capacity null, or "
+                            "use failures.clock=up",
+        "quota=borrow": "a node lent to another VC would age with two VCs' work, which busy failure clocks do not "
+                        "follow: use quota=none or quota=global, or failures.clock=up",
+        "sim.network": "under NIC contention a job's rate changes during its restore, which busy failure clocks do "
+                       "not follow: use sim.network=off, or failures.clock=up",
+    }
+    requires: dict = {}
+    names_refused = False
+
+
 class Producer:
     """A preset of the `failures` group as FAILURES registers it: its one-line doc, its declared
     `Settings`, their `relations`, the causes its failures name and the run's capacity plan."""
@@ -181,7 +201,7 @@ class Drawn(Producer):
         causes, logs = _merged(self.causes(settings), log_plan)
         model = replace(model_of(settings), pipeline=pipeline)
         return CapacityPlan(causes, failing_vcs(model, seed, layout, homes, causes, logs, jobs),
-                            repairs=pipeline is not None)
+                            repairs=pipeline is not None, busy=settings.clock == "busy")
 
 
 class Replayed(Producer):
@@ -281,7 +301,8 @@ def model_of(settings: ModelSettings) -> FailureModel:
                         repair_s=(settings.repair_h or 0.0) * HOUR, repair=settings.repair or "fixed",
                         sigma=settings.sigma if settings.distribution == "lognormal" else 1.0,
                         bad_fraction=settings.bad_fraction,
-                        bad_multiplier=1.0 if settings.bad_multiplier is None else settings.bad_multiplier)
+                        bad_multiplier=1.0 if settings.bad_multiplier is None else settings.bad_multiplier,
+                        clock=settings.clock)
 
 
 def failure_model(cfg: DictConfig) -> FailureModel:

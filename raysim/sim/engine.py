@@ -56,6 +56,8 @@ class VCSimulator(PolicyView):
     network = None
     #: the run's capacity plan (raysim.sim.capacity.CapacityPlan): nodes never change without one
     capacity_plan = None
+    #: failures.clock=busy: the nodes' streams hear of the work on them (raysim.sim.busy)
+    busy_clock = False
     #: checkpoint-restart: the run's settings (raysim.sim.checkpoint.Checkpointing), the per-
     #: application ones jobs name by `checkpoint_kind`, and whether some jobs checkpoint (results
     #: count lost work and overhead); without them a stopped job keeps its work, or starts over
@@ -121,6 +123,8 @@ class VCSimulator(PolicyView):
         self._cap_heap: list[tuple] = []
         self._streams: dict[int, object] = {}  # node -> the stream it follows
         self._serial = 0  # tells a stale heap entry (its node stopped following that stream) from a live one
+        #: node -> the last serial of its entries that are stale (busy clocks drop a pending failure)
+        self._dropped: dict[int, int] = {}
         #: (node, up?) of the capacity events applied at the latest capacity tick, in apply order
         self.capacity_changes: list[tuple[int, bool]] = []
         #: own nodes that have not joined yet (absent until their node log's join)
@@ -146,6 +150,7 @@ class VCSimulator(PolicyView):
         if own is None:
             return ()
         self._cap_jobs = own.jobs
+        self.busy_clock = plan.busy
         streams = tuple(own.stream(node) for node in range(self.vc.num_nodes))
         for node, stream in enumerate(streams):
             self.follow(node, stream, self.t0)
@@ -212,8 +217,8 @@ class VCSimulator(PolicyView):
             t = self._returns[0][0]
         cap = self._cap_heap
         if cap and cap[0][0] < t and self.finished < self._cap_jobs:
-            while cap and self._streams.get(cap[0][2]) is not cap[0][6]:
-                heapq.heappop(cap)  # (its node was given back or lent on)
+            while cap and not self._live(cap[0]):
+                heapq.heappop(cap)  # (its node was given back or lent on, or its failure dropped)
             if cap and cap[0][0] < t:
                 t = cap[0][0]  # (the VC's nodes matter while some of its jobs have not finished)
         return t
@@ -230,6 +235,12 @@ class VCSimulator(PolicyView):
         while event is not None and event[0] * ticks < since:
             event = stream.next()
         self._push(node, stream, event)
+
+    def _live(self, entry: tuple) -> bool:
+        """Whether capacity heap `entry` still stands: its node follows its stream, and (busy clocks)
+        did not drop it since."""
+        node = entry[2]
+        return self._streams.get(node) is entry[6] and entry[3] > self._dropped.get(node, 0)
 
     def unfollow(self, node: int) -> None:
         """Node `node` leaves this VC's capacity events (it went back to its lender)."""
@@ -446,7 +457,33 @@ class VCSimulator(PolicyView):
             held[t] = held.get(t, 0) + until - jobs.placed_at[j]
         if self.spot is not None:
             self.spot.released(self, j, until)
+        if self.busy_clock:
+            self._busy_nodes(j, until, None)
         self.vc.release(j)
+
+    def _busy_nodes(self, j: int, now: int, begins: int | None) -> None:
+        """Failures.clock=busy: job j's nodes hear that it began a run at `now` that progresses from
+        `begins` on (None: it leaves them now); a node whose pending failure changed has its capacity
+        event replaced. The heap keeps to its live entries (at most one per node, and as many again of
+        dropped ones: compacting in place costs O(1) per drop, amortized)."""
+        seq, heap = self.jobs.seq[j], self._cap_heap
+        for node in dict.fromkeys(node for node, _ in self.vc.placement[j]):
+            stream = self._streams.get(node)
+            if stream is None or not (stream.rest(seq, now) if begins is None else stream.carry(seq, begins, now)):
+                continue
+            self._dropped[node] = self._serial
+            self._push(node, stream, stream.armed)
+        if len(heap) > 2 * len(self._streams) + 64:
+            heap[:] = [entry for entry in heap if self._live(entry)]
+            heapq.heapify(heap)
+
+    def _progress_from(self, j: int, now: int) -> int:
+        """When running job j, started now, begins to progress: after its restore, at its rate now
+        (a stop before then restores again: raysim.sim.checkpoint)."""
+        cp = self.checkpointing(j) if self.checkpoints and self.jobs.ck_restart[j] else None
+        if cp is None or not cp.restart_s:
+            return now
+        return self._due(cp.restart_s, self.jobs.rate[j], now)
 
     def wake_at(self, t: int) -> None:
         """Make t an event of this VC: its policy decides, and its state is sampled, at t."""
@@ -468,11 +505,12 @@ class VCSimulator(PolicyView):
         ticks, names = self.params.ticks_per_s, self.capacity_plan.causes
         while heap and heap[0][0] == t:
             _, _, node, _, kind, cause, stream = heap[0]
-            after = stream.next() if streams.get(node) is stream else None
+            if not self._live(heap[0]):
+                heapq.heappop(heap)
+                continue  # stale: the node left this VC, or its failure was dropped
+            after = stream.next()
             if after is None:
                 heapq.heappop(heap)
-                if streams.get(node) is not stream:
-                    continue  # stale: the node left this VC
             else:  # (the node's next event takes this one's place)
                 self._serial += 1
                 heapq.heapreplace(heap, (after[0] * ticks, after[1], node, self._serial, after[2], after[3], stream))

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from raysim.sim.busy import BusyFailures
 from raysim.sim.capacity import DOWN, RESTART, UP
 from raysim.sim.repairs import REPAIR
 
@@ -35,6 +36,8 @@ from raysim.sim.repairs import REPAIR
 KINDS = ("down", "restart")
 #: Time-to-failure distributions.
 DISTRIBUTIONS = ("exponential", "weibull", "lognormal")
+#: When a node's failure clock runs: while it is up, or only while work on it progresses.
+CLOCKS = ("up", "busy")
 #: Repair time distributions (`repair_s` is the mean of an exponential one).
 REPAIRS = ("fixed", "exponential")
 #: The last word of a node's health seed ([seed, VC, node, HEALTH]): whether it is bad is drawn apart
@@ -60,7 +63,8 @@ class FailureModel:
     `gpu_mtbf_s` per GPU: a node of g GPUs then fails g times as often; Weibull `shape`, lognormal
     `sigma`), bad nodes (each node is bad with probability `bad_fraction` and then fails
     `bad_multiplier` times as often), repairs (`repair_s`, `repair`: fixed or exponential; or the
-    `pipeline`'s) and `categories`."""
+    `pipeline`'s), `categories` and the `clock` of its lifetimes (up: a node ages while it is up;
+    busy: only while work on it progresses, raysim.sim.busy)."""
 
     categories: tuple
     node_mtbf_s: float | None = None
@@ -73,20 +77,22 @@ class FailureModel:
     bad_fraction: float = 0.0
     bad_multiplier: float = 1.0
     pipeline: object = None  # a raysim.sim.repairs.Pipeline (repair=pipeline), or None: repair_s
+    clock: str = "up"
 
     def mtbf_s(self, gpus: int) -> float:
         """Mean time to failure of a node of `gpus` GPUs."""
         return self.node_mtbf_s if self.node_mtbf_s is not None else self.gpu_mtbf_s / gpus
 
-    def stream(self, seed: int, vc: str, node: int, gpus: int, *, causes: tuple, rank: int) -> NodeFailures:
+    def stream(self, seed: int, vc: str, node: int, gpus: int, *, causes: tuple, rank: int):
         """Node `node` (of `gpus` GPUs) of VC `vc`'s failures, its events naming causes by their index
         in `causes` and ordered among same-second events of other nodes by `rank`."""
         bad = self.is_bad(seed, vc, node)
         repairs = None if self.pipeline is None else np.random.default_rng([seed, stable_hash(vc), node, REPAIR])
-        return NodeFailures(self, np.random.default_rng([seed, stable_hash(vc), node]),
-                            self.mtbf_s(gpus) / (self.bad_multiplier if bad else 1.0),
-                            tuple(causes.index(c.name) for c in self.categories), rank, bad,
-                            repairs=repairs, good_mtbf_s=self.mtbf_s(gpus))
+        failures = NodeFailures(self, np.random.default_rng([seed, stable_hash(vc), node]),
+                                self.mtbf_s(gpus) / (self.bad_multiplier if bad else 1.0),
+                                tuple(causes.index(c.name) for c in self.categories), rank, bad,
+                                repairs=repairs, good_mtbf_s=self.mtbf_s(gpus))
+        return BusyFailures(failures) if self.clock == "busy" else failures
 
     def is_bad(self, seed: int, vc: str, node: int) -> bool:
         """Whether node `node` of VC `vc` is bad: drawn from its own health seed, never with
@@ -139,10 +145,14 @@ class NodeFailures:
                 self.manual_repairs += repair.manual
                 self.false_successes += repair.false
             return int(t), self.rank, UP, cause
+        return self.fail(self.up_at + self.life(self.rng))
+
+    def fail(self, t: float, k: int | None = None) -> tuple[int, int, int, int]:
+        """The node fails at `t` (real seconds) for its category `k` (None: drawn by share now): its
+        RESTART, or its DOWN with the repair that follows it drawn."""
         model, rng = self.model, self.rng
-        life = self.life(rng)
-        t = self.up_at + life
-        k = min(int(np.searchsorted(self.shares, rng.random(), side="right")), len(self.shares) - 1)
+        if k is None:
+            k = self.category()
         category, cause = model.categories[k], self.causes[k]
         if category.kind == "restart":
             self.up_at = t
@@ -164,6 +174,10 @@ class NodeFailures:
         if self.bad and not repair.false:
             self.bad, self.scale = False, scale(self.model, self.good_mtbf_s)
         return repair
+
+    def category(self) -> int:
+        """The index of a failure's category, drawn by the categories' shares."""
+        return min(int(np.searchsorted(self.shares, self.rng.random(), side="right")), len(self.shares) - 1)
 
     def life(self, rng: np.random.Generator) -> float:
         """A lifetime drawn from the model's distribution (of mean the node's MTBF)."""

@@ -319,6 +319,8 @@ class PolicyView:
         jobs.run_since[j] = now
         if self.spot is not None:
             self.spot.started(self, j)
+        if self.busy_clock:
+            self._busy_nodes(j, now, self._progress_from(j, now))
         jobs.run_order[j] = self._starts
         self._starts += 1
         if self.policy.times_jobs:  # the policy ends the job (finish / end_lease), no completion event
