@@ -88,6 +88,8 @@ class ModelSettings:
                                   "bad_multiplier times as often as the others", minimum=0, maximum=1)
     bad_multiplier: float | None = setting(None, "a bad node's failure rate over a good one's, only with "
                                            "bad_fraction > 0", minimum=1, maximum=MAX_MULTIPLIER)
+    diagnosis: float = setting(1.0, "probability that a down failure sends its node to repair (else its jobs "
+                               "restart and the node stays up, unrepaired)", minimum=0, maximum=1)
 
 
 def model_relations(s: ModelSettings) -> None:
@@ -160,7 +162,8 @@ class Producer:
 
 class Drawn(Producer):
     """Failures drawn per node from a failure model, repaired by the model's repair time or by
-    `pipeline` (repair=pipeline's, raysim.sim.repairs)."""
+    `pipeline` (repair=pipeline's, raysim.sim.repairs), its nodes retired by `retire` (a
+    raysim.sim.retirement policy, or None)."""
 
     kind = "model"
     Settings = ModelSettings
@@ -172,14 +175,15 @@ class Drawn(Producer):
         return tuple(c.name for c in settings.categories)
 
     def plan(self, settings: ModelSettings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan,
-             pipeline=None):
+             pipeline=None, retire=None):
         from raysim.sim.capacity import CapacityPlan
         from raysim.sim.failures import failing_vcs
 
         causes, logs = _merged(self.causes(settings), log_plan)
-        model = replace(model_of(settings), pipeline=pipeline)
+        model = replace(model_of(settings), pipeline=pipeline, retire=retire)
+        counts = (("undiagnosed",) if model.diagnosis < 1 else ()) + (("retired",) if retire is not None else ())
         return CapacityPlan(causes, failing_vcs(model, seed, layout, homes, causes, logs, jobs),
-                            repairs=pipeline is not None)
+                            repairs=pipeline is not None, counts=counts)
 
 
 class Replayed(Producer):
@@ -241,9 +245,12 @@ def check_failures_config(cfg: DictConfig) -> None:
     """Check the `failures` group and the `repair` group with it: their keys and values (one line
     naming a bad one)."""
     from raysim.run.repair import check_repair_config
+    from raysim.run.retire import check_retire_config
 
     failure_settings(cfg)
-    check_repair_config(cfg, FAILURES[failures_name(cfg)].kind == "model")
+    drawn = FAILURES[failures_name(cfg)].kind == "model"
+    check_repair_config(cfg, drawn)
+    check_retire_config(cfg, drawn)
 
 
 def model_of(settings: ModelSettings) -> FailureModel:
@@ -257,7 +264,8 @@ def model_of(settings: ModelSettings) -> FailureModel:
                         repair_s=settings.repair_h * HOUR, repair=settings.repair,
                         sigma=settings.sigma if settings.distribution == "lognormal" else 1.0,
                         bad_fraction=settings.bad_fraction,
-                        bad_multiplier=1.0 if settings.bad_multiplier is None else settings.bad_multiplier)
+                        bad_multiplier=1.0 if settings.bad_multiplier is None else settings.bad_multiplier,
+                        diagnosis=settings.diagnosis)
 
 
 def failure_model(cfg: DictConfig) -> FailureModel:
@@ -269,10 +277,11 @@ def failure_plan(cfg: DictConfig, layout: dict, homes: tuple, jobs: dict, log_pl
     """The run's capacity plan with failures (None under failures=none: `log_plan`, the node log's
     plan or None, stands): per VC, each node's failures merged with its node log events; the causes
     are the node log's, then the failure categories. `jobs`: trace jobs per VC of `layout`. Drawn
-    failures are repaired as the `repair` group says (its pipeline, which only they take, is passed
-    to them alone)."""
+    failures are repaired as the `repair` group says and their nodes retired as the `retire` group
+    says (its pipeline and policy, which only they take, are passed to them alone)."""
     from raysim.run.repair import pipeline
+    from raysim.run.retire import retirement
 
-    repairs = pipeline(cfg)
+    drawn = {key: v for key, v in (("pipeline", pipeline(cfg)), ("retire", retirement(cfg))) if v is not None}
     return FAILURES[failures_name(cfg)].plan(failure_settings(cfg), int(value(cfg, "seed")), layout, homes, jobs,
-                                              log_plan, **({} if repairs is None else {"pipeline": repairs}))
+                                              log_plan, **drawn)

@@ -117,11 +117,14 @@ class CapacityPlan:
     """The run's capacity events per VC, and the causes they name (jobs.parquet has a column per
     cause). Every VC simulator gets the whole plan: a node on loan to another VC follows its own
     VC's events there (raysim.quota.ledger). `repairs`: whether its failures are repaired by a
-    pipeline whose repairs are counted (repair=pipeline: the time series' REPAIR_COLUMNS)."""
+    pipeline whose repairs are counted (repair=pipeline: the time series' REPAIR_COLUMNS); `counts`:
+    what else its failure streams count (keys of raysim.sim.recorder.COUNT_COLUMNS: `undiagnosed`
+    failures, `retired` nodes)."""
 
     causes: tuple = ()
     vcs: dict = field(default_factory=dict)  # VC -> VCCapacity
     repairs: bool = False
+    counts: tuple = ()
 
     def of(self, vc: str) -> VCCapacity | None:
         """VC `vc`'s events (None: its nodes never change)."""

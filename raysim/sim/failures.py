@@ -11,7 +11,11 @@ once); a ``restart`` category (software, NCCL timeout) only restarts the jobs on
 up. A fresh lifetime starts when the node is up again (at once after a restart): nothing fails while
 a node is down. Under `repair=pipeline` a ``down`` failure's repair is the pipeline's instead
 (raysim.sim.repairs: automated, maybe manual, maybe a false success), drawn from the node's own
-repair generator; a bad node that a repair truly fixes is good from then on.
+repair generator; a bad node that a repair truly fixes is good from then on. A ``down`` failure is
+*diagnosed* (sends the node to repair) with probability `diagnosis`, drawn from the node's own
+diagnosis generator (only below 1); an undiagnosed one restarts the node's jobs and leaves it up,
+as it was. Under a retirement policy (raysim.sim.retirement) a node that the policy retires after a
+repair never comes back: its stream ends with that repair's ``down`` (a node log's ``leave``).
 
 Streams are lazy (the next failure is drawn when the engine asks for it: cost grows with failures,
 not with simulated time), deterministic and picklable, and seeded per node by (run seed, VC name,
@@ -40,6 +44,8 @@ REPAIRS = ("fixed", "exponential")
 #: The last word of a node's health seed ([seed, VC, node, HEALTH]): whether it is bad is drawn apart
 #: from its failure times, so a run without bad nodes draws exactly what it drew before they existed.
 HEALTH = 1
+#: The last word of a node's diagnosis seed ([seed, VC, node, DIAGNOSIS]; raysim.sim.repairs.REPAIR is 2).
+DIAGNOSIS = 3
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,8 @@ class FailureModel:
     bad_fraction: float = 0.0
     bad_multiplier: float = 1.0
     pipeline: object = None  # a raysim.sim.repairs.Pipeline (repair=pipeline), or None: repair_s
+    diagnosis: float = 1.0  # the probability that a down failure sends its node to repair
+    retire: object = None  # a raysim.sim.retirement policy (retire=threshold | scored), or None: never
 
     def mtbf_s(self, gpus: int) -> float:
         """Mean time to failure of a node of `gpus` GPUs."""
@@ -83,10 +91,11 @@ class FailureModel:
         in `causes` and ordered among same-second events of other nodes by `rank`."""
         bad = self.is_bad(seed, vc, node)
         repairs = None if self.pipeline is None else np.random.default_rng([seed, stable_hash(vc), node, REPAIR])
+        diagnoses = None if self.diagnosis >= 1 else np.random.default_rng([seed, stable_hash(vc), node, DIAGNOSIS])
         return NodeFailures(self, np.random.default_rng([seed, stable_hash(vc), node]),
                             self.mtbf_s(gpus) / (self.bad_multiplier if bad else 1.0),
                             tuple(causes.index(c.name) for c in self.categories), rank, bad,
-                            repairs=repairs, good_mtbf_s=self.mtbf_s(gpus))
+                            repairs=repairs, good_mtbf_s=self.mtbf_s(gpus), diagnoses=diagnoses)
 
     def is_bad(self, seed: int, vc: str, node: int) -> bool:
         """Whether node `node` of VC `vc` is bad: drawn from its own health seed, never with
@@ -117,20 +126,28 @@ class NodeFailures:
     whether the node is a bad one (its `mtbf_s` already divided by the model's multiplier). Under the
     model's `pipeline`, `repairs` draws its repairs (a bad node truly fixed then lives `good_mtbf_s`),
     counted in `auto_repairs`, `manual_repairs` and `false_successes` as each begins (its DOWN handed
-    out, and the UP that ends it)."""
+    out, and the UP that ends it). `diagnoses` draws whether a down failure is diagnosed (None: each
+    is), those that are not counted in `undiagnosed`; under the model's retirement policy the node
+    keeps its `record` there, and `retired` (0 or 1) counts its retirement as its last repair begins
+    (the stream then ends)."""
 
     def __init__(self, model: FailureModel, rng: np.random.Generator, mtbf_s: float, causes: tuple, rank: int,
-                 bad: bool = False, *, repairs: np.random.Generator | None = None, good_mtbf_s: float | None = None):
+                 bad: bool = False, *, repairs: np.random.Generator | None = None, good_mtbf_s: float | None = None,
+                 diagnoses: np.random.Generator | None = None):
         self.model, self.rng, self.rank, self.causes, self.bad = model, rng, rank, causes, bad
         self.scale = scale(model, mtbf_s)
-        self.repairs, self.good_mtbf_s = repairs, good_mtbf_s
+        self.repairs, self.good_mtbf_s, self.diagnoses = repairs, good_mtbf_s, diagnoses
         self.auto_repairs = self.manual_repairs = self.false_successes = 0
+        self.undiagnosed = self.retired = 0
+        self.record = None if model.retire is None else model.retire.record()
         self.shares = np.cumsum([c.share for c in model.categories]) / sum(c.share for c in model.categories)
         self.up_at = 0.0  # when the node's current lifetime began (real seconds)
         self.repair_due = None  # (time, cause, pipeline repair or None) of the UP that follows the
         # DOWN handed out last
 
     def next(self) -> tuple[int, int, int, int] | None:
+        if self.retired:
+            return None
         if self.repair_due is not None:
             t, cause, repair = self.repair_due
             self.repair_due = None
@@ -138,13 +155,20 @@ class NodeFailures:
                 self.auto_repairs += 1
                 self.manual_repairs += repair.manual
                 self.false_successes += repair.false
+            if self.record is not None and self.record.retires(t):
+                self.retired = 1
+                return None
             return int(t), self.rank, UP, cause
         model, rng = self.model, self.rng
         life = self.life(rng)
         t = self.up_at + life
         k = min(int(np.searchsorted(self.shares, rng.random(), side="right")), len(self.shares) - 1)
         category, cause = model.categories[k], self.causes[k]
-        if category.kind == "restart":
+        diagnosed = category.kind == "down" and (self.diagnoses is None or self.diagnoses.random() < model.diagnosis)
+        if self.record is not None:
+            self.record.failed(t, life, diagnosed)
+        if not diagnosed:
+            self.undiagnosed += category.kind == "down"
             self.up_at = t
             return int(t), self.rank, RESTART, cause
         drawn = None if model.pipeline is None else self.pipeline_repair()
@@ -175,12 +199,12 @@ class NodeFailures:
         return self.scale * rng.lognormal(0.0, model.sigma)
 
 
-def repair_counts(streams) -> tuple[int, int, int]:
-    """Automated repairs, manual repairs and false successes begun so far on the nodes of `streams`
-    (capacity streams: a node's failures, alone or merged with its node log; others count none)."""
+def repair_counts(streams, keys: tuple = ("auto_repairs", "manual_repairs", "false_successes")) -> tuple:
+    """Automated repairs, manual repairs and false successes begun so far (or the counts `keys` name:
+    `undiagnosed`, `retired`) on the nodes of `streams` (capacity streams: a node's failures, alone or
+    merged with its node log; others count none)."""
     counted = [getattr(s, "failures", s) for s in streams]
-    return tuple(sum(getattr(f, key, 0) for f in counted)
-                 for key in ("auto_repairs", "manual_repairs", "false_successes"))
+    return tuple(sum(getattr(f, key, 0) for f in counted) for key in keys)
 
 
 class Merged:
