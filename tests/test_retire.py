@@ -298,3 +298,18 @@ def test_a_run_whose_retirements_leave_a_job_too_few_nodes_stops_at_its_stall_bo
     assert "\n" not in said and "VC vcA has 1 unfinished job(s)" in said
     assert "(retired for good: 1 node(s) of VC vcA; a job needing more nodes than its VC has left never starts)" \
         in said
+
+
+def test_a_node_retired_while_its_node_log_has_it_down_never_comes_back():
+    """A failure while the log has the node down does not happen, but its repair is drawn and
+    counted (docs/failures.md) and so is the retirement after it: the log's up does not bring the
+    node back."""
+    from raysim.sim.capacity import LogStream
+    from raysim.sim.failures import Merged
+
+    failures = model(retire=Threshold(1, 1e9)).stream(0, "vc", 0, 8, causes=CAUSES, rank=0)
+    merged = Merged(failures, LogStream(((0, 0, DOWN, 1), (10 ** 7, 1, UP, 1))), absent=False)
+    assert until_none(merged) == [(0, 0, DOWN, 1)] and failures.retired == 1
+    kept = Merged(model().stream(0, "vc", 0, 8, causes=CAUSES, rank=0),
+                  LogStream(((0, 0, DOWN, 1), (10 ** 7, 1, UP, 1))), absent=False)
+    assert events(kept, 2) == [(0, 0, DOWN, 1), (10 ** 7, 1, UP, 1)]  # (without retirement the log's up stands)

@@ -212,7 +212,8 @@ class Merged:
     order, the log's first among same-second events: the node is down while either says so. A
     failure that falls while the log has the node down (maintenance) does not happen, nor does the
     repair that would have followed it; the log's ``up`` brings the node back only once no failure
-    repair is under way, and a failure's repair only once the log has it up."""
+    repair is under way, and a failure's repair only once the log has it up. A node that a retirement
+    policy retired (even after a failure that did not happen) stays down whatever the log says."""
 
     def __init__(self, failures, log, absent: bool):
         self.failures, self.log = failures, log
@@ -231,6 +232,8 @@ class Merged:
             if i == 1 and self.down[0]:  # a failure while the log has the node down does not happen
                 if kind == UP:
                     self.down[1] = False  # (its repair is over, unseen)
+                elif self.heads[1] is None and getattr(self.failures, "retired", 0):
+                    self.down[1] = True  # (but the node was retired after its repair: it never comes back)
                 continue
             if kind == RESTART:
                 return event
