@@ -42,7 +42,8 @@ def until_none(stream, most=10_000):
 
 # ------------------------------------------------------------------------------------------- streams
 def test_threshold_retires_a_node_at_the_first_repair_with_max_failures_in_the_window():
-    """Two failures within 4,500 s of a repair's end: the stream ends with that repair's down."""
+    """Two failures within 4,500 s of a repair's end: the stream ends with that repair's down and a
+    restart at its end (the node is down: it stops no job), and counts the retirement."""
     stream = model(retire=Threshold(2, 4_500.0)).stream(0, "vc", 0, 8, causes=CAUSES, rank=0)
     fails, up, times, want = drawn(), 0.0, [], []
     while True:
@@ -52,6 +53,7 @@ def test_threshold_retires_a_node_at_the_first_repair_with_max_failures_in_the_w
         want.append((int(t), 0, DOWN, 0))
         end = t + 2_000
         if sum(s >= end - 4_500 for s in times) >= 2:
+            want.append((int(end), 0, RESTART, 0))  # (the retirement's mark: a restart of a node down for good)
             break
         want.append((int(end), 0, UP, 0))
         up = end
@@ -73,6 +75,7 @@ def test_scored_retires_a_node_once_its_score_is_at_or_below_the_threshold(perio
         score += (1 if period_s == 0 else life // period_s) * 10 - 30
         want.append((int(up + life), 0, DOWN, 0))
         if score <= 0:
+            want.append((int(up + life + 2_000), 0, RESTART, 0))
             break
         up += life + 2_000
         want.append((int(up), 0, UP, 0))
@@ -84,9 +87,9 @@ def test_a_restart_counts_for_the_threshold_and_ends_a_lifetime_but_is_not_repai
     both = FailureModel((HW, SW), node_mtbf_s=10_000, repair_s=2_000, retire=Threshold(3, 1e9))
     stream = both.stream(0, "vc", 0, 8, causes=CAUSES, rank=0)
     evs = until_none(stream)
-    kinds = [e[2] for e in evs]
-    assert kinds[-1] == DOWN and len([k for k in kinds if k != UP]) >= 3
-    assert RESTART not in kinds[-1:] and stream.retired == 1
+    kinds = [e[2] for e in evs[:-1]]  # (the last: the retirement's restart)
+    assert kinds[-1] == DOWN and evs[-1][2] == RESTART and len([k for k in kinds if k != UP]) >= 3
+    assert stream.retired == 1
     failures = [k for k in kinds if k != UP]
     # (the third failure or a later one, the first down at or after the third failure, retires it)
     assert DOWN not in failures[2:-1]
@@ -309,7 +312,11 @@ def test_a_node_retired_while_its_node_log_has_it_down_never_comes_back():
 
     failures = model(retire=Threshold(1, 1e9)).stream(0, "vc", 0, 8, causes=CAUSES, rank=0)
     merged = Merged(failures, LogStream(((0, 0, DOWN, 1), (10 ** 7, 1, UP, 1))), absent=False)
-    assert until_none(merged) == [(0, 0, DOWN, 1)] and failures.retired == 1
+    assert until_none(merged) == [(0, 0, DOWN, 1), (3594, 0, RESTART, 0)] and failures.retired == 1
     kept = Merged(model().stream(0, "vc", 0, 8, causes=CAUSES, rank=0),
                   LogStream(((0, 0, DOWN, 1), (10 ** 7, 1, UP, 1))), absent=False)
     assert events(kept, 2) == [(0, 0, DOWN, 1), (10 ** 7, 1, UP, 1)]  # (without retirement the log's up stands)
+    # the log brings the node up before the end of the repair it retires after: it goes down there
+    failures = model(retire=Threshold(1, 1e9)).stream(0, "vc", 0, 8, causes=CAUSES, rank=0)
+    merged = Merged(failures, LogStream(((0, 0, DOWN, 1), (2_500, 1, UP, 1))), absent=False)
+    assert until_none(merged) == [(0, 0, DOWN, 1), (2_500, 1, UP, 1), (3594, 0, DOWN, 0)]

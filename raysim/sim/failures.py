@@ -15,7 +15,9 @@ repair generator; a bad node that a repair truly fixes is good from then on. A `
 *diagnosed* (sends the node to repair) with probability `diagnosis`, drawn from the node's own
 diagnosis generator (only below 1); an undiagnosed one restarts the node's jobs and leaves it up,
 as it was. Under a retirement policy (raysim.sim.retirement) a node that the policy retires after a
-repair never comes back: its stream ends with that repair's ``down`` (a node log's ``leave``).
+repair never comes back: its stream ends with that repair's ``down`` (a node log's ``leave``), then
+one ``restart`` at the repair's end, which stops no job (the node is down): it only keeps a run
+whose other events are over going until the retirement, so that its time series samples it.
 
 Streams are lazy (the next failure is drawn when the engine asks for it: cost grows with failures,
 not with simulated time), deterministic and picklable, and seeded per node by (run seed, VC name,
@@ -156,8 +158,8 @@ class NodeFailures:
                 self.manual_repairs += repair.manual
                 self.false_successes += repair.false
             if self.record is not None and self.record.retires(t):
-                self.retired = 1
-                return None
+                self.retired = 1  # (the stream's last event: a restart at the repair's end, on a node down for good)
+                return int(t), self.rank, RESTART, cause
             return int(t), self.rank, UP, cause
         model, rng = self.model, self.rng
         life = self.life(rng)
@@ -213,7 +215,8 @@ class Merged:
     failure that falls while the log has the node down (maintenance) does not happen, nor does the
     repair that would have followed it; the log's ``up`` brings the node back only once no failure
     repair is under way, and a failure's repair only once the log has it up. A node that a retirement
-    policy retired (even after a failure that did not happen) stays down whatever the log says."""
+    policy retired (even after a failure that did not happen) goes down, if it is not, at the end of
+    the repair it retired after, and stays down whatever the log says."""
 
     def __init__(self, failures, log, absent: bool):
         self.failures, self.log = failures, log
@@ -229,11 +232,13 @@ class Merged:
             event = self.heads[i]
             self.heads[i] = (self.log if i == 0 else self.failures).next()
             kind, other = event[2], self.down[1 - i]
+            if i == 1 and self.heads[1] is None and getattr(self.failures, "retired", 0):
+                was_down = self.down[0] or self.down[1]  # (the failures' last event: the node is retired)
+                self.down[1] = True
+                return event if was_down else (event[0], event[1], DOWN, event[3])
             if i == 1 and self.down[0]:  # a failure while the log has the node down does not happen
                 if kind == UP:
                     self.down[1] = False  # (its repair is over, unseen)
-                elif self.heads[1] is None and getattr(self.failures, "retired", 0):
-                    self.down[1] = True  # (but the node was retired after its repair: it never comes back)
                 continue
             if kind == RESTART:
                 return event
