@@ -131,7 +131,7 @@ class NodeFailures:
     out, and the UP that ends it). `diagnoses` draws whether a down failure is diagnosed (None: each
     is), those that are not counted in `undiagnosed`; under the model's retirement policy the node
     keeps its `record` there, and `retired` (0 or 1) counts its retirement as its last repair begins
-    (the stream then ends)."""
+    (the stream then ends with a restart at that repair's end)."""
 
     def __init__(self, model: FailureModel, rng: np.random.Generator, mtbf_s: float, causes: tuple, rank: int,
                  bad: bool = False, *, repairs: np.random.Generator | None = None, good_mtbf_s: float | None = None,
