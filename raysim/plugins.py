@@ -82,6 +82,7 @@ GROUPS = (
     Group("fgd.policy", "raysim.placement.scored:SCORERS"),
     Group("failures", "raysim.run.failures:FAILURES", prefix="failures", noun="preset"),
     Group("repair", "raysim.run.repair:REPAIRS", prefix="repair", noun="repair preset"),
+    Group("retire", "raysim.run.retire:RETIRES", prefix="retire", noun="retirement policy"),
     Group("quota", "raysim.quota.settings:QUOTAS", prefix="quota"),
     Group("spot.victims", "raysim.sim.spot:VICTIMS", noun="victim chooser"),
 )

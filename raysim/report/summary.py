@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from raysim.report.classes import per_class
 from raysim.report.loans import has_loans, loan_gpu_hours
 from raysim.report.timeseries import change_runs, column_hours, column_names, grid_count, series_layout
-from raysim.sim.recorder import CAPACITY_COLUMNS, REPAIR_COLUMNS
+from raysim.sim.recorder import CAPACITY_COLUMNS, COUNT_COLUMNS, REPAIR_COLUMNS
 from raysim.trace.schema import PRIORITY_CLASSES
 
 QUANTILES = {"p50": 50, "p95": 95, "p99": 99, "p99.9": 99.9}
@@ -33,7 +33,8 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
     and, from the time series' `down_gpu_num`, `down_gpu_h` (GPU-hours of the VC's nodes out of
     service; NaN for a VC the series lacks: under quota=global it has the merged VC only) and, under
     repair=pipeline, REPAIR_COLUMNS (`auto_repairs`, `manual_repairs`, `false_successes`: repairs
-    begun during the run on the VC's own nodes, repair_counts). Under
+    begun during the run on the VC's own nodes, repair_counts) and, with failures.diagnosis < 1 or
+    retire=threshold | scored, COUNT_COLUMNS (`undiagnosed` failures, `retired_nodes`). Under
     checkpoint-restart (jobs with `lost_gpu_s` and `overhead_gpu_s`): `lost_gpu_h` and
     `overhead_gpu_h`, and with `duration` and `gpu_num` (a job's work; left out where durations
     are placeholders) `ettr` (checkpoint_figures). Under
@@ -100,21 +101,24 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
         for row in rows:
             row["down_gpu_h"] = float(sum(v[0] for v in down.values()) if row["vc"] == "all"
                                       else down.get(row["vc"], [np.nan])[0])
-    if REPAIR_COLUMNS[0] in names:
-        counts = repair_counts(series)
+    counted = [c for c in REPAIR_COLUMNS + tuple(COUNT_COLUMNS.values()) if c in names]
+    if counted:
+        counts = repair_counts(series, counted)
         for row in rows:
-            row.update({c: counts.get(row["vc"], {}).get(c, np.nan) for c in REPAIR_COLUMNS})
+            row.update({c: counts.get(row["vc"], {}).get(c, np.nan) for c in counted})
     return pd.DataFrame(rows)
 
 
-def repair_counts(series) -> dict[str, dict[str, int]]:
-    """VC (and "all") -> REPAIR_COLUMNS' counts at the end of the run: the largest sample of each
-    (they only grow), from a timeseries.parquet (a path) or a table read from one."""
-    table = series if isinstance(series, pa.Table) else pq.read_table(series, columns=["vc", *REPAIR_COLUMNS])
-    frame = table.select(["vc", *REPAIR_COLUMNS]).to_pandas()
+def repair_counts(series, columns=REPAIR_COLUMNS) -> dict[str, dict[str, int]]:
+    """VC (and "all") -> the counts of `columns` (REPAIR_COLUMNS, COUNT_COLUMNS' columns) at the end of
+    the run: the largest sample of each (they only grow), from a timeseries.parquet (a path) or a
+    table read from one."""
+    columns = list(columns)
+    table = series if isinstance(series, pa.Table) else pq.read_table(series, columns=["vc", *columns])
+    frame = table.select(["vc", *columns]).to_pandas()
     frame["vc"] = frame["vc"].astype(str)
     return {vc: {c: int(v) for c, v in row.items()}
-            for vc, row in frame.groupby("vc", sort=False)[list(REPAIR_COLUMNS)].max().iterrows()}
+            for vc, row in frame.groupby("vc", sort=False)[columns].max().iterrows()}
 
 
 def class_figures(jobs: pd.DataFrame) -> dict:

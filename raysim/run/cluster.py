@@ -92,7 +92,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path, checked: ClusterMode | None = No
         log.warning("%d job(s) did not finish%s (jobs.parquet: finished = false)", unfinished,
                     ": the node log ended first" if harvest else
                     ": Gavel's round mechanism dropped them after 5 failed micro-tasks (fewer steps left than GPUs)"
-                    if policy_class(spec.policy).times_jobs else "")
+                    if policy_class(spec.policy).times_jobs else retired_reason(summary))
     if harvest:
         from raysim.harvest.metrics import with_harvest_figures
 
@@ -124,6 +124,15 @@ def run_cluster(cfg: DictConfig, run_dir: Path, checked: ClusterMode | None = No
     if "timing" in counts:  # (not when a resumed run had finished: nothing was simulated)
         print(bound_line(counts["timing"]))
     return overall
+
+
+def retired_reason(summary) -> str:
+    """Why jobs may not have finished under a retirement policy: the nodes it retired ('' if none)."""
+    if "retired_nodes" not in summary.columns:
+        return ""
+    retired = int(summary.set_index("vc").at["all", "retired_nodes"])
+    return (f": {retired:,} node(s) were retired for good, and a job needing more nodes than its VC has left never "
+            "starts" if retired else "")
 
 
 def write_job_views(run_dir: Path, settings, spec) -> None:

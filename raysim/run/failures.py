@@ -92,6 +92,8 @@ class ModelSettings:
                                            "bad_fraction > 0", minimum=1, maximum=MAX_MULTIPLIER)
     clock: str = setting("up", "up: a node ages while it is up | busy: only while a job on it progresses (not idle, "
                          "not restoring, not down; AIReSim's)", choices=CLOCKS)
+    diagnosis: float = setting(1.0, "probability that a down failure sends its node to repair (else its jobs "
+                               "restart and the node stays up, unrepaired)", minimum=0, maximum=1)
 
 
 def model_relations(s: ModelSettings) -> None:
@@ -182,7 +184,8 @@ class Producer:
 
 class Drawn(Producer):
     """Failures drawn per node from a failure model, repaired by the model's repair time or by
-    `pipeline` (repair=pipeline's, raysim.sim.repairs)."""
+    `pipeline` (repair=pipeline's, raysim.sim.repairs), its nodes retired by `retire` (a
+    raysim.sim.retirement policy, or None)."""
 
     kind = "model"
     Settings = ModelSettings
@@ -194,14 +197,15 @@ class Drawn(Producer):
         return tuple(c.name for c in settings.categories)
 
     def plan(self, settings: ModelSettings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan,
-             pipeline=None):
+             pipeline=None, retire=None):
         from raysim.sim.capacity import CapacityPlan
         from raysim.sim.failures import failing_vcs
 
         causes, logs = _merged(self.causes(settings), log_plan)
-        model = replace(model_of(settings), pipeline=pipeline)
+        model = replace(model_of(settings), pipeline=pipeline, retire=retire)
+        counts = (("undiagnosed",) if model.diagnosis < 1 else ()) + (("retired",) if retire is not None else ())
         return CapacityPlan(causes, failing_vcs(model, seed, layout, homes, causes, logs, jobs),
-                            repairs=pipeline is not None, busy=settings.clock == "busy")
+                            repairs=pipeline is not None, busy=settings.clock == "busy", counts=counts)
 
 
 class Replayed(Producer):
@@ -263,9 +267,11 @@ def check_failures_config(cfg: DictConfig) -> None:
     """Check the `failures` group and the `repair` group with it: their keys and values (one line
     naming a bad one)."""
     from raysim.run.repair import check_repair_config, repair_name
+    from raysim.run.retire import check_retire_config
 
     drawn = FAILURES[failures_name(cfg)].kind == "model"
     check_repair_config(cfg, drawn)
+    check_retire_config(cfg, drawn)
     settings = failure_settings(cfg)
     if drawn:
         repair_relations(settings, repair_name(cfg) == "pipeline")
@@ -302,7 +308,7 @@ def model_of(settings: ModelSettings) -> FailureModel:
                         sigma=settings.sigma if settings.distribution == "lognormal" else 1.0,
                         bad_fraction=settings.bad_fraction,
                         bad_multiplier=1.0 if settings.bad_multiplier is None else settings.bad_multiplier,
-                        clock=settings.clock)
+                        clock=settings.clock, diagnosis=settings.diagnosis)
 
 
 def failure_model(cfg: DictConfig) -> FailureModel:
@@ -314,10 +320,11 @@ def failure_plan(cfg: DictConfig, layout: dict, homes: tuple, jobs: dict, log_pl
     """The run's capacity plan with failures (None under failures=none: `log_plan`, the node log's
     plan or None, stands): per VC, each node's failures merged with its node log events; the causes
     are the node log's, then the failure categories. `jobs`: trace jobs per VC of `layout`. Drawn
-    failures are repaired as the `repair` group says (its pipeline, which only they take, is passed
-    to them alone)."""
+    failures are repaired as the `repair` group says and their nodes retired as the `retire` group
+    says (its pipeline and policy, which only they take, are passed to them alone)."""
     from raysim.run.repair import pipeline
+    from raysim.run.retire import retirement
 
-    repairs = pipeline(cfg)
+    drawn = {key: v for key, v in (("pipeline", pipeline(cfg)), ("retire", retirement(cfg))) if v is not None}
     return FAILURES[failures_name(cfg)].plan(failure_settings(cfg), int(value(cfg, "seed")), layout, homes, jobs,
-                                              log_plan, **({} if repairs is None else {"pipeline": repairs}))
+                                              log_plan, **drawn)

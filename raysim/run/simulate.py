@@ -153,15 +153,31 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
         counts.update(epochs=exchange.epochs, loan_operations=exchange.operations)
     if coordinator.stalled is not None:
         shutil.rmtree(spool, ignore_errors=True)
-        raise RunStalled(f"{coordinator.stalled}; jobs.parquet and timeseries.parquet hold the run up to there "
-                         f"(unfinished jobs have no end); to go on, raise sim.stall_s (now {stall_why}) or set it "
-                         "to off")
+        raise RunStalled(f"{coordinator.stalled}{retired_note(out_dir / 'timeseries.parquet')}; jobs.parquet and "
+                         f"timeseries.parquet hold the run up to there (unfinished jobs have no end); to go on, raise "
+                         f"sim.stall_s (now {stall_why}) or set it to off")
     if checkpoint_dir:
         _keep_finished(Path(checkpoint_dir) / FINISHED, out_dir, fingerprint, counts)
     else:
         shutil.rmtree(spool, ignore_errors=True)
     counts["timing"] = coordinator.timing.report(time.perf_counter() - started)
     return counts
+
+
+def retired_note(series: Path) -> str:
+    """Where a retirement policy retired nodes (the time series' `retired_nodes`), a note of how many
+    per VC for a stalled run's line (their jobs may need more nodes than are left); else ''."""
+    from raysim.report.summary import repair_counts
+    from raysim.sim.recorder import COUNT_COLUMNS
+
+    column = COUNT_COLUMNS["retired"]
+    if column not in pq.read_schema(series).names:
+        return ""
+    retired = {vc: c[column] for vc, c in repair_counts(series, [column]).items() if c[column] and vc != "all"}
+    if not retired:
+        return ""
+    return (" (retired for good: " + ", ".join(f"{n:,} node(s) of VC {vc}" for vc, n in retired.items())
+            + "; a job needing more nodes than its VC has left never starts)")
 
 
 class RunStalled(UserError):

@@ -35,7 +35,7 @@ SHARED = ("mode", "data", "hydra", "replicate")  # (replicate: read by the sweep
 #: The config keys and groups each mode reads; the others must keep their root defaults.
 CLUSTER_KEYS = ("seed", "trace", "sim", "network", "estimator", "ray", "policies",
                 "rounds", "harvest", "cluster", "policy", "placer", "runtime", "quota", "checkpoint",
-                "failures", "repair", "report", "spot")
+                "failures", "repair", "retire", "report", "spot")
 MODES = {"cluster": CLUSTER_KEYS, "fgd": ("fgd", "seed")}
 #: Why a mode refuses what it does not use (per key where it helps; "*": any other key).
 WHY = {
@@ -46,7 +46,7 @@ WHY = {
 }
 #: Config groups chosen by name (`policy=tiresias`): a different choice is refused as the group.
 CHOICE_KEYS = {"policy": "name", "placer": "name", "runtime": "name", "quota": "mode", "failures": "name",
-               "repair": "name"}
+               "repair": "name", "retire": "name"}
 #: The round mechanism's settings, once rounds.*, now every round-based policy's own (policy.*);
 #: rounds.generate, rate_jobs_per_hour and reference_type make Gavel's jobs for any policy.
 ROUND_MOVED = ("round_s", "reset_min_s", "type_order", "lp_method", "window", "job_type_column", "job_type_map")

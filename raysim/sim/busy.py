@@ -49,7 +49,7 @@ class BusyFailures:
         if self.pending is not None:  # the failure happens: the jobs on the node stop
             t, k = self.pending
             self.pending, self.work = None, {}
-            f.fail(t, k)
+            f.fail(t, k, life=t - self.since)
         return f.next() if f.repair_due is not None else None
 
     def carry(self, job: int, begins: int, now: int) -> bool:

@@ -119,12 +119,14 @@ class CapacityPlan:
     VC's events there (raysim.quota.ledger). `repairs`: whether its failures are repaired by a
     pipeline whose repairs are counted (repair=pipeline: the time series' REPAIR_COLUMNS). `busy`:
     whether its failure clocks run only while work progresses (failures.clock=busy: the engine tells
-    each node's stream of the work on it, raysim.sim.busy)."""
+    each node's stream of the work on it, raysim.sim.busy). `counts`: what else its failure streams
+    count (keys of raysim.sim.recorder.COUNT_COLUMNS: `undiagnosed` failures, `retired` nodes)."""
 
     causes: tuple = ()
     vcs: dict = field(default_factory=dict)  # VC -> VCCapacity
     repairs: bool = False
     busy: bool = False
+    counts: tuple = ()
 
     def of(self, vc: str) -> VCCapacity | None:
         """VC `vc`'s events (None: its nodes never change)."""

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.sim.recorder import CAPACITY_COLUMNS, REPAIR_COLUMNS, RESOURCE_COLUMNS
+from raysim.sim.recorder import CAPACITY_COLUMNS, COUNT_COLUMNS, REPAIR_COLUMNS, RESOURCE_COLUMNS
 
 #: The order of extensions in a spec's list (results and time-series columns come out in it).
 ORDER = ("network", "quota", "shared_queue", "resources", "capacity", "checkpoints", "replays", "spot")
@@ -128,7 +128,8 @@ class SharedQueue(Extension):
 class Capacity(Extension):
     """Nodes that go down, come back, join or leave (raysim.sim.capacity.CapacityPlan): each node
     follows its stream of events, jobs on a node going down stop for the event's cause. A plan whose
-    repairs are counted (repair=pipeline) adds REPAIR_COLUMNS, summed over the VC's own nodes."""
+    repairs are counted (repair=pipeline) adds REPAIR_COLUMNS, and one that counts more (`counts`:
+    undiagnosed failures, retired nodes) their COUNT_COLUMNS, summed over the VC's own nodes."""
 
     name = "capacity"
     settings = ("cluster.capacity", "failures")
@@ -138,8 +139,8 @@ class Capacity(Extension):
 
     def __init__(self, plan):
         self.plan = plan
-        if plan.repairs:
-            self.series_columns = CAPACITY_COLUMNS + REPAIR_COLUMNS
+        self.counted = (REPAIR_COLUMNS if plan.repairs else ()) + plan.counts
+        self.series_columns = CAPACITY_COLUMNS + tuple(COUNT_COLUMNS.get(c, c) for c in self.counted)
         self.own = ()  # the streams the VC's own nodes follow (repairs counted)
 
     def attach(self, sim) -> None:
@@ -147,11 +148,11 @@ class Capacity(Extension):
         self.own = sim.follow_plan(self.plan)
 
     def series_row(self, sim) -> tuple:
-        if not self.plan.repairs:
+        if not self.counted:
             return (sim.vc.down_gpus,)
         from raysim.sim.failures import repair_counts
 
-        return (sim.vc.down_gpus, *repair_counts(self.own))
+        return (sim.vc.down_gpus, *repair_counts(self.own, self.counted))
 
     def results(self, sim, rows) -> dict[str, np.ndarray]:
         return sim.jobs.interruption_results(rows, len(self.plan.causes))

@@ -11,7 +11,13 @@ once); a ``restart`` category (software, NCCL timeout) only restarts the jobs on
 up. A fresh lifetime starts when the node is up again (at once after a restart): nothing fails while
 a node is down. Under `repair=pipeline` a ``down`` failure's repair is the pipeline's instead
 (raysim.sim.repairs: automated, maybe manual, maybe a false success), drawn from the node's own
-repair generator; a bad node that a repair truly fixes is good from then on.
+repair generator; a bad node that a repair truly fixes is good from then on. A ``down`` failure is
+*diagnosed* (sends the node to repair) with probability `diagnosis`, drawn from the node's own
+diagnosis generator (only below 1); an undiagnosed one restarts the node's jobs and leaves it up,
+as it was. Under a retirement policy (raysim.sim.retirement) a node that the policy retires after a
+repair never comes back: its stream ends with that repair's ``down`` (a node log's ``leave``), then
+one ``restart`` at the repair's end, which stops no job (the node is down): it only keeps a run
+whose other events are over going until the retirement, so that its time series samples it.
 
 Streams are lazy (the next failure is drawn when the engine asks for it: cost grows with failures,
 not with simulated time), deterministic and picklable, and seeded per node by (run seed, VC name,
@@ -43,6 +49,8 @@ REPAIRS = ("fixed", "exponential")
 #: The last word of a node's health seed ([seed, VC, node, HEALTH]): whether it is bad is drawn apart
 #: from its failure times, so a run without bad nodes draws exactly what it drew before they existed.
 HEALTH = 1
+#: The last word of a node's diagnosis seed ([seed, VC, node, DIAGNOSIS]; raysim.sim.repairs.REPAIR is 2).
+DIAGNOSIS = 3
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,8 @@ class FailureModel:
     bad_multiplier: float = 1.0
     pipeline: object = None  # a raysim.sim.repairs.Pipeline (repair=pipeline), or None: repair_s
     clock: str = "up"
+    diagnosis: float = 1.0  # the probability that a down failure sends its node to repair
+    retire: object = None  # a raysim.sim.retirement policy (retire=threshold | scored), or None: never
 
     def mtbf_s(self, gpus: int) -> float:
         """Mean time to failure of a node of `gpus` GPUs."""
@@ -88,10 +98,11 @@ class FailureModel:
         in `causes` and ordered among same-second events of other nodes by `rank`."""
         bad = self.is_bad(seed, vc, node)
         repairs = None if self.pipeline is None else np.random.default_rng([seed, stable_hash(vc), node, REPAIR])
+        diagnoses = None if self.diagnosis >= 1 else np.random.default_rng([seed, stable_hash(vc), node, DIAGNOSIS])
         failures = NodeFailures(self, np.random.default_rng([seed, stable_hash(vc), node]),
                                 self.mtbf_s(gpus) / (self.bad_multiplier if bad else 1.0),
                                 tuple(causes.index(c.name) for c in self.categories), rank, bad,
-                                repairs=repairs, good_mtbf_s=self.mtbf_s(gpus))
+                                repairs=repairs, good_mtbf_s=self.mtbf_s(gpus), diagnoses=diagnoses)
         return BusyFailures(failures) if self.clock == "busy" else failures
 
     def is_bad(self, seed: int, vc: str, node: int) -> bool:
@@ -123,20 +134,28 @@ class NodeFailures:
     whether the node is a bad one (its `mtbf_s` already divided by the model's multiplier). Under the
     model's `pipeline`, `repairs` draws its repairs (a bad node truly fixed then lives `good_mtbf_s`),
     counted in `auto_repairs`, `manual_repairs` and `false_successes` as each begins (its DOWN handed
-    out, and the UP that ends it)."""
+    out, and the UP that ends it). `diagnoses` draws whether a down failure is diagnosed (None: each
+    is), those that are not counted in `undiagnosed`; under the model's retirement policy the node
+    keeps its `record` there, and `retired` (0 or 1) counts its retirement as its last repair begins
+    (the stream then ends with a restart at that repair's end)."""
 
     def __init__(self, model: FailureModel, rng: np.random.Generator, mtbf_s: float, causes: tuple, rank: int,
-                 bad: bool = False, *, repairs: np.random.Generator | None = None, good_mtbf_s: float | None = None):
+                 bad: bool = False, *, repairs: np.random.Generator | None = None, good_mtbf_s: float | None = None,
+                 diagnoses: np.random.Generator | None = None):
         self.model, self.rng, self.rank, self.causes, self.bad = model, rng, rank, causes, bad
         self.scale = scale(model, mtbf_s)
-        self.repairs, self.good_mtbf_s = repairs, good_mtbf_s
+        self.repairs, self.good_mtbf_s, self.diagnoses = repairs, good_mtbf_s, diagnoses
         self.auto_repairs = self.manual_repairs = self.false_successes = 0
+        self.undiagnosed = self.retired = 0
+        self.record = None if model.retire is None else model.retire.record()
         self.shares = np.cumsum([c.share for c in model.categories]) / sum(c.share for c in model.categories)
         self.up_at = 0.0  # when the node's current lifetime began (real seconds)
         self.repair_due = None  # (time, cause, pipeline repair or None) of the UP that follows the
         # DOWN handed out last
 
     def next(self) -> tuple[int, int, int, int] | None:
+        if self.retired:
+            return None
         if self.repair_due is not None:
             t, cause, repair = self.repair_due
             self.repair_due = None
@@ -144,17 +163,26 @@ class NodeFailures:
                 self.auto_repairs += 1
                 self.manual_repairs += repair.manual
                 self.false_successes += repair.false
+            if self.record is not None and self.record.retires(t):
+                self.retired = 1  # (the stream's last event: a restart at the repair's end, on a node down for good)
+                return int(t), self.rank, RESTART, cause
             return int(t), self.rank, UP, cause
-        return self.fail(self.up_at + self.life(self.rng))
+        life = self.life(self.rng)
+        return self.fail(self.up_at + life, life=life)
 
-    def fail(self, t: float, k: int | None = None) -> tuple[int, int, int, int]:
-        """The node fails at `t` (real seconds) for its category `k` (None: drawn by share now): its
-        RESTART, or its DOWN with the repair that follows it drawn."""
+    def fail(self, t: float, k: int | None = None, *, life: float) -> tuple[int, int, int, int]:
+        """The node fails at `t` (real seconds), `life` seconds into its lifetime (the retirement
+        policy's record counts it), for its category `k` (None: drawn by share now): its RESTART, or
+        its DOWN with the repair that follows it drawn."""
         model, rng = self.model, self.rng
         if k is None:
             k = self.category()
         category, cause = model.categories[k], self.causes[k]
-        if category.kind == "restart":
+        diagnosed = category.kind == "down" and (self.diagnoses is None or self.diagnoses.random() < model.diagnosis)
+        if self.record is not None:
+            self.record.failed(t, life, diagnosed)
+        if not diagnosed:
+            self.undiagnosed += category.kind == "down"
             self.up_at = t
             return int(t), self.rank, RESTART, cause
         drawn = None if model.pipeline is None else self.pipeline_repair()
@@ -189,12 +217,12 @@ class NodeFailures:
         return self.scale * rng.lognormal(0.0, model.sigma)
 
 
-def repair_counts(streams) -> tuple[int, int, int]:
-    """Automated repairs, manual repairs and false successes begun so far on the nodes of `streams`
-    (capacity streams: a node's failures, alone or merged with its node log; others count none)."""
+def repair_counts(streams, keys: tuple = ("auto_repairs", "manual_repairs", "false_successes")) -> tuple:
+    """Automated repairs, manual repairs and false successes begun so far (or the counts `keys` name:
+    `undiagnosed`, `retired`) on the nodes of `streams` (capacity streams: a node's failures, alone or
+    merged with its node log; others count none)."""
     counted = [getattr(s, "failures", s) for s in streams]
-    return tuple(sum(getattr(f, key, 0) for f in counted)
-                 for key in ("auto_repairs", "manual_repairs", "false_successes"))
+    return tuple(sum(getattr(f, key, 0) for f in counted) for key in keys)
 
 
 class Merged:
@@ -202,7 +230,9 @@ class Merged:
     order, the log's first among same-second events: the node is down while either says so. A
     failure that falls while the log has the node down (maintenance) does not happen, nor does the
     repair that would have followed it; the log's ``up`` brings the node back only once no failure
-    repair is under way, and a failure's repair only once the log has it up."""
+    repair is under way, and a failure's repair only once the log has it up. A node that a retirement
+    policy retired (even after a failure that did not happen) goes down, if it is not, at the end of
+    the repair it retired after, and stays down whatever the log says."""
 
     def __init__(self, failures, log, absent: bool):
         self.failures, self.log = failures, log
@@ -218,6 +248,10 @@ class Merged:
             event = self.heads[i]
             self.heads[i] = (self.log if i == 0 else self.failures).next()
             kind, other = event[2], self.down[1 - i]
+            if i == 1 and self.heads[1] is None and getattr(self.failures, "retired", 0):
+                was_down = self.down[0] or self.down[1]  # (the failures' last event: the node is retired)
+                self.down[1] = True
+                return event if was_down else (event[0], event[1], DOWN, event[3])
             if i == 1 and self.down[0]:  # a failure while the log has the node down does not happen
                 if kind == UP:
                     self.down[1] = False  # (its repair is over, unseen)

@@ -33,6 +33,10 @@ CAPACITY_COLUMNS = ("down_gpu_num",)
 #: With repair=pipeline (raysim.sim.repairs): automated repairs, manual repairs and false successes
 #: begun so far on the VC's own nodes (cumulative counts).
 REPAIR_COLUMNS = ("auto_repairs", "manual_repairs", "false_successes")
+#: With failures.diagnosis < 1 or a retirement policy (retire=threshold | scored): a failure stream's
+#: count -> its column, the failures not diagnosed and the nodes retired so far on the VC's own nodes
+#: (cumulative counts).
+COUNT_COLUMNS = {"undiagnosed": "undiagnosed", "retired": "retired_nodes"}
 #: On VCs that count GPU shares, CPU and memory (VCState.res): GPU milli allocated to jobs, and FGD's
 #: fragment amount in GPU milli (free GPU milli that the run's typical requests cannot use; see
 #: raysim.placement.frag), both summed over the VC's GPUs.
