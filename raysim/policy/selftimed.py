@@ -59,6 +59,8 @@ class SelfTimed(Policy):
                         "event-driven policies",
         "failures.clock=busy": "{policy} times its jobs itself (rounds, elastic, harvesting): busy failure clocks "
                                "follow the runs of event-driven policies (use failures.clock=up)",
+        "spares.nodes": "{policy} times its jobs itself (rounds, elastic, harvesting): spare pools are pulled for "
+                        "the waiting jobs of event-driven policies",
         "requests": "{policy} is round-based: its rounds allocate whole GPUs by type, and this trace's jobs ask for "
                     "{asks}",
     }

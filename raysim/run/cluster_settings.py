@@ -22,6 +22,7 @@ from raysim.models.estimates import SOURCES as ESTIMATE_SOURCES
 from raysim.report.settings import ReportSettings
 from raysim.rounds.settings import RoundsSettings
 from raysim.run.data_names import DataSettings
+from raysim.run.spares import SpareSettings
 from raysim.run.spot import SpotSettings
 from raysim.run.values import plain
 from raysim.settings import count_or_word, parse, section, setting
@@ -226,6 +227,7 @@ class ClusterMode:
     data: DataSettings = section(DataSettings, "datasets by name")
     rounds: RoundsSettings = section(RoundsSettings, "Gavel's jobs for any policy")
     spot: SpotSettings = section(SpotSettings, "high-priority jobs evicting spot jobs (a trace's priority_class)")
+    spares: SpareSettings = section(SpareSettings, "a spare pool per VC")
 
 
 def cluster_mode(cfg: DictConfig) -> ClusterMode:

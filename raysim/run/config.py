@@ -26,6 +26,7 @@ from raysim.quota.settings import declared_quota, quota_settings
 from raysim.run.cluster_settings import ClusterMode, cluster_mode
 from raysim.run.failures import BusyClock, check_failures_config, failure_plan, failures_name
 from raysim.run.requests import counts_resources, request_inputs
+from raysim.run.spares import spare_rules
 from raysim.run.spot import class_traits, spot_rules
 from raysim.run.values import plain, value
 from raysim.trace.schema import REQUEST_COLUMNS
@@ -34,6 +35,7 @@ from raysim.sim import SimParams
 from raysim.sim.attempts import Attempts
 from raysim.sim.checkpoint import Checkpointing
 from raysim.sim.extensions import Capacity, Checkpoints, Network, Replays
+from raysim.sim.spares import Spares
 from raysim.sim.spot import Spot
 from raysim.trace.attempts import FAILED_STATES
 from raysim.trace.load import Trace, load_trace
@@ -92,7 +94,7 @@ def check_cluster_config(cfg: DictConfig) -> ClusterMode:
 
 #: The engine's extensions whose settings the run checks against what they cannot run with or without
 #: (raysim.sim.extensions), in the order it checks them.
-DECLARED = (QuotaLending, Network, Capacity, BusyClock, Checkpoints, Replays, Spot)
+DECLARED = (QuotaLending, Network, Capacity, BusyClock, Checkpoints, Replays, Spot, Spares)
 #: The values of a setting that leave its feature off.
 OFF = (None, "none", "off", "keep", "clean")
 
@@ -110,7 +112,8 @@ def switches(cfg: DictConfig, m: ClusterMode, quota: str) -> dict[str, tuple[str
             "checkpoint.interval_s": ("checkpoint.interval_s", value(cfg, "checkpoint.interval_s")),
             "checkpoint.apps": (f"checkpoint.apps.{apps[0]}", "set") if apps else ("checkpoint.apps", None),
             "trace.failed": ("trace.failed", m.trace.failed),
-            "spot.overhead_s": ("spot.overhead_s", m.spot.overhead_s or None)}
+            "spot.overhead_s": ("spot.overhead_s", m.spot.overhead_s or None),
+            "spares.nodes": ("spares.nodes", m.spares.nodes or None)}
 
 
 def refuse_together(policy: str, on: dict[str, tuple[str, object]], fields: dict) -> None:
@@ -433,7 +436,8 @@ def spec_from_config(cfg: DictConfig, trace: Trace, m: ClusterMode | None = None
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes,
                    capacity=capacity_plan(cfg, trace, layout, homes), checkpoint=checkpoint,
-                   checkpoint_kinds=kinds, attempts=replayed_attempts(cfg, m, trace), spot=spot)
+                   checkpoint_kinds=kinds, attempts=replayed_attempts(cfg, m, trace), spot=spot,
+                   spares=spare_rules(m.spares, layout))
     if spec.capacity is not None and quota.borrow:  # a node on loan keeps its identity
         spec = replace(spec, quota=replace(quota, named_nodes=True))
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}

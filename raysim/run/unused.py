@@ -35,7 +35,7 @@ SHARED = ("mode", "data", "hydra", "replicate")  # (replicate: read by the sweep
 #: The config keys and groups each mode reads; the others must keep their root defaults.
 CLUSTER_KEYS = ("seed", "trace", "sim", "network", "estimator", "ray", "policies",
                 "rounds", "harvest", "cluster", "policy", "placer", "runtime", "quota", "checkpoint",
-                "failures", "repair", "retire", "report", "spot")
+                "failures", "repair", "retire", "report", "spot", "spares")
 MODES = {"cluster": CLUSTER_KEYS, "fgd": ("fgd", "seed")}
 #: Why a mode refuses what it does not use (per key where it helps; "*": any other key).
 WHY = {

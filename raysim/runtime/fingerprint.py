@@ -63,6 +63,8 @@ def run_fingerprint(trace_table: pa.Table, spec, estimates=None, job_extra=None,
         parts["attempts"] = spec.attempts
     if spec.spot is not None:  # (absent without priority classes: earlier checkpoints stay resumable)
         parts["spot"] = spec.spot
+    if spec.spares is not None:  # (absent without spares: earlier checkpoints stay resumable)
+        parts["spares"] = spec.spares
     return {name: digest(value) for name, value in parts.items()}
 
 

@@ -15,6 +15,7 @@ from raysim.sim.attempts import Attempts
 from raysim.sim.capacity import CapacityPlan
 from raysim.sim.extensions import Capacity, Checkpoints, Network, Replays, Resources, SharedQueue
 from raysim.sim.checkpoint import Checkpointing
+from raysim.sim.spares import SpareRules
 from raysim.sim.spot import SpotRules
 from raysim.cluster.catalog import TypeCatalog
 from raysim.sim.network import NetworkModel
@@ -63,6 +64,8 @@ class RunSpec:
     #: priority classes (a trace's priority_class column): high-priority jobs evict spot jobs by these
     #: rules (raysim.sim.spot); None: one class
     spot: SpotRules | None = None
+    #: a spare pool per VC (spares.nodes > 0: raysim.sim.spares); None: none
+    spares: SpareRules | None = None
 
     def __post_init__(self):
         check_type_order(self.type_order)  # before any actor is built with it
@@ -105,6 +108,8 @@ class RunSpec:
             out.append(Replays(self.attempts))
         if self.spot is not None:
             out.append(self.spot.extension(self.params.ticks_per_s))
+        if self.spares is not None:
+            out.append(self.spares.extension(self.params.ticks_per_s))
         return out
 
     def make_simulator(self, vc: str) -> VCSimulator:

@@ -74,6 +74,8 @@ class VCSimulator(PolicyView):
     layout = None
     #: priority classes (raysim.sim.spot.Spot): high-priority jobs evict spot jobs
     spot = None
+    #: the VC's spare pool (raysim.sim.spares.Spares), pulled while waiting jobs do not fit
+    spares = None
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
                  *, t0: int = 0, catalog: TypeCatalog | None = None, extensions=()):
@@ -287,6 +289,8 @@ class VCSimulator(PolicyView):
                     self._complete(j, t)
             if self._cap_heap and self._cap_heap[0][0] == t:
                 self._apply_capacity(t)
+            if self.spares is not None and self.spares.due == t:
+                self.spares.arrive(self, t)
             while self._returns and self._returns[0][0] == t:
                 j = heapq.heappop(self._returns)[2]
                 self._enqueue(j)
@@ -306,9 +310,13 @@ class VCSimulator(PolicyView):
             policy.schedule(self, t)
             if self.spot is not None:  # (jobs evicted during the decision return to the policy)
                 self.spot.after_schedule(self, t)
+            if self.spares is not None:  # (a spare is pulled while waiting jobs do not fit)
+                self.spares.after_schedule(self, t)
             self._wakeup = policy.next_wakeup(self, t)
             if self.spot is not None:  # (an HP job waits for a spot job's guarantee to end)
                 self._wakeup = min(self._wakeup, self.spot.next_wake(t))
+            if self.spares is not None:
+                self._wakeup = min(self._wakeup, self.spares.next_wake())
             if self._node_events and self._node_events[0][0] == t or self._node_debt:
                 self._apply_node_events(t)
             self._snapshot(t)

@@ -37,6 +37,8 @@ REPAIR_COLUMNS = ("auto_repairs", "manual_repairs", "false_successes")
 #: count -> its column, the failures not diagnosed and the nodes retired so far on the VC's own nodes
 #: (cumulative counts).
 COUNT_COLUMNS = {"undiagnosed": "undiagnosed", "retired": "retired_nodes"}
+#: With a spare pool (spares.nodes > 0, raysim.sim.spares): spares pulled into service so far (cumulative).
+SPARE_COLUMNS = ("spares_pulled",)
 #: On VCs that count GPU shares, CPU and memory (VCState.res): GPU milli allocated to jobs, and FGD's
 #: fragment amount in GPU milli (free GPU milli that the run's typical requests cannot use; see
 #: raysim.placement.frag), both summed over the VC's GPUs.
