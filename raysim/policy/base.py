@@ -173,7 +173,8 @@ class BlockingQueuePolicy(Policy):
 
     With priority classes (raysim.sim.spot) each class is such a queue, high-priority jobs first: a
     high-priority job that does not fit (even by evicting spot jobs) stops its class's walk, and the
-    spot jobs walk theirs behind it (as GFS's FIFO with spot jobs does)."""
+    spot jobs walk theirs behind it (as GFS's FIFO with spot jobs does); a spot job above the spot
+    quota is passed over, not a stop, and waits in its place (as there too)."""
 
     ranks_classes = True
 
@@ -197,14 +198,19 @@ class BlockingQueuePolicy(Policy):
             self._walk(view, now, bisect.bisect_left(queue, (1,)))
 
     def _walk(self, view, now: int, first: int) -> None:
-        """Place jobs in order from queue position `first` until one does not fit."""
-        queue, placed = self.queue, first
+        """Place jobs in order from queue position `first` until one does not fit (spot jobs above
+        the spot quota are passed over and stay)."""
+        queue, placed, passed = self.queue, first, []
+        spot = view.spot if view.spot is not None and view.spot.quota is not None else None
         for i in range(first, len(queue)):
-            if not view.try_start(queue[i][-1], now):
+            j = queue[i][-1]
+            if spot is not None and spot.over_quota(view, j):
+                passed.append(queue[i])
+            elif not view.try_start(j, now):
                 break
             placed += 1
         if placed > first:
-            del queue[first:placed]
+            queue[first:placed] = passed
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,7 @@ class RunSpec:
         if self.attempts is not None:
             out.append(Replays(self.attempts))
         if self.spot is not None:
-            out.append(self.spot.extension(self.params.ticks_per_s))
+            out.append(self.spot.extension(self.params.ticks_per_s, vc))
         return out
 
     def make_simulator(self, vc: str) -> VCSimulator:

@@ -107,7 +107,10 @@ class PolicyView:
     # ------------------------------------------------------------------ actions for policies
     def try_start(self, j: int, now: int) -> bool:
         """Place job j now if the placer finds GPUs; returns whether it started. In a run with
-        priority classes (raysim.sim.spot) a high-priority job that does not fit may evict spot jobs."""
+        priority classes (raysim.sim.spot) a high-priority job that does not fit may evict spot jobs,
+        and a spot job above the spot quota does not start."""
+        if self.spot is not None and self.spot.over_quota(self, j):
+            return False
         if self._place(j, now):
             return True
         if self.spot is None or not self.spot.evict_for(self, j, now):
