@@ -268,14 +268,15 @@ def test_spot_settings_without_classes_are_refused(tmp_path):
         run_cli(tmp_path, str(tmp_path / "jobs.csv"), "spot.guarantee_s=3600")
 
 
-def test_ray_gives_the_local_results(ray_local, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("sizes, quota", [([1, 2, 4, 8], []), ([1, 2, 4], ["spot.quota_gpus=4"])])
+def test_ray_gives_the_local_results(ray_local, tmp_path, sizes, quota):  # noqa: F811
     from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
     from raysim.run.simulate import simulate_to
 
     rng = np.random.default_rng(5)
-    jobs = [(int(s), int(rng.integers(100, 5000)), int(rng.choice([1, 2, 4, 8]))) for s in np.sort(rng.integers(0, 20_000, 120))]
+    jobs = [(int(s), int(rng.integers(100, 5000)), int(rng.choice(sizes))) for s in np.sort(rng.integers(0, 20_000, 120))]
     trace = trace_with_classes(tmp_path, [rng.choice(["hp", "spot"]) for _ in jobs], jobs)
-    cfg = configured(trace, "spot.guarantee_s=600", "runtime.window_s=3600")
+    cfg = configured(trace, "spot.guarantee_s=600", "runtime.window_s=3600", *quota)
     check_cluster_config(cfg)
     loaded = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, loaded)
