@@ -36,6 +36,7 @@ VIEW = frozenset({
     # actions
     "try_start", "start_on", "preempt", "share", "set_rate_factor", "borrow_node", "lend_node",
     "start_on_type", "end_lease", "finish", "drop", "nodes_by_type", "resize", "checkpointing",
+    "over_spot_quota",
 })
 
 #: Job attributes a policy may read (`view.jobs.<name>[j]`).
@@ -201,12 +202,11 @@ class BlockingQueuePolicy(Policy):
         """Place jobs in order from queue position `first` until one does not fit (spot jobs above
         the spot quota are passed over and stay)."""
         queue, placed, passed = self.queue, first, []
-        spot = view.spot if view.spot is not None and view.spot.quota is not None else None
         for i in range(first, len(queue)):
-            j = queue[i][-1]
-            if spot is not None and spot.over_quota(view, j):
-                passed.append(queue[i])
-            elif not view.try_start(j, now):
+            e = queue[i]
+            if e[0] and view.over_spot_quota(e[-1]):  # (e[0]: a spot job)
+                passed.append(e)
+            elif not view.try_start(e[-1], now):
                 break
             placed += 1
         if placed > first:
