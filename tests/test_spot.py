@@ -27,10 +27,11 @@ HP, SPOT = 0, 1
 
 
 def simulated(jobs, classes, *, victims="youngest", guarantee=0, overhead=0, checkpoint=None, policy="fifo", nodes=1,
-              evict="blocked"):
+              evict="blocked", quota=None):
     """Results per job of one VC of `nodes` 8-GPU nodes: `jobs` (submit, duration, GPUs), `classes` per job."""
     params = SimParams.for_mode("clean")
-    extensions = ([Checkpoints(checkpoint)] if checkpoint else []) + [Spot(victims, guarantee, overhead, evict=evict)]
+    extensions = ([Checkpoints(checkpoint)] if checkpoint else []) + [Spot(victims, guarantee, overhead, evict=evict,
+                                                                          quota=quota)]
     sim = VCSimulator("vc", pools(nodes), make_policy(policy, params=params), make_placer("consolidate", params=params),
                       params, extensions=extensions)
     cols = batch(jobs)
@@ -154,6 +155,24 @@ def test_guarantee_hours_are_counted_as_gfs_counts_them():
     assert r["hours_kept"] == [3, 2, 0]
 
 
+#: Spot jobs of 2 GPUs at 0 (1000 s), 4 GPUs at 10 (1000 s) and 2 GPUs at 20 (500 s); an HP job of 6
+#: GPUs arrives at 100 (300 s).
+UNDER_QUOTA = [(0, 1000, 2), (10, 1000, 4), (20, 500, 2), (100, 300, 6)]
+
+
+def test_a_spot_quota_holds_spot_jobs_back_and_never_hp_jobs():
+    r = simulated(UNDER_QUOTA, [SPOT, SPOT, SPOT, HP], quota=4)
+    # under a quota of 4 GPUs: job 0 takes 2; job 1 (4 more) waits, passed over as GFS does; job 2
+    # takes the other 2 at 20. The HP job (6 GPUs, above the quota: not bounded) finds 4 free at 100
+    # and evicts job 2 (the youngest) after 80 s; job 2 is the first spot job the quota admits again
+    # (2 + 2) and runs its 420 s left when the HP job ends at 400; job 1 starts when job 0 ends
+    assert r["start_time"] == [0, 1000, 20, 100] and r["end_time"] == [1000, 2000, 820, 400]
+    assert r["evictions"] == [0, 0, 1, 0] and r["queue"] == [0, 990, 300, 0]
+    # without the quota job 1 starts at 10 with the others; the HP job evicts jobs 2 and 1 (youngest first)
+    r = simulated(UNDER_QUOTA, [SPOT, SPOT, SPOT, HP])
+    assert r["start_time"] == [0, 10, 20, 100] and r["evictions"] == [0, 1, 1, 0]
+
+
 # ----------------------------------------------------------------------------------- the command line
 def trace_with_classes(tmp_path: Path, classes: list[str], jobs=None) -> str:
     """A raysim-schema trace in one VC of one 8-GPU node with a priority_class column."""
@@ -239,6 +258,33 @@ def test_what_cannot_apply_is_one_line_naming_its_setting(tmp_path, override, ke
     assert err.value.key == key and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("quota", ["spot.quota_gpus=4", "spot.quota_share=0.5"])
+def test_a_spot_quota_from_the_command_line(tmp_path, quota):
+    out = run_cli(tmp_path, trace_with_classes(tmp_path, ["spot", "spot", "hp"]), quota)
+    jobs = pq.read_table(out / "jobs.parquet").to_pandas()
+    # the second spot job waits for the first (4 + 4 GPUs above the quota); the HP job takes the free half
+    assert jobs.start_time.tolist() == [0, 1000, 500] and jobs.end_time.tolist() == [1000, 2000, 800]
+    assert jobs.evictions.tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("override, key, says", [
+    ("spot.quota_gpus=9", "spot.quota_gpus", "above the cluster's 8 GPUs"),
+    ("spot.quota_gpus=-1", "spot.quota_gpus", ""),
+    ("spot.quota_gpus=nan", "spot.quota_gpus", ""),
+    ("spot.quota_gpus=four", "spot.quota_gpus", ""),
+    ("spot.quota_share=1.5", "spot.quota_share", ""),
+    ("spot.quota_share=nan", "spot.quota_share", ""),
+    ("spot.quota_share=-0.1", "spot.quota_share", ""),
+    ("spot.quota_gpus=4 spot.quota_share=0.5", "spot.quota_share", "not both"),
+    ("spot.quota_gpus=3", "spot.quota_gpus", "below its largest spot job's 4: that job would never start"),
+    ("spot.quota_share=0.25", "spot.quota_share", "spot quota is 2 GPUs"),
+])
+def test_a_bad_spot_quota_is_one_line_naming_it(tmp_path, override, key, says):
+    with pytest.raises(ConfigError) as err:
+        run_cli(tmp_path, trace_with_classes(tmp_path, ["spot", "spot", "hp"]), *override.split())
+    assert err.value.key == key and "\n" not in str(err.value) and says in str(err.value)
+
+
 def test_spot_settings_without_classes_are_refused(tmp_path):
     (tmp_path / "vc_config.csv").write_text(",num\na,1\n")
     (tmp_path / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n1,a,u,1,1,0,10,"
@@ -247,14 +293,15 @@ def test_spot_settings_without_classes_are_refused(tmp_path):
         run_cli(tmp_path, str(tmp_path / "jobs.csv"), "spot.guarantee_s=3600")
 
 
-def test_ray_gives_the_local_results(ray_local, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("sizes, quota", [([1, 2, 4, 8], []), ([1, 2, 4], ["spot.quota_gpus=4"])])
+def test_ray_gives_the_local_results(ray_local, tmp_path, sizes, quota):  # noqa: F811
     from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
     from raysim.run.simulate import simulate_to
 
     rng = np.random.default_rng(5)
-    jobs = [(int(s), int(rng.integers(100, 5000)), int(rng.choice([1, 2, 4, 8]))) for s in np.sort(rng.integers(0, 20_000, 120))]
+    jobs = [(int(s), int(rng.integers(100, 5000)), int(rng.choice(sizes))) for s in np.sort(rng.integers(0, 20_000, 120))]
     trace = trace_with_classes(tmp_path, [rng.choice(["hp", "spot"]) for _ in jobs], jobs)
-    cfg = configured(trace, "spot.guarantee_s=600", "runtime.window_s=3600")
+    cfg = configured(trace, "spot.guarantee_s=600", "runtime.window_s=3600", *quota)
     check_cluster_config(cfg)
     loaded = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, loaded)

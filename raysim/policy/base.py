@@ -36,6 +36,7 @@ VIEW = frozenset({
     # actions
     "try_start", "start_on", "preempt", "share", "set_rate_factor", "borrow_node", "lend_node",
     "start_on_type", "end_lease", "finish", "drop", "nodes_by_type", "resize", "checkpointing",
+    "over_spot_quota",
 })
 
 #: Job attributes a policy may read (`view.jobs.<name>[j]`).
@@ -173,7 +174,8 @@ class BlockingQueuePolicy(Policy):
 
     With priority classes (raysim.sim.spot) each class is such a queue, high-priority jobs first: a
     high-priority job that does not fit (even by evicting spot jobs) stops its class's walk, and the
-    spot jobs walk theirs behind it (as GFS's FIFO with spot jobs does)."""
+    spot jobs walk theirs behind it (as GFS's FIFO with spot jobs does); a spot job above the spot
+    quota is passed over, not a stop, and waits in its place (as there too)."""
 
     ranks_classes = True
 
@@ -197,14 +199,18 @@ class BlockingQueuePolicy(Policy):
             self._walk(view, now, bisect.bisect_left(queue, (1,)))
 
     def _walk(self, view, now: int, first: int) -> None:
-        """Place jobs in order from queue position `first` until one does not fit."""
-        queue, placed = self.queue, first
+        """Place jobs in order from queue position `first` until one does not fit (spot jobs above
+        the spot quota are passed over and stay)."""
+        queue, placed, passed = self.queue, first, []
         for i in range(first, len(queue)):
-            if not view.try_start(queue[i][-1], now):
+            e = queue[i]
+            if e[0] and view.over_spot_quota(e[-1]):  # (e[0]: a spot job)
+                passed.append(e)
+            elif not view.try_start(e[-1], now):
                 break
             placed += 1
         if placed > first:
-            del queue[first:placed]
+            queue[first:placed] = passed
 
 
 @dataclass(frozen=True)

@@ -431,7 +431,7 @@ def spec_from_config(cfg: DictConfig, trace: Trace, m: ClusterMode | None = None
     kinds, kind_ids = checkpoint_kinds(cfg, m, trace)
     checkpoint = checkpoint_settings(cfg, m)
     refuse_with_classes(cfg, m, trace, resources)
-    spot, spot_ids = spot_rules(m.spot, trace)
+    spot, spot_ids = spot_rules(m.spot, trace, layout)
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes,

@@ -1,16 +1,18 @@
 """Priority classes in a trace replay (docs/spot.md): the `spot:` settings, declared here, the traits
 of a run that the Spot extension declares it cannot run with (raysim.sim.spot: high-priority jobs
 evict spot jobs; refused in one line by raysim.run.config.refuse_together), and the run's eviction
-rules."""
+rules with its spot quota per VC."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 from omegaconf import DictConfig
 
+from raysim.errors import ConfigError
 from raysim.policy import policy_class
 from raysim.errors import ConfigError
 from raysim.run.values import plain, value
@@ -37,6 +39,11 @@ class SpotSettings:
                                   "time)", minimum=0, maximum=LARGEST)
     overhead_s: int = setting(0, "work an evicted job redoes on top of its remaining work, without checkpoint.* (s)",
                               minimum=0, maximum=LARGEST)
+    quota_gpus: int | None = setting(None, "the most GPUs the spot jobs of each VC may hold at once: a spot job that "
+                                           "would take more waits (null: no bound; not with quota_share)",
+                                     minimum=0, maximum=LARGEST)
+    quota_share: float | None = setting(None, "the same bound as a share of each VC's GPUs, rounded down (null: no "
+                                              "bound; not with quota_gpus)", minimum=0, maximum=1)
     evict: str = setting("blocked", "when a high-priority job evicts: blocked (only when the placer finds it no GPUs) "
                                     "| always (every placement goes through the victim chooser, as GFS's simulator "
                                     "places HP jobs; with victims=gfs)", choices=EVICT)
@@ -65,11 +72,38 @@ def class_traits(cfg: DictConfig, settings: SpotSettings, trace: Trace, *, resou
             "resources": ("trace.path", trace.source if resources else None)}
 
 
-def spot_rules(settings: SpotSettings, trace: Trace) -> tuple[SpotRules | None, np.ndarray | None]:
+def spot_rules(settings: SpotSettings, trace: Trace, layout: dict) -> tuple[SpotRules | None, np.ndarray | None]:
     """The run's eviction rules and, per trace job, 1 for a spot job (0: high priority); (None, None)
-    for a trace without the priority_class column (what cannot apply was refused: class_traits)."""
+    for a trace without the priority_class column (what cannot apply was refused: class_traits).
+    `layout`: the run's VCs -> node pools, which the spot quota bounds."""
     if COLUMN not in trace.table.column_names:
         return None, None
     classes = trace.table.column(COLUMN).cast(pa.string()).to_numpy(zero_copy_only=False)
     spot = (classes == PRIORITY_CLASSES[1]).astype(np.int64)
-    return SpotRules(settings.victims, settings.guarantee_s, settings.overhead_s, settings.evict), spot
+    quota = spot_quota(settings, trace, layout, spot)
+    return SpotRules(settings.victims, settings.guarantee_s, settings.overhead_s, settings.evict, quota), spot
+
+
+def spot_quota(settings: SpotSettings, trace: Trace, layout: dict, spot: np.ndarray) -> tuple[tuple[str, int], ...]:
+    """(VC, the most GPUs its spot jobs may hold at once) for each VC of `layout` (none without
+    `spot.quota_gpus` or `spot.quota_share`): one ConfigError line for both set, a quota above the
+    cluster's GPUs, or one below a spot job of its VC (that job would never start)."""
+    gpus, share = settings.quota_gpus, settings.quota_share
+    if gpus is None and share is None:
+        return ()
+    if gpus is not None and share is not None:
+        raise ConfigError("spot.quota_share", "set spot.quota_gpus or spot.quota_share, not both", share)
+    sizes = {vc: sum(p.gpus_per_node * p.nodes for p in pools) for vc, pools in layout.items()}
+    key, given = ("spot.quota_gpus", gpus) if gpus is not None else ("spot.quota_share", share)
+    if gpus is not None and gpus > sum(sizes.values()):
+        raise ConfigError(key, f"above the cluster's {sum(sizes.values())} GPUs", gpus)
+    quota = {vc: gpus if gpus is not None else math.floor(share * size) for vc, size in sizes.items()}
+    table = trace.table
+    vcs = table.column("vc").cast(pa.string()).to_numpy(zero_copy_only=False)[spot == 1]
+    asks = table.column("gpu_num").to_numpy()[spot == 1]
+    for vc, limit in quota.items():
+        mine = asks[vcs == vc] if len(layout) > 1 else asks
+        if len(mine) and mine.max() > limit:
+            raise ConfigError(key, f"VC {vc}'s spot quota is {limit} GPUs, below its largest spot job's "
+                                   f"{int(mine.max())}: that job would never start", given)
+    return tuple(quota.items())

@@ -107,7 +107,7 @@ class RunSpec:
         if self.attempts is not None:
             out.append(Replays(self.attempts))
         if self.spot is not None:
-            out.append(self.spot.extension(self.params.ticks_per_s))
+            out.append(self.spot.extension(self.params.ticks_per_s, vc))
         if self.spares is not None:
             out.append(self.spares.extension(self.params.ticks_per_s))
         return out

@@ -10,7 +10,9 @@ gets a decision when it ends. Evicted jobs stop through the one path of stops (`
 EVICTION: with checkpoint-restart they keep their last checkpoint, else their work plus `overhead`
 ticks) and go back to their policy (`on_requeue`) once the policy's decision is over, which then
 decides again (`Spot.after_schedule`). Spot jobs never evict, and HP jobs larger than the VC's
-largest node do not (GFS places HP jobs on one node).
+largest node do not (GFS places HP jobs on one node). Under a spot quota (`quota`: the most GPUs the
+VC's spot jobs may hold at once, as GFS's FIFO with spot jobs bounds them) a spot job that would take
+the spot GPUs in use above it does not start (`over_quota`): it waits in its queue.
 
 When an HP job evicts (`EVICT`, `spot.evict`): `blocked` (the default), only when the placer finds
 it no GPUs; `always`, as GFS's simulator places every HP job (`fifo_spot.place_with_preemption`):
@@ -45,7 +47,8 @@ HOUR_S = 3600
 
 class Spot(Extension):
     """HP jobs evict spot jobs (see the module docs): `victims` names the chooser (VICTIMS),
-    `guarantee`, `overhead` and the guarantee `hour` are in clock ticks."""
+    `guarantee`, `overhead` and the guarantee `hour` are in clock ticks; `quota` is the most GPUs
+    the VC's spot jobs may hold at once (None: no bound)."""
 
     name = "spot"
     #: Switched on by the trace (its priority_class column), or checked where `spot.*` is set without
@@ -66,10 +69,12 @@ class Spot(Extension):
     countdown = True  # (an evicted job keeps its work)
 
     def __init__(self, victims: str = "youngest", guarantee: int = 0, overhead: int = 0, hour: int = HOUR_S,
-                 evict: str = "blocked"):
+                 evict: str = "blocked", quota: int | None = None):
         self.victims, self.guarantee, self.overhead, self.hour = victims, int(guarantee), int(overhead), int(hour)
         #: whether every HP job that fits on one node is placed through the eviction path (`place`)
         self.always = evict == "always"
+        self.quota = None if quota is None else int(quota)
+        self.spot_gpus = 0  # GPUs the running spot jobs hold (bounded by `quota`)
         self.evicted: list[int] = []  # stopped during the policy's current decision, not yet requeued
         self.wake = NEVER  # the earliest end of a guarantee an HP job waits for
         #: node -> its running spot jobs (in start order), kept on every start and release: an HP job
@@ -93,8 +98,10 @@ class Spot(Extension):
         return out
 
     def started(self, sim, j: int) -> None:
-        """Job j has just been placed: a spot job joins the index of its nodes (`on_node`)."""
+        """Job j has just been placed: a spot job joins the index of its nodes (`on_node`) and holds
+        its GPUs of the quota."""
         if sim.jobs.spot[j]:
+            self.spot_gpus += sim.jobs.gpu[j]
             on_node = self.on_node
             for node, _ in sim.vc.placement[j]:
                 held = on_node.get(node)
@@ -106,9 +113,10 @@ class Spot(Extension):
         """Job j's run ended at `until` (completed, evicted or stopped otherwise), before it gives back
         its GPUs: a spot job leaves the index of its nodes and keeps one guarantee hour per full hour
         it ran (GFS counts one as each hour since the run's start ends, before its stop at the same
-        second)."""
+        second), and gives back its GPUs of the quota."""
         jobs = sim.jobs
         if jobs.spot[j]:
+            self.spot_gpus -= jobs.gpu[j]
             on_node = self.on_node
             for node, _ in sim.vc.placement[j]:
                 held = on_node[node]
@@ -122,6 +130,10 @@ class Spot(Extension):
     def renumber(self, new: list[int]) -> None:
         """The engine renumbered its jobs (`new[old]`: forgotten finished jobs dropped)."""
         self.on_node = {node: {new[k]: None for k in held} for node, held in self.on_node.items()}
+
+    def over_quota(self, sim, j: int) -> bool:
+        """Whether job j is a spot job that would take the spot GPUs in use above the quota."""
+        return self.quota is not None and bool(sim.jobs.spot[j]) and self.spot_gpus + sim.jobs.gpu[j] > self.quota
 
     def evict_for(self, sim, j: int, now: int) -> bool:
         """HP job j cannot start: evict spot jobs so that it fits on one node; returns whether any was."""
@@ -287,15 +299,17 @@ VICTIMS = Registry({"youngest": youngest, "gfs": gfs}, what="spot victim chooser
 @dataclass(frozen=True)
 class SpotRules:
     """A run's eviction rules (`spot.*`, raysim.run.spot), in seconds: the victim chooser (VICTIMS),
-    the guaranteed start of each spot job's run, and the work an evicted job redoes without
-    checkpoint-restart."""
+    the guaranteed start of each spot job's run, the work an evicted job redoes without
+    checkpoint-restart, when an HP job evicts (EVICT), and the spot quota: (VC, the most GPUs its spot jobs may hold at once) for
+    each VC it bounds."""
 
     victims: str = "youngest"
     guarantee_s: int = 0
     overhead_s: int = 0
     evict: str = "blocked"
+    quota: tuple[tuple[str, int], ...] = ()
 
-    def extension(self, ticks_per_s: int = 1) -> Spot:
-        """The VC engine's extension of these rules, on a clock of `ticks_per_s` ticks per second."""
+    def extension(self, ticks_per_s: int = 1, vc: str | None = None) -> Spot:
+        """VC `vc`'s engine's extension of these rules, on a clock of `ticks_per_s` ticks per second."""
         return Spot(self.victims, self.guarantee_s * ticks_per_s, self.overhead_s * ticks_per_s, HOUR_S * ticks_per_s,
-                    self.evict)
+                    self.evict, dict(self.quota).get(vc))

@@ -108,7 +108,10 @@ class PolicyView:
     def try_start(self, j: int, now: int) -> bool:
         """Place job j now if the placer finds GPUs; returns whether it started. In a run with
         priority classes (raysim.sim.spot) a high-priority job that does not fit may evict spot jobs
-        (under `spot.evict=always` every high-priority job is placed through the eviction path)."""
+        (under `spot.evict=always` every high-priority job is placed through the eviction path), and a
+        spot job above the spot quota does not start."""
+        if self.over_spot_quota(j):
+            return False
         if self.spot is not None and self.spot.always:
             placed = self.spot.place(self, j, now)
             if placed is not None:
@@ -120,6 +123,11 @@ class PolicyView:
         if not self._place(j, now):  # (else its victims would start there again, and be evicted again)
             raise AssertionError(f"{self.name}: the placer found no GPUs for job {j} on the node freed for it")
         return True
+
+    def over_spot_quota(self, j: int) -> bool:
+        """Whether job j is a spot job that would take its VC's spot GPUs in use above the spot quota
+        (raysim.sim.spot; never without one)."""
+        return self.spot is not None and self.spot.over_quota(self, j)
 
     def _place(self, j: int, now: int) -> bool:
         """Place job j now if the placer finds GPUs; returns whether it started."""
