@@ -72,6 +72,9 @@ SCENARIOS = {
     # bad servers sit, which AIReSim's pool order and raysim's placer decide differently, docs/airesim.md)
     "standbys_0_512_nobad": ("standbys_0_512 with no bad servers",
                              {"job_size": 512, "warm_standbys": 0, "systematic_failure_fraction": 0.0}, {}),
+    # (and with a working pool of 560: AIReSim's job then comes back to the same servers too, as raysim's does)
+    "standbys_0_512_pool_560": ("standbys_0_512 on a working pool of 560 servers",
+                                {"job_size": 512, "warm_standbys": 0, "working_pool_size": 560}, {}),
     "retire_2_in_7d": ("retire a server at its 2nd failure within 7 days", {},
                        {"removal": ("threshold", {"max_failures": 2, "window_minutes": 7 * DAY_MIN})}),
     "fewest_failures": ("host selection: fewest failures first", {}, {"selection": ("fewest_failures", {})}),
