@@ -45,6 +45,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -235,11 +236,10 @@ def raysim_runs(args, scenario: str, seeds: list[int]) -> list[dict]:
     cause (random, bad node), host selections and stalls. Its restart time (`overhead_gpu_s` over the job's
     GPUs) is split into recovery and host selection in the ratio of their settings; spare waits are the pulls
     times the preemption wait, as AIReSim counts them."""
-    import tempfile
-
     reason = unmatched(scenario)
     if reason:
         raise Skipped(reason)
+    import pyarrow.parquet as pq
     from hydra import compose, initialize_config_dir
 
     from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
@@ -247,8 +247,6 @@ def raysim_runs(args, scenario: str, seeds: list[int]) -> list[dict]:
     from raysim.report.summary import summarize as raysim_summary
     from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
     from raysim.run.simulate import simulate_to
-
-    import pyarrow.parquet as pq
 
     p = {**TABLE_I, **SCENARIOS[scenario][1]}
     recovery_share = p["recovery_time"] / (p["recovery_time"] + p["host_selection_time"])
