@@ -1,0 +1,41 @@
+"""benchmarks/airesim.py's raysim side: a scenario's AIReSim settings become raysim overrides that raysim's own
+check accepts, in AIReSim's units, and a scenario raysim cannot match yet is skipped with what it lacks."""
+
+import importlib.util
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+
+from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
+from raysim.paths import CONF_DIR
+from raysim.run.config import check_cluster_config
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "airesim.py"
+
+
+def bench():
+    spec = importlib.util.spec_from_file_location("airesim_bench", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_scenario_without_standbys_maps_onto_checked_raysim_overrides(tmp_path):
+    b = bench()
+    trace = b.raysim_trace("standbys_0_512", tmp_path)
+    assert (tmp_path / "jobs.csv").read_text().splitlines()[1] == "1,cluster,u,4096,0,0,22118400,COMPLETED"
+    assert (tmp_path / "vc_config.csv").read_text() == ",num\ncluster,4360\n"
+    overrides = b.raysim_overrides("standbys_0_512", trace, 42)
+    for wanted in ("failures.node_mtbf_h=2400.0", "failures.clock=busy", "failures.bad_multiplier=6.0",
+                   "repair.manual_h=48.0", "checkpoint.restart_s=1380.0", "spares.nodes=200", "spares.wait_s=1200.0"):
+        assert wanted in overrides
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=overrides)
+    check_cluster_config(cfg)
+
+
+def test_scenarios_with_warm_standbys_are_skipped_for_raysim():
+    b = bench()
+    assert b.unmatched("standbys_0_512") is None
+    assert b.unmatched("defaults") == "needs warm standbys"
+    assert b.unmatched("fewest_failures") == "needs warm standbys and host-selection policies"
