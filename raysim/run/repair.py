@@ -13,8 +13,8 @@ from omegaconf import DictConfig
 
 from raysim.errors import ConfigError
 from raysim.registry import Registry
-from raysim.run.values import plain, value
-from raysim.settings import NoSettings, parse, setting
+from raysim.run.presets import Preset, chosen, chosen_settings
+from raysim.settings import setting
 from raysim.sim.repairs import TIMES, Pipeline
 
 #: The longest mean repair stage a setting may give (hours, as failures.MAX_HOURS).
@@ -37,32 +37,22 @@ class PipelineSettings:
     times: str = setting("exponential", "fixed | exponential (each stage's time, of its mean)", choices=TIMES)
 
 
-class Kind:
-    """A preset of the `repair` group as REPAIRS registers it: its one-line doc and declared settings."""
-
-    def __init__(self, doc: str, settings=NoSettings):
-        self.__doc__, self.Settings = doc, settings
-
-
 #: repair=NAME (conf/repair/NAME.yaml's `name`) -> its preset.
 REPAIRS = Registry({
-    "fixed": Kind("The failure model's repair time (failures.repair_h, fixed or exponential): the default"),
-    "pipeline": Kind("AIReSim's repair pipeline: automated, escalated to manual with a probability, each with "
+    "fixed": Preset("The failure model's repair time (failures.repair_h, fixed or exponential): the default"),
+    "pipeline": Preset("AIReSim's repair pipeline: automated, escalated to manual with a probability, each with "
                      "false successes (docs/failures.md)", PipelineSettings),
 }, what="repair preset")
 
 
 def repair_name(cfg: DictConfig) -> str:
     """The chosen preset (`fixed` where the group is absent)."""
-    return "fixed" if value(cfg, "repair") is None else REPAIRS.chosen(value(cfg, "repair.name"), "repair.name")
+    return chosen(cfg, "repair", REPAIRS, "fixed")
 
 
 def repair_settings(cfg: DictConfig):
     """The chosen preset's checked settings (`repair.*` but its name)."""
-    name = repair_name(cfg)
-    conf = dict(plain(cfg, "repair") or {})
-    conf.pop("name", None)
-    return parse(REPAIRS[name].Settings, conf, prefix="repair", owner=f"repair={name}")
+    return chosen_settings(cfg, "repair", REPAIRS, "fixed")
 
 
 def check_repair_config(cfg: DictConfig, drawn: bool) -> None:

@@ -14,8 +14,8 @@ from omegaconf import DictConfig
 
 from raysim.errors import ConfigError
 from raysim.registry import Registry
-from raysim.run.values import plain, value
-from raysim.settings import NoSettings, parse, setting
+from raysim.run.presets import Preset, chosen, chosen_settings
+from raysim.settings import setting
 from raysim.sim.retirement import Scored, Threshold
 
 #: The longest window or period a setting may give (hours, as failures.MAX_HOURS).
@@ -48,19 +48,12 @@ class ScoredSettings:
                                minimum=-MAX_SCORE, maximum=MAX_SCORE)
 
 
-class Kind:
-    """A preset of the `retire` group as RETIRES registers it: its one-line doc and declared settings."""
-
-    def __init__(self, doc: str, settings=NoSettings):
-        self.__doc__, self.Settings = doc, settings
-
-
 #: retire=NAME (conf/retire/NAME.yaml's `name`) -> its preset.
 RETIRES = Registry({
-    "never": Kind("Every node comes back after each repair: the default"),
-    "threshold": Kind("AIReSim's ThresholdRemoval: a node with max_failures failures within window_h of a "
+    "never": Preset("Every node comes back after each repair: the default"),
+    "threshold": Preset("AIReSim's ThresholdRemoval: a node with max_failures failures within window_h of a "
                       "repair's end retires after it (docs/failures.md)", ThresholdSettings),
-    "scored": Kind("AIReSim's ScoredRemoval: a node's score loses a penalty per failure repaired and gains an "
+    "scored": Preset("AIReSim's ScoredRemoval: a node's score loses a penalty per failure repaired and gains an "
                    "increment per whole period survived; at or below the threshold it retires after its repair",
                    ScoredSettings),
 }, what="retirement policy")
@@ -68,15 +61,12 @@ RETIRES = Registry({
 
 def retire_name(cfg: DictConfig) -> str:
     """The chosen preset (`never` where the group is absent)."""
-    return "never" if value(cfg, "retire") is None else RETIRES.chosen(value(cfg, "retire.name"), "retire.name")
+    return chosen(cfg, "retire", RETIRES, "never")
 
 
 def retire_settings(cfg: DictConfig):
     """The chosen preset's checked settings (`retire.*` but its name)."""
-    name = retire_name(cfg)
-    conf = dict(plain(cfg, "retire") or {})
-    conf.pop("name", None)
-    return parse(RETIRES[name].Settings, conf, prefix="retire", owner=f"retire={name}")
+    return chosen_settings(cfg, "retire", RETIRES, "never")
 
 
 def check_retire_config(cfg: DictConfig, drawn: bool) -> None:
