@@ -188,15 +188,17 @@ def raysim_overrides(scenario: str, trace: Path, seed: int) -> list[str]:
     """raysim's command-line overrides that run `scenario` in AIReSim's semantics (docs/airesim.md): one
     FIFO job on a VC of working pool + spares nodes (`trace`, from raysim_trace), failing only while it
     computes (failures.clock=busy), at the node rate 1 / random_failure_rate, bad nodes failing 1 + AIReSim's
-    multiplier times as often, AIReSim's repair pipeline and spare pool, and checkpoints every second with
-    no write, so that a failure costs only its restart: the recovery plus, with no warm standbys, the host
-    selection every failure then needs."""
+    multiplier times as often, AIReSim's repair pipeline and spare pool, nodes back from repair joining the
+    end of the placers' scan order (spares.returns=last: AIReSim's host selection takes the first idle
+    servers in pool order, repaired ones last), and checkpoints every second with no write, so that a
+    failure costs only its restart: the recovery plus, with no warm standbys, the host selection every
+    failure then needs."""
     _, params, chosen = SCENARIOS[scenario]
     p = {**TABLE_I, **params}
     dist = p["failure_distribution"]
     out = [f"trace.path={trace}", "trace.cache=false", "runtime=local", "policy=fifo", f"seed={seed}",
            f"failures={dist}", f"failures.node_mtbf_h={1 / (p['random_failure_rate'] * 60)!r}",
-           "failures.clock=busy", f"failures.diagnosis={p['diagnosis_probability']!r}"]
+           "failures.clock=busy", f"failures.diagnosis={p['diagnosis_probability']!r}", "spares.returns=last"]
     if dist == "weibull":
         out.append(f"failures.shape={p['weibull_shape']!r}")
     elif dist == "lognormal":

@@ -13,10 +13,10 @@ from raysim.policy import make_policy
 from raysim.sim import SimParams, VCSimulator
 from raysim.sim.capacity import DOWN, UP, CapacityPlan, VCCapacity
 from raysim.sim.extensions import Capacity
-from raysim.sim.spares import Spares
+from raysim.sim.spares import ReturnsLast, Spares
 
 
-def simulated(jobs, events, *, nodes=3, spares=1, wait=100):
+def simulated(jobs, events, *, nodes=3, spares=1, wait=100, returns_last=False):
     """One VC of `nodes` 8-GPU nodes, the last `spares` of them spares up `wait` s after a pull;
     `events`: (time, node, up) capacity events. Returns (results per job, spares pulled)."""
     params = SimParams.for_mode("clean")
@@ -24,6 +24,8 @@ def simulated(jobs, events, *, nodes=3, spares=1, wait=100):
         tuple((t, node, UP if up else DOWN, 0) for t, node, up in events), (), len(jobs))}))]
     if spares:
         extensions.append(Spares(spares, wait))
+    if returns_last:
+        extensions.append(ReturnsLast())
     sim = VCSimulator("vc", pools(nodes), make_policy("fifo", params=params), make_placer("consolidate", params=params),
                       params, extensions=extensions)
     sim.add_jobs(batch(jobs))
@@ -57,6 +59,16 @@ def test_spares_are_out_of_service_until_pulled():
     # spare is pulled for it (16 GPUs asked, 8 free after the first starts) and it starts at 100
     r, pulled = simulated([(0, 1000, 8), (0, 1000, 8), (0, 1000, 8)], [])
     assert r["start_time"] == [0, 0, 100] and pulled == 1
+
+
+def test_a_node_back_in_service_joins_the_end_of_the_scan_order_under_returns_last():
+    # a one-node job on node 0 stops at 50 (node 0 down until 100) and restarts on node 1; a second one-node
+    # job arrives at 200 with nodes 0 and 2 free: in place, node 0 comes first; returning last, node 2 does
+    jobs, events = [(0, 1000, 8), (200, 100, 8)], NODE_0_FAILS[:1] + [(100, 0, True)]
+    r, _ = simulated(jobs, events, spares=0)
+    assert r["first_node"] == [1, 0]
+    r, _ = simulated(jobs, events, spares=0, returns_last=True)
+    assert r["first_node"] == [1, 2]
 
 
 # --------------------------------------------------------------------------------------- command line
@@ -95,6 +107,7 @@ def test_a_run_with_busy_failures_counts_the_spares_it_pulled(tmp_path):
     (["spares.nodes=1", "spares.wait_s=-5"], "spares.wait_s"),
     (["spares.nodes=1", "failures=exponential"], "spares.nodes"),  # (failures.clock=up would age a spare)
     (["spares.nodes=1", "policy=max_min_fairness"], "spares.nodes"),
+    (["spares.returns=random"], "spares.returns"),
 ])
 def test_bad_spare_settings_are_one_line_naming_the_key(tmp_path, overrides, key):
     with pytest.raises(ConfigError) as err:

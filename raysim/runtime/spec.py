@@ -64,7 +64,8 @@ class RunSpec:
     #: priority classes (a trace's priority_class column): high-priority jobs evict spot jobs by these
     #: rules (raysim.sim.spot); None: one class
     spot: SpotRules | None = None
-    #: a spare pool per VC (spares.nodes > 0: raysim.sim.spares); None: none
+    #: a spare pool per VC and where nodes back in service go (spares.*: raysim.sim.spares); None: no
+    #: pool, nodes back in their place
     spares: SpareRules | None = None
 
     def __post_init__(self):
@@ -109,7 +110,7 @@ class RunSpec:
         if self.spot is not None:
             out.append(self.spot.extension(self.params.ticks_per_s, vc))
         if self.spares is not None:
-            out.append(self.spares.extension(self.params.ticks_per_s))
+            out += self.spares.extensions(self.params.ticks_per_s)
         return out
 
     def make_simulator(self, vc: str) -> VCSimulator:

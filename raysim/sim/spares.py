@@ -17,6 +17,8 @@ from raysim.sim.extensions import Extension
 from raysim.sim.recorder import SPARE_COLUMNS
 
 NEVER = math.inf
+#: Where a node back in service rejoins the scan order (`spares.returns`).
+RETURNS = ("in_place", "last")
 
 
 class Spares(Extension):
@@ -82,11 +84,26 @@ class Spares(Extension):
 
 @dataclass(frozen=True)
 class SpareRules:
-    """A run's spare pool per VC (`spares.*`, raysim.run.spares), in seconds."""
+    """A run's spare pool per VC (`spares.*`, raysim.run.spares), in seconds, and whether nodes back in
+    service join the end of the scan order."""
 
     nodes: int = 0
     wait_s: int = 0
+    returns_last: bool = False
 
-    def extension(self, ticks_per_s: int = 1) -> Spares:
-        """The VC engine's extension of these rules, on a clock of `ticks_per_s` ticks per second."""
-        return Spares(self.nodes, self.wait_s * ticks_per_s)
+    def extensions(self, ticks_per_s: int = 1) -> list:
+        """The VC engine's extensions of these rules, on a clock of `ticks_per_s` ticks per second."""
+        return ([Spares(self.nodes, self.wait_s * ticks_per_s)] if self.nodes else []) + \
+            ([ReturnsLast()] if self.returns_last else [])
+
+
+class ReturnsLast(Extension):
+    """A node back in service (from down, repair or the spare pool) joins the end of the placers' scan
+    order, as a repaired server joins the end of AIReSim's working pool, whose host selection takes
+    the first idle servers in pool order: placers then prefer nodes that have not been out lately
+    (`spares.returns=last`; the default, `in_place`, puts it back in its place)."""
+
+    name = "returns_last"
+
+    def attach(self, sim) -> None:
+        sim.vc.returns_last = True

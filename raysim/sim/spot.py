@@ -220,7 +220,7 @@ class Spot(Extension):
                     takeable = True
             if takeable and state[node] == UP and (allowed is None or vc.type_of[node] in allowed):
                 nodes.append(node)
-        if vc.held or vc.borrowed:  # (nodes on loan come last in the scan order)
+        if vc.held or vc.borrowed or vc.returns_last:  # (nodes on loan, or back in service, come last)
             chosen = set(nodes)
             nodes = [node for node in vc.order if node in chosen]
         else:  # (the scan order is the up nodes by index)

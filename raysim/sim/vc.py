@@ -50,6 +50,9 @@ class VCState:
     pods only while it is up (`res.present`).
     """
 
+    #: whether a node back in service joins the end of the scan order (raysim.sim.spares.ReturnsLast)
+    returns_last = False
+
     def __init__(self, pools, resources: bool = False):
         self.pools = tuple(pools)
         if not self.pools:
@@ -449,8 +452,9 @@ class VCState:
     def _insert(self, node: int) -> None:
         """Put node `node` back in the scan order: an own node in its place (own nodes come first, in
         index order, and every other node has a larger index, so bisection finds that place although
-        the order's tail need not be sorted), a held or borrowed node at the end."""
-        if node in self.held or node in self.borrowed:
+        the order's tail need not be sorted), a held or borrowed node at the end, as every node does
+        where `returns_last` (raysim.sim.spares.ReturnsLast)."""
+        if self.returns_last or node in self.held or node in self.borrowed:
             self.order.append(node)
         else:
             self.order.insert(bisect.bisect_left(self.order, node), node)
