@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from simutil import batch, pools
+from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 from raysim.errors import ConfigError
 from raysim.placement import make_placer
@@ -113,3 +114,30 @@ def test_bad_spare_settings_are_one_line_naming_the_key(tmp_path, overrides, key
     with pytest.raises(ConfigError) as err:
         run_cli(tmp_path, *overrides)
     assert err.value.key == key and "\n" not in str(err.value)
+
+
+@pytest.mark.slow
+def test_ray_gives_the_local_results(ray_local, tmp_path):  # noqa: F811
+    from hydra import compose, initialize_config_dir
+
+    from raysim.paths import CONF_DIR
+    from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
+    from raysim.run.simulate import simulate_to
+
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n"
+                     + "".join(f"{i},{'ab'[i % 2]},u,16,1,{i * 10},36000,COMPLETED\n" for i in range(1, 9)))
+    (tmp_path / "vc_config.csv").write_text(",num\na,4\nb,4\n")
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=[
+            f"trace.path={trace}", "trace.cache=false", "runtime.window_s=3600", "failures=exponential",
+            "failures.node_mtbf_h=20", "failures.clock=busy", "spares.nodes=2", "spares.wait_s=1200",
+            "spares.returns=last", "checkpoint.interval_s=600"])
+    check_cluster_config(cfg)
+    loaded = load_from_config(cfg)
+    spec, extra = spec_from_config(cfg, loaded)
+    for runtime in ("local", "ray"):
+        simulate_to(tmp_path / runtime, loaded, spec, None, runtime=runtime, job_extra=extra)
+    for name in ("jobs.parquet", "timeseries.parquet"):
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    assert pd.read_parquet(tmp_path / "local" / "timeseries.parquet")["spares_pulled"].max() > 0
