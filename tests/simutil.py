@@ -12,6 +12,20 @@ from raysim.policy import make_policy
 from raysim.sim import SimParams, VCSimulator
 
 
+def pickled_midway_and_whole(fresh, until: int) -> tuple[dict, dict]:
+    """Results per job of two simulators `fresh()` builds: one run to `until`, pickled, unpickled and
+    run on; one run whole (equal where a VC's state survives a checkpoint)."""
+    import pickle
+
+    whole = fresh()
+    whole.run()
+    half = fresh()
+    half.run(until=until)
+    half = pickle.loads(pickle.dumps(half))
+    half.run()
+    return ({k: v.tolist() for k, v in half.results().items()}, {k: v.tolist() for k, v in whole.results().items()})
+
+
 def pools(nodes, gpus_per_node=8, gpu_type="gpu"):
     """One pool of `nodes` identical nodes (Lucid's 8-GPU nodes by default)."""
     return (Pool(gpu_type, gpus_per_node, nodes),)

@@ -331,7 +331,7 @@ def test_a_repaired_node_takes_new_work():
 
 
 def test_a_vc_with_failures_pickled_midway_continues_identically():
-    from simutil import batch, random_jobs
+    from simutil import batch, pickled_midway_and_whole, random_jobs
 
     jobs = random_jobs(np.random.default_rng(3), 200, 20_000)
 
@@ -340,14 +340,8 @@ def test_a_vc_with_failures_pickled_midway_continues_identically():
         sim.add_jobs(batch(jobs))
         return sim
 
-    whole = fresh()
-    whole.run()
-    half = fresh()
-    half.run(until=10_000)
-    half = pickle.loads(pickle.dumps(half))
-    half.run()
-    assert {k: v.tolist() for k, v in half.results().items()} == {k: v.tolist() for k, v in whole.results().items()}
-    assert sum(whole.results()["interruptions"]) > 0
+    half, whole = pickled_midway_and_whole(fresh, 10_000)
+    assert half == whole and sum(whole["interruptions"]) > 0
 
 
 def test_venus_with_failures_and_checkpoints_is_the_same_in_any_window(tmp_path):

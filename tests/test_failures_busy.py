@@ -202,23 +202,15 @@ def test_venus_with_busy_clocks_bad_nodes_and_a_repair_pipeline_is_the_same_in_a
 
 
 def test_a_vc_with_busy_clocks_pickled_midway_continues_identically():
-    import pickle
-
-    from simutil import random_jobs
+    from simutil import pickled_midway_and_whole, random_jobs
 
     jobs = [(s, d, g) for s, d, g, *_ in random_jobs(np.random.default_rng(3), 200, 20_000, max_gpu=8)]
 
     def fresh():
         return one_node_sim(clock="busy", seed=0, restart_s=60, mtbf_s=3000, jobs=jobs, until=None)
 
-    whole = fresh()
-    whole.run()
-    half = fresh()
-    half.run(until=10_000)
-    half = pickle.loads(pickle.dumps(half))
-    half.run()
-    assert {k: v.tolist() for k, v in half.results().items()} == {k: v.tolist() for k, v in whole.results().items()}
-    assert sum(whole.results()["interruptions"]) > 0
+    half, whole = pickled_midway_and_whole(fresh, 10_000)
+    assert half == whole and sum(whole["interruptions"]) > 0
     rare = one_node_sim(clock="busy", seed=0, restart_s=60, mtbf_s=10**7, jobs=jobs, until=None)
     most = 0
     while rare.run(until=rare.now + 100) < math.inf:  # (failures far off: dropped ones do not pile up)
