@@ -166,6 +166,11 @@ def test_ctrl_c_stops_a_parallel_sweep_in_one_line(tmp_path):
     for line in proc.stdout:  # Hydra's log line, once the processes are about to start
         if "Launching 5 jobs locally, 2 at a time" in line:
             break
+    # (a forked process that has not yet set itself to ignore Ctrl-C would take it: wait until the
+    # first job's folder exists, made by its process once set up, on a loaded machine too)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "sweep" / "0").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     time.sleep(0.3)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
