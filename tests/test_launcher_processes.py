@@ -162,15 +162,13 @@ def test_ctrl_c_stops_a_parallel_sweep_in_one_line(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "raysim", "-m", "+experiment=venus", "runtime=local",
                              "policy=fifo,srtf,tiresias,sjf,qssf", "hydra.launcher.processes=2",
                              f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            # (Ctrl-C as a terminal sends it: a pytest-xdist worker may ignore SIGINT, and an
+                            # ignored signal stays ignored in the programs it starts)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     for line in proc.stdout:  # Hydra's log line, once the processes are about to start
         if "Launching 5 jobs locally, 2 at a time" in line:
             break
-    # (a forked process that has not yet set itself to ignore Ctrl-C would take it: wait until the
-    # first job's folder exists, made by its process once set up, on a loaded machine too)
-    deadline = time.monotonic() + 60
-    while not (tmp_path / "sweep" / "0").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
     time.sleep(0.3)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
