@@ -26,6 +26,24 @@ def pickled_midway_and_whole(fresh, until: int) -> tuple[dict, dict]:
     return ({k: v.tolist() for k, v in half.results().items()}, {k: v.tolist() for k, v in whole.results().items()})
 
 
+def assert_same_on_ray(out: Path, trace, spec, extra: dict | None = None, *, est=None, runs=({},),
+                       files=("jobs.parquet", "timeseries.parquet")) -> Path:
+    """Simulate (trace, spec) in process into `out`/local, then once per entry of `runs` (keyword
+    options of raysim.run.simulate.simulate_to: window_s, vcs_per_actor; runtime "ray" unless it says
+    otherwise) into `out`/run<k>, and assert that each of `files` is byte-identical to the in-process
+    one. Returns `out`/local."""
+    from raysim.run.simulate import simulate_to
+
+    local = out / "local"
+    simulate_to(local, trace, spec, est, runtime="local", job_extra=extra)
+    for k, options in enumerate(runs):
+        there = out / f"run{k}"
+        simulate_to(there, trace, spec, est, **{"runtime": "ray", **options}, job_extra=extra)
+        for name in files:
+            assert (there / name).read_bytes() == (local / name).read_bytes(), (name, options)
+    return local
+
+
 def pools(nodes, gpus_per_node=8, gpu_type="gpu"):
     """One pool of `nodes` identical nodes (Lucid's 8-GPU nodes by default)."""
     return (Pool(gpu_type, gpus_per_node, nodes),)

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
-from simutil import batch, pools
+from simutil import assert_same_on_ray, batch, pools
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
@@ -229,8 +229,4 @@ def test_a_replay_resumes_from_its_checkpoint_identically(tmp_path):
 @pytest.mark.slow
 def test_a_replay_is_the_same_on_ray(tmp_path, ray_local):  # noqa: F811
     trace, spec, extra = replay_spec(tmp_path)
-    simulate_to(tmp_path / "local", trace, spec, None, runtime="local", job_extra=extra)
-    simulate_to(tmp_path / "ray", trace, spec, None, runtime="ray", vcs_per_actor=2, window_s=86_400,
-                job_extra=extra)
-    for name in ("jobs.parquet", "timeseries.parquet"):
-        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    assert_same_on_ray(tmp_path, trace, spec, extra, runs=[{"vcs_per_actor": 2, "window_s": 86_400}])

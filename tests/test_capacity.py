@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
-from simutil import batch, pools, random_jobs
+from simutil import assert_same_on_ray, batch, pools, random_jobs
 from test_elastic_policy import config, inputs  # noqa: F401  (a fixture)
 from test_quota import TWO_VCS, assert_resumes_identically, borrow, hand_trace, spec_of
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
@@ -530,8 +530,4 @@ def test_a_run_with_a_node_log_is_the_same_on_ray(tmp_path, ray_local, quota):  
                                                        f"quota={quota}", f"cluster.capacity={log}"])
     trace = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, trace)
-    simulate_to(tmp_path / "local", trace, spec, None, runtime="local", job_extra=extra)
-    simulate_to(tmp_path / "ray", trace, spec, None, runtime="ray", vcs_per_actor=4, window_s=86_400,
-                job_extra=extra)
-    for name in ("jobs.parquet", "timeseries.parquet"):
-        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    assert_same_on_ray(tmp_path, trace, spec, extra, runs=[{"vcs_per_actor": 4, "window_s": 86_400}])

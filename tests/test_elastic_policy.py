@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from elastic_util import write_app
 from hydra import compose, initialize_config_dir
-from simutil import NO_PAGES
+from simutil import NO_PAGES, assert_same_on_ray
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
@@ -23,7 +23,6 @@ from raysim.elastic.sia import SiaAllocator
 from raysim.paths import CONF_DIR
 from raysim.run import run
 from raysim.run.config import load_from_config, spec_from_config
-from raysim.run.simulate import simulate_to
 
 #: two epochs of progress 3000 and 6000 (the least over the batch sizes): a few hundred seconds a job
 VALIDATION = {
@@ -162,11 +161,7 @@ def test_sia_writes_the_same_files_on_ray_as_in_process(inputs, ray_local, tmp_p
     cfg = config(inputs, "sia", "policy.max_replicas_cap=4")
     trace = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, trace)
-    simulate_to(tmp_path / "local", trace, spec, None, runtime="local", job_extra=extra)
-    assert read_jobs(tmp_path / "local").finished.all()
-    simulate_to(tmp_path / "ray", trace, spec, None, runtime="ray", job_extra=extra)
-    for name in ("jobs.parquet", "timeseries.parquet"):
-        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+    assert read_jobs(assert_same_on_ray(tmp_path, trace, spec, extra)).finished.all()
 
 
 def test_a_duration_driven_policy_refuses_jobs_without_durations(inputs, tmp_path):

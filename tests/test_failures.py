@@ -409,14 +409,10 @@ def test_a_run_with_failures_and_checkpoints_resumes_from_its_checkpoint_identic
 
 @pytest.mark.slow
 def test_a_run_with_failures_and_checkpoints_is_the_same_on_ray(tmp_path, ray_local):  # noqa: F811
-    from raysim.run.simulate import simulate_to
+    from simutil import assert_same_on_ray
 
     trace, spec, extra = venus_failures_spec()
-    simulate_to(tmp_path / "local", trace, spec, None, runtime="local", job_extra=extra)
-    simulate_to(tmp_path / "ray", trace, spec, None, runtime="ray", vcs_per_actor=4, window_s=86_400,
-                job_extra=extra)
-    for name in ("jobs.parquet", "timeseries.parquet"):
-        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    assert_same_on_ray(tmp_path, trace, spec, extra, runs=[{"vcs_per_actor": 4, "window_s": 86_400}])
 
 
 # ------------------------------------------------------------------------------------- the stall guard

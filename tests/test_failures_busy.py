@@ -220,15 +220,12 @@ def test_a_vc_with_busy_clocks_pickled_midway_continues_identically():
 
 @pytest.mark.slow
 def test_a_run_with_busy_clocks_is_the_same_on_ray(tmp_path, ray_local):  # noqa: F811
+    from simutil import assert_same_on_ray
+
     from raysim.run.config import load_from_config, spec_from_config
-    from raysim.run.simulate import simulate_to
 
     cfg = compose("policy=srtf", "failures=llama3", "failures.gpu_mtbf_h=2000", "failures.clock=busy",
                   "checkpoint.interval_s=1800", "checkpoint.restart_s=600")
     trace = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, trace)
-    simulate_to(tmp_path / "local", trace, spec, None, runtime="local", job_extra=extra)
-    simulate_to(tmp_path / "ray", trace, spec, None, runtime="ray", vcs_per_actor=4, window_s=86_400,
-                job_extra=extra)
-    for name in ("jobs.parquet", "timeseries.parquet"):
-        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    assert_same_on_ray(tmp_path, trace, spec, extra, runs=[{"vcs_per_actor": 4, "window_s": 86_400}])

@@ -39,16 +39,12 @@ def parquet_bytes(table, tmp_path, name):
 @pytest.mark.parametrize("policy", [pytest.param(p, marks=pytest.mark.slow) if p in ("sjf", "srtf", "qssf") else p
                                     for p in POLICIES])  # (FIFO and Tiresias keep the check in the main suite)
 def test_ray_writes_the_same_files_as_local_byte_for_byte(policy, ray_local, tmp_path):
-    from raysim.run.simulate import simulate_to
+    from simutil import assert_same_on_ray
 
     trace, est = synthetic_trace(seed=11)
     spec = spec_for(trace, policy, compat="lucid" if policy in ("srtf", "qssf") else "clean")
-    simulate_to(tmp_path / "local", trace, spec, est, runtime="local", window_s=86_400)
-    for window_s, per_actor in [(3_600, 1), (86_400, 2), (7 * 86_400, 3)]:
-        out = tmp_path / f"ray{window_s}"
-        simulate_to(out, trace, spec, est, runtime="ray", window_s=window_s, vcs_per_actor=per_actor)
-        for name in ("jobs.parquet", "timeseries.parquet"):
-            assert (out / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+    assert_same_on_ray(tmp_path, trace, spec, est=est, runs=[{"window_s": w, "vcs_per_actor": k}
+                                                             for w, k in [(3_600, 1), (86_400, 2), (7 * 86_400, 3)]])
 
 
 @pytest.mark.parametrize("window_s", [600, 86_400, 10**9])
@@ -264,8 +260,9 @@ def test_heterogeneous_demo_on_ray_writes_the_same_files_as_local(policy, type_o
 
     from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
     from raysim.paths import CONF_DIR
+    from simutil import assert_same_on_ray
+
     from raysim.run.config import estimates_from_config, load_from_config, spec_from_config
-    from raysim.run.simulate import simulate_to
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=["+experiment=hetero_demo", f"policy={policy}",
@@ -274,11 +271,7 @@ def test_heterogeneous_demo_on_ray_writes_the_same_files_as_local(policy, type_o
     spec, extra = spec_from_config(cfg, trace)
     assert len(spec.catalog.gpu_types) == 3 and spec.catalog.speeds
     est, _ = estimates_from_config(cfg, trace)
-    simulate_to(tmp_path / "local", trace, spec, est, runtime="local", job_extra=extra)
-    simulate_to(tmp_path / "ray", trace, spec, est, runtime="ray", window_s=43_200, vcs_per_actor=1,
-                job_extra=extra)
-    for name in ("jobs.parquet", "timeseries.parquet"):
-        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+    assert_same_on_ray(tmp_path, trace, spec, extra, est=est, runs=[{"window_s": 43_200}])
     series = pq.read_table(tmp_path / "local" / "timeseries.parquet")
     assert {"gpu_utilization_V100", "gpu_utilization_P100", "gpu_utilization_K80"} <= set(series.column_names)
 
@@ -310,8 +303,9 @@ def test_pods_with_gpu_shares_on_ray_write_the_same_files_as_local(policy, place
 
     from raysim import cli  # noqa: F401  (registers the config resolvers)
     from raysim.paths import CONF_DIR
+    from simutil import assert_same_on_ray
+
     from raysim.run.config import load_from_config, spec_from_config
-    from raysim.run.simulate import simulate_to
 
     random_pod_list(tmp_path / "data")
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -321,12 +315,7 @@ def test_pods_with_gpu_shares_on_ray_write_the_same_files_as_local(policy, place
     trace = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, trace)
     assert spec.resources and trace.table.num_rows == 300
-    simulate_to(tmp_path / "local", trace, spec, None, runtime="local", job_extra=extra)
-    for window_s in (300, 86_400):
-        out = tmp_path / f"ray{window_s}"
-        simulate_to(out, trace, spec, None, runtime="ray", window_s=window_s, vcs_per_actor=1, job_extra=extra)
-        for name in ("jobs.parquet", "timeseries.parquet"):
-            assert (out / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+    assert_same_on_ray(tmp_path, trace, spec, extra, runs=[{"window_s": 300}, {"window_s": 86_400}])
     jobs = pq.read_table(tmp_path / "local" / "jobs.parquet")
     assert all(jobs.column("finished").to_pylist()) and jobs.column("queue").to_numpy().max() > 0
     if "quota=borrow" in more:  # some pods ran on the other VC's nodes

@@ -5,6 +5,7 @@ the heterogeneous demo's first 300 jobs (tests/conftest.py's hetero_head)."""
 import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
+from simutil import assert_same_on_ray
 from test_ray_runtime import Interrupt, StopAfter, ray_local  # noqa: F401  (a fixture)
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
@@ -30,16 +31,11 @@ def test_round_policies_write_the_same_files_on_every_runtime_window_and_packing
                                                                                  tmp_path, hetero_head):
     trace, spec, extra = demo(hetero_head, policy, f"quota={quota}")
     assert spec.params.ticks_per_s == 1_000_000 and len(spec.layout) == (1 if quota == "global" else 2)
-    simulate_to(tmp_path / "local", trace, spec, None, runtime="local", job_extra=extra)
-    jobs = pq.read_table(tmp_path / "local" / "jobs.parquet").to_pandas()
-    assert jobs.finished.all() and (jobs.start_time >= jobs.submit_time).all()
     runs = [("local", 3_600, 1), ("ray", 86_400, 1), ("ray", 7 * 86_400, 2)]
-    for runtime, window_s, per_actor in runs:
-        out = tmp_path / f"{runtime}{window_s}"
-        simulate_to(out, trace, spec, None, runtime=runtime, window_s=window_s, vcs_per_actor=per_actor,
-                    job_extra=extra)
-        for name in ("jobs.parquet", "timeseries.parquet"):
-            assert (out / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), (name, runtime, window_s)
+    local = assert_same_on_ray(tmp_path, trace, spec, extra, runs=[{"runtime": r, "window_s": w, "vcs_per_actor": k}
+                                                                   for r, w, k in runs])
+    jobs = pq.read_table(local / "jobs.parquet").to_pandas()
+    assert jobs.finished.all() and (jobs.start_time >= jobs.submit_time).all()
 
 
 @pytest.mark.parametrize("policy,quota", [("fifo_perf", "none"), ("gavel_fifo", "none"),
@@ -127,7 +123,4 @@ def test_gavel_las_on_venus_is_the_same_on_ray_and_in_process(ray_local, tmp_pat
     trace = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, trace)
     assert len(spec.vcs) == 15
-    simulate_to(tmp_path / "local", trace, spec, None, runtime="local", job_extra=extra)
-    simulate_to(tmp_path / "ray", trace, spec, None, runtime="ray", vcs_per_actor=8, job_extra=extra)
-    for name in ("jobs.parquet", "timeseries.parquet"):
-        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+    assert_same_on_ray(tmp_path, trace, spec, extra, runs=[{"vcs_per_actor": 8}])

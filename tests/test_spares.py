@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from simutil import batch, pools
+from simutil import assert_same_on_ray, batch, pools
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 from raysim.errors import ConfigError
@@ -122,7 +122,6 @@ def test_ray_gives_the_local_results(ray_local, tmp_path):  # noqa: F811
 
     from raysim.paths import CONF_DIR
     from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
-    from raysim.run.simulate import simulate_to
 
     trace = tmp_path / "jobs.csv"
     trace.write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n"
@@ -136,8 +135,5 @@ def test_ray_gives_the_local_results(ray_local, tmp_path):  # noqa: F811
     check_cluster_config(cfg)
     loaded = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, loaded)
-    for runtime in ("local", "ray"):
-        simulate_to(tmp_path / runtime, loaded, spec, None, runtime=runtime, job_extra=extra)
-    for name in ("jobs.parquet", "timeseries.parquet"):
-        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
-    assert pd.read_parquet(tmp_path / "local" / "timeseries.parquet")["spares_pulled"].max() > 0
+    local = assert_same_on_ray(tmp_path, loaded, spec, extra)
+    assert pd.read_parquet(local / "timeseries.parquet")["spares_pulled"].max() > 0

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
-from simutil import batch, pools
+from simutil import assert_same_on_ray, batch, pools
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
@@ -296,7 +296,6 @@ def test_spot_settings_without_classes_are_refused(tmp_path):
 @pytest.mark.parametrize("sizes, quota", [([1, 2, 4, 8], []), ([1, 2, 4], ["spot.quota_gpus=4"])])
 def test_ray_gives_the_local_results(ray_local, tmp_path, sizes, quota):  # noqa: F811
     from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
-    from raysim.run.simulate import simulate_to
 
     rng = np.random.default_rng(5)
     jobs = [(int(s), int(rng.integers(100, 5000)), int(rng.choice(sizes))) for s in np.sort(rng.integers(0, 20_000, 120))]
@@ -305,10 +304,8 @@ def test_ray_gives_the_local_results(ray_local, tmp_path, sizes, quota):  # noqa
     check_cluster_config(cfg)
     loaded = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, loaded)
-    for runtime in ("local", "ray"):
-        simulate_to(tmp_path / runtime, loaded, spec, None, runtime=runtime, job_extra=extra)
-    assert (tmp_path / "ray" / "jobs.parquet").read_bytes() == (tmp_path / "local" / "jobs.parquet").read_bytes()
-    assert pq.read_table(tmp_path / "local" / "jobs.parquet").column("evictions").to_numpy().sum() > 0
+    local = assert_same_on_ray(tmp_path, loaded, spec, extra, files=("jobs.parquet",))
+    assert pq.read_table(local / "jobs.parquet").column("evictions").to_numpy().sum() > 0
 
 
 def test_a_trace_of_hp_jobs_only_runs_as_one_without_classes(tmp_path):
