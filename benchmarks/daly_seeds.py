@@ -39,16 +39,6 @@ FAMILIES = {"fifo": (("policy=fifo",), 0),
             "rounds360": (("policy=max_min_fairness",), 360)}
 
 
-def write_trace(folder: Path, jobs: int) -> Path:
-    """`jobs` identical one-node jobs of WORK_S seconds submitted at 0, with vc_config.csv beside."""
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = [f"{i + 1},vc,u,8,4,0,{WORK_S},COMPLETED" for i in range(jobs)]
-    (folder / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n"
-                                     + "\n".join(rows) + "\n")
-    (folder / "vc_config.csv").write_text(f",num\nvc,{jobs}\n")
-    return folder / "jobs.csv"
-
-
 def mean_jct(trace: Path, family: tuple, point: tuple, seed: int) -> tuple[float, float]:
     """The mean JCT and the mean number of stops per job of one run (every job must finish)."""
     from hydra import compose, initialize_config_dir
@@ -93,8 +83,9 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from raysim.sim.checkpoint import Checkpointing, daly_time
+    from raysim.trace.lone import write_lone_jobs
 
-    trace = write_trace(args.out, args.jobs)
+    trace = write_lone_jobs(args.out, args.jobs, WORK_S)
     if not args.json:
         print(f"{args.jobs} one-node jobs of {WORK_S} s, seeds 0-{args.seeds - 1}\n")
         print("| family | tau (s) | delta (s) | R (s) | M (s) | formula (s) | mean over seeds (s) | error % "

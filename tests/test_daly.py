@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from raysim.sim.checkpoint import Checkpointing, daly_time
+from raysim.trace.lone import write_lone_jobs
 
 WORK = 8 * 3600  # each job's work (s)
 #: (interval, write, restore, MTBF as a multiple of the interval)
@@ -23,17 +24,6 @@ POINTS = [(3600, 120, 300, 0.5), (3600, 120, 300, 1), (3600, 120, 300, 2), (3600
           (3600, 120, 300, 10), (1800, 300, 600, 1), (7200, 60, 60, 0.5)]
 #: the interval sweep's write, restore and MTBF, and its intervals
 SWEEP = (120, 300, 7200, (300, 600, 900, 1200, 1800, 2700, 3600))
-
-
-def write_trace(folder: Path, jobs: int, nodes_per_job: int) -> Path:
-    """`jobs` identical jobs of WORK seconds on `nodes_per_job` 8-GPU nodes each, all submitted at 0,
-    in raysim's CSV schema, on one VC with a node for each (vc_config.csv beside it)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = [f"{i + 1},vc,u,{8 * nodes_per_job},4,0,{WORK},COMPLETED" for i in range(jobs)]
-    (folder / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n"
-                                     + "\n".join(rows) + "\n")
-    (folder / "vc_config.csv").write_text(f",num\nvc,{jobs * nodes_per_job}\n")
-    return folder / "jobs.csv"
 
 
 def simulated_mean(trace: Path, cp: Checkpointing, node_mtbf_s: float, seed: int = 0) -> float:
@@ -67,14 +57,14 @@ def point(trace: Path, interval, write, restart, mtbf_s, nodes_per_job=1):
 
 
 def test_one_point_in_the_fast_suite(tmp_path):
-    formula, simulated = point(write_trace(tmp_path, 500, 1), 3600, 120, 300, 3600)
+    formula, simulated = point(write_lone_jobs(tmp_path, 500, WORK), 3600, 120, 300, 3600)
     assert abs(simulated / formula - 1) < 0.03
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("nodes_per_job,jobs", [(1, 2000), (4, 500)])
 def test_mean_jct_is_dalys_at_every_point(tmp_path, nodes_per_job, jobs):
-    trace = write_trace(tmp_path, jobs, nodes_per_job)
+    trace = write_lone_jobs(tmp_path, jobs, WORK, nodes_per_job)
     for interval, write, restart, m in POINTS:
         formula, simulated = point(trace, interval, write, restart, m * interval, nodes_per_job)
         assert abs(simulated / formula - 1) < 0.03, (interval, write, restart, m, formula, simulated)
@@ -83,7 +73,7 @@ def test_mean_jct_is_dalys_at_every_point(tmp_path, nodes_per_job, jobs):
 @pytest.mark.slow
 @pytest.mark.parametrize("nodes_per_job,jobs", [(1, 2000), (4, 500)])
 def test_dalys_best_interval_is_the_best_simulated_one(tmp_path, nodes_per_job, jobs):
-    trace = write_trace(tmp_path, jobs, nodes_per_job)
+    trace = write_lone_jobs(tmp_path, jobs, WORK, nodes_per_job)
     write, restart, mtbf, intervals = SWEEP
     formula = {tau: daly_time(WORK, Checkpointing(tau, write, restart), mtbf) for tau in intervals}
     simulated = {tau: simulated_mean(trace, Checkpointing(tau, write, restart), mtbf * nodes_per_job)
@@ -97,7 +87,7 @@ def main(folder: Path) -> None:
     print("| nodes/job | tau (s) | delta (s) | R (s) | M (s) | formula (s) | simulated (s) | error % |")
     print("|---|---|---|---|---|---|---|---|")
     for nodes, jobs in ((1, 2000), (4, 500)):
-        trace = write_trace(folder / f"n{nodes}", jobs, nodes)
+        trace = write_lone_jobs(folder / f"n{nodes}", jobs, WORK, nodes)
         rows = [(i, w, r, m * i) for i, w, r, m in POINTS]
         rows += [(tau, SWEEP[0], SWEEP[1], SWEEP[2]) for tau in SWEEP[3]]
         for interval, write, restart, mtbf in rows:

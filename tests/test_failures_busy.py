@@ -13,6 +13,7 @@ import pytest
 
 from raysim.sim.capacity import DOWN, UP, CapacityPlan
 from raysim.sim.failures import Category, FailureModel, stable_hash
+from raysim.trace.lone import write_lone_jobs
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 HW = Category("gpu", 1.0, "down")
@@ -110,15 +111,6 @@ def test_a_lone_job_fails_only_while_it_progresses_as_computed_by_hand(seed):
     assert (r["end_time"][0], r["interruptions"][0]) == (end, failures) and failures > 0
 
 
-def write_trace(folder, jobs, nodes_per_job, work):
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = [f"{i + 1},vc,u,{8 * nodes_per_job},4,0,{work},COMPLETED" for i in range(jobs)]
-    (folder / "jobs.csv").write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n"
-                                     + "\n".join(rows) + "\n")
-    (folder / "vc_config.csv").write_text(f",num\nvc,{jobs * nodes_per_job}\n")
-    return folder / "jobs.csv"
-
-
 def mean_jct(trace, clock, node_mtbf_h, restart_s, seed=0):
     from raysim.run.config import load_from_config, spec_from_config
     from raysim.run.simulate import simulate
@@ -141,7 +133,7 @@ def test_a_lone_jobs_mean_jct_is_airesims_under_busy_clocks_and_dalys_under_up(t
     from raysim.sim.checkpoint import Checkpointing, daly_time
 
     work, nodes, mtbf_h, restore = 8 * H, 4, 8, H
-    trace = write_trace(tmp_path, 200, nodes, work)
+    trace = write_lone_jobs(tmp_path, 200, work, nodes)
     busy = mean_jct(trace, "busy", mtbf_h, restore)
     assert busy / (work + work * nodes / (mtbf_h * H) * restore) == pytest.approx(1, abs=0.03)  # (0.988)
     up = mean_jct(trace, "up", mtbf_h, restore)
