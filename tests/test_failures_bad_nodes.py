@@ -12,7 +12,7 @@ import pytest
 from test_failures import stream_lifetimes as lifetimes
 
 from raysim.sim.capacity import UP
-from raysim.sim.failures import Category, FailureModel
+from raysim.sim.failures import BAD_NODE, Category, FailureModel
 
 HW = Category("gpu", 1.0, "down")
 CAUSES = ("gpu",)
@@ -79,3 +79,61 @@ def test_bad_nodes_share_of_a_clusters_failures():
     b = bad.sum()
     assert abs(counts[~bad].mean() / 50 - 1) < 0.02 and abs(counts[bad].mean() / 300 - 1) < 0.02
     assert abs(counts[bad].sum() / counts.sum() - 6 * b / (6 * b + 1000 - b)) < 0.01
+
+
+def test_a_bad_nodes_failures_beyond_a_good_ones_rate_are_counted_under_bad_node():
+    """A bad node at 6 times the rate: 5 of every 6 of its failures are the bad node's own (AIReSim's
+    systematic ones), counted under BAD_NODE; the rest under their category. The split is drawn apart
+    from the failure times, which stay those of a run that does not split (causes without BAD_NODE),
+    and a good node names no BAD_NODE."""
+    causes = (*CAUSES, BAD_NODE)
+    model = FailureModel((HW,), node_mtbf_s=1000, repair_s=60, bad_fraction=0.5, bad_multiplier=6.0)
+    node = next(n for n in range(100) if model.is_bad(3, "vc", n))
+    split, plain = (model.stream(3, "vc", node, 8, causes=c, rank=0) for c in (causes, CAUSES))
+    events, unsplit = [split.next() for _ in range(12_000)], [plain.next() for _ in range(12_000)]
+    assert [e[:3] for e in events] == [e[:3] for e in unsplit]
+    failed = [e for e in events if e[2] != UP]
+    share = sum(e[3] == 1 for e in failed) / len(failed)
+    assert len(failed) == 6000 and abs(share - 5 / 6) < 0.015  # (sd of the share: 0.005)
+    good = next(n for n in range(100) if not model.is_bad(3, "vc", n))
+    stream = model.stream(3, "vc", good, 8, causes=causes, rank=0)
+    assert all(stream.next()[3] == 0 for _ in range(1000))
+
+
+def test_a_run_with_bad_nodes_splits_its_interruptions_and_lost_work_by_cause(tmp_path):
+    from test_failures_busy import compose
+
+    from raysim.report.capacity import lost_by_cause
+    from raysim.run.config import load_from_config, spec_from_config
+    from raysim.run.simulate import simulate
+
+    cfg = compose("policy=fifo", "failures=exponential", "failures.node_mtbf_h=200", "failures.repair_h=1",
+                  "failures.bad_fraction=0.3", "failures.bad_multiplier=5", "checkpoint.interval_s=1800")
+    trace = load_from_config(cfg)
+    spec, extra = spec_from_config(cfg, trace)
+    assert spec.capacity.causes == ("failure", BAD_NODE)
+    jobs, _ = simulate(trace, spec, None, job_extra=extra)
+    stops = {c: jobs.column(f"interruptions_{c}").to_numpy().sum() for c in spec.capacity.causes}
+    assert stops["failure"] > 0 and stops[BAD_NODE] > 0
+    assert stops["failure"] + stops[BAD_NODE] == jobs.column("interruptions").to_numpy().sum()
+    rows = lost_by_cause(jobs).query("vc == 'all'").set_index("cause")
+    assert rows.at[BAD_NODE, "interruptions"] == stops[BAD_NODE] and rows.at[BAD_NODE, "lost_gpu_h"] > 0
+
+
+def test_under_busy_clocks_a_bad_nodes_failures_are_split_as_they_are_armed():
+    """Busy clocks arm a failure before it happens (raysim.sim.busy): its cause is drawn then, and
+    the event the engine applies names it."""
+    from raysim.sim.busy import BusyFailures
+
+    model = FailureModel((HW,), node_mtbf_s=1000, repair_s=60, bad_fraction=0.5, bad_multiplier=6.0, clock="busy")
+    node = next(n for n in range(100) if model.is_bad(3, "vc", n))
+    stream = model.stream(3, "vc", node, 8, causes=(*CAUSES, BAD_NODE), rank=0)
+    assert isinstance(stream, BusyFailures)
+    named, now = [], 0
+    for _ in range(3000):
+        stream.carry(0, now, now)
+        t, _, _, cause = stream.armed
+        named.append(cause)
+        up = stream.next()  # (the failure happens; its repair's end follows)
+        now = up[0]
+    assert abs(sum(c == 1 for c in named) / len(named) - 5 / 6) < 0.025 and set(named) == {0, 1}

@@ -18,7 +18,7 @@ from raysim.registry import Registry
 from raysim.run.values import value
 from raysim.settings import NoSettings, parse, setting
 from raysim.sim.capacity import STOP_CAUSES
-from raysim.sim.failures import CLOCKS, DISTRIBUTIONS, KINDS, REPAIRS, Category, FailureModel
+from raysim.sim.failures import BAD_NODE, CLOCKS, DISTRIBUTIONS, KINDS, REPAIRS, Category, FailureModel
 
 #: The longest mean time between failures or repair a setting may give (hours: about 1,140 years), so
 #: that every drawn time fits the engine's clock, even at a million ticks per second.
@@ -38,6 +38,9 @@ def _a_name(name: str, key: str) -> str:
         raise ConfigError(key, "must be a name of letters, digits and _", name)
     if name in STOP_CAUSES:
         raise ConfigError(key, f"may not be {', '.join(STOP_CAUSES)}: those count the stops no failure made", name)
+    if name == BAD_NODE:
+        raise ConfigError(key, f"may not be {BAD_NODE}: it counts the failures bad nodes have beyond good ones' "
+                               "(failures.bad_fraction)", name)
     return name
 
 
@@ -194,7 +197,8 @@ class Drawn(Producer):
         model_relations(settings)
 
     def causes(self, settings: ModelSettings) -> tuple:
-        return tuple(c.name for c in settings.categories)
+        """The categories' names, then BAD_NODE with bad nodes (raysim.sim.failures)."""
+        return tuple(c.name for c in settings.categories) + ((BAD_NODE,) if settings.bad_fraction > 0 else ())
 
     def plan(self, settings: ModelSettings, seed: int, layout: dict, homes: tuple, jobs: dict, log_plan,
              pipeline=None, retire=None):

@@ -30,16 +30,16 @@ class BusyFailures:
         self.failures = failures
         self.work: dict[int, int] = {}
         self.since = 0
-        self.pending = None  # (time, category index) of the failure the engine holds, or None
+        self.pending = None  # (time, category index, cause index) of the failure the engine holds, or None
 
     @property
     def armed(self) -> tuple[int, int, int, int] | None:
         """The pending failure as an event (time s, rank, kind, cause index), or None."""
         if self.pending is None:
             return None
-        t, k = self.pending
+        t, k, cause = self.pending
         f = self.failures
-        return t, f.rank, RESTART if f.model.categories[k].kind == "restart" else DOWN, f.causes[k]
+        return t, f.rank, RESTART if f.model.categories[k].kind == "restart" else DOWN, cause
 
     def next(self) -> tuple[int, int, int, int] | None:
         """The event after the one the engine applies now: after a failure, the repair's end (a
@@ -47,9 +47,9 @@ class BusyFailures:
         idle until work starts on it)."""
         f = self.failures
         if self.pending is not None:  # the failure happens: the jobs on the node stop
-            t, k = self.pending
+            t, k, cause = self.pending
             self.pending, self.work = None, {}
-            f.fail(t, k, life=t - self.since)
+            f.fail(t, k, life=t - self.since, cause=cause)
         return f.next() if f.repair_due is not None else None
 
     def carry(self, job: int, begins: int, now: int) -> bool:
@@ -82,5 +82,6 @@ class BusyFailures:
         f = self.failures
         self.since = begins
         t = begins + f.life(f.rng)
-        self.pending = (max(int(t), now + 1), f.category())
+        k = f.category()
+        self.pending = (max(int(t), now + 1), k, f.cause_of(k))
         return True

@@ -5,7 +5,10 @@ A failure model gives each node a stream of capacity events (raysim.sim.capacity
 node lives for a time drawn from its time-to-failure distribution (exponential, Weibull or lognormal,
 of mean `mtbf_s` for that node: a per-GPU rate scales with its GPUs, and a *bad* node, drawn with
 probability `bad_fraction` from its own seed, fails `bad_multiplier` times as often), then fails for
-a *category* drawn by the categories' shares. A ``down`` category (faulty GPU, HBM, host, network)
+a *category* drawn by the categories' shares. Of a bad node's failures, the share beyond a good
+node's rate (1 - 1 / bad_multiplier, drawn from its own generator) is counted under the cause
+BAD_NODE, the rest under their category (AIReSim's systematic and random failures); the category
+still says what the failure does. A ``down`` category (faulty GPU, HBM, host, network)
 takes the node out of service until it is repaired (`repair_s`, fixed or exponential; 0: back at
 once); a ``restart`` category (software, NCCL timeout) only restarts the jobs on it, the node stays
 up. A fresh lifetime starts when the node is up again (at once after a restart): nothing fails while
@@ -51,6 +54,11 @@ REPAIRS = ("fixed", "exponential")
 HEALTH = 1
 #: The last word of a node's diagnosis seed ([seed, VC, node, DIAGNOSIS]; raysim.sim.repairs.REPAIR is 2).
 DIAGNOSIS = 3
+#: The last word of a bad node's cause seed ([seed, VC, node, SYSTEMATIC]): which of its failures are
+#: counted under BAD_NODE.
+SYSTEMATIC = 4
+#: The cause a bad node's failures beyond a good node's rate are counted under (with bad_fraction > 0).
+BAD_NODE = "bad_node"
 
 
 @dataclass(frozen=True)
@@ -95,14 +103,18 @@ class FailureModel:
 
     def stream(self, seed: int, vc: str, node: int, gpus: int, *, causes: tuple, rank: int):
         """Node `node` (of `gpus` GPUs) of VC `vc`'s failures, its events naming causes by their index
-        in `causes` and ordered among same-second events of other nodes by `rank`."""
+        in `causes` and ordered among same-second events of other nodes by `rank`; a bad node's
+        failures are split under BAD_NODE only where `causes` names it."""
         bad = self.is_bad(seed, vc, node)
         repairs = None if self.pipeline is None else np.random.default_rng([seed, stable_hash(vc), node, REPAIR])
         diagnoses = None if self.diagnosis >= 1 else np.random.default_rng([seed, stable_hash(vc), node, DIAGNOSIS])
+        split = bad and BAD_NODE in causes
         failures = NodeFailures(self, np.random.default_rng([seed, stable_hash(vc), node]),
                                 self.mtbf_s(gpus) / (self.bad_multiplier if bad else 1.0),
                                 tuple(causes.index(c.name) for c in self.categories), rank, bad,
-                                repairs=repairs, good_mtbf_s=self.mtbf_s(gpus), diagnoses=diagnoses)
+                                repairs=repairs, good_mtbf_s=self.mtbf_s(gpus), diagnoses=diagnoses,
+                                systematic=np.random.default_rng([seed, stable_hash(vc), node, SYSTEMATIC])
+                                if split else None, bad_cause=causes.index(BAD_NODE) if split else None)
         return BusyFailures(failures) if self.clock == "busy" else failures
 
     def is_bad(self, seed: int, vc: str, node: int) -> bool:
@@ -141,8 +153,10 @@ class NodeFailures:
 
     def __init__(self, model: FailureModel, rng: np.random.Generator, mtbf_s: float, causes: tuple, rank: int,
                  bad: bool = False, *, repairs: np.random.Generator | None = None, good_mtbf_s: float | None = None,
-                 diagnoses: np.random.Generator | None = None):
+                 diagnoses: np.random.Generator | None = None, systematic: np.random.Generator | None = None,
+                 bad_cause: int | None = None):
         self.model, self.rng, self.rank, self.causes, self.bad = model, rng, rank, causes, bad
+        self.systematic, self.bad_cause = systematic, bad_cause
         self.scale = scale(model, mtbf_s)
         self.repairs, self.good_mtbf_s, self.diagnoses = repairs, good_mtbf_s, diagnoses
         self.auto_repairs = self.manual_repairs = self.false_successes = 0
@@ -170,14 +184,17 @@ class NodeFailures:
         life = self.life(self.rng)
         return self.fail(self.up_at + life, life=life)
 
-    def fail(self, t: float, k: int | None = None, *, life: float) -> tuple[int, int, int, int]:
+    def fail(self, t: float, k: int | None = None, *, life: float, cause: int | None = None
+             ) -> tuple[int, int, int, int]:
         """The node fails at `t` (real seconds), `life` seconds into its lifetime (the retirement
-        policy's record counts it), for its category `k` (None: drawn by share now): its RESTART, or
-        its DOWN with the repair that follows it drawn."""
+        policy's record counts it), for its category `k` and under `cause` (None: drawn now, by
+        share and by `cause_of`): its RESTART, or its DOWN with the repair that follows it drawn."""
         model, rng = self.model, self.rng
         if k is None:
             k = self.category()
-        category, cause = model.categories[k], self.causes[k]
+        if cause is None:
+            cause = self.cause_of(k)
+        category = model.categories[k]
         diagnosed = category.kind == "down" and (self.diagnoses is None or self.diagnoses.random() < model.diagnosis)
         if self.record is not None:
             self.record.failed(t, life, diagnosed)
@@ -202,6 +219,14 @@ class NodeFailures:
         if self.bad and not repair.false:
             self.bad, self.scale = False, scale(self.model, self.good_mtbf_s)
         return repair
+
+    def cause_of(self, k: int) -> int:
+        """The cause index a failure of category `k` is counted under: BAD_NODE's for the share of a
+        bad node's failures beyond a good node's rate (drawn from its own generator), else the
+        category's."""
+        if self.bad and self.systematic is not None and self.systematic.random() >= 1 / self.model.bad_multiplier:
+            return self.bad_cause
+        return self.causes[k]
 
     def category(self) -> int:
         """The index of a failure's category, drawn by the categories' shares."""
