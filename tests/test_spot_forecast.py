@@ -135,7 +135,8 @@ def test_the_oracle_and_the_estimator_from_the_command_line(tmp_path):
 
 
 @pytest.mark.parametrize("rows, says", [
-    ("a,0,6\na,100,-1\n", r"forecast.csv, row 2 \(line 3\), column 'hp_gpus': not a number of GPUs >= 0 \(value '-1'\)"),
+    ("a,0,6\na,100,-1\n",
+     r"forecast.csv, row 2 \(line 3\), column 'hp_gpus': not a number of GPUs >= 0 \(value '-1'\)"),
     ("a,0,6\nb,100,1\n", r"forecast.csv, row 2 \(line 3\), column 'vc': not a VC of the run \(one of a\)"),
     ("a,0.5,6\n", r"forecast.csv, row 1 \(line 2\), column 'time': not a whole number of seconds"),
     ("a,0,6\na,0,2\n", r"forecast.csv, row 2 \(line 3\), column 'time': a second row for this VC and time"),
@@ -181,7 +182,8 @@ def test_ray_gives_the_local_results(ray_local, tmp_path, source):  # noqa: F811
     from raysim.run.simulate import simulate_to
 
     rng = np.random.default_rng(11)
-    jobs = [(int(s), int(rng.integers(100, 5000)), int(rng.choice([1, 2, 4]))) for s in np.sort(rng.integers(0, 200_000, 200))]
+    jobs = [(int(s), int(rng.integers(100, 5000)), int(rng.choice([1, 2, 4])))
+            for s in np.sort(rng.integers(0, 200_000, 200))]
     trace = trace_with_classes(tmp_path, [rng.choice(["hp", "spot"]) for _ in jobs], jobs)
     (tmp_path / "vc_config.csv").write_text(",num\na,1\nb,1\n")
     text = (tmp_path / "jobs.csv").read_text().splitlines()

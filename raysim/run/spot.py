@@ -129,7 +129,8 @@ def spot_quota(settings: SpotSettings, trace: Trace, layout: dict, spot: np.ndar
     return tuple(quota.items())
 
 
-def forecast_quota(settings: SpotSettings, trace: Trace, layout: dict, spot: np.ndarray) -> tuple[tuple[str, tuple], ...]:
+def forecast_quota(settings: SpotSettings, trace: Trace, layout: dict,
+                   spot: np.ndarray) -> tuple[tuple[str, tuple], ...]:
     """(VC, its quota's changes ((time s, GPUs), ...)) for each VC of `layout`, from the forecast
     `spot.quota_from` names (raysim.run.spot_forecast). One line for a quota that never again admits
     a VC's largest spot job once its changes are over (that job might never start)."""
@@ -143,8 +144,8 @@ def forecast_quota(settings: SpotSettings, trace: Trace, layout: dict, spot: np.
         duration = table.column("duration").to_numpy().astype(np.int64)
         asks = table.column("gpu_num").to_numpy().astype(np.int64)
         hp = spot == 0
-        demand = {vc: demand_steps(*(a[hp & (vcs == vc)] if len(layout) > 1 else a[hp] for a in (submit, duration, asks)))
-                  for vc in layout}
+        demand = {vc: demand_steps(*(a[hp & (vcs == vc)] if len(layout) > 1 else a[hp]
+                                     for a in (submit, duration, asks))) for vc in layout}
     out = {}
     for vc, size in _sizes(layout).items():
         grid, peaks = forecast_peaks(settings.quota_from, *demand[vc], settings.quota_horizon_s,
