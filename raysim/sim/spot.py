@@ -77,7 +77,7 @@ class Spot(Extension):
         self.victims, self.guarantee, self.overhead, self.hour = victims, int(guarantee), int(overhead), int(hour)
         #: whether every HP job that fits on one node is placed through the eviction path (`place`)
         self.always = evict == "always"
-        #: the quota's changes still to come (times, GPUs), the next at `_step`; a rise's time in `rises`
+        #: the quota's changes (tick, GPUs), the next to apply at `_step`; the ticks where it rises in `rises`
         self.steps = tuple(quota) if isinstance(quota, tuple) else ()
         self.rises = [t for (t, q), (_, before) in zip(self.steps[1:], self.steps) if q > before]
         self._step = 0
