@@ -2,8 +2,9 @@
 docs/spot_study.md (issue 51, item 5).
 
     python benchmarks/spot_study.py [--node-list PATH] [--nodes 200] [--jobs 3000] [--days 7]
-        [--seeds 0 1 2 3 4] [--spot-gpu-hours 0.05] [--arms one_class no_eviction eviction quota]
-        [--quota-gpus 32 | --quota-share 0.25] [--baseline no_eviction] [--out DIR] [--json]
+        [--seeds 0 1 2 3 4] [--spot-gpu-hours 0.05] [--arms one_class no_eviction eviction quota [forecast]]
+        [--quota-gpus 32 | --quota-share 0.25] [--forecast estimate|oracle] [--forecast-scale 1.0]
+        [--baseline no_eviction] [--out DIR] [--json]
 
 Per seed, `raysim trace spot` (raysim.trace.spot_synth) writes an HP/spot workload with the published
 mix (spot: a quarter of the jobs, `--spot-gpu-hours` of the GPU-hours) on `--nodes` nodes sliced from the spot trace's node list (`--node-list`: the dataset
@@ -20,7 +21,11 @@ charges (a checkpoint every hour of its run at no write cost, a restore of 40 s)
 - `quota`: the same under a fixed spot quota: `--quota-gpus` GPUs in every VC (spot.quota_gpus), or
   `--quota-share` of each VC's GPUs (spot.quota_share). raysim refuses a quota below a VC's largest
   spot job (it would never start): the generator's spot jobs reach 32 GPUs, so on a slice of the
-  node list, whose smallest VC has one node, only a quota in GPUs applies.
+  node list, whose smallest VC has one node, only a quota in GPUs applies;
+- `forecast` (only when `--arms` names it): `eviction` under a quota that follows HP demand, each
+  VC's GPUs less the peak HP demand forecast over the next hour, updated every 5 minutes
+  (spot.quota_from=`--forecast`: raysim's estimator, or the oracle; times `--forecast-scale`, GFS's
+  safety factor: spot.quota_scale).
 
 Per arm and class (hp, spot): mean, median and p95 queueing and JCT (hours), and evictions, GPU-hours
 lost to evictions and the spot jobs' share of the GPU time held (GPUs x (JCT - queueing), as
@@ -61,7 +66,10 @@ ARMS = {
     "no_eviction": (["spot.guarantee_s=1000000000000"], False),
     "eviction": (["spot.victims=gfs"], False),
     "quota": (["spot.victims=gfs"], False),  # (+ the quota of --quota-gpus or --quota-share)
+    "forecast": (["spot.victims=gfs"], False),  # (+ spot.quota_from=--forecast, spot.quota_scale=--forecast-scale)
 }
+#: The arms run unless --arms names others.
+DEFAULT_ARMS = ("one_class", "no_eviction", "eviction", "quota")
 CLASSES = ("hp", "spot")
 
 
@@ -117,9 +125,12 @@ def main() -> None:
     ap.add_argument("--days", type=float, default=7)
     ap.add_argument("--spot-gpu-hours", type=float, default=0.05, help="the spot jobs' share of the GPU-hours")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    ap.add_argument("--arms", nargs="+", default=list(DEFAULT_ARMS), choices=list(ARMS))
     ap.add_argument("--quota-gpus", type=int, default=32)
     ap.add_argument("--quota-share", type=float, default=None, help="instead of --quota-gpus")
+    ap.add_argument("--forecast", default="estimate", choices=["estimate", "oracle"],
+                    help="where the forecast arm's quota comes from (spot.quota_from)")
+    ap.add_argument("--forecast-scale", type=float, default=1.0, help="the forecast arm's spot.quota_scale")
     ap.add_argument("--baseline", default="no_eviction", choices=list(ARMS))
     ap.add_argument("--out", type=Path, default=None, help="keep the workloads and jobs.parquet files there")
     ap.add_argument("--json", action="store_true")
@@ -129,6 +140,7 @@ def main() -> None:
     wall = 0.0
     quota = (f"spot.quota_gpus={args.quota_gpus}" if args.quota_share is None
              else f"spot.quota_share={args.quota_share}")
+    forecast = f"spot.quota_from={args.forecast} spot.quota_scale={args.forecast_scale}"
     nodes = slice_nodes(read_spot_nodes(resolve(args.node_list, "--node-list")), args.nodes)
     try:
         for seed in args.seeds:
@@ -141,6 +153,8 @@ def main() -> None:
                 overrides, one_class = ARMS[arm]
                 if arm == "quota":
                     overrides = [*overrides, quota]
+                elif arm == "forecast":
+                    overrides = [*overrides, *forecast.split()]
                 trace = workload
                 if one_class:  # the same jobs, every one high-priority
                     trace = scratch / f"workload_{seed}_one_class"
@@ -162,7 +176,8 @@ def main() -> None:
                           "minus_baseline": diffs}))
         return
     print(f"{args.nodes} nodes of {args.node_list}, {args.jobs} jobs over {args.days} days, spot "
-          f"{args.spot_gpu_hours:.0%} of the GPU-hours, seeds {args.seeds}; {quota}; "
+          f"{args.spot_gpu_hours:.0%} of the GPU-hours, seeds {args.seeds}; {quota}"
+          f"{'; ' + forecast if 'forecast' in args.arms else ''}; "
           f"mean over seeds ± 95 % CI half-width; {wall:.1f} s simulated\n")
     print_table(table, args.arms)
     if diffs:

@@ -12,7 +12,9 @@ ticks) and go back to their policy (`on_requeue`) once the policy's decision is 
 decides again (`Spot.after_schedule`). Spot jobs never evict, and HP jobs larger than the VC's
 largest node do not (GFS places HP jobs on one node). Under a spot quota (`quota`: the most GPUs the
 VC's spot jobs may hold at once, as GFS's FIFO with spot jobs bounds them) a spot job that would take
-the spot GPUs in use above it does not start (`over_quota`): it waits in its queue.
+the spot GPUs in use above it does not start (`over_quota`): it waits in its queue. A quota from a
+forecast (raysim.run.spot_forecast) changes at given times; a rise wakes the policy when a spot job
+waited for the quota, and a fall evicts nobody (as in GFS, the quota bounds only starts).
 
 When an HP job evicts (`EVICT`, `spot.evict`): `blocked` (the default), only when the placer finds
 it no GPUs; `always`, as GFS's simulator places every HP job (`fifo_spot.place_with_preemption`):
@@ -28,6 +30,7 @@ node of an allowed GPU type that holds a spot job past its guarantee, its GPUs e
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -48,7 +51,8 @@ HOUR_S = 3600
 class Spot(Extension):
     """HP jobs evict spot jobs (see the module docs): `victims` names the chooser (VICTIMS),
     `guarantee`, `overhead` and the guarantee `hour` are in clock ticks; `quota` is the most GPUs
-    the VC's spot jobs may hold at once (None: no bound)."""
+    the VC's spot jobs may hold at once (None: no bound), or its changes ((tick, GPUs), ...; the
+    first at or before the first event)."""
 
     name = "spot"
     #: Switched on by the trace (its priority_class column), or checked where `spot.*` is set without
@@ -69,11 +73,16 @@ class Spot(Extension):
     countdown = True  # (an evicted job keeps its work)
 
     def __init__(self, victims: str = "youngest", guarantee: int = 0, overhead: int = 0, hour: int = HOUR_S,
-                 evict: str = "blocked", quota: int | None = None):
+                 evict: str = "blocked", quota: int | tuple | None = None):
         self.victims, self.guarantee, self.overhead, self.hour = victims, int(guarantee), int(overhead), int(hour)
         #: whether every HP job that fits on one node is placed through the eviction path (`place`)
         self.always = evict == "always"
-        self.quota = None if quota is None else int(quota)
+        #: the quota's changes (tick, GPUs), the next to apply at `_step`; the ticks where it rises in `rises`
+        self.steps = tuple(quota) if isinstance(quota, tuple) else ()
+        self.rises = [t for (t, q), (_, before) in zip(self.steps[1:], self.steps) if q > before]
+        self._step = 0
+        self.quota = None if quota is None else self.steps[0][1] if self.steps else int(quota)
+        self.held_back = False  # whether the quota held a spot job back during this decision
         self.spot_gpus = 0  # GPUs the running spot jobs hold (bounded by `quota`)
         self.evicted: list[int] = []  # stopped during the policy's current decision, not yet requeued
         self.wake = NEVER  # the earliest end of a guarantee an HP job waits for
@@ -132,8 +141,17 @@ class Spot(Extension):
         self.on_node = {node: {new[k]: None for k in held} for node, held in self.on_node.items()}
 
     def over_quota(self, sim, j: int) -> bool:
-        """Whether job j is a spot job that would take the spot GPUs in use above the quota."""
-        return self.quota is not None and bool(sim.jobs.spot[j]) and self.spot_gpus + sim.jobs.gpu[j] > self.quota
+        """Whether job j is a spot job that would take the spot GPUs in use above the quota (as it
+        stands at `sim.now`)."""
+        if self.quota is None or not sim.jobs.spot[j]:
+            return False
+        steps = self.steps
+        while self._step < len(steps) and steps[self._step][0] <= sim.now:
+            self.quota = steps[self._step][1]
+            self._step += 1
+        over = self.spot_gpus + sim.jobs.gpu[j] > self.quota
+        self.held_back |= bool(over)
+        return over
 
     def evict_for(self, sim, j: int, now: int) -> bool:
         """HP job j cannot start: evict spot jobs so that it fits on one node; returns whether any was."""
@@ -239,8 +257,14 @@ class Spot(Extension):
             policy.schedule(sim, now)
 
     def next_wake(self, now: int) -> float:
-        """The earliest end of a guarantee an HP job waited for during this decision (then forgotten)."""
+        """The earliest end of a guarantee an HP job waited for during this decision, or the next rise
+        of the quota where it held a spot job back (both then forgotten)."""
         wake, self.wake = self.wake, NEVER
+        if self.held_back:
+            self.held_back = False
+            i = bisect.bisect_right(self.rises, now)
+            if i < len(self.rises):
+                wake = min(wake, self.rises[i])
         return wake if wake > now else NEVER
 
 
@@ -301,15 +325,18 @@ class SpotRules:
     """A run's eviction rules (`spot.*`, raysim.run.spot), in seconds: the victim chooser (VICTIMS),
     the guaranteed start of each spot job's run, the work an evicted job redoes without
     checkpoint-restart, when an HP job evicts (EVICT), and the spot quota: (VC, the most GPUs its spot jobs may hold at once) for
-    each VC it bounds."""
+    each VC it bounds, a number or, from a forecast, its changes ((time s, GPUs), ...)."""
 
     victims: str = "youngest"
     guarantee_s: int = 0
     overhead_s: int = 0
     evict: str = "blocked"
-    quota: tuple[tuple[str, int], ...] = ()
+    quota: tuple[tuple[str, int | tuple], ...] = ()
 
     def extension(self, ticks_per_s: int = 1, vc: str | None = None) -> Spot:
         """VC `vc`'s engine's extension of these rules, on a clock of `ticks_per_s` ticks per second."""
+        quota = dict(self.quota).get(vc)
+        if isinstance(quota, tuple):
+            quota = tuple((t * ticks_per_s, q) for t, q in quota)
         return Spot(self.victims, self.guarantee_s * ticks_per_s, self.overhead_s * ticks_per_s, HOUR_S * ticks_per_s,
-                    self.evict, dict(self.quota).get(vc))
+                    self.evict, quota)
