@@ -23,20 +23,26 @@ another node had enough free GPUs (`Spot.place`; the `gfs` chooser only).
 A victim chooser is a function (sim, job, GPUs it needs, what may be evicted, now) -> the jobs to
 evict, or None when no node can be freed enough. What may be evicted is `Spot.evictable`'s map: per
 node of an allowed GPU type that holds a spot job past its guarantee, its GPUs each with its holder
-(-1 free, such a spot job, or None: held by an HP job or a protected spot job).
+(-1 free, such a spot job, None: held by an HP job or a protected spot job, or for a GPU holding
+shares of one GPU (`gpu_milli` < 1000) its `Shares`: the milli no eviction frees, and the shares of
+spot jobs that may be evicted). An HP job asking a share fits a GPU with as many milli free; one
+asking whole GPUs, GPUs with nothing on them. The spot quota counts a share as its fraction of a GPU.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from raysim.cluster.resources import MILLI
 from raysim.registry import Registry
 from raysim.sim.extensions import Extension
 from raysim.sim.jobs import EVICTION
 from raysim.sim.lifecycle import UP
+from raysim.sim.vc import SHARED
 
 NEVER = math.inf
 #: When an HP job evicts: only when the placer finds it no GPUs, or on every placement (GFS's).
@@ -48,7 +54,7 @@ HOUR_S = 3600
 class Spot(Extension):
     """HP jobs evict spot jobs (see the module docs): `victims` names the chooser (VICTIMS),
     `guarantee`, `overhead` and the guarantee `hour` are in clock ticks; `quota` is the most GPUs
-    the VC's spot jobs may hold at once (None: no bound)."""
+    the VC's spot jobs may hold at once (None: no bound; a share of a GPU counts its fraction)."""
 
     name = "spot"
     #: Switched on by the trace (its priority_class column), or checked where `spot.*` is set without
@@ -61,8 +67,10 @@ class Spot(Extension):
         "unranked": "the trace's priority_class column needs a policy that ranks the classes (high-priority jobs "
                     "first, evicting spot jobs): fifo, sjf or qssf for now",
         "sim.compat=lucid": "priority classes (the trace's priority_class column) run under sim.compat=clean only",
-        "resources": "the trace's jobs ask for GPU shares, CPU or memory: evicting spot jobs from shared GPUs is not "
-                     "modelled yet; drop its priority_class column",
+        "resources": "the trace's jobs ask for CPU or memory: evicting spot jobs frees their GPUs only, not yet "
+                     "their CPU and memory; drop its priority_class column or its cpu_milli and memory_mib columns",
+        "always_with_shares": "spot.evict=always does not place jobs asking GPU shares yet (the trace {trace} has "
+                              "some): use spot.evict=blocked",
         "quota=borrow": "priority classes (the trace's priority_class column) do not run with quota lending yet: "
                         "run them with quota=none or global",
     }
@@ -74,7 +82,7 @@ class Spot(Extension):
         #: whether every HP job that fits on one node is placed through the eviction path (`place`)
         self.always = evict == "always"
         self.quota = None if quota is None else int(quota)
-        self.spot_gpus = 0  # GPUs the running spot jobs hold (bounded by `quota`)
+        self.spot_milli = 0  # GPUs the running spot jobs hold, in milli (bounded by `quota`)
         self.evicted: list[int] = []  # stopped during the policy's current decision, not yet requeued
         self.wake = NEVER  # the earliest end of a guarantee an HP job waits for
         #: node -> its running spot jobs (in start order), kept on every start and release: an HP job
@@ -101,7 +109,7 @@ class Spot(Extension):
         """Job j has just been placed: a spot job joins the index of its nodes (`on_node`) and holds
         its GPUs of the quota."""
         if sim.jobs.spot[j]:
-            self.spot_gpus += sim.jobs.gpu[j]
+            self.spot_milli += _milli(sim.jobs, j)
             on_node = self.on_node
             for node, _ in sim.vc.placement[j]:
                 held = on_node.get(node)
@@ -116,7 +124,7 @@ class Spot(Extension):
         second), and gives back its GPUs of the quota."""
         jobs = sim.jobs
         if jobs.spot[j]:
-            self.spot_gpus -= jobs.gpu[j]
+            self.spot_milli -= _milli(jobs, j)
             on_node = self.on_node
             for node, _ in sim.vc.placement[j]:
                 held = on_node[node]
@@ -133,7 +141,8 @@ class Spot(Extension):
 
     def over_quota(self, sim, j: int) -> bool:
         """Whether job j is a spot job that would take the spot GPUs in use above the quota."""
-        return self.quota is not None and bool(sim.jobs.spot[j]) and self.spot_gpus + sim.jobs.gpu[j] > self.quota
+        return (self.quota is not None and bool(sim.jobs.spot[j])
+                and self.spot_milli + _milli(sim.jobs, j) > self.quota * MILLI)
 
     def evict_for(self, sim, j: int, now: int) -> bool:
         """HP job j cannot start: evict spot jobs so that it fits on one node; returns whether any was."""
@@ -226,7 +235,24 @@ class Spot(Extension):
         else:  # (the scan order is the up nodes by index)
             nodes.sort()
         out = {node: [h if h == -1 or h in free_to_take else None for h in vc.owner[node]] for node in nodes}
+        if vc.res is not None:  # (GPUs may hold shares)
+            for node, gpus in out.items():
+                if SHARED in vc.owner[node]:
+                    self._shares(sim, node, gpus, free_to_take)
         return out, protected
+
+    def _shares(self, sim, node: int, gpus: list, free_to_take: set) -> None:
+        """Node `node`'s GPUs that hold shares (owner SHARED) get their `Shares` in `gpus`: the shares
+        of the spot jobs in `free_to_take` there, in start order, and the milli held by the others."""
+        jobs, vc = sim.jobs, sim.vc
+        owner, left, spots = vc.owner[node], vc.res.gpu_left[node], {}
+        for k in self.on_node[node]:
+            if k in free_to_take and jobs.gpu_milli[k] < MILLI:
+                spots.setdefault(vc.placement[k][0][1][0], []).append((k, jobs.gpu_milli[k]))
+        for g, h in enumerate(owner):
+            if h == SHARED:
+                mine = spots.get(g, [])
+                gpus[g] = Shares(MILLI - int(left[g]) - sum(m for _, m in mine), tuple(mine))
 
     def after_schedule(self, sim, now: int) -> None:
         """The policy's decision at `now` is over: the jobs evicted during it return to the policy
@@ -244,52 +270,127 @@ class Spot(Extension):
         return wake if wake > now else NEVER
 
 
+class Shares(NamedTuple):
+    """A GPU holding shares of jobs asking less than one GPU, as the victim choosers see it: `locked`,
+    the milli held by jobs that may not be evicted (HP jobs, protected spot jobs), and `spots`, the
+    shares of spot jobs that may be, (job, milli) in start order."""
+
+    locked: int
+    spots: tuple
+
+    @property
+    def free(self) -> int:
+        """Milli free on the GPU now."""
+        return MILLI - self.locked - sum(m for _, m in self.spots)
+
+
+def _milli(jobs, j: int) -> int:
+    """Job j's GPUs in milli (a share of one GPU: its milli)."""
+    return jobs.gpu[j] * jobs.gpu_milli[j]
+
+
+def _freeable(h) -> bool:
+    """Whether a GPU may be freed whole: free, or held only by spot jobs that may be evicted."""
+    return h is not None and not (isinstance(h, Shares) and h.locked)
+
+
 def _holders(gpus: list) -> list[int]:
-    """The distinct spot jobs among a node's GPU holders, in GPU order."""
-    return list(dict.fromkeys(h for h in gpus if h is not None and h != -1))
+    """The distinct spot jobs among a node's GPU holders, in GPU order (a GPU's shares in start order)."""
+    held = (k for h in gpus for k in ([k for k, _ in h.spots] if isinstance(h, Shares) else [h]))
+    return list(dict.fromkeys(h for h in held if h is not None and h != -1))
 
 
 def gfs(sim, j: int, g: int, evictable: dict, now: int) -> list[int] | None:
-    """GFS's FIFO-with-spot choice: the node with the fewest GPUs not held by HP (or protected spot)
-    jobs that still has as many as the HP job asks (the first such node in scan order), and there
-    the first that many in GPU order: every spot job on one of them is evicted."""
+    """GFS's FIFO-with-spot choice. An HP job asking a share of `milli` first takes the GPU with the
+    least room among those that hold unevictable shares and would have more than `milli` free without
+    their spot shares (the first in scan order), and evicts its spot shares in start order until
+    the job fits (`fifo_spot.frag_preempt`); else (or for whole GPUs) the node with the fewest GPUs
+    not held by HP (or protected spot) jobs that still has as many as the HP job asks (the first such
+    node in scan order), and there the first that many in GPU order: every spot job on one of them
+    is evicted, a share as a whole GPU."""
+    milli = sim.jobs.gpu_milli[j]
+    if milli < MILLI:
+        victims = _gfs_share(milli, evictable)
+        if victims is not None:
+            return victims
     best, fewest = None, math.inf
     for node, gpus in evictable.items():
-        takeable = sum(1 for h in gpus if h is not None)
+        takeable = sum(1 for h in gpus if _freeable(h))
         if g <= takeable < fewest:
             best, fewest = node, takeable
     if best is None:
         return None
-    first = [h for h in evictable[best] if h is not None][:g]
+    first = [h for h in evictable[best] if _freeable(h)][:g]
     return _holders(first)
 
 
+def _gfs_share(milli: int, evictable: dict) -> list[int] | None:
+    """GFS's eviction for a share of `milli` on a GPU that holds unevictable shares (`gfs`); None:
+    no such GPU. As GFS's, the room left must be strictly above `milli`."""
+    best, room = None, MILLI
+    for gpus in evictable.values():
+        for h in gpus:
+            if isinstance(h, Shares) and 0 < h.locked < MILLI - milli and MILLI - h.locked < room:
+                best, room = h, MILLI - h.locked
+    if best is None:
+        return None
+    free, victims = best.free, []
+    for k, m in best.spots:
+        if free >= milli:
+            break
+        victims.append(k)
+        free += m
+    return victims
+
+
 def youngest(sim, j: int, g: int, evictable: dict, now: int) -> list[int] | None:
-    """On each node, its spot jobs youngest first (latest start) until the HP job fits; of those
-    nodes, the one whose victims ran least since their starts (GPUs x seconds), then the one that
-    evicts the fewest GPUs, then the first in scan order."""
+    """On each node, its spot jobs youngest first (latest start) until the HP job fits (a share: on
+    one GPU with as many milli free; whole GPUs: that many GPUs with nothing on them); of those
+    nodes, the one whose victims ran least since their starts (GPUs x seconds, a share its fraction of
+    a GPU), then the one that evicts the fewest GPUs, then the first in scan order."""
     jobs = sim.jobs
-    placed_at, run_order, gpu = jobs.placed_at, jobs.run_order, jobs.gpu
+    placed_at, run_order, milli = jobs.placed_at, jobs.run_order, jobs.gpu_milli[j]
     best, best_cost = None, None
     for node, gpus in evictable.items():
-        free, held = 0, {}  # (free GPUs; each evictable spot job's GPUs on the node)
-        for h in gpus:
-            if h == -1:
-                free += 1
-            elif h is not None:
-                held[h] = held.get(h, 0) + 1
-        if free + sum(held.values()) < g:  # (evicting them all would not fit the HP job)
+        left, held = [], {}  # (milli free per GPU; each evictable spot job's (GPU, milli) on the node)
+        for i, h in enumerate(gpus):
+            if isinstance(h, Shares):
+                left.append(h.free)
+                for k, m in h.spots:
+                    held.setdefault(k, []).append((i, m))
+            elif h == -1 or h is None:
+                left.append(MILLI if h == -1 else 0)
+            else:
+                left.append(0)
+                held.setdefault(h, []).append((i, MILLI))
+        if not _fits(_freed(left, held.values()), g, milli):  # (evicting them all would not fit the HP job)
             continue
         victims = []
         for k in sorted(held, key=lambda k: (-placed_at[k], -run_order[k])):
-            if free >= g:
+            if _fits(left, g, milli):
                 break
             victims.append(k)
-            free += held[k]
-        cost = (sum(gpu[k] * (now - placed_at[k]) for k in victims), sum(gpu[k] for k in victims))
+            left = _freed(left, [held[k]])
+        cost = (sum(_milli(jobs, k) * (now - placed_at[k]) for k in victims), sum(_milli(jobs, k) for k in victims))
         if best_cost is None or cost < best_cost:
             best, best_cost = victims, cost
     return best
+
+
+def _freed(left: list[int], shares) -> list[int]:
+    """Milli free per GPU once the (GPU, milli) of `shares` (lists of them) are freed."""
+    left = list(left)
+    for held in shares:
+        for i, m in held:
+            left[i] += m
+    return left
+
+
+def _fits(left: list[int], g: int, milli: int) -> bool:
+    """Whether a job of `g` GPUs of `milli` each fits GPUs with `left` milli free."""
+    if milli < MILLI:
+        return any(x >= milli for x in left)
+    return sum(1 for x in left if x == MILLI) >= g
 
 
 #: Victim choosers (`spot.victims`): which running spot jobs an HP job that cannot start evicts.
