@@ -12,7 +12,6 @@ import numpy as np
 import pyarrow as pa
 from omegaconf import DictConfig
 
-from raysim.cluster.resources import MILLI
 from raysim.errors import ConfigError
 from raysim.policy import policy_class
 from raysim.run.values import plain, value
@@ -55,15 +54,14 @@ class SpotSettings:
 
 
 #: The traits class_traits gives (the keys Spot's declaration may name besides the run's settings).
-TRAITS = ("priority_class", "spot_without_classes", "unranked", "resources", "always_with_shares")
+TRAITS = ("priority_class", "spot_without_classes", "unranked", "resources")
 
 
 def class_traits(cfg: DictConfig, settings: SpotSettings, trace: Trace, *, resources: bool) -> dict:
     """What priority classes are checked against in the one loop of refusals (raysim.run.config.
     refuse_together; raysim.sim.spot.Spot's declaration): the trace's traits and the policy's, each
     key -> (the key a refusal names, its value; None: it does not hold). With `resources` (the run
-    counts GPU shares, CPU and memory) jobs asking CPU or memory are refused, GPU shares are not,
-    except under `spot.evict=always`."""
+    counts GPU shares, CPU and memory) jobs asking CPU or memory are refused, GPU shares are not."""
     column = COLUMN in trace.table.column_names
     given = {} if column else {k: v for k, v in (plain(cfg, "spot") or {}).items() if getattr(SpotSettings(), k, v) != v}
     key = next(iter(given), None)
@@ -71,24 +69,14 @@ def class_traits(cfg: DictConfig, settings: SpotSettings, trace: Trace, *, resou
     return {"priority_class": ("trace.path", trace.source if column else None),
             "spot_without_classes": (f"spot.{key}", given[key]) if key else ("spot", None),
             "unranked": ("policy.name", None if policy_class(name).ranks_classes else name),
-            "resources": ("trace.path", trace.source if resources and _asks(trace, CPU_MEMORY) else None),
-            "always_with_shares": ("spot.evict", settings.evict if resources and settings.evict == "always"
-                                   and _asks(trace, ("gpu_milli",), below=MILLI) else None)}
+            "resources": ("trace.path", trace.source if resources and _asks_cpu_or_memory(trace) else None)}
 
 
-#: The request columns whose asks evicting spot jobs does not free (raysim.trace.schema.REQUEST_COLUMNS).
-CPU_MEMORY = ("cpu_milli", "memory_mib")
-
-
-def _asks(trace: Trace, columns: tuple, below: int | None = None) -> bool:
-    """Whether some job of the trace asks a value of `columns` above 0 (with `below`: below it)."""
+def _asks_cpu_or_memory(trace: Trace) -> bool:
+    """Whether some job of the trace asks for CPU or memory (which evicting spot jobs does not free)."""
     table = trace.table
-    for name in columns:
-        if name in table.column_names:
-            asked = table.column(name).cast(pa.int64()).fill_null(0 if below is None else below).to_numpy()
-            if (asked < below if below is not None else asked > 0).any():
-                return True
-    return False
+    return any(name in table.column_names and (table.column(name).cast(pa.int64()).fill_null(0).to_numpy() > 0).any()
+               for name in ("cpu_milli", "memory_mib"))
 
 
 def spot_rules(settings: SpotSettings, trace: Trace, layout: dict) -> tuple[SpotRules | None, np.ndarray | None]:

@@ -69,8 +69,6 @@ class Spot(Extension):
         "sim.compat=lucid": "priority classes (the trace's priority_class column) run under sim.compat=clean only",
         "resources": "the trace's jobs ask for CPU or memory: evicting spot jobs frees their GPUs only, not yet "
                      "their CPU and memory; drop its priority_class column or its cpu_milli and memory_mib columns",
-        "always_with_shares": "spot.evict=always does not place jobs asking GPU shares yet (the trace {trace} has "
-                              "some): use spot.evict=blocked",
         "quota=borrow": "priority classes (the trace's priority_class column) do not run with quota lending yet: "
                         "run them with quota=none or global",
     }
@@ -170,6 +168,8 @@ class Spot(Extension):
         g = jobs.gpu[j]
         if not self.always or jobs.spot[j] or g > vc.max_node_gpus:
             return None
+        if vc.res is not None:  # (GPUs may hold shares: GFS's rule GPU by GPU)
+            return self._place_shares(sim, j, now)
         takeable, protected = self._takeable(sim, now)
         c = jobs.constraint[j]
         allowed = sim._allowed[c] if c >= 0 else None
@@ -193,6 +193,37 @@ class Spot(Extension):
             sim._stop_for(k, now, EVICTION, self.overhead)
         self.evicted += victims
         sim.start_on(j, [(best, g)], now)
+        return True
+
+    def _place_shares(self, sim, j: int, now: int) -> bool:
+        """`place` where GPUs may hold shares: GFS's choice (`gfs_choice`) over every node j may use,
+        in scan order, with its GPUs' holders as `evictable` gives them; j starts on the GPUs chosen."""
+        jobs, vc = sim.jobs, sim.vc
+        placed_at, guarantee, protected, free_to_take = jobs.placed_at, self.guarantee, NEVER, set()
+        for held in self.on_node.values():
+            for k in held:
+                until = placed_at[k] + guarantee
+                if until > now:
+                    protected = min(protected, until)
+                else:
+                    free_to_take.add(k)
+        c = jobs.constraint[j]
+        allowed = sim._allowed[c] if c >= 0 else None
+        holders = {}
+        for node in vc.order:
+            if allowed is None or vc.type_of[node] in allowed:
+                gpus = holders[node] = [h if h == -1 or h in free_to_take else None for h in vc.owner[node]]
+                if SHARED in vc.owner[node]:
+                    self._shares(sim, node, gpus, free_to_take)
+        chosen = gfs_choice(holders, jobs.gpu[j], jobs.gpu_milli[j])
+        if chosen is None:
+            self.wake = min(self.wake, protected)
+            return False
+        node, ids, victims = chosen
+        for k in victims:
+            sim._stop_for(k, now, EVICTION, self.overhead)
+        self.evicted += victims
+        sim.start_on(j, [(node, len(ids), ids)], now)
         return True
 
     def _takeable(self, sim, now: int) -> tuple[dict, float]:
@@ -301,46 +332,53 @@ def _holders(gpus: list) -> list[int]:
 
 
 def gfs(sim, j: int, g: int, evictable: dict, now: int) -> list[int] | None:
-    """GFS's FIFO-with-spot choice. An HP job asking a share of `milli` first takes the GPU with the
-    least room among those that hold unevictable shares and would have more than `milli` free without
-    their spot shares (the first in scan order), and evicts its spot shares in start order until
-    the job fits (`fifo_spot.frag_preempt`); else (or for whole GPUs) the node with the fewest GPUs
-    not held by HP (or protected spot) jobs that still has as many as the HP job asks (the first such
-    node in scan order), and there the first that many in GPU order: every spot job on one of them
-    is evicted, a share as a whole GPU."""
-    milli = sim.jobs.gpu_milli[j]
+    """GFS's FIFO-with-spot choice (`gfs_choice`): the spot jobs it evicts."""
+    chosen = gfs_choice(evictable, g, sim.jobs.gpu_milli[j])
+    return None if chosen is None else chosen[2]
+
+
+def gfs_choice(holders: dict, g: int, milli: int) -> tuple[int, tuple, list[int]] | None:
+    """GFS's FIFO-with-spot choice for a job of `g` GPUs of `milli` each over `holders` (node -> its
+    GPUs' holders, as `Spot.evictable` gives them): (node, the GPUs it takes, the spot jobs evicted),
+    None where none fits. A share first takes the GPU with the least room among those that hold
+    unevictable shares and would have more than `milli` free without their spot shares (the first
+    in scan order), evicting its spot shares in start order until it fits (`fifo_spot.frag_preempt`);
+    else (or whole GPUs) the node with the fewest GPUs not held by HP (or protected spot) jobs that
+    still has `g` (one for a share; the first such node in scan order), and there the first `g` of
+    them in GPU order: every spot job on one of them is evicted, a share as a whole GPU."""
     if milli < MILLI:
-        victims = _gfs_share(milli, evictable)
-        if victims is not None:
-            return victims
+        chosen = _gfs_share(holders, milli)
+        if chosen is not None:
+            return chosen
     best, fewest = None, math.inf
-    for node, gpus in evictable.items():
+    for node, gpus in holders.items():
         takeable = sum(1 for h in gpus if _freeable(h))
         if g <= takeable < fewest:
             best, fewest = node, takeable
     if best is None:
         return None
-    first = [h for h in evictable[best] if _freeable(h)][:g]
-    return _holders(first)
+    ids = tuple(i for i, h in enumerate(holders[best]) if _freeable(h))[:g]
+    return best, ids, _holders([holders[best][i] for i in ids])
 
 
-def _gfs_share(milli: int, evictable: dict) -> list[int] | None:
-    """GFS's eviction for a share of `milli` on a GPU that holds unevictable shares (`gfs`); None:
+def _gfs_share(holders: dict, milli: int) -> tuple[int, tuple, list[int]] | None:
+    """GFS's choice for a share of `milli` on a GPU that holds unevictable shares (`gfs_choice`); None:
     no such GPU. As GFS's, the room left must be strictly above `milli`."""
     best, room = None, MILLI
-    for gpus in evictable.values():
-        for h in gpus:
+    for node, gpus in holders.items():
+        for i, h in enumerate(gpus):
             if isinstance(h, Shares) and 0 < h.locked < MILLI - milli and MILLI - h.locked < room:
-                best, room = h, MILLI - h.locked
+                best, room = (node, i, h), MILLI - h.locked
     if best is None:
         return None
-    free, victims = best.free, []
-    for k, m in best.spots:
+    node, i, shares = best
+    free, victims = shares.free, []
+    for k, m in shares.spots:
         if free >= milli:
             break
         victims.append(k)
         free += m
-    return victims
+    return node, (i,), victims
 
 
 def youngest(sim, j: int, g: int, evictable: dict, now: int) -> list[int] | None:
