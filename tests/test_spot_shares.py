@@ -4,6 +4,8 @@ through the command line, and on Ray as locally."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -28,8 +30,8 @@ def simulated(jobs, classes, *, victims="youngest", guarantee=0, checkpoint=None
     params = SimParams.for_mode("clean")
     extensions = [Resources()] + ([Checkpoints(checkpoint)] if checkpoint else []) + [
         Spot(victims, guarantee, evict=evict, quota=quota)]
-    sim = VCSimulator("vc", pools(1, gpus), make_policy("fifo", params=params), make_placer("consolidate", params=params),
-                      params, extensions=extensions)
+    sim = VCSimulator("vc", pools(1, gpus), make_policy("fifo", params=params),
+                      make_placer("consolidate", params=params), params, extensions=extensions)
     cols = batch([(s, d, g) for s, d, g, _ in jobs])
     cols["gpu_milli"] = np.array([m for *_, m in jobs], dtype=np.int64)
     cols["spot"] = np.array(classes, dtype=np.int64)
@@ -116,6 +118,29 @@ def test_under_evict_always_an_hp_share_takes_the_gpu_with_hp_shares_beside_a_fr
     assert r["queue"] == [0] * 5 and r["start_time"] == [0, 10, 20, 30, 100]
 
 
+@pytest.mark.parametrize("victims, evict", [("youngest", "blocked"), ("gfs", "blocked"), ("gfs", "always")])
+def test_random_shares_evict_without_over_allocating(victims, evict):
+    # HP and spot jobs of quarter, half, one, two and four GPUs on two 8-GPU nodes, the GPUs checked after
+    # every event, and every job done
+    rng = np.random.default_rng(11)
+    sizes = [(1, 250), (1, 500), (1, 1000), (2, 1000), (4, 1000)]
+    jobs = [(int(s), int(rng.integers(100, 5000)), *sizes[rng.integers(len(sizes))])
+            for s in np.sort(rng.integers(0, 20_000, 200))]
+    classes = rng.integers(0, 2, len(jobs)).tolist()
+    params = SimParams.for_mode("clean")
+    sim = VCSimulator("vc", pools(2), make_policy("fifo", params=params), make_placer("consolidate", params=params),
+                      params, extensions=[Resources(), Spot(victims, 300, evict=evict)])
+    cols = batch([(s, d, g) for s, d, g, _ in jobs])
+    cols["gpu_milli"] = np.array([m for *_, m in jobs], dtype=np.int64)
+    cols["spot"] = np.array(classes, dtype=np.int64)
+    sim.add_jobs(cols)
+    while (t := sim.next_event_time()) < math.inf:
+        sim.run(until=t + 1)
+        sim.vc.check()
+    r = sim.results()
+    assert (r["end_time"] >= 0).all() and r["evictions"].sum() > 0
+
+
 def test_the_spot_quota_counts_a_share_as_its_fraction():
     # a quota of 1 GPU: A and B (half each) start, C (a whole GPU) waits until both have ended
     r = simulated(SHARED_GPU[:3], CLASSES[:3], quota=1)
@@ -129,7 +154,8 @@ def trace_with_shares(tmp_path, jobs, classes, nodes=1, cpu=False) -> str:
     (tmp_path / "vc_config.csv").write_text(f",num\na,{nodes}\n")
     path = tmp_path / "jobs.csv"
     extra = ",cpu_milli" if cpu else ""
-    path.write_text(f"job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state,gpu_milli,priority_class{extra}\n" + "".join(
+    header = f"job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state,gpu_milli,priority_class{extra}\n"
+    path.write_text(header + "".join(
         f"{i},a,u,{g},1,{s},{d},COMPLETED,{m},{c}{',1000' if cpu else ''}\n"
         for i, ((s, d, g, m), c) in enumerate(zip(jobs, classes))))
     return str(path)
@@ -181,8 +207,8 @@ def test_ray_gives_the_local_results_with_shares(ray_local, tmp_path, victims, e
     jobs = [(int(s), int(rng.integers(100, 5000)), *sizes[rng.integers(len(sizes))])
             for s in np.sort(rng.integers(0, 20_000, 150))]
     trace = trace_with_shares(tmp_path, jobs, [rng.choice(["hp", "spot"]) for _ in jobs], nodes=2)
-    cfg = configured(trace, f"spot.victims={victims}", f"spot.evict={evict}", "spot.guarantee_s=300", "runtime.window_s=3600",
-                     "checkpoint.interval_s=600", "checkpoint.restart_s=30")
+    cfg = configured(trace, f"spot.victims={victims}", f"spot.evict={evict}", "spot.guarantee_s=300",
+                     "runtime.window_s=3600", "checkpoint.interval_s=600", "checkpoint.restart_s=30")
     check_cluster_config(cfg)
     loaded = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, loaded)

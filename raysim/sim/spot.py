@@ -242,7 +242,8 @@ class Spot(Extension):
 
     def evictable(self, sim, j: int, now: int) -> tuple[dict, float]:
         """(node -> its GPUs' holders for the choosers: -1 free, a spot job that may be evicted, None
-        otherwise; over the nodes of job j's allowed GPU types with a spot job that may be evicted),
+        otherwise, or for a GPU holding shares its `Shares`; over the nodes of job j's allowed GPU
+        types with a spot job that may be evicted),
         and the earliest end of a guarantee that protects a running spot job (NEVER: none)."""
         jobs, vc = sim.jobs, sim.vc
         placed_at, guarantee, state = jobs.placed_at, self.guarantee, vc.state
@@ -277,7 +278,7 @@ class Spot(Extension):
         of the spot jobs in `free_to_take` there, in start order, and the milli held by the others."""
         jobs, vc = sim.jobs, sim.vc
         owner, left, spots = vc.owner[node], vc.res.gpu_left[node], {}
-        for k in self.on_node[node]:
+        for k in self.on_node.get(node, ()):  # (a node may hold HP jobs' shares only)
             if k in free_to_take and jobs.gpu_milli[k] < MILLI:
                 spots.setdefault(vc.placement[k][0][1][0], []).append((k, jobs.gpu_milli[k]))
         for g, h in enumerate(owner):
