@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from simutil import batch, pools
@@ -174,6 +175,10 @@ def test_the_command_line_runs_shares_with_classes(tmp_path):
     # and restore for 10 s at 400 to run their 920 s left
     assert jobs.evictions.tolist() == [0, 1, 1, 0, 0] and jobs.end_time.tolist() == [2000, 1330, 1330, 1003, 400]
     assert jobs.lost_gpu_s_evictions.tolist() == [0.0, 19.0, 18.0, 0.0, 0.0]
+    # the spot share of GPU time counts a share as its fraction: A and B held half a GPU 1029 and 1028 s
+    # (JCT - queueing), C one GPU 1000 s; the HP jobs 6 x 2000 and 1 x 300
+    summary = pd.read_csv(out / "summary.csv").set_index("vc").loc["all"]
+    assert summary.spot_gpu_share == pytest.approx(2028.5 / (2028.5 + 12_300))
 
 
 def test_jobs_asking_cpu_with_classes_are_one_line(tmp_path):
