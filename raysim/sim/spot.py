@@ -161,8 +161,8 @@ class Spot(Extension):
     def place(self, sim, j: int, now: int) -> bool | None:
         """Under `evict=always`, place HP job j as GFS does: on the node with the fewest GPUs not held
         by HP jobs or protected spot jobs that still has as many as j asks (the first in scan order on
-        ties), on the first that many of them in GPU order, evicting every spot job on one of them.
-        Returns whether it started; None where this rule does not apply (a spot job, one larger than
+        ties), on the first that many of them in GPU order, evicting every spot job on one of them
+        (where GPUs may hold shares, GFS's rule GPU by GPU: `_place_shares`). Returns whether it started; None where this rule does not apply (a spot job, one larger than
         the VC's largest node, or `evict=blocked`): the placer decides."""
         jobs, vc = sim.jobs, sim.vc
         g = jobs.gpu[j]
