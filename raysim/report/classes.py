@@ -14,18 +14,21 @@ from raysim.report.page import Chart, Page, table
 from raysim.report.schema import read_jobs
 from raysim.trace.schema import PRIORITY_CLASSES
 
-#: The columns per_class reads (`hours_kept` and `gpu_num` where the file has them).
-COLUMNS = ("priority_class", "queue", "jct", "end_time", "evictions", "hours_kept", "gpu_num")
+#: The columns per_class reads (`hours_kept`, `gpu_num` and `gpu_milli` where the file has them).
+COLUMNS = ("priority_class", "queue", "jct", "end_time", "evictions", "hours_kept", "gpu_num", "gpu_milli")
 
 
 def per_class(jobs: pd.DataFrame) -> pd.DataFrame:
     """One row per class (hp, spot): `jobs`, `finished`, `avg_queue` and `p95_queue` (of its jobs),
     `avg_jct` and `p95_jct` (of its finished jobs), `evictions`, with `hours_kept` the guarantee
     hours kept and broken (`hours_broken`: one per eviction), and with `gpu_num` its share of the GPU
-    time the finished jobs held (`gpu_share`: GPUs x (JCT - queueing)). NaN where a class has no job."""
+    time the finished jobs held (`gpu_share`: GPUs x (JCT - queueing), a share of a GPU, with
+    `gpu_milli`, as its fraction). NaN where a class has no job."""
     kind = jobs["priority_class"].astype(str)
     done = jobs["end_time"].notna()
     held = jobs["gpu_num"] * (jobs["jct"] - jobs["queue"]) if "gpu_num" in jobs else None
+    if held is not None and "gpu_milli" in jobs:
+        held = held * jobs["gpu_milli"] / 1000
     total = held[done].sum() if held is not None else 0
     rows = []
     for name in PRIORITY_CLASSES:

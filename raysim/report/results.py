@@ -221,8 +221,9 @@ def _jobs_rows(trace: pa.Table, r: dict[str, np.ndarray]) -> pa.Table:
     loans = {"home_vc": trace.column("vc"), "ran_on_vc": pa.array(r["ran_on_vc"], pa.string()),
              "reclaims": pa.array(r["reclaims"].astype(np.int32))} if "reclaims" in r else {}
     requests = {}
-    if "gpu_milli" in trace.column_names:  # jobs that ask for GPU shares, CPU and memory
-        requests = {name: trace.column(name) for name in REQUEST_COLUMNS if name in trace.column_names}
+    if "gpu_milli" in trace.column_names:  # jobs that ask for GPU shares, CPU and memory (0 where not given)
+        requests = {name: trace.column(name) if name in trace.column_names else pa.array(np.zeros(n, np.int64))
+                    for name in REQUEST_COLUMNS}
         requests["first_gpu"] = pa.array(r["first_gpu"].astype(np.int32), mask=~started | (r["first_gpu"] < 0))
     return pa.table({
         "job_id": trace.column("job_id"),

@@ -16,7 +16,7 @@ from raysim.trace.schema import PRIORITY_CLASSES
 
 QUANTILES = {"p50": 50, "p95": 95, "p99": 99, "p99.9": 99.9}
 #: The columns of jobs with priority classes that class_figures reads where the table has them.
-CLASS_EXTRAS = ("hours_kept", "gpu_num", "lost_gpu_s_evictions")
+CLASS_EXTRAS = ("hours_kept", "gpu_num", "gpu_milli", "lost_gpu_s_evictions")
 
 
 def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:

@@ -78,7 +78,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path, checked: ClusterMode | None = No
     if spec.capacity is not None:
         columns += [c for c in names if c.startswith("interruptions")]
     if spec.spot is not None:
-        columns += ["priority_class", "evictions", "hours_kept", "gpu_num"]
+        columns += ["priority_class", "evictions", "hours_kept", "gpu_num"] + [c for c in names if c == "gpu_milli"]
     if spec.checkpoints:
         columns += ((["duration", "gpu_num"] if policy_class(spec.policy).duration_is_work else [])
                     + [c for c in names if c.startswith(("lost_gpu_s", "overhead_gpu_s"))])

@@ -85,7 +85,8 @@ TRAITS = ("priority_class", "spot_without_classes", "unranked", "resources")
 def class_traits(cfg: DictConfig, settings: SpotSettings, trace: Trace, *, resources: bool) -> dict:
     """What priority classes are checked against in the one loop of refusals (raysim.run.config.
     refuse_together; raysim.sim.spot.Spot's declaration): the trace's traits and the policy's, each
-    key -> (the key a refusal names, its value; None: it does not hold)."""
+    key -> (the key a refusal names, its value; None: it does not hold). With `resources` (the run
+    counts GPU shares, CPU and memory) jobs asking CPU or memory are refused, GPU shares are not."""
     column = COLUMN in trace.table.column_names
     given = {} if column else {k: v for k, v in (plain(cfg, "spot") or {}).items() if getattr(SpotSettings(), k, v) != v}
     key = next(iter(given), None)
@@ -93,7 +94,14 @@ def class_traits(cfg: DictConfig, settings: SpotSettings, trace: Trace, *, resou
     return {"priority_class": ("trace.path", trace.source if column else None),
             "spot_without_classes": (f"spot.{key}", given[key]) if key else ("spot", None),
             "unranked": ("policy.name", None if policy_class(name).ranks_classes else name),
-            "resources": ("trace.path", trace.source if resources else None)}
+            "resources": ("trace.path", trace.source if resources and _asks_cpu_or_memory(trace) else None)}
+
+
+def _asks_cpu_or_memory(trace: Trace) -> bool:
+    """Whether some job of the trace asks for CPU or memory (which evicting spot jobs does not free)."""
+    table = trace.table
+    return any(name in table.column_names and (table.column(name).cast(pa.int64()).fill_null(0).to_numpy() > 0).any()
+               for name in ("cpu_milli", "memory_mib"))
 
 
 def spot_rules(settings: SpotSettings, trace: Trace, layout: dict) -> tuple[SpotRules | None, np.ndarray | None]:
