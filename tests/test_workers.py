@@ -143,6 +143,34 @@ def test_the_spot_reader_keeps_workers_only_where_a_job_has_several(tmp_path):
         assert (table.column("workers").to_pylist() if "workers" in table.column_names else None) == workers
 
 
+def test_the_spot_reader_refuses_workers_its_vc_never_holds_at_once(tmp_path):
+    # two 8-GPU nodes: 3 workers x 5 GPUs are 15 GPUs of 16, but each node holds one worker of 5
+    (tmp_path / "node_info_df.csv").write_text("node_name,gpu_model,gpu_capacity_num,cpu_num\n0,H800,8,64\n1,H800,8,64\n")
+    (tmp_path / "job_info_df.csv").write_text(
+        "job_name,organization,gpu_model,cpu_request,gpu_request,worker_num,submit_time,duration,job_type\n"
+        "1,a,H800,4,2,4,0,100,Spot\n2,a,H800,4,5,3,0,100,Spot\n")
+    with pytest.raises(TraceError) as err:
+        load_trace(tmp_path, cache=False)
+    assert str(err.value).startswith(f"{tmp_path / 'job_info_df.csv'}, row 2 (line 3), column 'worker_num': its VC's "
+                                     "nodes of its gpu_model never hold its workers at once")
+    trace = load_trace(tmp_path, cache=False, on_error="skip")
+    assert trace.table.column("workers").to_pylist() == [4] and trace.report.total == 1
+
+
+def test_generated_workers_always_fit_their_models_nodes_at_once():
+    import pandas as pd
+
+    from raysim.trace.spot_synth import generate_spot
+
+    # one 8-GPU node and 20 one-GPU nodes of one model: a job of 8-GPU workers has one worker
+    nodes = pd.DataFrame({"node_name": [str(i) for i in range(21)], "gpu_model": "M", "gpu_capacity_num": [8] + [1] * 20,
+                          "cpu_num": 64})
+    jobs = generate_spot(nodes, jobs=2000, days=1, seed=0, spot_jobs=1.0)
+    fits = {size: sum(c // size for c in nodes.gpu_capacity_num) for size in (1, 2, 4, 8)}
+    assert (jobs.worker_num <= jobs.gpu_request.map(fits)).all() and (jobs.worker_num > 1).any()
+    assert set(jobs.worker_num[jobs.gpu_request == 8]) == {1}
+
+
 @pytest.mark.parametrize("override, key", [
     ("placer=fgd", "placer.name"),
     ("policy=max_min_fairness", "policy.name"),

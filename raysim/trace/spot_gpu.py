@@ -17,7 +17,8 @@ Jobs (one per row of ``job_info_df.csv``):
   is a bad row. ``gpu_milli`` is written only when some job asks for a share (1000 for whole GPUs).
   Jobs with ``gpu_request`` 0 are filtered and counted (GFS drops them too). ``workers`` =
   ``worker_num``, written only when some job has several: each worker's GPUs go on one node, several
-  workers may share one (raysim.placement.workers; GFS's ``consolidateSpot.place``).
+  workers may share one (raysim.placement.workers; GFS's ``consolidateSpot.place``). Where the reader
+  derives the layout, a job whose workers its VC's nodes never hold at once is a bad row.
 - ``cpu_num`` = ``worker_num`` x ``cpu_request`` rounded up (``cpu_request``: vCPUs per worker).
 - ``gpu_constraint`` = ``gpu_model``: a job runs on its own GPU model only; a model the node list
   does not have is a bad row.
@@ -205,6 +206,11 @@ def read_spot_gpu(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int =
         fit = RowChecks(source, rows)
         fit.flag(keep & (gpu_num > have), f"the job asks more GPUs than its VC has of its gpu_model "
                  f"(trace.reader_options.vc_from={vc_from})", "gpu_request", raw_gpu)
+        per = np.maximum(np.floor(gpu_request), 1).astype(np.int64)
+        held = np.array([sum(p.nodes * (p.gpus_per_node // g) for p in layout.get(v, ()) if p.gpu_type == m)
+                         for v, m, g in zip(vc, model, per)], dtype=np.int64)
+        fit.flag(keep & (workers > held), f"its VC's nodes of its gpu_model never hold its workers at once, each on "
+                 f"one node (trace.reader_options.vc_from={vc_from})", "worker_num", _text(table, "worker_num"))
         keep &= fit.finish(report, on_error)
         vc_nodes, gpus_per_node = {v: sum(p.gpus for p in pools) for v, pools in layout.items()}, 1
 
