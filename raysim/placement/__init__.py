@@ -9,7 +9,8 @@ allowed ones. Register a placer in PLACERS and it is available as ``placer=<name
 takes `type_order` (raysim.placement.types) besides the run's parameters.
 
 raysim's own placers (consolidate, first_fit, random) place whole-GPU jobs by GPU counts and every
-other job by raysim.placement.resources. FGD's scored placers (SCORED: names -> the reference's
+other job by raysim.placement.resources; a job of several equal workers (`demand.workers`) they
+place worker by worker, each worker's GPUs on one node (raysim.placement.workers: their `worker_node`). FGD's scored placers (SCORED: names -> the reference's
 policies of raysim.placement.scored) score every feasible node; they need the run's request shapes.
 """
 

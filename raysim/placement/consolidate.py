@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from raysim.placement import resources
 from raysim.placement.types import check_type_order, nodes_of, type_groups
+from raysim.placement.workers import place_workers
 
 
 class Consolidate:
@@ -22,6 +23,8 @@ class Consolidate:
         self.type_order = check_type_order(type_order)
 
     def select(self, vc, demand):
+        if demand.workers > 1:
+            return place_workers(self, vc, demand)
         if vc.res is not None and not demand.whole_gpus_only:
             for types in type_groups(vc, demand, self.type_order):
                 nodes = resources.candidates(vc, demand, types)
@@ -37,6 +40,19 @@ class Consolidate:
                 return alloc
         return None
 
+    @staticmethod
+    def worker_node(free, nodes: list[int], gpus: int) -> int | None:
+        """The node of `nodes` with the fewest `free` GPUs that still holds `gpus` (ties: the first
+        in scan order): a job on one node, or one worker of a job (raysim.placement.workers)."""
+        best, best_free = None, None
+        for node in nodes:
+            f = free[node]
+            if gpus <= f and (best is None or f < best_free):
+                best, best_free = node, f
+                if f == gpus:
+                    break
+        return best
+
     def _select_in(self, vc, nodes: list[int], gpu_num: int):
         free, size = vc.free, vc.size
         if vc.uniform:
@@ -44,13 +60,7 @@ class Consolidate:
         else:
             largest = max((size[n] for n in nodes), default=0)
         if gpu_num <= largest:
-            best, best_free = None, largest + 1
-            for node in nodes:
-                f = free[node]
-                if gpu_num <= f < best_free:
-                    best, best_free = node, f
-                    if f == gpu_num:
-                        break
+            best = self.worker_node(free, nodes, gpu_num)
             return None if best is None else [(best, gpu_num)]
         for per_node, pool in by_pool(vc, nodes):
             if self.reference_multinode:

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from raysim.placement import resources
 from raysim.placement.types import check_type_order, nodes_of, type_groups
+from raysim.placement.workers import place_workers
 
 
 class FirstFit:
     """Take free GPUs node by node in node order until the job has enough, within one GPU type
     (types tried as `type_order` says; with "any", in layout order). A job that asks for a GPU
-    share, CPU or memory goes on the first node (in index order) where it fits."""
+    share, CPU or memory goes on the first node (in index order) where it fits; each worker of a job
+    of several workers on the first node where it fits (`worker_node`, raysim.placement.workers)."""
 
     def __init__(self, *, params, vc_index: int = 0, type_order: str = "any"):
         self.type_order = check_type_order(type_order)
 
     def select(self, vc, demand):
+        if demand.workers > 1:
+            return place_workers(self, vc, demand)
         if vc.res is not None and not demand.whole_gpus_only:
             for types in type_groups(vc, demand, "given" if self.type_order == "any" else self.type_order):
                 nodes = resources.candidates(vc, demand, types)
@@ -29,6 +33,11 @@ class FirstFit:
             if alloc is not None:
                 return alloc
         return None
+
+    @staticmethod
+    def worker_node(free, nodes: list[int], gpus: int) -> int | None:
+        """The first node of `nodes` with `gpus` GPUs `free` (None: none)."""
+        return next((node for node in nodes if free[node] >= gpus), None)
 
 
 def fill_in_order(vc, nodes, gpu_num: int):

@@ -7,6 +7,7 @@ import numpy as np
 from raysim.placement import resources
 from raysim.placement.first_fit import fill_in_order
 from raysim.placement.types import check_type_order, type_groups
+from raysim.placement.workers import place_workers
 
 
 class RandomFit:
@@ -15,13 +16,16 @@ class RandomFit:
     order `type_order` says; with "any", by their first node in the random order). The generator
     is seeded with (seed, VC index), so results are reproducible and independent of how VCs are
     spread over processes. A job that asks for a GPU share, CPU or memory goes to a random node
-    where it fits (among all its allowed types with "any", else type by type)."""
+    where it fits (among all its allowed types with "any", else type by type). Each worker of a job
+    of several workers goes to a random node where it fits (`worker_node`, raysim.placement.workers)."""
 
     def __init__(self, *, params, vc_index: int = 0, type_order: str = "any"):
         self.rng = np.random.default_rng([params.seed, vc_index])
         self.type_order = check_type_order(type_order)
 
     def select(self, vc, demand):
+        if demand.workers > 1:
+            return place_workers(self, vc, demand)
         if vc.res is not None and not demand.whole_gpus_only:
             for types in type_groups(vc, demand, self.type_order):
                 nodes = resources.candidates(vc, demand, types)
@@ -48,3 +52,8 @@ class RandomFit:
             if alloc is not None:
                 return alloc
         return None
+
+    def worker_node(self, free, nodes: list[int], gpus: int) -> int | None:
+        """A random node of `nodes` with `gpus` GPUs `free` (None: none)."""
+        fits = [node for node in nodes if free[node] >= gpus]
+        return fits[int(self.rng.integers(len(fits)))] if fits else None

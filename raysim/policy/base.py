@@ -43,7 +43,7 @@ VIEW = frozenset({
 JOB_ATTRIBUTES = frozenset({
     "seq", "submit", "duration", "gpu", "util_milli", "gmem", "estimate", "workload", "share_score",
     "constraint", "speed_profile", "gpu_milli", "cpu_milli", "mem_mib", "start", "queue", "preemptions", "run_order", "shared", "rate",
-    "remain", "end_due", "attained", "run_since", "spot",
+    "remain", "end_due", "attained", "run_since", "spot", "workers",
 })
 
 

@@ -7,7 +7,7 @@ the head: a stream of small jobs can delay a large one indefinitely). Non-preemp
 A job is tried only where its outcome may have changed: every waiting job after capacity was freed
 (a job ended, or nodes joined the VC), otherwise only the jobs that arrived since the last decision;
 within one decision point a job whose request (GPU count, GPU milli, CPU, memory, allowed GPU
-types) equals one that already failed there is not tried again. With placers whose failure only
+types, workers) equals one that already failed there is not tried again. With placers whose failure only
 depends on free capacity this is the same as trying every job every time, and much cheaper. It is
 the backfilling FIFO of the former timed FGD experiment, which it replaces.
 """
@@ -48,7 +48,8 @@ class FIFOBackfill(Policy):
         self.freed, self.fresh = False, []
         jobs, failed, started = view.jobs, set(), set()
         for _, j in tried:
-            request = (jobs.gpu[j], jobs.gpu_milli[j], jobs.cpu_milli[j], jobs.mem_mib[j], jobs.constraint[j])
+            request = (jobs.gpu[j], jobs.gpu_milli[j], jobs.cpu_milli[j], jobs.mem_mib[j], jobs.constraint[j],
+                       jobs.workers[j])
             if request in failed:
                 continue
             if view.try_start(j, now):

@@ -28,6 +28,7 @@ from raysim.run.failures import BusyClock, check_failures_config, failure_plan, 
 from raysim.run.requests import counts_resources, request_inputs
 from raysim.run.spares import spare_rules
 from raysim.run.spot import class_traits, spot_rules
+from raysim.run.workers import worker_inputs
 from raysim.run.values import plain, value
 from raysim.trace.schema import REQUEST_COLUMNS
 from raysim.runtime.spec import RunSpec
@@ -432,6 +433,7 @@ def spec_from_config(cfg: DictConfig, trace: Trace, m: ClusterMode | None = None
     checkpoint = checkpoint_settings(cfg, m)
     refuse_with_classes(cfg, m, trace, resources)
     spot, spot_ids = spot_rules(m.spot, trace, layout)
+    workers = worker_inputs(cfg, trace, resources=resources)
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes,
@@ -445,6 +447,8 @@ def spec_from_config(cfg: DictConfig, trace: Trace, m: ClusterMode | None = None
         extra["checkpoint_kind"] = kind_ids
     if spot_ids is not None:
         extra["spot"] = spot_ids
+    if workers is not None:
+        extra["workers"] = workers
     refuse_placeholder_durations(cfg, trace)
     spec, more = policy_class(spec.policy).prepare(settings, run_inputs(cfg), trace, spec)
     return spec, {**extra, **(more or {})}

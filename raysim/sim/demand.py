@@ -17,7 +17,9 @@ class Demand(NamedTuple):
     the VC's types; None: any), and the job's speed per type index (`speed`; None: 1 everywhere),
     for placers that prefer fast or slow types. On a VC that counts CPU, memory and GPU milli
     (raysim.sim.vc.VCState.res) also: `milli` of each GPU (less than 1000: a share of one GPU),
-    `cpu` milli-cores and `mem` MiB on one node, and the request's `shape` id (scored placers)."""
+    `cpu` milli-cores and `mem` MiB on one node, and the request's `shape` id (scored placers). A
+    job of several equal `workers` (a trace's workers column) has each worker's gpu_num / workers
+    GPUs on one node (raysim.placement.workers)."""
 
     gpu_num: int
     types: frozenset | None = None
@@ -26,6 +28,7 @@ class Demand(NamedTuple):
     cpu: int = 0
     mem: int = 0
     shape: int = -1
+    workers: int = 1
 
     @property
     def whole_gpus_only(self) -> bool:

@@ -32,13 +32,15 @@ INPUT_COLUMNS = {
     "shape": np.int64,  # the job's request shape: an id into the run's shapes (scored placers); -1 none
     "checkpoint_kind": np.int64,  # its application's checkpoint settings: an id into the run's kinds; -1 the run's
     "spot": np.int64,  # 1: a spot job (high-priority jobs may evict it, raysim.sim.spot); 0: high priority, or no classes
+    "workers": np.int64,  # equal workers, each on one node (raysim.placement.workers); 1: one piece
 }
 #: What a job asks besides whole GPUs (raysim.run.requests), with the value of a job that asks nothing
 #: more: job batches carry these columns only in runs whose VCs count them.
 REQUEST_INPUTS = {"gpu_milli": 1000, "cpu_milli": 0, "mem_mib": 0, "shape": -1}
 #: Job inputs that batches carry only in runs that set them (checkpoint settings per application,
-#: raysim.run.config.checkpoint_kinds; priority classes, raysim.run.spot), with the value of a job that has none.
-SPARSE_INPUTS = {**REQUEST_INPUTS, "checkpoint_kind": -1, "spot": 0}
+#: raysim.run.config.checkpoint_kinds; priority classes, raysim.run.spot; workers, raysim.run.workers), with the
+#: value of a job that has none.
+SPARSE_INPUTS = {**REQUEST_INPUTS, "checkpoint_kind": -1, "spot": 0, "workers": 1}
 #: Input columns a batch may leave out, with their default value.
 OPTIONAL_INPUTS = {"workload": -1, "share_score": 0, "constraint": -1, "speed_profile": -1, **SPARSE_INPUTS}
 
@@ -128,6 +130,9 @@ class JobTable:
         #: 1: a spot job, which high-priority jobs may evict (raysim.sim.spot); 0: high priority (every
         #: job of a run without priority classes)
         self.spot: list[int] | Same = Same(SPARSE_INPUTS["spot"])
+        #: its equal workers, each placed on one node (raysim.placement.workers); 1 for every job of a
+        #: trace without a workers column
+        self.workers: list[int] | Same = Same(SPARSE_INPUTS["workers"])
         #: a spot job's guarantee hours kept by its runs so far (raysim.sim.spot.Spot.released); the
         #: same for every job until one kept one
         self.hours_kept: list[int] | Same = Same(0)

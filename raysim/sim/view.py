@@ -95,14 +95,15 @@ class PolicyView:
         return out
 
     def demand(self, j: int) -> Demand:
-        """What job j asks of the placer: its GPU count, allowed GPU types and speed per type (and
-        with CPU, memory and GPU shares counted, its GPU milli, CPU, memory and shape)."""
+        """What job j asks of the placer: its GPU count, allowed GPU types, speed per type and workers
+        (and with CPU, memory and GPU shares counted, its GPU milli, CPU, memory and shape)."""
         jobs = self.jobs
         c, p = jobs.constraint[j], jobs.speed_profile[j]
         types, speed = self._allowed[c] if c >= 0 else None, self._speeds[p] if p >= 0 else None
         if self.vc.res is None:
-            return Demand(jobs.gpu[j], types, speed)
-        return Demand(jobs.gpu[j], types, speed, jobs.gpu_milli[j], jobs.cpu_milli[j], jobs.mem_mib[j], jobs.shape[j])
+            return Demand(jobs.gpu[j], types, speed, workers=jobs.workers[j])
+        return Demand(jobs.gpu[j], types, speed, jobs.gpu_milli[j], jobs.cpu_milli[j], jobs.mem_mib[j], jobs.shape[j],
+                      jobs.workers[j])
 
     # ------------------------------------------------------------------ actions for policies
     def try_start(self, j: int, now: int) -> bool:
@@ -136,7 +137,7 @@ class PolicyView:
         if vc.res is None:
             if g > vc.free_gpus:
                 return False
-            if jobs.constraint[j] < 0 and jobs.speed_profile[j] < 0:  # the common case: one Demand per size
+            if jobs.constraint[j] < 0 and jobs.speed_profile[j] < 0 and jobs.workers[j] == 1:  # one Demand per size
                 demand = self._plain_demand.get(g) or self._plain_demand.setdefault(g, Demand(g))
             else:
                 demand = self.demand(j)

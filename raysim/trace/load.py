@@ -60,7 +60,7 @@ AUTO_PREFIXES = {POD_PREFIX: "alibaba2023"}
 #: beside the trace each reader reads.
 OWN_LAYOUT = ("helios", "philly", "pai", "alibaba2023", "sia", "acme", "spot_gpu")
 SIDE_FILES = {"helios": (GPU_NUMBER_FILE,), "pai": (TASK_FILE,), "spot_gpu": (SPOT_NODE_FILE,)}
-CACHE_VERSION = "6"
+CACHE_VERSION = "7"
 #: The typed node pools `raysim trace convert` writes beside a converted trace (cluster.layout).
 LAYOUT_FILE = "layout.csv"
 #: The plausibility bounds' defaults (conf/config.yaml: trace.max_duration_s, trace.max_submit_span_years).

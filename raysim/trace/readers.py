@@ -24,8 +24,8 @@ from raysim.csvfile import RAGGED, read_csv_text
 from raysim.errors import SkipReport, TraceError
 from raysim.settings import NoSettings
 from raysim.trace.attempts import COLUMN as ATTEMPTS, check_attempts
-from raysim.trace.schema import (GPU_TYPE_COLUMNS, OPENB_COLUMNS, OPTIONAL, PRIORITY_CLASSES, REQUIRED, conform,
-                                 metadata, with_metadata)
+from raysim.trace.schema import (GPU_TYPE_COLUMNS, OPENB_COLUMNS, OPTIONAL, PRIORITY_CLASSES, REQUIRED,
+                                 WORKER_COLUMNS, conform, metadata, with_metadata)
 
 INT_COLUMNS = ("job_id", "gpu_num", "cpu_num", "duration")
 #: Optional text columns: workload names, the GPU type and constraint of heterogeneous traces, the
@@ -89,7 +89,7 @@ def _check_type(name: str, column: str, actual: pa.DataType) -> None:
     checked columns take numbers or text (submit_time also timestamps; vc, user and state also
     integers), columns carried as they are (GPU type and openb columns) their own kind; all nulls
     pass (the rows then say what is missing). Columns raysim does not know are ignored."""
-    target = {**REQUIRED, **OPTIONAL, **GPU_TYPE_COLUMNS, **OPENB_COLUMNS}.get(column)
+    target = {**REQUIRED, **OPTIONAL, **GPU_TYPE_COLUMNS, **OPENB_COLUMNS, **WORKER_COLUMNS}.get(column)
     kind = actual.value_type if pa.types.is_dictionary(actual) else actual
     if target is None or pa.types.is_null(kind):
         return
@@ -184,6 +184,11 @@ def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
         priority = df["priority_class"].astype(str).str.strip().str.lower().to_numpy(dtype=object)
         flag(~np.isin(priority, PRIORITY_CLASSES), f"unknown priority class (one of {', '.join(PRIORITY_CLASSES)}, "
              "any case)", "priority_class", df["priority_class"])
+    if "workers" in df.columns:  # equal workers, each on one node (docs/spot.md)
+        workers, _ = _integers(_text(df["workers"]), "workers", flag, bits=32)
+        flag(workers < 1, "workers must be a positive integer", "workers", df["workers"])
+        flag(gpu % np.maximum(workers, 1) != 0, "gpu_num must divide by workers (equal workers)", "workers",
+             df["workers"])
 
     if problems and on_error == "raise":
         row, reason, column, value = min(problems, key=lambda p: p[0])
@@ -229,6 +234,8 @@ def validate_frame(df: pd.DataFrame, name: str, *, vc_nodes: dict[str, int],
             cols[col] = pa.array(df[col].to_numpy(dtype=object)[order], from_pandas=True)
     if "priority_class" in df.columns:
         cols["priority_class"] = pa.array(priority[order], pa.string())
+    if "workers" in df.columns:
+        cols["workers"] = pa.array(workers[order], pa.int32())
     if "max_replicas" in df.columns:  # elastic jobs' own limit, checked by their reader (raysim.trace.sia)
         cols["max_replicas"] = pa.array(df["max_replicas"].to_numpy(dtype=object)[order], pa.int32(), from_pandas=True)
     table = pa.table({k: (v if isinstance(v, pa.Array) else pa.array(v)) for k, v in cols.items()})

@@ -94,6 +94,12 @@ ATTEMPT_COLUMNS = {
 PRIORITY_COLUMNS = {
     "priority_class": DICT_STR,
 }
+#: Optional column of traces whose jobs are several equal workers (docs/spot.md), kept when present: a
+#: job's `gpu_num` GPUs are `workers` workers of gpu_num / workers GPUs, each worker's on one node
+#: (raysim.placement.workers); 1: a job of one piece, placed as any job is.
+WORKER_COLUMNS = {
+    "workers": pa.int32(),
+}
 #: The priority classes a trace may name, in the order jobs are ranked by (raysim.sim.spot.HP, SPOT).
 PRIORITY_CLASSES = ("hp", "spot")
 
@@ -124,10 +130,10 @@ def metadata(table: pa.Table) -> dict:
 def conform(table: pa.Table) -> pa.Table:
     """Cast a table with the required columns to JOB_SCHEMA, adding absent optional columns as
     nulls; the GPU_TYPE_COLUMNS, OPENB_COLUMNS, ELASTIC_COLUMNS, HARVEST_COLUMNS, LLM_COLUMNS,
-    ATTEMPT_COLUMNS and PRIORITY_COLUMNS the table has follow."""
+    ATTEMPT_COLUMNS, PRIORITY_COLUMNS and WORKER_COLUMNS the table has follow."""
     cols = []
     kept = {**GPU_TYPE_COLUMNS, **OPENB_COLUMNS, **ELASTIC_COLUMNS, **HARVEST_COLUMNS, **LLM_COLUMNS,
-            **ATTEMPT_COLUMNS, **PRIORITY_COLUMNS}
+            **ATTEMPT_COLUMNS, **PRIORITY_COLUMNS, **WORKER_COLUMNS}
     fields = list(JOB_SCHEMA) + [pa.field(n, t) for n, t in kept.items() if n in table.column_names]
     for field in fields:
         if field.name in table.column_names:

@@ -15,7 +15,10 @@ Jobs (one per row of ``job_info_df.csv``):
   then ``gpu_num`` = 1 and ``gpu_milli`` = gpu_request x 1000 rounded (a share other shares may
   use, as the alibaba2023 reader gives it). A share with several workers, or a fraction above 1,
   is a bad row. ``gpu_milli`` is written only when some job asks for a share (1000 for whole GPUs).
-  Jobs with ``gpu_request`` 0 are filtered and counted (GFS drops them too).
+  Jobs with ``gpu_request`` 0 are filtered and counted (GFS drops them too). ``workers`` =
+  ``worker_num``, written only when some job has several: each worker's GPUs go on one node, several
+  workers may share one (raysim.placement.workers; GFS's ``consolidateSpot.place``). Where the reader
+  derives the layout, a job whose workers its VC's nodes never hold at once is a bad row.
 - ``cpu_num`` = ``worker_num`` x ``cpu_request`` rounded up (``cpu_request``: vCPUs per worker).
 - ``gpu_constraint`` = ``gpu_model``: a job runs on its own GPU model only; a model the node list
   does not have is a bad row.
@@ -65,7 +68,7 @@ JOB_COLUMNS = ("job_name", "organization", "gpu_model", "cpu_request", "gpu_requ
 VC_SOURCES = ("organization", "gpu_model")
 #: Where a job column comes from in the job table (for error messages).
 SOURCE_COLUMNS = {"gpu_num": "gpu_request", "cpu_num": "cpu_request", "priority_class": "job_type",
-                  "vc": "organization", "user": "organization", "gpu_constraint": "gpu_model"}
+                  "vc": "organization", "user": "organization", "gpu_constraint": "gpu_model", "workers": "worker_num"}
 NO_GPU = "filtered: gpu_request 0 (CPU-only job)"
 _NUMBER = r"^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 
@@ -203,6 +206,11 @@ def read_spot_gpu(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int =
         fit = RowChecks(source, rows)
         fit.flag(keep & (gpu_num > have), f"the job asks more GPUs than its VC has of its gpu_model "
                  f"(trace.reader_options.vc_from={vc_from})", "gpu_request", raw_gpu)
+        per = np.maximum(np.floor(gpu_request), 1).astype(np.int64)
+        held = np.array([sum(p.nodes * (p.gpus_per_node // g) for p in layout.get(v, ()) if p.gpu_type == m)
+                         for v, m, g in zip(vc, model, per)], dtype=np.int64)
+        fit.flag(keep & (workers > held), f"its VC's nodes of its gpu_model never hold its workers at once, each on "
+                 f"one node (trace.reader_options.vc_from={vc_from})", "worker_num", _text(table, "worker_num"))
         keep &= fit.finish(report, on_error)
         vc_nodes, gpus_per_node = {v: sum(p.gpus for p in pools) for v, pools in layout.items()}, 1
 
@@ -215,6 +223,8 @@ def read_spot_gpu(path, *, vc_nodes: dict[str, int] | None, gpus_per_node: int =
     })
     if share[keep].any():
         frame["gpu_milli"] = milli
+    if (workers[keep] > 1).any():
+        frame["workers"] = np.where(checks.bad, 1, workers)
     frame = frame[keep].reset_index(drop=True)
     table, report = validate_mapped(frame, source, report, vc_nodes=vc_nodes, gpus_per_node=gpus_per_node,
                                     on_error=on_error, state_filter=state_filter, origin=origin,

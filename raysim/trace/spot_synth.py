@@ -15,8 +15,9 @@ published mix. The model, all of it drawn from one ``numpy`` generator seeded by
   job's GPU model is the node's, and its GPUs per worker at most the node's. Its organization is
   one of ``orgs`` with Zipf weights (1/k); ``spot_jobs`` x ``jobs`` (rounded) of the jobs, drawn at
   random, are spot. An HP job is one worker (GFS places HP jobs on one node) of 1, 2, 4 or 8 GPUs;
-  a spot job ``worker_num`` 1, 2 or 4 workers of 1, 2, 4 or 8 GPUs, workers capped by the slice's
-  GPUs of the model. ``cpu_request``: the node's vCPUs per GPU x the GPUs per worker, rounded down,
+  a spot job ``worker_num`` 1, 2 or 4 workers of 1, 2, 4 or 8 GPUs, workers capped by the workers
+  of that size the slice's nodes of the model hold at once (each worker on one node, as GFS and
+  raysim place them). ``cpu_request``: the node's vCPUs per GPU x the GPUs per worker, rounded down,
   at least 1.
 - **Durations.** Log-normal (sigma ``SIGMA``, cut at 3 sigma) per class, each class scaled so that
   HP jobs offer ``load`` x the slice's GPU-time over the span, and spot jobs hold ``spot_gpu_hours``
@@ -85,7 +86,9 @@ def generate_spot(nodes: pd.DataFrame, *, jobs: int, days: float, seed: int = 0,
     request = np.where(spot, rng.choice(SIZES, jobs, p=SPOT_SIZE_WEIGHTS), rng.choice(SIZES, jobs, p=HP_SIZE_WEIGHTS))
     request = np.minimum(request, capacity[node])
     workers = np.where(spot, rng.choice(WORKERS, jobs, p=SPOT_WORKER_WEIGHTS), 1)
-    workers = np.maximum(1, np.minimum(workers, per_model[model].to_numpy() // request))
+    fits = {(m, size): int((capacity[nodes["gpu_model"].to_numpy() == m] // size).sum())
+            for m in per_model.index for size in SIZES}  # workers of that size the model's nodes hold at once
+    workers = np.maximum(1, np.minimum(workers, [fits[m, r] for m, r in zip(model, request)]))
     shape = np.minimum(rng.lognormal(0.0, SIGMA, jobs), np.exp(3 * SIGMA))  # no tail beyond 3 sigma
     gpus = request * workers
     hp_gpu_s = load * span * capacity.sum()
