@@ -473,9 +473,23 @@ class VCSimulator(PolicyView):
             self.spot.released(self, j, until)
         if self.busy_clock:
             self._busy_nodes(j, until, None)
-        if self.standbys is not None:
-            self.standbys.released(self, j)
+        if self.standbys is not None and self.standbys.released(self, j):
+            return  # (a standby swap: the job keeps its GPUs, and one node of them moves)
         self.vc.release(j)
+
+    def resume(self, j: int, now: int) -> None:
+        """Waiting job j, stopped at `now` but holding its GPUs still (a standby swap: raysim.sim.standbys),
+        runs again on them, as `start_on` starts a job on a new placement."""
+        jobs, placed = self.jobs, self.vc.placement[j]
+        self._dequeue(j)
+        self.running[j] = None
+        p = jobs.speed_profile[j]
+        if p >= 0:
+            jobs.type_speed[j] = self._speeds[p][self.vc.type_of[placed[0][0]]]
+            jobs.rate[j] = jobs.type_speed[j] * jobs.share_speed[j] * jobs.net_speed[j]
+        self._started(j, now, placed[0][0], len(placed))
+        if self.network is not None:
+            self._reprice(self.network.add(j, placed), now)
 
     def hold_back(self, j: int, until: int) -> None:
         """Waiting job j leaves the queue until `until`, then waits again and its policy hears of it

@@ -9,7 +9,8 @@ stay idle and out of the scan order and the GPU totals (lifecycle state ``spare`
 - a node that goes down, with a standby left that has the job's GPUs of that node: the standby takes
   the failed node's place in the job's placement, and the job restarts there at once (a swap,
   `standby_swaps`): it is stopped and priced as any stop (its restart, its work since its last
-  checkpoint, counted in its stop ledger), but not placed again, and pays no host selection;
+  checkpoint, counted in its stop ledger), but keeps its GPUs, only the failed node's moving to the
+  standby (raysim.sim.vc.VCState.move), is not placed again and pays no host selection;
 - a failure that leaves the node up (an undiagnosed one): the job restarts on its own nodes, with
   no standby used, as AIReSim's job does (its failed server comes back as a standby at once);
 - else: the job gives its standbys back and is away for `selection` ticks (its host selection:
@@ -73,8 +74,6 @@ class Standbys(Extension):
     # ------------------------------------------------------------------ the engine's hooks
     def started(self, sim, j: int) -> None:
         """Job j was placed by its policy: on two nodes or more it takes its standbys (a host selection)."""
-        if self._moving:
-            return
         vc = sim.vc
         placed = vc.placement[j]
         if len(placed) < 2:
@@ -90,12 +89,14 @@ class Standbys(Extension):
             vc.change(node, "spare", "standby")
         self.held[j] = taken
 
-    def released(self, sim, j: int) -> None:
-        """Job j leaves its GPUs: unless it only moves (a swap), its standbys go back in service."""
+    def released(self, sim, j: int) -> bool:
+        """Job j leaves its GPUs: unless it only restarts (a swap, or in place), its standbys go back in
+        service. Returns whether it keeps its GPUs (it restarts)."""
         if self._moving:
-            return
+            return True
         for node in self.held.pop(j, ()):
             sim.vc.change(node, "up", "standby")
+        return False
 
     def fail(self, sim, node: int, down: bool, on: list[int], now: int, cause: int) -> list[int]:
         """Node `node` failed at `now` (`down`: it goes down; else it stays up) under jobs `on`: jobs
@@ -106,12 +107,11 @@ class Standbys(Extension):
             if j not in self.held:
                 rest.append(j)
                 continue
-            placed = [(n, len(ids)) for n, ids in sim.vc.placement[j]]
             if not down:
-                self._restart(sim, j, placed, now, cause)
+                self._restart(sim, j, node, None, now, cause)
                 continue
-            gpus = next(g for n, g in placed if n == node)
             vc, kind = sim.vc, sim.vc.type_of[node]
+            gpus = next(len(ids) for n, ids in vc.placement[j] if n == node)
             spare = next((s for s in self.held[j] if vc.type_of[s] == kind and vc.size[s] >= gpus), None)
             if spare is None:
                 sim._stop_for(j, now, cause, sim._restart_cost(j))
@@ -124,14 +124,18 @@ class Standbys(Extension):
             self.held[j].remove(spare)
             vc.change(spare, "up", "standby")
             self.swaps += 1
-            self._restart(sim, j, [(spare if n == node else n, g) for n, g in placed], now, cause)
+            self._restart(sim, j, node, spare, now, cause)
         return rest
 
-    def _restart(self, sim, j: int, placed: list[tuple[int, int]], now: int, cause: int) -> None:
-        """Job j stops at `now` for `cause`, priced and counted as any stop, and starts again on `placed`."""
+    def _restart(self, sim, j: int, node: int, spare: int | None, now: int, cause: int) -> None:
+        """Job j stops at `now` for `cause`, priced and counted as any stop, keeping its GPUs; those of
+        `node` move to `spare` (None: none move), and it runs again at once. Only one node of its
+        placement changes, however many it has."""
         self._moving = True
         sim._stop_for(j, now, cause, sim._restart_cost(j))
-        sim.start_on(j, placed, now)
+        if spare is not None:
+            sim.vc.move(j, node, spare)
+        sim.resume(j, now)
         self._moving = False
 
     def came_up(self, changes: list[tuple[int, bool]]) -> None:
