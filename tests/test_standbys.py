@@ -40,6 +40,7 @@ def simulated(jobs, events, *, nodes=4, standbys=1, spares=0):
                       params, extensions=extensions)
     sim.add_jobs(batch(jobs))
     sim.run()
+    sim.vc.check()  # (the VC's books hold after the swaps)
     r = sim.results()
     return [(int(s), int(e), int(i)) for s, e, i in zip(r["start_time"], r["end_time"], r["interruptions"])], sim
 
@@ -100,6 +101,20 @@ def test_a_node_back_from_repair_refills_the_standbys_of_a_running_job():
 def test_one_node_jobs_hold_no_standbys_and_stop_as_before():
     ends, sim = simulated([(0, 1000, 8)], [(50, 0, DOWN), (100_000, 0, UP)])
     assert ends == [(0, 50 + RECOVERY + 950, 1)] and counts(sim) == (0, 0, 0)
+
+
+def test_a_swap_moves_only_the_failed_nodes_gpus():
+    # a job of two nodes plus a one-node job: at 50 node 0 fails, the two-node job moves to its standby (node 2);
+    # at 60, mid-run, its placement is nodes 2 and 1 and the one-node job still runs on node 3
+    params = SimParams.for_mode("clean")
+    sim = VCSimulator("vc", pools(4), make_policy("fifo", params=params), make_placer("consolidate", params=params),
+                      params, extensions=[Capacity(CapacityPlan(("fail",), {"vc": VCCapacity(
+                          ((50, 0, DOWN, 0), (100_000, 0, UP, 0)), (), 2)})), Standbys(1)])
+    sim.add_jobs(batch([(0, 1000, 16), (0, 1000, 8)]))
+    sim.run(until=60)
+    sim.vc.check()
+    assert [n for n, _ in sim.vc.placement[0]] == [2, 1] and [n for n, _ in sim.vc.placement[1]] == [3]
+    assert sim.vc.free_gpus == 0 and sim.standbys.held == {0: []}
 
 
 def test_a_standby_is_out_of_service_while_held():
