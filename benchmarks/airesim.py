@@ -25,8 +25,8 @@ scenario, wall_s, summary, replications).
 Each simulator is one function of `SIMULATORS`: (args, scenario, seeds) -> one dict of METRICS per
 seed, or `Skipped` with what it lacks. raysim's (`raysim_runs`) runs the same scenario in AIReSim's
 semantics in this process (`raysim_overrides`: busy clocks, the repair pipeline, the spare pool,
-checkpoints every second; docs/airesim.md), same seeds; metrics raysim does not count are NaN.
-Scenarios with warm standbys (Table I's 16) are skipped for raysim, which has none yet. Where both ran
+checkpoints every second, warm standbys and the host-selection time; docs/airesim.md), same seeds;
+metrics raysim does not count are NaN. Where both ran
 a scenario, one line per metric of `TOLERANCE` says whether raysim's mean agrees with AIReSim's within
 issue 50's tolerance.
 
@@ -56,6 +56,8 @@ DAY_MIN = 24 * 60
 #: The one-knob points of issue 50's "Done when", plus a retirement and a host-selection policy.
 SCENARIOS = {
     "defaults": ("Table I: 4,096-server job, 16 warm standbys, working pool 4,160, 200 spares", {}, {}),
+    # (the same with 16 of its 256 days of work: the early weeks, when the pool runs short and spares are pulled)
+    "defaults_16d": ("Table I with 16 days of work", {"job_length": 16 * DAY_MIN}, {}),
     "spares_50": ("spare pool of 50 servers", {"spare_pool_size": 50}, {}),
     "standbys_0": ("no warm standbys: every failure is a host selection", {"warm_standbys": 0}, {}),
     "recovery_10": ("recovery of 10 min", {"recovery_time": 10.0}, {}),
@@ -176,7 +178,6 @@ def unmatched(scenario: str) -> str | None:
     _, params, chosen = SCENARIOS[scenario]
     p = {**TABLE_I, **params}
     lacks = [what for what, missing in [
-        ("warm standbys", p["warm_standbys"] > 0),
         ("host-selection policies", chosen.get("selection") is not None),
         ("scored retirement with AIReSim's parameters", (chosen.get("removal") or ("never",))[0] == "scored"),
         ("wrong-node diagnosis", p["diagnosis_uncertainty"] > 0),
@@ -191,8 +192,9 @@ def raysim_overrides(scenario: str, trace: Path, seed: int) -> list[str]:
     multiplier times as often, AIReSim's repair pipeline and spare pool, nodes back from repair joining the
     end of the placers' scan order (spares.returns=last: AIReSim's host selection takes the first idle
     servers in pool order, repaired ones last), and checkpoints every second with no write, so that a
-    failure costs only its restart: the recovery plus, with no warm standbys, the host selection every
-    failure then needs."""
+    failure costs only its restart: the recovery, and the host selection where no warm standby is left
+    (spares.standbys, spares.host_selection_s; with no warm standbys every failure needs one, priced
+    as part of the restart)."""
     _, params, chosen = SCENARIOS[scenario]
     p = {**TABLE_I, **params}
     dist = p["failure_distribution"]
@@ -209,8 +211,12 @@ def raysim_overrides(scenario: str, trace: Path, seed: int) -> list[str]:
     out += ["repair=pipeline", f"repair.auto_h={p['auto_repair_time'] / 60!r}",
             f"repair.manual_h={p['manual_repair_time'] / 60!r}", f"repair.escalate={p['prob_auto_to_manual']!r}",
             f"repair.auto_false={p['auto_repair_fail_prob']!r}", f"repair.manual_false={p['manual_repair_fail_prob']!r}",
-            "checkpoint.interval_s=1", "checkpoint.write_s=0",
-            f"checkpoint.restart_s={(p['recovery_time'] + p['host_selection_time']) * 60!r}"]
+            "checkpoint.interval_s=1", "checkpoint.write_s=0"]
+    if p["warm_standbys"] > 0:
+        out += [f"checkpoint.restart_s={p['recovery_time'] * 60!r}", f"spares.standbys={p['warm_standbys']}",
+                f"spares.host_selection_s={p['host_selection_time'] * 60!r}"]
+    else:
+        out.append(f"checkpoint.restart_s={(p['recovery_time'] + p['host_selection_time']) * 60!r}")
     if p["spare_pool_size"] > 0:
         out += [f"spares.nodes={p['spare_pool_size']}", f"spares.wait_s={p['preemption_wait_time'] * 60!r}"]
     removal = chosen.get("removal")
@@ -235,9 +241,11 @@ def raysim_trace(scenario: str, folder: Path) -> Path:
 def raysim_runs(args, scenario: str, seeds: list[int]) -> list[dict]:
     """raysim's replications of `scenario` in AIReSim's semantics (raysim_overrides), one dict per seed, run
     in this process one after the other (`runtime=local`). What raysim does not count is NaN: failures by
-    cause (random, bad node), host selections and stalls. Its restart time (`overhead_gpu_s` over the job's
-    GPUs) is split into recovery and host selection in the ratio of their settings; spare waits are the pulls
-    times the preemption wait, as AIReSim counts them."""
+    cause (random, bad node), and without warm standbys host selections and stalls. Its restart time
+    (`overhead_gpu_s` over the job's GPUs) is the recovery, and without warm standbys the recovery and the
+    host selection, split in the ratio of their settings; with them, host selection time is the host
+    selections after the first (raysim's job pays none at its first start) times its setting; spare waits
+    are the pulls times the preemption wait, as AIReSim counts them."""
     reason = unmatched(scenario)
     if reason:
         raise Skipped(reason)
@@ -251,7 +259,8 @@ def raysim_runs(args, scenario: str, seeds: list[int]) -> list[dict]:
     from raysim.run.simulate import simulate_to
 
     p = {**TABLE_I, **SCENARIOS[scenario][1]}
-    recovery_share = p["recovery_time"] / (p["recovery_time"] + p["host_selection_time"])
+    standbys = p["warm_standbys"] > 0
+    recovery_share = 1.0 if standbys else p["recovery_time"] / (p["recovery_time"] + p["host_selection_time"])
     rows = []
     with tempfile.TemporaryDirectory(prefix="raysim-airesim-") as tmp:
         trace = raysim_trace(scenario, Path(tmp) / "trace")
@@ -270,10 +279,12 @@ def raysim_runs(args, scenario: str, seeds: list[int]) -> list[dict]:
             s = raysim_summary(jobs, run_dir / "timeseries.parquet").set_index("vc").loc["all"]
             restart_h = job["overhead_gpu_s"] / job["gpu_num"] / 3600
             pulled = float(s.get("spares_pulled", 0))
+            selections = float(s["host_selections"]) if standbys else math.nan
             rows.append({"training_h": job["jct"] / 3600 if job["finished"] else math.nan,
                          "compute_h": job["duration"] / 3600,
                          "recovery_h": restart_h * recovery_share,
-                         "host_selection_h": restart_h * (1 - recovery_share),
+                         "host_selection_h": (selections - 1) * p["host_selection_time"] / 60 if standbys
+                         else restart_h * (1 - recovery_share),
                          "spare_wait_h": pulled * p["preemption_wait_time"] / 60,
                          "failures": float(job["interruptions"]),
                          "random_failures": float(job["interruptions"] - job.get("interruptions_bad_node", 0)),
@@ -282,7 +293,8 @@ def raysim_runs(args, scenario: str, seeds: list[int]) -> list[dict]:
                          "repairs_fixed": float(s["auto_repairs"] - s["false_successes"]),
                          "false_successes": float(s["false_successes"]),
                          "retired": float(s.get("retired_nodes", 0)), "preemptions": pulled,
-                         "host_selections": math.nan, "stalls": math.nan,
+                         "host_selections": selections,
+                         "stalls": float(s["stalls"]) if standbys else math.nan,
                          "seed": seed, "wall_s": wall, "cpu_s": cpu, "depleted": not job["finished"]})
     return rows
 

@@ -1,5 +1,6 @@
 """benchmarks/airesim.py's raysim side: a scenario's AIReSim settings become raysim overrides that raysim's own
-check accepts, in AIReSim's units, and a scenario raysim cannot match yet is skipped with what it lacks."""
+check accepts, in AIReSim's units (warm standbys as spares.standbys with the host selection apart), and a scenario
+raysim cannot match yet is skipped with what it lacks."""
 
 import importlib.util
 from pathlib import Path
@@ -34,8 +35,15 @@ def test_a_scenario_without_standbys_maps_onto_checked_raysim_overrides(tmp_path
     check_cluster_config(cfg)
 
 
-def test_scenarios_with_warm_standbys_are_skipped_for_raysim():
+def test_scenarios_with_warm_standbys_map_onto_standbys_and_the_host_selection(tmp_path):
     b = bench()
-    assert b.unmatched("standbys_0_512") is None
-    assert b.unmatched("defaults") == "needs warm standbys"
-    assert b.unmatched("fewest_failures") == "needs warm standbys and host-selection policies"
+    assert b.unmatched("defaults") is None and b.unmatched("standbys_0_512") is None
+    overrides = b.raysim_overrides("defaults", b.raysim_trace("defaults", tmp_path), 42)
+    for wanted in ("checkpoint.restart_s=1200.0", "spares.standbys=16", "spares.host_selection_s=180.0"):
+        assert wanted in overrides
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        check_cluster_config(compose(config_name="config", overrides=overrides))
+
+
+def test_scenarios_raysim_cannot_match_are_skipped():
+    assert bench().unmatched("fewest_failures") == "needs host-selection policies"

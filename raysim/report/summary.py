@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from raysim.report.classes import per_class
 from raysim.report.loans import has_loans, loan_gpu_hours
 from raysim.report.timeseries import change_runs, column_hours, column_names, grid_count, series_layout
-from raysim.sim.recorder import CAPACITY_COLUMNS, COUNT_COLUMNS, REPAIR_COLUMNS, SPARE_COLUMNS
+from raysim.sim.recorder import CAPACITY_COLUMNS, COUNT_COLUMNS, REPAIR_COLUMNS, SPARE_COLUMNS, STANDBY_COLUMNS
 from raysim.trace.schema import PRIORITY_CLASSES
 
 QUANTILES = {"p50": 50, "p95": 95, "p99": 99, "p99.9": 99.9}
@@ -35,7 +35,8 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
     repair=pipeline, REPAIR_COLUMNS (`auto_repairs`, `manual_repairs`, `false_successes`: repairs
     begun during the run on the VC's own nodes, repair_counts) and, with failures.diagnosis < 1 or
     retire=threshold | scored, COUNT_COLUMNS (`undiagnosed` failures, `retired_nodes`); with a spare
-    pool, `spares_pulled` (SPARE_COLUMNS). Under checkpoint-restart (jobs with `lost_gpu_s` and `overhead_gpu_s`): `lost_gpu_h` and
+    pool, `spares_pulled` (SPARE_COLUMNS); with warm standbys, STANDBY_COLUMNS (`standby_swaps`,
+    `host_selections`, `stalls`). Under checkpoint-restart (jobs with `lost_gpu_s` and `overhead_gpu_s`): `lost_gpu_h` and
     `overhead_gpu_h`, and with `duration` and `gpu_num` (a job's work; left out where durations
     are placeholders) `ettr` (checkpoint_figures). Under
     trace.failed=replay (jobs with `retries`, `failed` and `failed_gpu_s`): `retries`, `failed_jobs`
@@ -101,7 +102,8 @@ def summarize(jobs: pa.Table, series, interval: int = 60) -> pd.DataFrame:
         for row in rows:
             row["down_gpu_h"] = float(sum(v[0] for v in down.values()) if row["vc"] == "all"
                                       else down.get(row["vc"], [np.nan])[0])
-    counted = [c for c in REPAIR_COLUMNS + tuple(COUNT_COLUMNS.values()) + SPARE_COLUMNS if c in names]
+    counted = [c for c in REPAIR_COLUMNS + tuple(COUNT_COLUMNS.values()) + SPARE_COLUMNS + STANDBY_COLUMNS
+               if c in names]
     if counted:
         counts = repair_counts(series, counted)
         for row in rows:

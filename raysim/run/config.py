@@ -26,7 +26,7 @@ from raysim.quota.settings import declared_quota, quota_settings
 from raysim.run.cluster_settings import ClusterMode, cluster_mode
 from raysim.run.failures import BusyClock, check_failures_config, failure_plan, failures_name
 from raysim.run.requests import counts_resources, request_inputs
-from raysim.run.spares import spare_rules
+from raysim.run.spares import refuse_standbys, spare_rules, standby_rules
 from raysim.run.spot import class_traits, spot_rules
 from raysim.run.workers import worker_inputs
 from raysim.run.values import plain, value
@@ -37,6 +37,7 @@ from raysim.sim.attempts import Attempts
 from raysim.sim.checkpoint import Checkpointing
 from raysim.sim.extensions import Capacity, Checkpoints, Network, Replays
 from raysim.sim.spares import Spares
+from raysim.sim.standbys import Standbys
 from raysim.sim.spot import Spot
 from raysim.trace.attempts import FAILED_STATES
 from raysim.trace.load import Trace, load_trace
@@ -95,7 +96,7 @@ def check_cluster_config(cfg: DictConfig) -> ClusterMode:
 
 #: The engine's extensions whose settings the run checks against what they cannot run with or without
 #: (raysim.sim.extensions), in the order it checks them.
-DECLARED = (QuotaLending, Network, Capacity, BusyClock, Checkpoints, Replays, Spot, Spares)
+DECLARED = (QuotaLending, Network, Capacity, BusyClock, Checkpoints, Replays, Spot, Spares, Standbys)
 #: The values of a setting that leave its feature off.
 OFF = (None, "none", "off", "keep", "clean")
 
@@ -114,7 +115,8 @@ def switches(cfg: DictConfig, m: ClusterMode, quota: str) -> dict[str, tuple[str
             "checkpoint.apps": (f"checkpoint.apps.{apps[0]}", "set") if apps else ("checkpoint.apps", None),
             "trace.failed": ("trace.failed", m.trace.failed),
             "spot.overhead_s": ("spot.overhead_s", m.spot.overhead_s or None),
-            "spares.nodes": ("spares.nodes", m.spares.nodes or None)}
+            "spares.nodes": ("spares.nodes", m.spares.nodes or None),
+            "spares.standbys": ("spares.standbys", m.spares.standbys or None)}
 
 
 def refuse_together(policy: str, on: dict[str, tuple[str, object]], fields: dict) -> None:
@@ -434,12 +436,13 @@ def spec_from_config(cfg: DictConfig, trace: Trace, m: ClusterMode | None = None
     refuse_with_classes(cfg, m, trace, resources)
     spot, spot_ids = spot_rules(m.spot, trace, layout)
     workers = worker_inputs(cfg, trace, resources=resources)
+    refuse_standbys(m.spares, policy_class(cfg.policy.name).times_jobs, resources)
     spec = RunSpec(cfg.policy.name, cfg.placer.name, params, layout, policy_options=constants,
                    type_order=str(cfg.placer.get("type_order", "any")), network=network, catalog=types.catalog,
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes,
                    capacity=capacity_plan(cfg, trace, layout, homes), checkpoint=checkpoint,
                    checkpoint_kinds=kinds, attempts=replayed_attempts(cfg, m, trace), spot=spot,
-                   spares=spare_rules(m.spares, layout))
+                   spares=spare_rules(m.spares, layout), standbys=standby_rules(m.spares, layout))
     if spec.capacity is not None and quota.borrow:  # a node on loan keeps its identity
         spec = replace(spec, quota=replace(quota, named_nodes=True))
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}

@@ -65,6 +65,8 @@ def run_fingerprint(trace_table: pa.Table, spec, estimates=None, job_extra=None,
         parts["spot"] = spec.spot
     if spec.spares is not None:  # (absent without spares: earlier checkpoints stay resumable)
         parts["spares"] = spec.spares
+    if spec.standbys is not None:  # (absent without standbys: earlier checkpoints stay resumable)
+        parts["standbys"] = spec.standbys
     return {name: digest(value) for name, value in parts.items()}
 
 

@@ -16,6 +16,7 @@ from raysim.sim.capacity import CapacityPlan
 from raysim.sim.extensions import Capacity, Checkpoints, Network, Replays, Resources, SharedQueue
 from raysim.sim.checkpoint import Checkpointing
 from raysim.sim.spares import SpareRules
+from raysim.sim.standbys import StandbyRules
 from raysim.sim.spot import SpotRules
 from raysim.cluster.catalog import TypeCatalog
 from raysim.sim.network import NetworkModel
@@ -67,6 +68,9 @@ class RunSpec:
     #: a spare pool per VC and where nodes back in service go (spares.*: raysim.sim.spares); None: no
     #: pool, nodes back in their place
     spares: SpareRules | None = None
+    #: warm standbys per multi-node job and the host-selection time (spares.standbys: raysim.sim.standbys);
+    #: None: none
+    standbys: StandbyRules | None = None
 
     def __post_init__(self):
         check_type_order(self.type_order)  # before any actor is built with it
@@ -111,6 +115,8 @@ class RunSpec:
             out.append(self.spot.extension(self.params.ticks_per_s, vc))
         if self.spares is not None:
             out += self.spares.extensions(self.params.ticks_per_s)
+        if self.standbys is not None:
+            out.append(self.standbys.extension(self.params.ticks_per_s))
         return out
 
     def make_simulator(self, vc: str) -> VCSimulator:

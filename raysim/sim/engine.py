@@ -76,6 +76,8 @@ class VCSimulator(PolicyView):
     spot = None
     #: the VC's spare pool (raysim.sim.spares.Spares), pulled while waiting jobs do not fit
     spares = None
+    #: warm standbys per multi-node job (raysim.sim.standbys.Standbys), swapped in for failed nodes
+    standbys = None
 
     def __init__(self, name: str, pools, policy, placer, params: SimParams,
                  *, t0: int = 0, catalog: TypeCatalog | None = None, extensions=()):
@@ -312,6 +314,8 @@ class VCSimulator(PolicyView):
                 self.spot.after_schedule(self, t)
             if self.spares is not None:  # (a spare is pulled while waiting jobs do not fit)
                 self.spares.after_schedule(self, t)
+            if self.standbys is not None:  # (nodes back in service refill standbys; stalls are counted)
+                self.standbys.after_schedule(self, t)
             self._wakeup = policy.next_wakeup(self, t)
             if self.spot is not None:  # (an HP job waits for a spot job's guarantee to end)
                 self._wakeup = min(self._wakeup, self.spot.next_wake(t))
@@ -394,6 +398,8 @@ class VCSimulator(PolicyView):
             self.network.renumber(new)
         if self.spot is not None:
             self.spot.renumber(new)
+        if self.standbys is not None:
+            self.standbys.renumber(new)
         self.forgotten += dropped
         return dropped
 
@@ -467,7 +473,31 @@ class VCSimulator(PolicyView):
             self.spot.released(self, j, until)
         if self.busy_clock:
             self._busy_nodes(j, until, None)
+        if self.standbys is not None and self.standbys.released(self, j):
+            return  # (a standby swap: the job keeps its GPUs, and one node of them moves)
         self.vc.release(j)
+
+    def resume(self, j: int, now: int) -> None:
+        """Waiting job j, stopped at `now` but holding its GPUs still (a standby swap: raysim.sim.standbys),
+        runs again on them, as `start_on` starts a job on a new placement."""
+        jobs, placed = self.jobs, self.vc.placement[j]
+        self._dequeue(j)
+        self.running[j] = None
+        p = jobs.speed_profile[j]
+        if p >= 0:
+            jobs.type_speed[j] = self._speeds[p][self.vc.type_of[placed[0][0]]]
+            jobs.rate[j] = jobs.type_speed[j] * jobs.share_speed[j] * jobs.net_speed[j]
+        self._started(j, now, placed[0][0], len(placed))
+        if self.network is not None:
+            self._reprice(self.network.add(j, placed), now)
+
+    def hold_back(self, j: int, until: int) -> None:
+        """Waiting job j leaves the queue until `until`, then waits again and its policy hears of it
+        (`on_requeue`), as a failed run's job after its gap: the time away is not queueing (a host
+        selection: raysim.sim.standbys)."""
+        self._dequeue(j)
+        self.jobs.ckpt_time[j] = until
+        heapq.heappush(self._returns, (until, self.jobs.seq[j], j))
 
     def _busy_nodes(self, j: int, now: int, begins: int | None) -> None:
         """Failures.clock=busy: job j's nodes hear that it began a run at `now` that progresses from
@@ -528,10 +558,15 @@ class VCSimulator(PolicyView):
                     self.joining -= 1
                 vc.change(node, "up", names[cause])
                 continue
-            self.stop_jobs(self.jobs_on([node]), t, CAPACITY + cause)
+            on = self.jobs_on([node])
+            if self.standbys is not None and on:  # (jobs holding standbys restart themselves)
+                on = self.standbys.fail(self, node, kind == DOWN, on, t, CAPACITY + cause)
+            self.stop_jobs(on, t, CAPACITY + cause)
             if kind == DOWN and node in streams:  # (a drained held node whose jobs stopped went back)
                 changes.append((node, False))
                 vc.change(node, "down", names[cause])
+        if self.standbys is not None:
+            self.standbys.came_up(changes)
         self.policy.on_capacity(self, t)
 
     def stop_jobs(self, on: list[int], t: int, cause: int) -> None:

@@ -31,6 +31,7 @@ second they fall in.
 
 from __future__ import annotations
 
+import bisect
 import math
 import zlib
 from dataclasses import dataclass
@@ -162,7 +163,9 @@ class NodeFailures:
         self.auto_repairs = self.manual_repairs = self.false_successes = 0
         self.undiagnosed = self.retired = 0
         self.record = None if model.retire is None else model.retire.record()
-        self.shares = np.cumsum([c.share for c in model.categories]) / sum(c.share for c in model.categories)
+        #: the categories' cumulative shares (a tuple: bisected as numpy's searchsorted, side="right", but faster)
+        self.shares = tuple((np.cumsum([c.share for c in model.categories])
+                             / sum(c.share for c in model.categories)).tolist())
         self.up_at = 0.0  # when the node's current lifetime began (real seconds)
         self.repair_due = None  # (time, cause, pipeline repair or None) of the UP that follows the
         # DOWN handed out last
@@ -230,7 +233,7 @@ class NodeFailures:
 
     def category(self) -> int:
         """The index of a failure's category, drawn by the categories' shares."""
-        return min(int(np.searchsorted(self.shares, self.rng.random(), side="right")), len(self.shares) - 1)
+        return min(bisect.bisect_right(self.shares, self.rng.random()), len(self.shares) - 1)
 
     def life(self, rng: np.random.Generator) -> float:
         """A lifetime drawn from the model's distribution (of mean the node's MTBF)."""

@@ -39,6 +39,10 @@ REPAIR_COLUMNS = ("auto_repairs", "manual_repairs", "false_successes")
 COUNT_COLUMNS = {"undiagnosed": "undiagnosed", "retired": "retired_nodes"}
 #: With a spare pool (spares.nodes > 0, raysim.sim.spares): spares pulled into service so far (cumulative).
 SPARE_COLUMNS = ("spares_pulled",)
+#: With warm standbys (spares.standbys > 0, raysim.sim.standbys): standbys swapped in for failed nodes, host
+#: selections (placements of jobs that hold standbys) and stalls (a failed job that found no standby, no
+#: node and no spare) so far (cumulative).
+STANDBY_COLUMNS = ("standby_swaps", "host_selections", "stalls")
 #: On VCs that count GPU shares, CPU and memory (VCState.res): GPU milli allocated to jobs, and FGD's
 #: fragment amount in GPU milli (free GPU milli that the run's typical requests cannot use; see
 #: raysim.placement.frag), both summed over the VC's GPUs.

@@ -325,6 +325,18 @@ class VCState:
         if self.free_gpus == self.total_gpus:
             self.gmem_mb = 0.0  # drop float residue once the VC is empty
 
+    def move(self, job: int, node: int, to: int) -> None:
+        """Job `job` moves its GPUs of node `node` to idle node `to` (as many, with its load), the rest of its
+        placement untouched: a warm standby swapped in for a failed node (raysim.sim.standbys)."""
+        placed = self.placement[job]
+        k = next(i for i, (n, _) in enumerate(placed) if n == node)
+        load = self.load[job]
+        self.placement[job] = [placed[k]]
+        self.release(job)
+        self.allocate(job, [(to, len(placed[k][1]))], *load)
+        placed[k] = self.placement[job][0]
+        self.placement[job] = placed
+
     def renumber(self, new: list[int]) -> None:
         """Job j is now called new[j] (see VCSimulator.forget_finished); only running jobs hold GPUs."""
         self.owner = [[new[j] if j >= 0 else j for j in gpus] for gpus in self.owner]

@@ -173,6 +173,8 @@ class PolicyView:
             jobs.type_speed[j] = self._speeds[p][vc.type_of[alloc[0][0]]]
             jobs.rate[j] = jobs.type_speed[j] * jobs.share_speed[j] * jobs.net_speed[j]
         self._started(j, now, alloc[0][0], len(alloc))
+        if self.standbys is not None:  # (a job on several nodes takes its standbys)
+            self.standbys.started(self, j)
         if self.network is not None:
             self._reprice(self.network.add(j, vc.placement[j]), now)
 
