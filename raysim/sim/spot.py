@@ -356,7 +356,11 @@ def _holders(gpus: list) -> list[int]:
 
 
 def gfs(sim, j: int, g: int, evictable: dict, now: int) -> list[int] | None:
-    """GFS's FIFO-with-spot choice (`gfs_choice`): the spot jobs it evicts."""
+    """GFS's FIFO-with-spot choice: the node with the fewest GPUs not held by HP (or protected spot)
+    jobs that still has as many as the HP job asks (the first in scan order), and there the first
+    that many in GPU order, every spot job on one of them evicted; an HP share first takes, of the
+    GPUs holding shares that may not be evicted, the one with the least room that would fit it,
+    evicting its spot shares in start order (`gfs_choice`)."""
     chosen = gfs_choice(evictable, g, sim.jobs.gpu_milli[j])
     return None if chosen is None else chosen[2]
 
