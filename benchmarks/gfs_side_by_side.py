@@ -28,7 +28,13 @@ simulators read the same two files. raysim runs `+experiment=spot_alibaba` (FIFO
 model, as GFS) with GFS's placement of HP jobs, eviction choice and eviction cost (`spot.victims=gfs
 spot.evict=always`, `checkpoint.interval_s=3600 checkpoint.write_s=0 checkpoint.restart_s=40`, GFS's `ckpt_interval`
 and its preemption overhead for jobs of up to 8 GPUs) and no guarantee; overrides after `--` are
-added. What still differs on purpose is in docs/spot.md ("What GFS does, and where raysim differs").
+added. With `--durations gfs` (the default) raysim reads a copy of the job table in GFS's timing:
+GFS adds its preemption overhead (`Policy.preempt_overhead`: 40 s, 60 s above 8 GPUs a worker) to
+every HP job it places, evictions or none (`FifoWithSpot.preempt` runs for each), and its tick loop
+ends every job a second after its work is done, so each HP job's duration is its own plus the
+overhead plus 1 s, each spot job's plus 1 s; `--durations trace` runs raysim on the table as
+generated. What still differs on purpose is in docs/spot.md ("What GFS does, and where raysim
+differs").
 
 GFS's per-job results are its `fifo_spot_log.csv` (`type`, `queue`, `jct`, `preempt_times`); raysim's
 its `jobs.parquet` (`priority_class`, `queue`, `jct`, `evictions`). Measured numbers:
@@ -46,6 +52,8 @@ from pathlib import Path
 
 #: GFS's trace origin is 2024-03-01; August 1 is this many seconds after it.
 AUGUST_S = 13_219_200
+#: How raysim's copy of the job table is timed (`--durations`): in GFS's timing, or as generated.
+DURATIONS = ("gfs", "trace")
 #: What raysim runs with on top of `+experiment=spot_alibaba`: GFS's eviction choice and cost.
 RAYSIM_GFS = ["runtime=local", "spot.victims=gfs", "spot.evict=always", "checkpoint.interval_s=3600", "checkpoint.write_s=0",
               "checkpoint.restart_s=40"]
@@ -115,8 +123,28 @@ def run_gfs(args, trace: Path, logs: Path) -> tuple[dict, float]:
             for cls, part in (("hp", jobs[jobs["type"] == "HP"]), ("spot", jobs[jobs["type"] == "Spot"]))}, wall
 
 
+def gfs_timed(trace: Path, folder: Path) -> Path:
+    """`folder`: a copy of the workload `trace` whose job durations are as GFS's simulator runs them
+    (the module docs): an HP job's plus GFS's preemption overhead plus 1 s, a spot job's plus 1 s."""
+    import shutil
+
+    import pandas as pd
+
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(trace / "node_info_df.csv", folder / "node_info_df.csv")
+    jobs = pd.read_csv(trace / "job_info_df.csv")
+    hp = jobs["job_type"].str.lower() == "hp"
+    overhead = jobs["gpu_request"].le(8).map({True: 40, False: 60})
+    jobs["duration"] = jobs["duration"] + 1 + overhead.where(hp, 0)
+    jobs.to_csv(folder / "job_info_df.csv", index=False)
+    return folder
+
+
 def run_raysim(args, trace: Path, out: Path) -> tuple[dict, float]:
     import pyarrow.parquet as pq
+
+    if args.durations == "gfs":
+        trace = gfs_timed(trace, out.parent / "raysim_trace")
 
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "raysim", "+experiment=spot_alibaba", f"trace.path={trace}",
@@ -153,6 +181,8 @@ def main(argv=None) -> None:
     parser.add_argument("--work", default="/tmp/gfs_side_by_side")
     parser.add_argument("--reuse", action="store_true", help="read GFS's log where an earlier run in --work left one "
                                                              "(its simulator takes minutes per simulated day)")
+    parser.add_argument("--durations", choices=DURATIONS, default="gfs",
+                        help="raysim's job durations: in GFS's timing (default; the module docs) or as generated")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("overrides", nargs="*", help="raysim overrides (after --)")
     args = parser.parse_args(argv)
