@@ -57,6 +57,9 @@ class Tiresias(QuotaWalkPolicy):
             return
         self._dirty = self.walk(view, now)
 
+    def decides_at(self, t):
+        return t if t == NEVER else -(-t // self.period_s) * self.period_s
+
     def next_wakeup(self, view, now):
         step = self.period_s
         best = (now // step + 1) * step if self._dirty else NEVER
