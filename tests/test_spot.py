@@ -221,6 +221,20 @@ def test_srtf_hp_jobs_rank_before_shorter_spot_jobs():
     assert r["start_time"] == [0, 1540, 20] and r["end_time"] == [1540, 1640, 520] and r["preemptions"] == [1, 0, 0]
 
 
+def test_srtf_walks_the_spot_quota_in_its_own_order():
+    # two nodes; spot job 0 (4 GPUs, 1000 s) runs from 0; spot job 1 (4 GPUs, 100 s) arrives at 10. Without a
+    # quota both run; under a quota of 4 GPUs the shorter job 1 takes them: job 0 is preempted (40 s of
+    # overhead) and runs its 1030 s from 110
+    jobs = [(0, 1000, 4), (10, 100, 4)]
+    r = simulated(jobs, [SPOT, SPOT], policy="srtf", nodes=2)
+    assert r["end_time"] == [1000, 110] and r["preemptions"] == [0, 0]
+    r = simulated(jobs, [SPOT, SPOT], policy="srtf", nodes=2, quota=4)
+    assert r["start_time"] == [0, 10] and r["end_time"] == [1140, 110] and r["preemptions"] == [1, 0]
+    # a longer spot job behind the quota is passed over and preempts no one
+    r = simulated([(0, 1000, 4), (10, 5000, 4)], [SPOT, SPOT], policy="srtf", nodes=2, quota=4)
+    assert r["start_time"] == [0, 1000] and r["end_time"] == [1000, 6000] and r["preemptions"] == [0, 0]
+
+
 def test_tiresias_evicts_at_its_decisions_and_a_guarantee_end_waits_for_the_next_one():
     # spot job 0 (8 GPUs) starts at 0; HP job 1 (8 GPUs, 500 s) arrives at 30 and is decided at 60 (Tiresias
     # decides every 60 s): it evicts job 0 (ran 60 s); job 1 ends at 560, job 0 runs its 940 s left from 600

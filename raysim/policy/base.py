@@ -36,7 +36,7 @@ VIEW = frozenset({
     # actions
     "try_start", "start_on", "preempt", "share", "set_rate_factor", "borrow_node", "lend_node",
     "start_on_type", "end_lease", "finish", "drop", "nodes_by_type", "resize", "checkpointing",
-    "over_spot_quota",
+    "over_spot_quota", "spot_quota",
 })
 
 #: Job attributes a policy may read (`view.jobs.<name>[j]`).
@@ -250,8 +250,9 @@ class QuotaWalkPolicy(Policy):
     spot jobs then against the GPUs the running high-priority jobs leave. The policy preempts within
     a class only: a high-priority job never preempts a spot job, it evicts it. A decision whose
     high-priority starts evicted spot jobs ends before the spot walk; the policy decides again once
-    they are back (`on_evicted`). A spot job above the spot quota is not selected, so it preempts
-    no one, and waits."""
+    they are back (`on_evicted`). Under a spot quota the spot walk also counts the GPUs its kept and
+    selected jobs hold against it: a pending spot job beyond it is passed over, a running one beyond
+    it (behind a selected one in the order) is preempted."""
 
     countdown = True
     preemptive = True
@@ -278,40 +279,41 @@ class QuotaWalkPolicy(Policy):
         order, spot = self.ordered(view, now), view.jobs.spot
         high = [j for j in order if not spot[j]]
         if len(high) == len(order):  # (no spot job: a run without classes walks once)
-            return self._walk_class(view, now, high, gpu, quota, False)
+            return self._walk_class(view, now, high, gpu, quota)
         running = view.running
         low = [j for j in order if spot[j]]
         held = [j for j in low if j in running]
-        changed = self._walk_class(view, now, high, gpu, quota, False)
+        changed = self._walk_class(view, now, high, gpu, quota)
         if any(j not in running for j in held):
             return True  # (spot jobs were evicted: the policy decides again once they are back)
+        bound = view.spot_quota()
+        if gpu is None and bound is not None:  # (the spot quota may still preempt: walk it)
+            gpu, quota = view.gpu_quota()
         if gpu is not None:
             quota -= sum(gpu[j] for j in running if not spot[j])
-        return self._walk_class(view, now, low, gpu, quota, True) or changed
+        return self._walk_class(view, now, low, gpu, quota, bound) or changed
 
     @staticmethod
-    def _walk_class(view, now: int, order: list[int], gpu, quota, spot: bool) -> bool:
+    def _walk_class(view, now: int, order: list[int], gpu, quota, bound: int | None = None) -> bool:
         """The quota walk of the jobs `order` of one class against `quota` (gpu None: everything fits,
-        every pending job is tried); for spot jobs (`spot`), one above the spot quota is not selected."""
+        every pending job is tried) and, unless None, `bound`: the most GPUs (`jobs.gpu`) the class
+        may hold at once (the spot quota)."""
         pending = view.pending
         preempt, prerun = [], []
         if gpu is None:
             prerun = [j for j in order if j in pending]
         else:
+            gpus = view.jobs.gpu
             for j in order:
-                if j in pending:
-                    if spot and view.over_spot_quota(j):
-                        continue
-                    g = gpu[j]
-                    if g <= quota:
-                        quota -= g
+                g = gpu[j]
+                if g <= quota and (bound is None or gpus[j] <= bound):
+                    quota -= g
+                    if bound is not None:
+                        bound -= gpus[j]
+                    if j in pending:
                         prerun.append(j)
-                else:
-                    g = gpu[j]
-                    if g <= quota:
-                        quota -= g
-                    else:
-                        preempt.append(j)
+                elif j not in pending:
+                    preempt.append(j)
         for j in preempt:
             view.preempt(j, now)
         started = False

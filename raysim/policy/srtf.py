@@ -35,7 +35,8 @@ class SRTF(QuotaWalkPolicy):
     def next_wakeup(self, view, now):
         if self._changed:
             return now + 1
-        if not view.pending or view.pending_gpus <= view.free_gpus:
+        if not view.pending or view.pending_gpus <= view.free_gpus and view.spot_quota() is None:
+            # (a spot quota may hold pending spot jobs back while GPUs are free: the order still counts)
             return NEVER  # every pending job is already selected: reordering changes nothing
         jobs = view.jobs
         remain, due, rate = jobs.remain, jobs.end_due, jobs.rate

@@ -63,7 +63,8 @@ class Tiresias(QuotaWalkPolicy):
     def next_wakeup(self, view, now):
         step = self.period_s
         best = (now // step + 1) * step if self._dirty else NEVER
-        if not view.pending or view.pending_gpus <= view.free_gpus:
+        if not view.pending or view.pending_gpus <= view.free_gpus and view.spot_quota() is None:
+            # (a spot quota may hold pending spot jobs back while GPUs are free: the order still counts)
             return best
         jobs = view.jobs
         for r in view.running:
