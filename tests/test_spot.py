@@ -173,6 +173,81 @@ def test_a_spot_quota_holds_spot_jobs_back_and_never_hp_jobs():
     assert r["start_time"] == [0, 10, 20, 100] and r["evictions"] == [0, 1, 1, 0]
 
 
+# -------------------------------------------------------------- the other policies that rank the classes
+def test_fifo_backfill_lets_spot_jobs_and_later_hp_jobs_past_a_waiting_hp_job():
+    # HP job 0 (6 GPUs) runs from 0; HP job 1 (4) waits at 10 (2 free, no spot job to evict); spot job 2
+    # (4) waits at 20; spot job 3 (2) backfills at 30 past both (FIFO would keep it behind job 2). HP job 4
+    # (2) at 40 finds no GPU and evicts job 3 (ran 10 s), which runs its 490 s left when job 4 ends at 140;
+    # jobs 1 and 2 start when job 0 ends
+    jobs = [(0, 1000, 6), (10, 100, 4), (20, 50, 4), (30, 500, 2), (40, 100, 2)]
+    r = simulated(jobs, [HP, HP, SPOT, SPOT, HP], policy="fifo_backfill")
+    assert r["start_time"] == [0, 1000, 1000, 30, 40] and r["end_time"] == [1000, 1100, 1050, 630, 140]
+    assert r["evictions"] == [0, 0, 0, 1, 0] and r["queue"] == [0, 990, 980, 100, 0]
+    # FIFO keeps HP job 4 behind HP job 1 and spot job 3 behind spot job 2: nobody is evicted
+    r = simulated(jobs, [HP, HP, SPOT, SPOT, HP], policy="fifo")
+    assert r["start_time"] == [0, 1000, 1100, 1100, 1000] and r["evictions"] == [0, 0, 0, 0, 0]
+
+
+def test_fifo_backfill_tries_every_waiting_job_after_an_eviction():
+    # HP job 0 and spot job 1 (4 GPUs each) fill the node at 0; spot job 2 (2) waits at 10; HP job 3 (2) at
+    # 100 evicts job 1 (4 GPUs) and takes 2 of them: job 2 starts at once on the other 2, job 1 (900 s
+    # left) when job 2 ends at 400
+    jobs = [(0, 1000, 4), (0, 1000, 4), (10, 300, 2), (100, 200, 2)]
+    r = simulated(jobs, [HP, SPOT, SPOT, HP], policy="fifo_backfill")
+    assert r["start_time"] == [0, 0, 100, 100] and r["end_time"] == [1000, 1300, 400, 300]
+    assert r["evictions"] == [0, 1, 0, 0] and r["queue"] == [0, 300, 90, 0]
+
+
+def test_srtf_evicts_across_classes_and_preempts_within_one():
+    # spot jobs 0 (1000 s) and 1 (2000 s) of 4 GPUs start at 0; HP job 2 (4 GPUs, 5000 s: longer than
+    # both, so SRTF alone would not preempt) evicts the youngest, job 1 (ran 100 s, 1900 left), at 100.
+    # Spot job 3 (4 GPUs, 300 s) at 200 is shorter than job 0's 800 s left: the spot walk preempts job 0
+    # (SRTF's preemption, 40 s of overhead; not an eviction); job 0 runs its 840 s from 500, job 1 after it
+    jobs = [(0, 1000, 4), (0, 2000, 4), (100, 5000, 4), (200, 300, 4)]
+    r = simulated(jobs, [SPOT, SPOT, HP, SPOT], policy="srtf")
+    assert r["start_time"] == [0, 0, 100, 200] and r["end_time"] == [1340, 3240, 5100, 500]
+    assert r["evictions"] == [0, 1, 0, 0] and r["preemptions"] == [1, 0, 0, 0]
+    assert r["queue"] == [300, 1240, 0, 0]
+
+
+def test_srtf_hp_jobs_rank_before_shorter_spot_jobs():
+    # the node is held by HP job 0 until 1000; spot job 1 (100 s) and HP job 2 (2000 s, longer than job 0's
+    # 980 s left: no preemption) wait: the HP job goes first though SRTF alone would start the spot job
+    jobs = [(0, 1000, 8), (10, 100, 8), (20, 2000, 8)]
+    r = simulated(jobs, [HP, SPOT, HP], policy="srtf")
+    assert r["start_time"] == [0, 3000, 1000] and r["evictions"] == [0, 0, 0] and r["preemptions"] == [0, 0, 0]
+    # an HP job shorter than a running HP job's 980 s left preempts it (SRTF within the class; 40 s overhead)
+    r = simulated([(0, 1000, 8), (10, 100, 8), (20, 500, 8)], [HP, SPOT, HP], policy="srtf")
+    assert r["start_time"] == [0, 1540, 20] and r["end_time"] == [1540, 1640, 520] and r["preemptions"] == [1, 0, 0]
+
+
+def test_srtf_walks_the_spot_quota_in_its_own_order():
+    # two nodes; spot job 0 (4 GPUs, 1000 s) runs from 0; spot job 1 (4 GPUs, 100 s) arrives at 10. Without a
+    # quota both run; under a quota of 4 GPUs the shorter job 1 takes them: job 0 is preempted (40 s of
+    # overhead) and runs its 1030 s from 110
+    jobs = [(0, 1000, 4), (10, 100, 4)]
+    r = simulated(jobs, [SPOT, SPOT], policy="srtf", nodes=2)
+    assert r["end_time"] == [1000, 110] and r["preemptions"] == [0, 0]
+    r = simulated(jobs, [SPOT, SPOT], policy="srtf", nodes=2, quota=4)
+    assert r["start_time"] == [0, 10] and r["end_time"] == [1140, 110] and r["preemptions"] == [1, 0]
+    # a longer spot job behind the quota is passed over and preempts no one
+    r = simulated([(0, 1000, 4), (10, 5000, 4)], [SPOT, SPOT], policy="srtf", nodes=2, quota=4)
+    assert r["start_time"] == [0, 1000] and r["end_time"] == [1000, 6000] and r["preemptions"] == [0, 0]
+
+
+def test_tiresias_evicts_at_its_decisions_and_a_guarantee_end_waits_for_the_next_one():
+    # spot job 0 (8 GPUs) starts at 0; HP job 1 (8 GPUs, 500 s) arrives at 30 and is decided at 60 (Tiresias
+    # decides every 60 s): it evicts job 0 (ran 60 s); job 1 ends at 560, job 0 runs its 940 s left from 600
+    jobs = [(0, 1000, 8), (30, 500, 8)]
+    r = simulated(jobs, [SPOT, HP], policy="tiresias")
+    assert r["start_time"] == [0, 60] and r["end_time"] == [1540, 560] and r["evictions"] == [1, 0]
+    # a guarantee of 100 s protects job 0 at 60; its end (100) is decided at the next 60 s, 120: job 0 ran
+    # 120 s, runs its 880 s left from 660 (job 1 ends at 620)
+    r = simulated(jobs, [SPOT, HP], policy="tiresias", guarantee=100)
+    assert r["start_time"] == [0, 120] and r["end_time"] == [1540, 620] and r["evictions"] == [1, 0]
+    assert r["preemptions"] == [0, 0]
+
+
 # ----------------------------------------------------------------------------------- the command line
 def trace_with_classes(tmp_path: Path, classes: list[str], jobs=None) -> str:
     """A raysim-schema trace in one VC of one 8-GPU node with a priority_class column."""
@@ -244,7 +319,8 @@ def test_an_unknown_class_is_one_line_naming_file_row_and_column(tmp_path):
 @pytest.mark.parametrize("override, key", [
     ("spot.guarantee_s=-1", "spot.guarantee_s"),
     ("spot.victims=oldest", "spot.victims"),
-    ("policy=srtf", "policy.name"),
+    ("policy=lucid estimator.source=oracle", "policy.name"),
+    ("policy=gavel_fifo", "policy.name"),
     ("spot.overhead_s=40 checkpoint.interval_s=600", "checkpoint.interval_s"),
     ("sim.compat=lucid", "sim.compat"),
     ("quota=borrow", "quota"),
@@ -293,14 +369,17 @@ def test_spot_settings_without_classes_are_refused(tmp_path):
         run_cli(tmp_path, str(tmp_path / "jobs.csv"), "spot.guarantee_s=3600")
 
 
-@pytest.mark.parametrize("sizes, quota", [([1, 2, 4, 8], []), ([1, 2, 4], ["spot.quota_gpus=4"])])
-def test_ray_gives_the_local_results(ray_local, tmp_path, sizes, quota):  # noqa: F811
+@pytest.mark.parametrize("sizes, overrides", [([1, 2, 4, 8], []), ([1, 2, 4], ["spot.quota_gpus=4"]),
+                                          pytest.param([1, 2, 4, 8], ["policy=tiresias"], marks=pytest.mark.slow),
+                                          pytest.param([1, 2, 4], ["policy=fifo_backfill", "spot.quota_gpus=4"],
+                                                       marks=pytest.mark.slow)])
+def test_ray_gives_the_local_results(ray_local, tmp_path, sizes, overrides):  # noqa: F811
     from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
 
     rng = np.random.default_rng(5)
     jobs = [(int(s), int(rng.integers(100, 5000)), int(rng.choice(sizes))) for s in np.sort(rng.integers(0, 20_000, 120))]
     trace = trace_with_classes(tmp_path, [rng.choice(["hp", "spot"]) for _ in jobs], jobs)
-    cfg = configured(trace, "spot.guarantee_s=600", "runtime.window_s=3600", *quota)
+    cfg = configured(trace, "spot.guarantee_s=600", "runtime.window_s=3600", *overrides)
     check_cluster_config(cfg)
     loaded = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, loaded)
@@ -308,7 +387,8 @@ def test_ray_gives_the_local_results(ray_local, tmp_path, sizes, quota):  # noqa
     assert pq.read_table(local / "jobs.parquet").column("evictions").to_numpy().sum() > 0
 
 
-def test_a_trace_of_hp_jobs_only_runs_as_one_without_classes(tmp_path):
+@pytest.mark.parametrize("policy", ["fifo", "fifo_backfill", "srtf", "tiresias"])
+def test_a_trace_of_hp_jobs_only_runs_as_one_without_classes(tmp_path, policy):
     from simutil import random_jobs
 
     jobs = [(s, d, g) for s, d, g, _ in random_jobs(np.random.default_rng(3), 200, 50_000, max_gpu=8, long_tail=True)]
@@ -319,6 +399,6 @@ def test_a_trace_of_hp_jobs_only_runs_as_one_without_classes(tmp_path):
         trace = trace_with_classes(folder, classes or [""] * len(jobs), jobs)
         if classes is None:  # (the same trace without the column)
             Path(trace).write_text("\n".join(line.rsplit(",", 1)[0] for line in Path(trace).read_text().splitlines()) + "\n")
-        tables.append(pq.read_table(run_cli(folder, trace) / "jobs.parquet").to_pandas())
+        tables.append(pq.read_table(run_cli(folder, trace, f"policy={policy}") / "jobs.parquet").to_pandas())
     assert tables[1].evictions.sum() == 0 and tables[0].queue.mean() > 1000
     pd.testing.assert_frame_equal(tables[0], tables[1].drop(columns=["priority_class", "evictions", "hours_kept"]))

@@ -36,7 +36,7 @@ VIEW = frozenset({
     # actions
     "try_start", "start_on", "preempt", "share", "set_rate_factor", "borrow_node", "lend_node",
     "start_on_type", "end_lease", "finish", "drop", "nodes_by_type", "resize", "checkpointing",
-    "over_spot_quota",
+    "over_spot_quota", "spot_quota",
 })
 
 #: Job attributes a policy may read (`view.jobs.<name>[j]`).
@@ -69,9 +69,9 @@ class Policy:
     #: The policy times its jobs itself: a started job gets no completion event; the policy ends
     #: it (`view.finish`, `view.end_lease`, `view.drop`). Round-based policies do.
     times_jobs = False
-    #: The policy ranks priority classes (raysim.sim.spot): high-priority jobs before spot jobs, and
-    #: tries a waiting high-priority job with `view.try_start` (which may evict spot jobs for it).
-    #: A run with priority classes needs such a policy.
+    #: The policy ranks priority classes (raysim.sim.spot): high-priority jobs before spot jobs, each
+    #: class in the policy's own order, and tries a waiting high-priority job with `view.try_start`
+    #: (which may evict spot jobs for it). A run with priority classes needs such a policy.
     ranks_classes = False
     #: Clock ticks per second of runs under this policy: 1 (whole seconds, the trace's clock), or
     #: finer for policies whose events fall between seconds (round-based ones: micro-seconds).
@@ -141,6 +141,12 @@ class Policy:
         waits again. By default it re-enters like an arrival."""
         self.on_arrival(view, j)
 
+    def on_evicted(self, view, j: int, now: int) -> None:
+        """Spot job j was evicted at `now` by a high-priority job (raysim.sim.spot: not this policy's
+        preemption), once the decision that evicted it is over, and waits again; the policy decides
+        again at once. By default, as a job its VC stopped (`on_requeue`)."""
+        self.on_requeue(view, j, now)
+
     def on_capacity(self, view, now: int) -> None:
         """The VC's nodes changed at `now`: nodes joined (borrowed, back from a loan, up again after
         going down: waiting jobs may now fit) or went down."""
@@ -155,6 +161,11 @@ class Policy:
         if self.period_s and view.pending:
             return (now // self.period_s + 1) * self.period_s
         return NEVER
+
+    def decides_at(self, t: float) -> float:
+        """The first time >= t at which `schedule` decides (a wake-up the engine asks for on the
+        policy's behalf, e.g. when a spot job's guarantee ends); by default t: it decides at any time."""
+        return t
 
     def renumber(self, new: list[int]) -> None:
         """Job j is now called new[j] (-1: finished and forgotten); the order of jobs is unchanged.
@@ -231,10 +242,21 @@ class QuotaWalkPolicy(Policy):
 
     A preempted job redoes `overhead_s` seconds of work, `large_overhead_s` if it has more than
     `large_above_gpus` GPUs (its checkpoint and cold start). Where GPU shares are counted, a job
-    takes its share of a GPU from the quota (view.gpu_quota)."""
+    takes its share of a GPU from the quota (view.gpu_quota).
+
+    With priority classes (raysim.sim.spot) each class walks on its own, in the policy's order, the
+    high-priority jobs first: they walk against the VC's GPUs (spot jobs do not count: a selected
+    high-priority job that the placer cannot place evicts spot jobs through `view.try_start`), the
+    spot jobs then against the GPUs the running high-priority jobs leave. The policy preempts within
+    a class only: a high-priority job never preempts a spot job, it evicts it. A decision whose
+    high-priority starts evicted spot jobs ends before the spot walk; the policy decides again once
+    they are back (`on_evicted`). Under a spot quota the spot walk also counts the GPUs its kept and
+    selected jobs hold against it: a pending spot job beyond it is passed over, a running one beyond
+    it (behind a selected one in the order) is preempted."""
 
     countdown = True
     preemptive = True
+    ranks_classes = True
     Settings = PreemptionSettings
 
     def __init__(self, params, *, overhead_s: int, large_overhead_s: int, large_above_gpus: int, **constants):
@@ -249,21 +271,45 @@ class QuotaWalkPolicy(Policy):
         raise NotImplementedError
 
     def walk(self, view, now: int) -> bool:
-        """Run one quota walk; return whether anything started or was preempted."""
+        """Run one quota walk (one per class); return whether anything started or was preempted."""
         if not view.pending:
             return False
-        if view.pending_gpus <= view.free_gpus:
-            # Everything fits the quota: nobody is preempted, every pending job is tried in order.
-            preempt = []
-            prerun = [j for j in self.ordered(view, now) if j in view.pending]
-        else:
+        # Everything fits the quota: nobody is preempted, every pending job is tried in order.
+        gpu, quota = (None, None) if view.pending_gpus <= view.free_gpus else view.gpu_quota()
+        order, spot = self.ordered(view, now), view.jobs.spot
+        high = [j for j in order if not spot[j]]
+        if len(high) == len(order):  # (no spot job: a run without classes walks once)
+            return self._walk_class(view, now, high, gpu, quota)
+        running = view.running
+        low = [j for j in order if spot[j]]
+        held = [j for j in low if j in running]
+        changed = self._walk_class(view, now, high, gpu, quota)
+        if any(j not in running for j in held):
+            return True  # (spot jobs were evicted: the policy decides again once they are back)
+        bound = view.spot_quota()
+        if gpu is None and bound is not None:  # (the spot quota may still preempt: walk it)
             gpu, quota = view.gpu_quota()
-            preempt, prerun = [], []
-            pending = view.pending
-            for j in self.ordered(view, now):
+        if gpu is not None:
+            quota -= sum(gpu[j] for j in running if not spot[j])
+        return self._walk_class(view, now, low, gpu, quota, bound) or changed
+
+    @staticmethod
+    def _walk_class(view, now: int, order: list[int], gpu, quota, bound: int | None = None) -> bool:
+        """The quota walk of the jobs `order` of one class against `quota` (gpu None: everything fits,
+        every pending job is tried) and, unless None, `bound`: the most GPUs (`jobs.gpu`) the class
+        may hold at once (the spot quota)."""
+        pending = view.pending
+        preempt, prerun = [], []
+        if gpu is None:
+            prerun = [j for j in order if j in pending]
+        else:
+            gpus = view.jobs.gpu
+            for j in order:
                 g = gpu[j]
-                if g <= quota:
+                if g <= quota and (bound is None or gpus[j] <= bound):
                     quota -= g
+                    if bound is not None:
+                        bound -= gpus[j]
                     if j in pending:
                         prerun.append(j)
                 elif j not in pending:

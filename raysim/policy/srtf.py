@@ -35,15 +35,24 @@ class SRTF(QuotaWalkPolicy):
     def next_wakeup(self, view, now):
         if self._changed:
             return now + 1
-        if not view.pending or view.pending_gpus <= view.free_gpus:
+        if not view.pending or view.pending_gpus <= view.free_gpus and view.spot_quota() is None:
+            # (a spot quota may hold pending spot jobs back while GPUs are free: the order still counts)
             return NEVER  # every pending job is already selected: reordering changes nothing
         jobs = view.jobs
-        remain, due, rate = jobs.remain, jobs.end_due, jobs.rate
-        pend = sorted(remain[j] for j in view.pending)
+        remain, due, rate, spot = jobs.remain, jobs.end_due, jobs.rate, jobs.spot
+        # (with priority classes each class is walked on its own: only overtaking within one counts)
+        by_class = {}
+        for j in view.pending:
+            by_class.setdefault(spot[j], []).append(remain[j])
+        for pend in by_class.values():
+            pend.sort()
         compat_ties = self.params.pending_first_on_ties  # a tie keeps the pending job first
         lag = self.params.countdown_lag
         best = NEVER
         for r in view.running:
+            pend = by_class.get(spot[r])
+            if pend is None:
+                continue
             if rate[r] == 1.0 and type(remain[r]) is int:
                 # r's remaining time at t is D - t. It overtakes pending p (remaining rem_p, maybe
                 # fractional after a slowdown) at the first t with D - t < rem_p (compat ties) or

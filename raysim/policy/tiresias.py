@@ -57,10 +57,14 @@ class Tiresias(QuotaWalkPolicy):
             return
         self._dirty = self.walk(view, now)
 
+    def decides_at(self, t):
+        return t if t == NEVER else -(-t // self.period_s) * self.period_s
+
     def next_wakeup(self, view, now):
         step = self.period_s
         best = (now // step + 1) * step if self._dirty else NEVER
-        if not view.pending or view.pending_gpus <= view.free_gpus:
+        if not view.pending or view.pending_gpus <= view.free_gpus and view.spot_quota() is None:
+            # (a spot quota may hold pending spot jobs back while GPUs are free: the order still counts)
             return best
         jobs = view.jobs
         for r in view.running:

@@ -41,9 +41,10 @@ def run_fingerprint(trace_table: pa.Table, spec, estimates=None, job_extra=None,
         "estimator": _settings(estimator),
         # what a checkpoint's simulator state holds: checkpoints from before job tables had GPU
         # shares, CPU, memory, first GPUs and the least work a stop left (the stall guard's), or
-        # before FIFO-family queues ranked priority classes (raysim.sim.spot), are refused (their
-        # state lacks them)
-        "state": {"job table": "requests, first GPU and least remaining work", "queues": "by priority class",
+        # before FIFO-family and backfilling queues ranked priority classes (raysim.sim.spot), are
+        # refused (their state lacks them)
+        "state": {"job table": "requests, first GPU and least remaining work",
+                  "queues": "by priority class, backfilling ones too",
                   "resources": spec.resources,
                   "shapes": spec.shapes},
     }

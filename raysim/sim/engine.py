@@ -318,7 +318,7 @@ class VCSimulator(PolicyView):
                 self.standbys.after_schedule(self, t)
             self._wakeup = policy.next_wakeup(self, t)
             if self.spot is not None:  # (an HP job waits for a spot job's guarantee to end)
-                self._wakeup = min(self._wakeup, self.spot.next_wake(t))
+                self._wakeup = min(self._wakeup, policy.decides_at(self.spot.next_wake(t)))
             if self.spares is not None:
                 self._wakeup = min(self._wakeup, self.spares.next_wake())
             if self._node_events and self._node_events[0][0] == t or self._node_debt:

@@ -8,7 +8,7 @@ fits there: `PolicyView.try_start` asks `Spot.evict_for`, which asks the run's v
 `guarantee` ticks of each run (from its latest start); an HP job that waits for a guarantee to end
 gets a decision when it ends. Evicted jobs stop through the one path of stops (`_stop_for`, cause
 EVICTION: with checkpoint-restart they keep their last checkpoint, else their work plus `overhead`
-ticks) and go back to their policy (`on_requeue`) once the policy's decision is over, which then
+ticks) and go back to their policy (`on_evicted`) once the policy's decision is over, which then
 decides again (`Spot.after_schedule`). Spot jobs never evict, and HP jobs larger than the VC's
 largest node do not (GFS places HP jobs on one node). Under a spot quota (`quota`: the most GPUs the
 VC's spot jobs may hold at once, as GFS's FIFO with spot jobs bounds them) a spot job that would take
@@ -69,7 +69,8 @@ class Spot(Extension):
         "spot_without_classes": "the trace {trace} has no priority_class column: every job has one class, no job "
                                 "is evicted (docs/spot.md)",
         "unranked": "the trace's priority_class column needs a policy that ranks the classes (high-priority jobs "
-                    "first, evicting spot jobs): fifo, sjf or qssf for now",
+                    "first, evicting spot jobs): fifo, sjf, qssf, fifo_backfill, srtf or tiresias; Lucid (jobs "
+                    "sharing GPUs, profiled outside their VCs), round-based, elastic and harvesting policies do not",
         "sim.compat=lucid": "priority classes (the trace's priority_class column) run under sim.compat=clean only",
         "resources": "the trace's jobs ask for CPU or memory: evicting spot jobs frees their GPUs only, not yet "
                      "their CPU and memory; drop its priority_class column or its cpu_milli and memory_mib columns",
@@ -305,12 +306,12 @@ class Spot(Extension):
 
     def after_schedule(self, sim, now: int) -> None:
         """The policy's decision at `now` is over: the jobs evicted during it return to the policy
-        (`on_requeue`), which decides again, until a decision evicts no one."""
+        (`on_evicted`), which decides again, until a decision evicts no one."""
         policy = sim.policy
         while self.evicted:
             evicted, self.evicted = self.evicted, []
             for k in evicted:
-                policy.on_requeue(sim, k, now)
+                policy.on_evicted(sim, k, now)
             policy.schedule(sim, now)
 
     def next_wake(self, now: int) -> float:

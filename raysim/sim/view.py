@@ -130,6 +130,10 @@ class PolicyView:
         (raysim.sim.spot; never without one)."""
         return self.spot is not None and self.spot.over_quota(self, j)
 
+    def spot_quota(self) -> int | None:
+        """The most GPUs the VC's spot jobs may hold at once (raysim.sim.spot; None: no bound)."""
+        return None if self.spot is None else self.spot.quota
+
     def _place(self, j: int, now: int) -> bool:
         """Place job j now if the placer finds GPUs; returns whether it started."""
         jobs, vc = self.jobs, self.vc
