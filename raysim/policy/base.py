@@ -36,7 +36,7 @@ VIEW = frozenset({
     # actions
     "try_start", "start_on", "preempt", "share", "set_rate_factor", "borrow_node", "lend_node",
     "start_on_type", "end_lease", "finish", "drop", "nodes_by_type", "resize", "checkpointing",
-    "over_spot_quota", "spot_quota",
+    "over_spot_quota", "spot_quota", "spot_held_back",
 })
 
 #: Job attributes a policy may read (`view.jobs.<name>[j]`).
@@ -296,24 +296,28 @@ class QuotaWalkPolicy(Policy):
     @staticmethod
     def _walk_class(view, now: int, order: list[int], gpu, quota, bound: int | None = None) -> bool:
         """The quota walk of the jobs `order` of one class against `quota` (gpu None: everything fits,
-        every pending job is tried) and, unless None, `bound`: the most GPUs (`jobs.gpu`) the class
-        may hold at once (the spot quota)."""
+        every pending job is tried) and, unless None, `bound`: the most GPU milli (`jobs.gpu` x
+        `jobs.gpu_milli`) the class may hold at once (the spot quota; a pending job passed over for it
+        is held back, so that a rise of the quota wakes the policy)."""
         pending = view.pending
         preempt, prerun = [], []
         if gpu is None:
             prerun = [j for j in order if j in pending]
         else:
-            gpus = view.jobs.gpu
+            gpus, milli = view.jobs.gpu, view.jobs.gpu_milli
             for j in order:
                 g = gpu[j]
-                if g <= quota and (bound is None or gpus[j] <= bound):
+                fits = g <= quota
+                if fits and (bound is None or gpus[j] * milli[j] <= bound):
                     quota -= g
                     if bound is not None:
-                        bound -= gpus[j]
+                        bound -= gpus[j] * milli[j]
                     if j in pending:
                         prerun.append(j)
                 elif j not in pending:
                     preempt.append(j)
+                elif fits:
+                    view.spot_held_back()
         for j in preempt:
             view.preempt(j, now)
         started = False

@@ -152,13 +152,17 @@ class Spot(Extension):
         stands at `sim.now`; a share counts its fraction)."""
         if self.quota is None or not sim.jobs.spot[j]:
             return False
-        steps = self.steps
-        while self._step < len(steps) and steps[self._step][0] <= sim.now:
-            self.quota = steps[self._step][1]
-            self._step += 1
-        over = self.spot_milli + _milli(sim.jobs, j) > self.quota * MILLI
+        over = self.spot_milli + _milli(sim.jobs, j) > self.quota_at(sim.now) * MILLI
         self.held_back |= bool(over)
         return over
+
+    def quota_at(self, now: int) -> int | None:
+        """The quota as it stands at `now` (GPUs; None: no bound), its changes up to `now` applied."""
+        steps = self.steps
+        while self._step < len(steps) and steps[self._step][0] <= now:
+            self.quota = steps[self._step][1]
+            self._step += 1
+        return self.quota
 
     def evict_for(self, sim, j: int, now: int) -> bool:
         """HP job j cannot start: evict spot jobs so that it fits on one node; returns whether any was."""

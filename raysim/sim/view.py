@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from raysim.cluster.resources import MILLI
 from raysim.sim.checkpoint import charge, stopped
 from raysim.sim.demand import Demand
 from raysim.sim.jobs import DROPPED, PREEMPTION
@@ -131,8 +132,14 @@ class PolicyView:
         return self.spot is not None and self.spot.over_quota(self, j)
 
     def spot_quota(self) -> int | None:
-        """The most GPUs the VC's spot jobs may hold at once (raysim.sim.spot; None: no bound)."""
-        return None if self.spot is None else self.spot.quota
+        """The most GPU milli the VC's spot jobs may hold at once, as the quota stands now
+        (raysim.sim.spot: a share counts its milli; None: no bound)."""
+        quota = None if self.spot is None else self.spot.quota_at(self.now)
+        return None if quota is None else quota * MILLI
+
+    def spot_held_back(self) -> None:
+        """The policy passed a spot job over for the spot quota: a rise of the quota wakes it."""
+        self.spot.held_back = True
 
     def _place(self, j: int, now: int) -> bool:
         """Place job j now if the placer finds GPUs; returns whether it started."""
