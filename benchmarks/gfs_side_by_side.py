@@ -27,7 +27,8 @@ The workload is `raysim trace spot` (raysim/trace/spot_synth.py) with `--start-s
 simulators read the same two files. raysim runs `+experiment=spot_alibaba` (FIFO, one VC per GPU
 model, as GFS) with GFS's placement of HP jobs, eviction choice and eviction cost (`spot.victims=gfs
 spot.evict=always`, `checkpoint.interval_s=3600 checkpoint.write_s=0 checkpoint.restart_s=40`, GFS's `ckpt_interval`
-and its preemption overhead for jobs of up to 8 GPUs) and no guarantee; overrides after `--` are
+and its preemption overhead for jobs of up to 8 GPUs), an evicted job waiting again at the back of
+its queue as GFS appends it to its spot queue (`spot.requeue=back`) and no guarantee; overrides after `--` are
 added. With `--durations gfs` (the default) raysim reads a copy of the job table in GFS's timing:
 GFS adds its preemption overhead (`Policy.preempt_overhead`: 40 s, 60 s above 8 GPUs a worker) to
 every HP job it places, evictions or none (`FifoWithSpot.preempt` runs for each), and its tick loop
@@ -55,8 +56,8 @@ AUGUST_S = 13_219_200
 #: How raysim's copy of the job table is timed (`--durations`): in GFS's timing, or as generated.
 DURATIONS = ("gfs", "trace")
 #: What raysim runs with on top of `+experiment=spot_alibaba`: GFS's eviction choice and cost.
-RAYSIM_GFS = ["runtime=local", "spot.victims=gfs", "spot.evict=always", "checkpoint.interval_s=3600", "checkpoint.write_s=0",
-              "checkpoint.restart_s=40"]
+RAYSIM_GFS = ["runtime=local", "spot.victims=gfs", "spot.evict=always", "spot.requeue=back", "checkpoint.interval_s=3600",
+              "checkpoint.write_s=0", "checkpoint.restart_s=40"]
 
 DRIVER = '''\
 """Runs GFS's simulator.py unchanged, with a fixed spot quota and its clock started at START

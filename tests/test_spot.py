@@ -402,3 +402,29 @@ def test_a_trace_of_hp_jobs_only_runs_as_one_without_classes(tmp_path, policy):
         tables.append(pq.read_table(run_cli(folder, trace, f"policy={policy}") / "jobs.parquet").to_pandas())
     assert tables[1].evictions.sum() == 0 and tables[0].queue.mean() > 1000
     pd.testing.assert_frame_equal(tables[0], tables[1].drop(columns=["priority_class", "evictions", "hours_kept"]))
+
+
+@pytest.mark.parametrize("requeue", ["in_place", "back"])
+def test_an_evicted_job_waits_again_in_its_place_or_behind_every_job_waiting(tmp_path, requeue):
+    """One 8-GPU node under FIFO: spot A (0, 1,000 s) runs; spot B (10, 1,000 s) waits; HP H (100,
+    100 s) evicts A and ends at 200; an evicted job keeps its work (no checkpoint model, no
+    overhead). in_place: A (submitted first) runs again at 200 and ends at 1,100 (900 s left); B
+    runs from 1,100 to 2,100. back: A re-entered at 100 behind B, so B runs from 200 to 1,200 and A
+    from 1,200 to 2,100."""
+    jobs = [(0, 1000, 8), (10, 1000, 8), (100, 100, 8)]
+    out = run_cli(tmp_path, trace_with_classes(tmp_path, ["spot", "spot", "hp"], jobs), "policy=fifo",
+                  f"spot.requeue={requeue}")
+    got = pq.read_table(out / "jobs.parquet").to_pandas().set_index("job_id")
+    a_end, b = (1100, 1100) if requeue == "in_place" else (2100, 200)
+    assert (got.at[1, "start_time"], got.at[2, "start_time"], got.at[2, "end_time"]) == (b, 100, 200)
+    assert got.at[0, "evictions"] == 1 and got.at[0, "end_time"] == a_end and got.at[1, "end_time"] == b + 1000
+
+
+def test_requeue_back_runs_under_fifo_only(tmp_path):
+    from raysim.errors import ConfigError
+    from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
+
+    trace = trace_with_classes(tmp_path, ["spot", "hp"], [(0, 100, 8), (10, 100, 8)])
+    cfg = configured(trace, "policy=sjf", "spot.requeue=back")
+    with pytest.raises(ConfigError, match=r"^spot\.requeue: .*only policy=fifo keeps"):
+        spec_from_config(cfg, load_from_config(cfg), check_cluster_config(cfg))

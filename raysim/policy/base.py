@@ -36,7 +36,7 @@ VIEW = frozenset({
     # actions
     "try_start", "start_on", "preempt", "share", "set_rate_factor", "borrow_node", "lend_node",
     "start_on_type", "end_lease", "finish", "drop", "nodes_by_type", "resize", "checkpointing",
-    "over_spot_quota", "spot_quota", "spot_held_back",
+    "over_spot_quota", "spot_quota", "spot_held_back", "evicted_wait_last",
 })
 
 #: Job attributes a policy may read (`view.jobs.<name>[j]`).
@@ -73,6 +73,9 @@ class Policy:
     #: class in the policy's own order, and tries a waiting high-priority job with `view.try_start`
     #: (which may evict spot jobs for it). A run with priority classes needs such a policy.
     ranks_classes = False
+    #: Its queue keeps jobs in the order they entered it, so an evicted spot job may re-enter it last
+    #: (`spot.requeue=back`, `view.evicted_wait_last`, `on_evicted`).
+    queues_in_entry_order = False
     #: Clock ticks per second of runs under this policy: 1 (whole seconds, the trace's clock), or
     #: finer for policies whose events fall between seconds (round-based ones: micro-seconds).
     ticks_per_s = 1

@@ -17,7 +17,7 @@ from raysim.policy import policy_class
 from raysim.run.values import plain, value
 from raysim.settings import setting
 from raysim.run.spot_forecast import DAY_S, SOURCES, demand_steps, forecast_peaks, quota_steps, read_forecast_file
-from raysim.sim.spot import EVICT, VICTIMS, SpotRules
+from raysim.sim.spot import EVICT, REQUEUE, VICTIMS, SpotRules
 from raysim.trace.load import Trace
 from raysim.trace.schema import LARGEST, PRIORITY_CLASSES
 
@@ -58,6 +58,9 @@ class SpotSettings:
     evict: str = setting("blocked", "when a high-priority job evicts: blocked (only when the placer finds it no GPUs) "
                                     "| always (every placement goes through the victim chooser, as GFS's simulator "
                                     "places HP jobs; with victims=gfs)", choices=EVICT)
+    requeue: str = setting("in_place", "where an evicted spot job waits again: in_place (its place by submit time) | "
+                                       "back (behind every job waiting, as GFS's FIFO re-enters it; policy=fifo only)",
+                           choices=REQUEUE)
 
     def __post_init__(self):
         if self.evict == "always" and self.victims != "gfs":
@@ -79,7 +82,7 @@ class SpotSettings:
 
 
 #: The traits class_traits gives (the keys Spot's declaration may name besides the run's settings).
-TRAITS = ("priority_class", "spot_without_classes", "unranked", "resources")
+TRAITS = ("priority_class", "spot_without_classes", "unranked", "resources", "requeue_back")
 
 
 def class_traits(cfg: DictConfig, settings: SpotSettings, trace: Trace, *, resources: bool) -> dict:
@@ -94,7 +97,9 @@ def class_traits(cfg: DictConfig, settings: SpotSettings, trace: Trace, *, resou
     return {"priority_class": ("trace.path", trace.source if column else None),
             "spot_without_classes": (f"spot.{key}", given[key]) if key else ("spot", None),
             "unranked": ("policy.name", None if policy_class(name).ranks_classes else name),
-            "resources": ("trace.path", trace.source if resources and _asks_cpu_or_memory(trace) else None)}
+            "resources": ("trace.path", trace.source if resources and _asks_cpu_or_memory(trace) else None),
+            "requeue_back": ("spot.requeue", "back" if settings.requeue == "back"
+                             and not policy_class(name).queues_in_entry_order else None)}
 
 
 def _asks_cpu_or_memory(trace: Trace) -> bool:
@@ -113,7 +118,8 @@ def spot_rules(settings: SpotSettings, trace: Trace, layout: dict) -> tuple[Spot
     classes = trace.table.column(COLUMN).cast(pa.string()).to_numpy(zero_copy_only=False)
     spot = (classes == PRIORITY_CLASSES[1]).astype(np.int64)
     quota = spot_quota(settings, trace, layout, spot)
-    return SpotRules(settings.victims, settings.guarantee_s, settings.overhead_s, settings.evict, quota), spot
+    return SpotRules(settings.victims, settings.guarantee_s, settings.overhead_s, settings.evict, quota,
+                     settings.requeue), spot
 
 
 def spot_quota(settings: SpotSettings, trace: Trace, layout: dict, spot: np.ndarray) -> tuple[tuple[str, object], ...]:

@@ -50,6 +50,9 @@ from raysim.sim.vc import SHARED
 NEVER = math.inf
 #: When an HP job evicts: only when the placer finds it no GPUs, or on every placement (GFS's).
 EVICT = ("blocked", "always")
+#: Where an evicted spot job waits again: in its place (by submit time), or behind every job waiting
+#: at its eviction, in the order jobs entered the queue (GFS's FIFO appends it to its spot queue).
+REQUEUE = ("in_place", "back")
 #: GFS's guarantee hour, in seconds: a spot job keeps one for each hour it runs uninterrupted.
 HOUR_S = 3600
 
@@ -76,12 +79,16 @@ class Spot(Extension):
                      "their CPU and memory; drop its priority_class column or its cpu_milli and memory_mib columns",
         "quota=borrow": "priority classes (the trace's priority_class column) do not run with quota lending yet: "
                         "run them with quota=none or global",
+        "requeue_back": "back re-enters an evicted job in the order jobs entered the queue (GFS's FIFO), which only "
+                        "policy=fifo keeps: use in_place",
     }
     countdown = True  # (an evicted job keeps its work)
 
     def __init__(self, victims: str = "youngest", guarantee: int = 0, overhead: int = 0, hour: int = HOUR_S,
-                 evict: str = "blocked", quota: int | tuple | None = None):
+                 evict: str = "blocked", quota: int | tuple | None = None, requeue: str = "in_place"):
         self.victims, self.guarantee, self.overhead, self.hour = victims, int(guarantee), int(overhead), int(hour)
+        #: whether an evicted job waits again behind every job waiting (REQUEUE; the policy reads it)
+        self.back = requeue == "back"
         #: whether every HP job that fits on one node is placed through the eviction path (`place`)
         self.always = evict == "always"
         #: the quota's changes (tick, GPUs), the next to apply at `_step`; the ticks where it rises in `rises`
@@ -473,13 +480,15 @@ class SpotRules:
     """A run's eviction rules (`spot.*`, raysim.run.spot), in seconds: the victim chooser (VICTIMS),
     the guaranteed start of each spot job's run, the work an evicted job redoes without
     checkpoint-restart, when an HP job evicts (EVICT), and the spot quota: (VC, the most GPUs its spot jobs may hold at once) for
-    each VC it bounds, a number or, from a forecast, its changes ((time s, GPUs), ...)."""
+    each VC it bounds, a number or, from a forecast, its changes ((time s, GPUs), ...); and where an
+    evicted job waits again (REQUEUE)."""
 
     victims: str = "youngest"
     guarantee_s: int = 0
     overhead_s: int = 0
     evict: str = "blocked"
     quota: tuple[tuple[str, int | tuple], ...] = ()
+    requeue: str = "in_place"
 
     def extension(self, ticks_per_s: int = 1, vc: str | None = None) -> Spot:
         """VC `vc`'s engine's extension of these rules, on a clock of `ticks_per_s` ticks per second."""
@@ -487,4 +496,4 @@ class SpotRules:
         if isinstance(quota, tuple):
             quota = tuple((t * ticks_per_s, q) for t, q in quota)
         return Spot(self.victims, self.guarantee_s * ticks_per_s, self.overhead_s * ticks_per_s, HOUR_S * ticks_per_s,
-                    self.evict, quota)
+                    self.evict, quota, self.requeue)

@@ -137,6 +137,10 @@ class PolicyView:
         quota = None if self.spot is None else self.spot.quota_at(self.now)
         return None if quota is None else quota * MILLI
 
+    def evicted_wait_last(self) -> bool:
+        """Whether an evicted spot job waits again behind every job waiting (spot.requeue=back)."""
+        return self.spot is not None and self.spot.back
+
     def spot_held_back(self) -> None:
         """The policy passed a spot job over for the spot quota: a rise of the quota wakes it."""
         self.spot.held_back = True
