@@ -187,11 +187,13 @@ def round_mean(trace: Path, cp: Checkpointing, mtbf_s: float) -> float:
 
 def daly_error(tmp_path: Path, jobs: int, point) -> float:
     sys.path.insert(0, str(Path(__file__).parent))
-    from test_daly import WORK, write_trace
+    from test_daly import WORK
+
+    from raysim.trace.lone import write_lone_jobs
 
     interval, write, restart, m = point
     cp = Checkpointing(interval, write, restart)
-    return round_mean(write_trace(tmp_path, jobs, 1), cp, m * interval) / daly_time(WORK, cp, m * interval) - 1
+    return round_mean(write_lone_jobs(tmp_path, jobs, WORK), cp, m * interval) / daly_time(WORK, cp, m * interval) - 1
 
 
 def test_a_lone_round_based_job_takes_dalys_time_in_the_fast_suite(tmp_path):
