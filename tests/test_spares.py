@@ -116,8 +116,10 @@ def test_bad_spare_settings_are_one_line_naming_the_key(tmp_path, overrides, key
     assert err.value.key == key and "\n" not in str(err.value)
 
 
-@pytest.mark.slow
-def test_ray_gives_the_local_results(ray_local, tmp_path):  # noqa: F811
+def same_on_ray_with_busy_failures(tmp_path, nodes: int, *overrides):
+    """Eight 2-node jobs of 10 h in VCs a and b of `nodes` 8-GPU nodes each, nodes failing every 20 h
+    of work (busy clocks), under `overrides`: run in process and on Ray, with the same files
+    (simutil.assert_same_on_ray); returns the in-process run's folder."""
     from hydra import compose, initialize_config_dir
 
     from raysim.paths import CONF_DIR
@@ -126,14 +128,19 @@ def test_ray_gives_the_local_results(ray_local, tmp_path):  # noqa: F811
     trace = tmp_path / "jobs.csv"
     trace.write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n"
                      + "".join(f"{i},{'ab'[i % 2]},u,16,1,{i * 10},36000,COMPLETED\n" for i in range(1, 9)))
-    (tmp_path / "vc_config.csv").write_text(",num\na,4\nb,4\n")
+    (tmp_path / "vc_config.csv").write_text(f",num\na,{nodes}\nb,{nodes}\n")
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=[
             f"trace.path={trace}", "trace.cache=false", "runtime.window_s=3600", "failures=exponential",
-            "failures.node_mtbf_h=20", "failures.clock=busy", "spares.nodes=2", "spares.wait_s=1200",
-            "spares.returns=last", "checkpoint.interval_s=600"])
+            "failures.node_mtbf_h=20", "failures.clock=busy", *overrides])
     check_cluster_config(cfg)
     loaded = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, loaded)
-    local = assert_same_on_ray(tmp_path, loaded, spec, extra)
+    return assert_same_on_ray(tmp_path, loaded, spec, extra)
+
+
+@pytest.mark.slow
+def test_ray_gives_the_local_results(ray_local, tmp_path):  # noqa: F811
+    local = same_on_ray_with_busy_failures(tmp_path, 4, "spares.nodes=2", "spares.wait_s=1200", "spares.returns=last",
+                                           "checkpoint.interval_s=600")
     assert pd.read_parquet(local / "timeseries.parquet")["spares_pulled"].max() > 0

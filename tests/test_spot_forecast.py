@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from simutil import batch, pools
+from simutil import assert_same_on_ray, batch, pools
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 from test_spot import configured, run_cli, trace_with_classes
 
@@ -179,7 +179,6 @@ def test_a_missing_vc_in_the_file_is_one_line(tmp_path):
 @pytest.mark.parametrize("source", ["oracle", "estimate"])
 def test_ray_gives_the_local_results(ray_local, tmp_path, source):  # noqa: F811
     from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
-    from raysim.run.simulate import simulate_to
 
     rng = np.random.default_rng(11)
     jobs = [(int(s), int(rng.integers(100, 5000)), int(rng.choice([1, 2, 4])))
@@ -193,8 +192,6 @@ def test_ray_gives_the_local_results(ray_local, tmp_path, source):  # noqa: F811
     check_cluster_config(cfg)
     loaded = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, loaded)
-    for runtime in ("local", "ray"):
-        simulate_to(tmp_path / runtime, loaded, spec, None, runtime=runtime, job_extra=extra)
-    assert (tmp_path / "ray" / "jobs.parquet").read_bytes() == (tmp_path / "local" / "jobs.parquet").read_bytes()
+    assert_same_on_ray(tmp_path, loaded, spec, extra, files=("jobs.parquet",))
     fixed = dict(spec.spot.quota)
     assert set(fixed) == {"a", "b"} and all(len(changes) > 2 for changes in fixed.values())

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from simutil import batch, pools
+from simutil import assert_same_on_ray, batch, pools
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 from test_spot import configured, run_cli
 
@@ -205,7 +205,6 @@ def test_the_spot_gpu_trace_with_fractional_requests_runs(tmp_path):
 @pytest.mark.parametrize("victims, evict", [("youngest", "blocked"), ("gfs", "blocked"), ("gfs", "always")])
 def test_ray_gives_the_local_results_with_shares(ray_local, tmp_path, victims, evict):  # noqa: F811
     from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
-    from raysim.run.simulate import simulate_to
 
     rng = np.random.default_rng(7)
     sizes = [(1, 250), (1, 500), (1, 1000), (2, 1000), (4, 1000)]
@@ -217,7 +216,5 @@ def test_ray_gives_the_local_results_with_shares(ray_local, tmp_path, victims, e
     check_cluster_config(cfg)
     loaded = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, loaded)
-    for runtime in ("local", "ray"):
-        simulate_to(tmp_path / runtime, loaded, spec, None, runtime=runtime, job_extra=extra)
-    assert (tmp_path / "ray" / "jobs.parquet").read_bytes() == (tmp_path / "local" / "jobs.parquet").read_bytes()
+    assert_same_on_ray(tmp_path, loaded, spec, extra, files=("jobs.parquet",))
     assert pq.read_table(tmp_path / "local" / "jobs.parquet").column("evictions").to_numpy().sum() > 0

@@ -150,28 +150,10 @@ def test_bad_standby_settings_are_one_line_naming_the_key(tmp_path, overrides, k
 
 @pytest.mark.slow
 def test_ray_gives_the_local_results(ray_local, tmp_path):  # noqa: F811
-    from hydra import compose, initialize_config_dir
+    from test_spares import same_on_ray_with_busy_failures
 
-    from raysim.paths import CONF_DIR
-    from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
-    from raysim.run.simulate import simulate_to
-
-    trace = tmp_path / "jobs.csv"
-    trace.write_text("job_id,vc,user,gpu_num,cpu_num,submit_time,duration,state\n"
-                     + "".join(f"{i},{'ab'[i % 2]},u,16,1,{i * 10},36000,COMPLETED\n" for i in range(1, 9)))
-    (tmp_path / "vc_config.csv").write_text(",num\na,5\nb,5\n")
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        cfg = compose(config_name="config", overrides=[
-            f"trace.path={trace}", "trace.cache=false", "runtime.window_s=3600", "failures=exponential",
-            "failures.node_mtbf_h=20", "failures.clock=busy", "spares.nodes=1", "spares.wait_s=1200",
-            "spares.returns=last", "spares.standbys=1", "spares.host_selection_s=180", "checkpoint.interval_s=600",
-            "checkpoint.restart_s=300"])
-    check_cluster_config(cfg)
-    loaded = load_from_config(cfg)
-    spec, extra = spec_from_config(cfg, loaded)
-    for runtime in ("local", "ray"):
-        simulate_to(tmp_path / runtime, loaded, spec, None, runtime=runtime, job_extra=extra)
-    for name in ("jobs.parquet", "timeseries.parquet"):
-        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
-    series = pd.read_parquet(tmp_path / "local" / "timeseries.parquet")
+    local = same_on_ray_with_busy_failures(tmp_path, 5, "spares.nodes=1", "spares.wait_s=1200", "spares.returns=last",
+                                           "spares.standbys=1", "spares.host_selection_s=180",
+                                           "checkpoint.interval_s=600", "checkpoint.restart_s=300")
+    series = pd.read_parquet(local / "timeseries.parquet")
     assert series["standby_swaps"].max() > 0 and series["host_selections"].max() > 1

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
-from simutil import batch, pools
+from simutil import assert_same_on_ray, batch, pools
 from test_ray_runtime import ray_local  # noqa: F401  (a fixture)
 
 from raysim import cli  # noqa: F401  (registers the raysim_path resolver)
@@ -191,7 +191,6 @@ def test_workers_of_jobs_asking_cpu_or_memory_are_refused(tmp_path):
 @pytest.mark.slow
 def test_ray_gives_the_local_results(ray_local, tmp_path):  # noqa: F811
     from raysim.run.config import check_cluster_config, load_from_config, spec_from_config
-    from raysim.run.simulate import simulate_to
 
     rng = np.random.default_rng(7)
     rows = []
@@ -202,8 +201,6 @@ def test_ray_gives_the_local_results(ray_local, tmp_path):  # noqa: F811
     check_cluster_config(cfg)
     loaded = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, loaded)
-    for runtime in ("local", "ray"):
-        simulate_to(tmp_path / runtime, loaded, spec, None, runtime=runtime, job_extra=extra)
-    assert (tmp_path / "ray" / "jobs.parquet").read_bytes() == (tmp_path / "local" / "jobs.parquet").read_bytes()
+    assert_same_on_ray(tmp_path, loaded, spec, extra, files=("jobs.parquet",))
     jobs = pq.read_table(tmp_path / "local" / "jobs.parquet").to_pandas()
     assert (jobs.num_nodes > 1).any()
