@@ -228,14 +228,7 @@ class Spot(Extension):
         """`place` where GPUs may hold shares: GFS's choice (`gfs_choice`) over every node j may use,
         in scan order, with its GPUs' holders as `evictable` gives them; j starts on the GPUs chosen."""
         jobs, vc = sim.jobs, sim.vc
-        placed_at, guarantee, protected, free_to_take = jobs.placed_at, self.guarantee, NEVER, set()
-        for held in self.on_node.values():
-            for k in held:
-                until = placed_at[k] + guarantee
-                if until > now:
-                    protected = min(protected, until)
-                else:
-                    free_to_take.add(k)
+        free_to_take, protected = self._past_guarantee(sim, now)
         c = jobs.constraint[j]
         allowed = sim._allowed[c] if c >= 0 else None
         holders = {}
@@ -254,6 +247,19 @@ class Spot(Extension):
         self.evicted += victims
         sim.start_on(j, [(node, len(ids), ids)], now)
         return True
+
+    def _past_guarantee(self, sim, now: int) -> tuple[set, float]:
+        """The running spot jobs past their guarantee at `now` (those that may be evicted), and the
+        earliest end of a guarantee that protects one (NEVER: none)."""
+        placed_at, guarantee, free_to_take, protected = sim.jobs.placed_at, self.guarantee, set(), NEVER
+        for held in self.on_node.values():
+            for k in held:
+                until = placed_at[k] + guarantee
+                if until > now:
+                    protected = min(protected, until)
+                else:
+                    free_to_take.add(k)
+        return free_to_take, protected
 
     def _takeable(self, sim, now: int) -> tuple[dict, float]:
         """(node -> GPUs its spot jobs past their guarantee hold there, over the nodes with such a
@@ -275,21 +281,12 @@ class Spot(Extension):
         types with a spot job that may be evicted),
         and the earliest end of a guarantee that protects a running spot job (NEVER: none)."""
         jobs, vc = sim.jobs, sim.vc
-        placed_at, guarantee, state = jobs.placed_at, self.guarantee, vc.state
-        free_to_take, protected, nodes = set(), NEVER, []
+        state = vc.state
+        free_to_take, protected = self._past_guarantee(sim, now)
         c = jobs.constraint[j]
         allowed = sim._allowed[c] if c >= 0 else None
-        for node, held in self.on_node.items():
-            takeable = False
-            for k in held:
-                until = placed_at[k] + guarantee
-                if until > now:
-                    protected = min(protected, until)
-                else:
-                    free_to_take.add(k)
-                    takeable = True
-            if takeable and state[node] == UP and (allowed is None or vc.type_of[node] in allowed):
-                nodes.append(node)
+        nodes = [node for node, held in self.on_node.items() if state[node] == UP and not free_to_take.isdisjoint(held)
+                 and (allowed is None or vc.type_of[node] in allowed)]
         if vc.held or vc.borrowed or vc.returns_last:  # (nodes on loan, or back in service, come last)
             chosen = set(nodes)
             nodes = [node for node in vc.order if node in chosen]
