@@ -65,9 +65,9 @@ def test_a_stretch_of_progress_lasts_while_some_job_progresses():
     assert stream2.rest(1, 50) and stream2.since == 100  # a gap from 50 to 100: a fresh stretch at 100
 
 
-def one_node_sim(*, clock, seed, restart_s, mtbf_s, jobs, until=math.inf):
-    """A VC of one 8-GPU node under FIFO, failures of one down category repaired at once and a
-    checkpoint every second: its results after running `jobs` (until None: the simulator, not run)."""
+def one_node_sim(*, clock, seed, restart_s, mtbf_s, jobs, until=math.inf, nodes=1):
+    """A VC of one 8-GPU node (or `nodes`) under FIFO, failures of one down category repaired at once
+    and a checkpoint every second: its results after running `jobs` (until None: the simulator, not run)."""
     from simutil import batch, pools
 
     from raysim.placement import make_placer
@@ -79,9 +79,9 @@ def one_node_sim(*, clock, seed, restart_s, mtbf_s, jobs, until=math.inf):
 
     params = SimParams.for_mode("clean")
     model = FailureModel((HW,), node_mtbf_s=mtbf_s, clock=clock)
-    plan = CapacityPlan(("gpu",), failing_vcs(model, seed, {"vc": pools(1)}, (), ("gpu",), {}, {"vc": len(jobs)}),
+    plan = CapacityPlan(("gpu",), failing_vcs(model, seed, {"vc": pools(nodes)}, (), ("gpu",), {}, {"vc": len(jobs)}),
                         busy=clock == "busy")
-    sim = VCSimulator("vc", pools(1), make_policy("fifo", params=params), make_placer("consolidate", params=params),
+    sim = VCSimulator("vc", pools(nodes), make_policy("fifo", params=params), make_placer("consolidate", params=params),
                       params, extensions=[Capacity(plan), Checkpoints(Checkpointing(1, 0, restart_s))])
     sim.add_jobs(batch(jobs))
     if until is None:
@@ -108,6 +108,29 @@ def test_a_lone_job_fails_only_while_it_progresses_as_computed_by_hand(seed):
         failures += 1
         t, since = fail, fail + restore  # back at once, restarted on its node, restoring first
     r = one_node_sim(clock="busy", seed=seed, restart_s=restore, mtbf_s=mtbf, jobs=[(submit, work, 8)])
+    assert (r["end_time"][0], r["interruptions"][0]) == (end, failures) and failures > 0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_job_on_whole_nodes_draws_every_nodes_lifetime_from_its_own_generator(seed):
+    """A job holding both 8-GPU nodes of its VC runs on a clock of its own (raysim.sim.busy.JobClocks):
+    as each run begins both nodes draw a lifetime at once from the job's generator ([seed, 0, its trace
+    sequence number, JOB_LIVES]), the first to end fails; a failure repaired at once restarts the job,
+    which restores, then both draw again. Its end and failures, computed by hand from those draws."""
+    from raysim.sim.busy import JOB_LIVES
+
+    submit, work, restore, mtbf = 100 * H, 10 * H, 1800, 5 * H
+    rng, t, left, failures, since = np.random.default_rng([seed, 0, 0, JOB_LIVES]), submit, work, 0, submit
+    while True:
+        life = float((rng.standard_exponential(2) * mtbf).min())
+        fail = max(int(since + life), t + 1)
+        if fail >= since + left:
+            end = since + left
+            break
+        left -= fail - since
+        failures += 1
+        t, since = fail, fail + restore
+    r = one_node_sim(clock="busy", seed=seed, restart_s=restore, mtbf_s=mtbf, jobs=[(submit, work, 16)], nodes=2)
     assert (r["end_time"][0], r["interruptions"][0]) == (end, failures) and failures > 0
 
 

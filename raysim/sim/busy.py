@@ -11,13 +11,25 @@ and its failure is dropped, not having happened, when the stretch ends first.
 The engine (raysim.sim.engine.VCSimulator) tells a node's stream when a job begins a run on it
 (`carry`: from when it progresses, after its restore) and when it leaves (`rest`); the stream
 says whether its pending failure changed, and the engine then drops the one it holds and asks for
-the new one (`armed`). Costs grow with job starts and stops, never with simulated seconds; the
-draws stay per node, so a node's failures follow its own work only.
+the new one (`armed`). Costs grow with job starts and stops, never with simulated seconds.
+
+A job that holds every GPU of two nodes or more is the only work on them, so their stretches begin
+and end together, with its runs: its clock (JobClocks) draws all its nodes' lifetimes at once as a
+run begins, from the job's own generator, and arms the first to end on its node's stream. The
+process is the same as per node (each node a fresh lifetime of its own distribution per stretch);
+the cost of a run is one vector draw, not one draw and heap entry per node. Every other run (one
+node, or nodes it shares with other jobs) draws from each node's own generator. Either way the
+draws follow the work, never the actor packing, windows or runtime.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from raysim.sim.capacity import DOWN, RESTART
+
+#: The last word of a job's lifetime seed ([run seed, 0, job's trace sequence number, JOB_LIVES])
+JOB_LIVES = 5
 
 
 class BusyFailures:
@@ -85,3 +97,92 @@ class BusyFailures:
         k = f.category()
         self.pending = (max(int(t), now + 1), k, f.cause_of(k))
         return True
+
+
+class JobClocks:
+    """The busy clocks of a VC's jobs that hold whole nodes (see the module docs): per such job its
+    nodes (as an array, kept while it holds them) and generator (kept until it finishes), and the node
+    whose failure is armed. `streams`: the VC's BusyFailures per node (None: a node without one);
+    `seed`: the run's."""
+
+    def __init__(self, streams, seed: int):
+        self.streams = list(streams)
+        self.seed = seed
+        failures = next((s.failures for s in self.streams if s is not None), None)
+        self.model = None if failures is None else failures.model
+        #: per node, the scale of its lifetimes (a bad node's until a repair truly fixes it: `rescale`)
+        self.scales = np.array([s.failures.scale if s is not None else np.inf for s in self.streams])
+        self.nodes: dict[int, np.ndarray] = {}  # job (trace sequence number) -> its nodes
+        self.rngs: dict[int, np.random.Generator] = {}
+        self.armed: dict[int, int] = {}  # job -> the node its pending failure is on
+
+    def covers(self, seq: int, vc, placed) -> bool:
+        """Whether the job of trace sequence number `seq`, placed on `placed` ((node, GPU ids) of VC
+        state `vc`), runs on a clock of its own: it holds every GPU of two nodes or more (and no
+        resource other than GPUs is placed). Decided once per placement."""
+        if seq in self.nodes:
+            return True
+        if vc.res is not None or len(placed) < 2:
+            return False
+        nodes = [node for node, _ in placed]
+        if len(set(nodes)) != len(nodes) or any(len(ids) != vc.size[node] for node, ids in placed):
+            return False
+        self.nodes[seq] = np.array(nodes, dtype=np.intp)
+        return True
+
+    def carry(self, seq: int, begins: int, now: int) -> int | None:
+        """Job `seq` begins a run at `now` that progresses from `begins` on: each of its nodes draws a
+        lifetime, and the first to end is armed on its node's stream. Returns that node (None: none
+        of its nodes can fail)."""
+        rng = self.rngs.get(seq)
+        if rng is None:
+            rng = self.rngs[seq] = np.random.default_rng([self.seed, 0, seq, JOB_LIVES])
+        nodes = self.nodes[seq]
+        model, n = self.model, len(nodes)
+        if model.distribution == "exponential":
+            lives = rng.standard_exponential(n)
+        elif model.distribution == "weibull":
+            lives = rng.weibull(model.shape, n)
+        else:
+            lives = rng.lognormal(0.0, model.sigma, n)
+        lives *= self.scales[nodes]
+        i = int(np.argmin(lives))
+        if not np.isfinite(lives[i]):
+            return None
+        node = int(nodes[i])
+        stream = self.streams[node]
+        f = stream.failures
+        k = f.category()
+        stream.since = begins
+        stream.pending = (max(int(begins + lives[i]), now + 1), k, f.cause_of(k))
+        self.armed[seq] = node
+        return node
+
+    def rest(self, seq: int) -> int | None:
+        """Job `seq`'s run ends: the failure armed for it, if not applied yet, is dropped. Returns its
+        node (None: nothing was pending)."""
+        node = self.armed.pop(seq, None)
+        if node is None or self.streams[node].pending is None:
+            return None
+        self.streams[node].pending = None
+        return node
+
+    def move(self, seq: int, node: int, to: int) -> None:
+        """Job `seq`'s GPUs of node `node` moved to node `to` (a warm standby swapped in)."""
+        nodes = self.nodes.get(seq)
+        if nodes is not None:
+            nodes[nodes == node] = to
+
+    def release(self, seq: int) -> None:
+        """Job `seq` left its nodes."""
+        self.nodes.pop(seq, None)
+
+    def finished(self, seq: int) -> None:
+        """Job `seq` finished: its generator is not needed any more."""
+        self.rngs.pop(seq, None)
+
+    def rescale(self, node: int) -> None:
+        """Node `node`'s stream applied an event: its scale may have changed (a bad node truly fixed)."""
+        stream = self.streams[node]
+        if stream is not None:
+            self.scales[node] = stream.failures.scale

@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from raysim.cluster.catalog import TypeCatalog
+from raysim.sim.busy import JobClocks
 from raysim.sim.capacity import DOWN, UP
 from raysim.sim.checkpoint import Checkpointing, charge, completed
 from raysim.sim.jobs import CAPACITY, RETRY, UNSET, JobTable
@@ -129,6 +130,11 @@ class VCSimulator(PolicyView):
         self._serial = 0  # tells a stale heap entry (its node stopped following that stream) from a live one
         #: node -> the last serial of its entries that are stale (busy clocks drop a pending failure)
         self._dropped: dict[int, int] = {}
+        #: failures.clock=busy: the clocks of jobs that hold whole nodes (raysim.sim.busy.JobClocks)
+        self._job_clocks = None
+        #: the nodes whose capacity streams moved on since the time series' last row, as (node, stream),
+        #: where a plan counts what its streams do (raysim.sim.extensions.Capacity; else None)
+        self.advanced = None
         #: (node, up?) of the capacity events applied at the latest capacity tick, in apply order
         self.capacity_changes: list[tuple[int, bool]] = []
         #: own nodes that have not joined yet (absent until their node log's join)
@@ -158,6 +164,8 @@ class VCSimulator(PolicyView):
         streams = tuple(own.stream(node) for node in range(self.vc.num_nodes))
         for node, stream in enumerate(streams):
             self.follow(node, stream, self.t0)
+        if plan.busy:
+            self._job_clocks = JobClocks(streams, own.seed)
         for node in own.absent:
             self.vc.change(node, "leave", "not_joined")
             self.joining += 1
@@ -423,6 +431,8 @@ class VCSimulator(PolicyView):
         self.policy.on_ending(self, j, t)
         self._release(j, t if ran_until is None else ran_until)
         del self.running[j]
+        if self._job_clocks is not None:
+            self._job_clocks.finished(jobs.seq[j])
         self.finished += 1
         self.progress_at = t
         self.finished_log.append(j)
@@ -475,7 +485,16 @@ class VCSimulator(PolicyView):
             self._busy_nodes(j, until, None)
         if self.standbys is not None and self.standbys.released(self, j):
             return  # (a standby swap: the job keeps its GPUs, and one node of them moves)
+        if self._job_clocks is not None:
+            self._job_clocks.release(self.jobs.seq[j])
         self.vc.release(j)
+
+    def move(self, j: int, node: int, to: int) -> None:
+        """Running job j's GPUs of node `node` move to idle node `to`, the rest of its placement
+        untouched (a warm standby swapped in: raysim.sim.standbys)."""
+        self.vc.move(j, node, to)
+        if self._job_clocks is not None:
+            self._job_clocks.move(self.jobs.seq[j], node, to)
 
     def resume(self, j: int, now: int) -> None:
         """Waiting job j, stopped at `now` but holding its GPUs still (a standby swap: raysim.sim.standbys),
@@ -502,9 +521,17 @@ class VCSimulator(PolicyView):
     def _busy_nodes(self, j: int, now: int, begins: int | None) -> None:
         """Failures.clock=busy: job j's nodes hear that it began a run at `now` that progresses from
         `begins` on (None: it leaves them now); a node whose pending failure changed has its capacity
-        event replaced. The heap keeps to its live entries (at most one per node, and as many again of
-        dropped ones: compacting in place costs O(1) per drop, amortized)."""
-        seq, heap = self.jobs.seq[j], self._cap_heap
+        event replaced (a job on whole nodes: the one node its own clock armed). The heap keeps to its
+        live entries (at most one per node, and as many again of dropped ones: compacting in place
+        costs O(1) per drop, amortized)."""
+        seq, heap, clocks = self.jobs.seq[j], self._cap_heap, self._job_clocks
+        if clocks is not None and clocks.covers(seq, self.vc, self.vc.placement[j]):
+            node = clocks.rest(seq) if begins is None else clocks.carry(seq, begins, now)
+            if node is not None:
+                self._dropped[node] = self._serial
+                if begins is not None:
+                    self._push(node, self._streams[node], self._streams[node].armed)
+            return
         for node in dict.fromkeys(node for node, _ in self.vc.placement[j]):
             stream = self._streams.get(node)
             if stream is None or not (stream.rest(seq, now) if begins is None else stream.carry(seq, begins, now)):
@@ -547,11 +574,15 @@ class VCSimulator(PolicyView):
                 heapq.heappop(heap)
                 continue  # stale: the node left this VC, or its failure was dropped
             after = stream.next()
+            if self.advanced is not None:
+                self.advanced.append((node, stream))
             if after is None:
                 heapq.heappop(heap)
             else:  # (the node's next event takes this one's place)
                 self._serial += 1
                 heapq.heapreplace(heap, (after[0] * ticks, after[1], node, self._serial, after[2], after[3], stream))
+            if self._job_clocks is not None:
+                self._job_clocks.rescale(node)
             if kind == UP:
                 changes.append((node, True))
                 if vc.state[node] == ABSENT:

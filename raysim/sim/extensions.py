@@ -143,17 +143,36 @@ class Capacity(Extension):
         self.counted = (REPAIR_COLUMNS if plan.repairs else ()) + plan.counts
         self.series_columns = CAPACITY_COLUMNS + tuple(COUNT_COLUMNS.get(c, c) for c in self.counted)
         self.own = ()  # the streams the VC's own nodes follow (repairs counted)
+        self.totals: list = []  # the counted counts summed over `own`, kept up as their streams move on
+        self.last: list = []  # per own node, its counts as last summed
 
     def attach(self, sim) -> None:
         sim.capacity_plan = self.plan
         self.own = sim.follow_plan(self.plan)
+        if self.counted:
+            from raysim.sim.failures import repair_counts
+
+            self.last = [repair_counts((stream,), self.counted) for stream in self.own]
+            self.totals = [sum(column) for column in zip(*self.last)] or [0] * len(self.counted)
+            sim.advanced = []
 
     def series_row(self, sim) -> tuple:
+        """The VC's GPUs down, and its counts summed over its own nodes: only the nodes whose streams
+        the engine advanced since the last row (`sim.advanced`: (node, stream)) change them."""
         if not self.counted:
             return (sim.vc.down_gpus,)
-        from raysim.sim.failures import repair_counts
+        if sim.advanced:
+            from raysim.sim.failures import repair_counts
 
-        return (sim.vc.down_gpus, *repair_counts(self.own, self.counted))
+            own, totals = self.own, self.totals
+            for node, stream in sim.advanced:
+                if node < len(own) and own[node] is stream:
+                    now = repair_counts((stream,), self.counted)
+                    for i, (count, was) in enumerate(zip(now, self.last[node])):
+                        totals[i] += count - was
+                    self.last[node] = now
+            sim.advanced.clear()
+        return (sim.vc.down_gpus, *self.totals)
 
     def results(self, sim, rows) -> dict[str, np.ndarray]:
         return sim.jobs.interruption_results(rows, len(self.plan.causes))

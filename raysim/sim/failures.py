@@ -32,6 +32,7 @@ second they fall in.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import zlib
 from dataclasses import dataclass
@@ -107,15 +108,11 @@ class FailureModel:
         in `causes` and ordered among same-second events of other nodes by `rank`; a bad node's
         failures are split under BAD_NODE only where `causes` names it."""
         bad = self.is_bad(seed, vc, node)
-        repairs = None if self.pipeline is None else np.random.default_rng([seed, stable_hash(vc), node, REPAIR])
-        diagnoses = None if self.diagnosis >= 1 else np.random.default_rng([seed, stable_hash(vc), node, DIAGNOSIS])
         split = bad and BAD_NODE in causes
-        failures = NodeFailures(self, np.random.default_rng([seed, stable_hash(vc), node]),
+        failures = NodeFailures(self, (seed, stable_hash(vc), node),
                                 self.mtbf_s(gpus) / (self.bad_multiplier if bad else 1.0),
                                 tuple(causes.index(c.name) for c in self.categories), rank, bad,
-                                repairs=repairs, good_mtbf_s=self.mtbf_s(gpus), diagnoses=diagnoses,
-                                systematic=np.random.default_rng([seed, stable_hash(vc), node, SYSTEMATIC])
-                                if split else None, bad_cause=causes.index(BAD_NODE) if split else None)
+                                good_mtbf_s=self.mtbf_s(gpus), bad_cause=causes.index(BAD_NODE) if split else None)
         return BusyFailures(failures) if self.clock == "busy" else failures
 
     def is_bad(self, seed: int, vc: str, node: int) -> bool:
@@ -123,6 +120,13 @@ class FailureModel:
         `bad_fraction` 0."""
         return self.bad_fraction > 0 and bool(
             np.random.default_rng([seed, stable_hash(vc), node, HEALTH]).random() < self.bad_fraction)
+
+
+@functools.lru_cache(maxsize=64)
+def cumulative_shares(categories: tuple) -> tuple:
+    """The categories' cumulative shares, normalised to end at 1 (bisected as numpy's searchsorted,
+    side="right", but faster)."""
+    return tuple((np.cumsum([c.share for c in categories]) / sum(c.share for c in categories)).tolist())
 
 
 def stable_hash(text: str) -> int:
@@ -143,32 +147,45 @@ def scale(model: FailureModel, mtbf_s: float) -> float:
 
 class NodeFailures:
     """One node's failure events (a NodeStream): `next()` gives (time s, rank, kind, cause index), one
-    event at a time, drawing the next failure only when the last one has been handed out. `bad`:
+    event at a time, drawing the next failure only when the last one has been handed out. `key`: the
+    node's seed (run seed, VC hash, node index): its generators are seeded by it (`rng`: lifetimes,
+    categories and fixed-model repairs; `repairs`, `diagnoses`, `systematic`: the key and one word
+    more), each made when first drawn from. `bad`:
     whether the node is a bad one (its `mtbf_s` already divided by the model's multiplier). Under the
     model's `pipeline`, `repairs` draws its repairs (a bad node truly fixed then lives `good_mtbf_s`),
     counted in `auto_repairs`, `manual_repairs` and `false_successes` as each begins (its DOWN handed
-    out, and the UP that ends it). `diagnoses` draws whether a down failure is diagnosed (None: each
-    is), those that are not counted in `undiagnosed`; under the model's retirement policy the node
+    out, and the UP that ends it). Below a `diagnosis` of 1, `diagnoses` draws whether a down failure
+    is diagnosed, those that are not counted in `undiagnosed`; a bad node's failures are split under
+    `bad_cause` (None: not split) by `systematic`; under the model's retirement policy the node
     keeps its `record` there, and `retired` (0 or 1) counts its retirement as its last repair begins
     (the stream then ends with a restart at that repair's end)."""
 
-    def __init__(self, model: FailureModel, rng: np.random.Generator, mtbf_s: float, causes: tuple, rank: int,
-                 bad: bool = False, *, repairs: np.random.Generator | None = None, good_mtbf_s: float | None = None,
-                 diagnoses: np.random.Generator | None = None, systematic: np.random.Generator | None = None,
-                 bad_cause: int | None = None):
-        self.model, self.rng, self.rank, self.causes, self.bad = model, rng, rank, causes, bad
-        self.systematic, self.bad_cause = systematic, bad_cause
+    def __init__(self, model: FailureModel, key: tuple, mtbf_s: float, causes: tuple, rank: int,
+                 bad: bool = False, *, good_mtbf_s: float | None = None, bad_cause: int | None = None):
+        self.model, self.key, self.rank, self.causes, self.bad = model, key, rank, causes, bad
+        self.bad_cause = bad_cause
         self.scale = scale(model, mtbf_s)
-        self.repairs, self.good_mtbf_s, self.diagnoses = repairs, good_mtbf_s, diagnoses
+        self.good_mtbf_s = good_mtbf_s
+        self._generators: dict = {}
         self.auto_repairs = self.manual_repairs = self.false_successes = 0
         self.undiagnosed = self.retired = 0
         self.record = None if model.retire is None else model.retire.record()
         #: the categories' cumulative shares (a tuple: bisected as numpy's searchsorted, side="right", but faster)
-        self.shares = tuple((np.cumsum([c.share for c in model.categories])
-                             / sum(c.share for c in model.categories)).tolist())
+        self.shares = cumulative_shares(model.categories)
         self.up_at = 0.0  # when the node's current lifetime began (real seconds)
         self.repair_due = None  # (time, cause, pipeline repair or None) of the UP that follows the
         # DOWN handed out last
+
+    def generator(self, word: int | None = None) -> np.random.Generator:
+        """The node's generator of seed `key` (and `word`, when given), made when first asked for."""
+        rng = self._generators.get(word)
+        if rng is None:
+            rng = self._generators[word] = np.random.default_rng(list(self.key) + ([] if word is None else [word]))
+        return rng
+
+    @property
+    def rng(self) -> np.random.Generator:
+        return self.generator()
 
     def next(self) -> tuple[int, int, int, int] | None:
         if self.retired:
@@ -198,7 +215,7 @@ class NodeFailures:
         if cause is None:
             cause = self.cause_of(k)
         category = model.categories[k]
-        diagnosed = category.kind == "down" and (self.diagnoses is None or self.diagnoses.random() < model.diagnosis)
+        diagnosed = category.kind == "down" and (model.diagnosis >= 1 or self.generator(DIAGNOSIS).random() < model.diagnosis)
         if self.record is not None:
             self.record.failed(t, life, diagnosed)
         if not diagnosed:
@@ -218,7 +235,7 @@ class NodeFailures:
     def pipeline_repair(self):
         """A repair drawn from the model's pipeline (a raysim.sim.repairs.Repair); a bad node truly
         fixed is good from its next lifetime on."""
-        repair = self.model.pipeline.draw(self.repairs)
+        repair = self.model.pipeline.draw(self.generator(REPAIR))
         if self.bad and not repair.false:
             self.bad, self.scale = False, scale(self.model, self.good_mtbf_s)
         return repair
@@ -227,7 +244,8 @@ class NodeFailures:
         """The cause index a failure of category `k` is counted under: BAD_NODE's for the share of a
         bad node's failures beyond a good node's rate (drawn from its own generator), else the
         category's."""
-        if self.bad and self.systematic is not None and self.systematic.random() >= 1 / self.model.bad_multiplier:
+        if self.bad and self.bad_cause is not None and \
+                self.generator(SYSTEMATIC).random() >= 1 / self.model.bad_multiplier:
             return self.bad_cause
         return self.causes[k]
 

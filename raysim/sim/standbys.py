@@ -111,7 +111,7 @@ class Standbys(Extension):
                 self._restart(sim, j, node, None, now, cause)
                 continue
             vc, kind = sim.vc, sim.vc.type_of[node]
-            gpus = next(len(ids) for n, ids in vc.placement[j] if n == node)
+            gpus = len(vc.placement[j][vc.slot(j, node)][1])
             spare = next((s for s in self.held[j] if vc.type_of[s] == kind and vc.size[s] >= gpus), None)
             if spare is None:
                 sim._stop_for(j, now, cause, sim._restart_cost(j))
@@ -134,7 +134,7 @@ class Standbys(Extension):
         self._moving = True
         sim._stop_for(j, now, cause, sim._restart_cost(j))
         if spare is not None:
-            sim.vc.move(j, node, spare)
+            sim.move(j, node, spare)
         sim.resume(j, now)
         self._moving = False
 

@@ -107,6 +107,8 @@ class VCState:
         self.slots: dict[tuple, list[int]] = {}
         #: per-job placement: job index -> list of (node, [gpu ids])
         self.placement: dict[int, list[tuple[int, list[int]]]] = {}
+        #: job -> (its placement, node -> the node's index in it), built by `slot` when first asked for
+        self._slots: dict[int, tuple[list, dict[int, int]]] = {}
         #: per-job (utilisation in milli-percent, memory MB) of the job alone
         self.load: dict[int, tuple[int, float]] = {}
         #: Sums over GPUs of the holders' utilisation (milli-percent) and memory (MB), kept exact.
@@ -181,16 +183,17 @@ class VCState:
         if self.res is not None:
             return self._allocate_resources(job, alloc, util_milli, gmem, request or (MILLI, 0, 0))
         placed = []
+        size, free, owner, type_of, type_free = self.size, self.free, self.owner, self.type_of, self.type_free
         for node, count in alloc:
-            per = self.size[node]
+            per = size[node]
             if count == per:  # a whole node: no per-GPU search
-                if self.free[node] != per:
+                if free[node] != per:
                     raise AssertionError(f"node {node} is not free for job {job}")
                 ids = list(range(per))
-                self.owner[node] = [job] * per
+                owner[node] = [job] * per
                 self.gpu_util[node] = [util_milli] * per
                 self.gpu_gmem[node] = [gmem] * per
-                self.free[node] = 0
+                free[node] = 0
             else:
                 gpus, gutil, ggmem = self.owner[node], self.gpu_util[node], self.gpu_gmem[node]
                 ids = []
@@ -203,13 +206,13 @@ class VCState:
                             break
                 if len(ids) != count:
                     raise AssertionError(f"node {node} lacks {count} free GPUs for job {job}")
-                self.free[node] -= count
+                free[node] -= count
             self.util_milli += util_milli * count
             self.gmem_mb += gmem * count
             self._count_jobs(node, +1)
             placed.append((node, ids))
             self.free_gpus -= count
-            self.type_free[self.type_of[node]] -= count
+            type_free[type_of[node]] -= count
         self.placement[job] = placed
         self.load[job] = (util_milli, gmem)
 
@@ -241,6 +244,7 @@ class VCState:
         self.load[job] = (util_milli, gmem) if milli >= MILLI else (0, 0.0)
 
     def _release_resources(self, job: int) -> None:
+        self._slots.pop(job, None)
         res, placed = self.res, self.placement.pop(job)
         del self.load[job]
         for _ in placed:
@@ -288,6 +292,7 @@ class VCState:
         """Free every GPU `job` holds (a GPU it shared goes back to the other job alone)."""
         if self.res is not None:
             return self._release_resources(job)
+        self._slots.pop(job, None)
         for node, ids in self.placement.pop(job):
             per = self.size[node]
             owner, second = self.owner[node], self.second[node]
@@ -329,19 +334,33 @@ class VCState:
         """Job `job` moves its GPUs of node `node` to idle node `to` (as many, with its load), the rest of its
         placement untouched: a warm standby swapped in for a failed node (raysim.sim.standbys)."""
         placed = self.placement[job]
-        k = next(i for i, (n, _) in enumerate(placed) if n == node)
+        k = self.slot(job, node)
+        slots = self._slots[job][1]
         load = self.load[job]
         self.placement[job] = [placed[k]]
         self.release(job)
         self.allocate(job, [(to, len(placed[k][1]))], *load)
         placed[k] = self.placement[job][0]
         self.placement[job] = placed
+        del slots[node]
+        slots[to] = k
+        self._slots[job] = (placed, slots)
+
+    def slot(self, job: int, node: int) -> int:
+        """The index of node `node`'s entry in job `job`'s placement (its index of nodes is built once
+        per placement, so a job on thousands of nodes finds one in O(1))."""
+        placed = self.placement[job]
+        entry = self._slots.get(job)
+        if entry is None or entry[0] is not placed:
+            entry = self._slots[job] = (placed, {n: i for i, (n, _) in enumerate(placed)})
+        return entry[1][node]
 
     def renumber(self, new: list[int]) -> None:
         """Job j is now called new[j] (see VCSimulator.forget_finished); only running jobs hold GPUs."""
         self.owner = [[new[j] if j >= 0 else j for j in gpus] for gpus in self.owner]
         self.second = [[new[j] if j >= 0 else -1 for j in gpus] for gpus in self.second]
         self.placement = {new[j]: alloc for j, alloc in self.placement.items()}
+        self._slots = {new[j]: entry for j, entry in self._slots.items() if new[j] >= 0}
         self.load = {new[j]: load for j, load in self.load.items()}
         if self.res is not None:
             self.res.renumber(new)
