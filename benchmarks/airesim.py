@@ -64,6 +64,8 @@ SCENARIOS = {
     "bad_30": ("30 % bad servers", {"systematic_failure_fraction": 0.30}, {}),
     "escalation_50": ("automated repair escalates with probability 0.5", {"prob_auto_to_manual": 0.5}, {}),
     "auto_false_10": ("automated repair's false success 0.1", {"auto_repair_fail_prob": 0.1}, {}),
+    "wrong_node_20": ("a diagnosed failure blames a wrong server with probability 0.2",
+                      {"diagnosis_uncertainty": 0.2}, {}),
     # (not a shape < 1: AIReSim draws every server's time afresh after each failure, so the job's next failure
     # comes after mean x N^(-1/k): about a minute at k = 0.7 and 4,096 servers, and the job never ends)
     "weibull_15": ("Weibull times to failure, shape 1.5 (wear-out)",
@@ -180,7 +182,6 @@ def unmatched(scenario: str) -> str | None:
     lacks = [what for what, missing in [
         ("host-selection policies", chosen.get("selection") is not None),
         ("scored retirement with AIReSim's parameters", (chosen.get("removal") or ("never",))[0] == "scored"),
-        ("wrong-node diagnosis", p["diagnosis_uncertainty"] > 0),
         ("bad-node regeneration", p["bad_server_regeneration"])] if missing]
     return "needs " + " and ".join(lacks) if lacks else None
 
@@ -200,7 +201,8 @@ def raysim_overrides(scenario: str, trace: Path, seed: int) -> list[str]:
     dist = p["failure_distribution"]
     out = [f"trace.path={trace}", "trace.cache=false", "runtime=local", "policy=fifo", f"seed={seed}",
            f"failures={dist}", f"failures.node_mtbf_h={1 / (p['random_failure_rate'] * 60)!r}",
-           "failures.clock=busy", f"failures.diagnosis={p['diagnosis_probability']!r}", "spares.returns=last"]
+           "failures.clock=busy", f"failures.diagnosis={p['diagnosis_probability']!r}",
+           f"failures.wrong_node={p['diagnosis_uncertainty']!r}", "spares.returns=last"]
     if dist == "weibull":
         out.append(f"failures.shape={p['weibull_shape']!r}")
     elif dist == "lognormal":

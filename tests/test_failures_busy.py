@@ -65,9 +65,10 @@ def test_a_stretch_of_progress_lasts_while_some_job_progresses():
     assert stream2.rest(1, 50) and stream2.since == 100  # a gap from 50 to 100: a fresh stretch at 100
 
 
-def one_node_sim(*, clock, seed, restart_s, mtbf_s, jobs, until=math.inf, nodes=1):
+def one_node_sim(*, clock, seed, restart_s, mtbf_s, jobs, until=math.inf, nodes=1, counts=(), **model):
     """A VC of one 8-GPU node (or `nodes`) under FIFO, failures of one down category repaired at once
-    and a checkpoint every second: its results after running `jobs` (until None: the simulator, not run)."""
+    (or as `model`, more FailureModel fields, says; `counts`: the plan's) and a checkpoint every
+    second: its results after running `jobs` (until None: the simulator, not run)."""
     from simutil import batch, pools
 
     from raysim.placement import make_placer
@@ -78,9 +79,9 @@ def one_node_sim(*, clock, seed, restart_s, mtbf_s, jobs, until=math.inf, nodes=
     from raysim.sim.failures import failing_vcs
 
     params = SimParams.for_mode("clean")
-    model = FailureModel((HW,), node_mtbf_s=mtbf_s, clock=clock)
+    model = FailureModel((HW,), node_mtbf_s=mtbf_s, clock=clock, **model)
     plan = CapacityPlan(("gpu",), failing_vcs(model, seed, {"vc": pools(nodes)}, (), ("gpu",), {}, {"vc": len(jobs)}),
-                        busy=clock == "busy")
+                        busy=clock == "busy", counts=counts)
     sim = VCSimulator("vc", pools(nodes), make_policy("fifo", params=params), make_placer("consolidate", params=params),
                       params, extensions=[Capacity(plan), Checkpoints(Checkpointing(1, 0, restart_s))])
     sim.add_jobs(batch(jobs))
@@ -132,6 +133,54 @@ def test_a_job_on_whole_nodes_draws_every_nodes_lifetime_from_its_own_generator(
         t, since = fail, fail + restore
     r = one_node_sim(clock="busy", seed=seed, restart_s=restore, mtbf_s=mtbf, jobs=[(submit, work, 16)], nodes=2)
     assert (r["end_time"][0], r["interruptions"][0]) == (end, failures) and failures > 0
+
+
+def test_an_undiagnosed_failure_under_busy_clocks_restarts_the_job_and_leaves_its_node_up():
+    """With diagnosis 0 no failure sends the node to repair: the lone job restarts on its node each
+    time (its outcome is drawn as the failure is armed, so the event the engine holds is a restart)
+    and finishes; every failure is counted undiagnosed. (The node once went down for good.)"""
+    sim = one_node_sim(clock="busy", seed=0, restart_s=60, mtbf_s=H, jobs=[(0, 10 * H, 8)], until=None,
+                       diagnosis=0.0, repair_s=600, counts=("undiagnosed",))
+    sim.run()
+    r = sim.results()
+    assert r["end_time"][0] > 10 * H and r["interruptions"][0] > 3 and not sim.unfinished
+    assert sim.vc.down == set() and counted(sim) == [r["interruptions"][0]]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_failure_blamed_on_the_wrong_node_sends_that_one_to_repair_as_computed_by_hand(seed):
+    """failures.wrong_node=1: every diagnosed failure of a node of the 16-GPU job on a VC of two nodes
+    is blamed on the job's other node, which goes to repair (600 s) while the failed one stays up:
+    the job waits for the repair, restores (60 s), and its clock draws again. Its end and failures,
+    by hand from the job's draws; at the first failure the blamed node, not the failed one, is down."""
+    from raysim.sim.busy import JOB_LIVES
+
+    work, repair, restore, mtbf = 10 * H, 600, 60, 5 * H
+    rng, t, left, failures, since, first = np.random.default_rng([seed, 0, 0, JOB_LIVES]), 0, work, 0, 0, None
+    while True:
+        lives = rng.standard_exponential(2) * mtbf
+        fail = max(int(since + lives.min()), t + 1)
+        if fail >= since + left:
+            end = since + left
+            break
+        if first is None:
+            first = (fail, int(np.argmin(lives)))  # (the job holds nodes 0 and 1 in this order)
+        left -= fail - since
+        failures += 1
+        t, since = fail + repair, fail + repair + restore
+    kw = dict(clock="busy", seed=seed, restart_s=restore, mtbf_s=mtbf, jobs=[(0, work, 16)], nodes=2,
+              wrong_node=1.0, repair_s=repair, counts=("wrong_node",))
+    r = one_node_sim(**kw)
+    assert (r["end_time"][0], r["interruptions"][0]) == (end, failures) and failures > 0
+    sim = one_node_sim(**kw, until=None)
+    sim.run(first[0] + 1)
+    assert sim.vc.down == {1 - first[1]}  # the other node is in repair; the failed one is up
+    assert counted(sim) == [1]  # (wrong_node_blamed: the node blamed counts it)
+
+
+def counted(sim):
+    """The VC's counts of its capacity plan (`counts`), summed over its nodes as its time series has them."""
+    return next(ext for ext in sim.extensions if ext.name == "capacity").totals
 
 
 def mean_jct(trace, clock, node_mtbf_h, restart_s, seed=0):
@@ -244,3 +293,36 @@ def test_a_run_with_busy_clocks_is_the_same_on_ray(tmp_path, ray_local):  # noqa
     trace = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, trace)
     assert_same_on_ray(tmp_path, trace, spec, extra, runs=[{"vcs_per_actor": 4, "window_s": 86_400}])
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["failures=exponential", "failures.wrong_node=0.2"], r"^failures\.wrong_node: only with failures\.clock=busy"),
+    (["failures=weibull", "failures.clock=busy", "failures.wrong_node=1.5"], r"^failures\.wrong_node: "),
+    (["failures=llama3", "failures.clock=busy", "failures.wrong_node=-0.1"], r"^failures\.wrong_node: "),
+])
+def test_a_wrong_node_setting_out_of_place_is_one_line_naming_it(overrides, message):
+    from raysim.errors import ConfigError
+    from raysim.run.config import check_cluster_config
+
+    with pytest.raises(ConfigError, match=message):
+        check_cluster_config(compose(*overrides))
+
+
+def test_venus_with_wrong_node_diagnosis_counts_the_nodes_blamed_in_its_summary(tmp_path):
+    """The preset with busy clocks and failures.wrong_node: jobs on several nodes send other nodes to
+    repair, counted per VC (`wrong_node_blamed`, time series and summary); every job finishes."""
+    from raysim.report.summary import summarize
+    from raysim.run.config import load_from_config, spec_from_config
+    from raysim.run.simulate import simulate_to
+
+    cfg = compose("failures=exponential", "failures.node_mtbf_h=500", "failures.clock=busy", "failures.wrong_node=0.5",
+                  "checkpoint.interval_s=1800", "checkpoint.restart_s=600")
+    trace = load_from_config(cfg)
+    spec, extra = spec_from_config(cfg, trace)
+    simulate_to(tmp_path, trace, spec, None, runtime="local", job_extra=extra)
+    import pyarrow.parquet as pq
+
+    jobs = pq.read_table(tmp_path / "jobs.parquet")
+    assert jobs.column("finished").to_numpy().all()
+    s = summarize(jobs, tmp_path / "timeseries.parquet").set_index("vc")
+    assert s.loc["all", "wrong_node_blamed"] > 0

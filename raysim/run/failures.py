@@ -97,6 +97,9 @@ class ModelSettings:
                          "not restoring, not down; AIReSim's)", choices=CLOCKS)
     diagnosis: float = setting(1.0, "probability that a down failure sends its node to repair (else its jobs "
                                "restart and the node stays up, unrepaired)", minimum=0, maximum=1)
+    wrong_node: float = setting(0.0, "probability that a diagnosed down failure blames another node of its jobs, "
+                                "which goes to repair in its place while the failed one stays up (AIReSim's "
+                                "diagnosis uncertainty; failures.clock=busy only)", minimum=0, maximum=1)
 
 
 def model_relations(s: ModelSettings) -> None:
@@ -118,6 +121,10 @@ def model_relations(s: ModelSettings) -> None:
                           "failure rate over a good one's, >= 1)")
     if s.bad_fraction == 0 and s.bad_multiplier is not None:
         raise ConfigError("failures.bad_multiplier", "only with failures.bad_fraction > 0", s.bad_multiplier)
+    if s.wrong_node > 0 and s.clock != "busy":
+        raise ConfigError("failures.wrong_node", "only with failures.clock=busy: under clock=up a node's next "
+                          "failure is drawn ahead, and a node blamed in another's place goes to repair before it",
+                          s.wrong_node)
 
 
 def _kinds(kinds: dict, key: str) -> dict:
@@ -207,7 +214,8 @@ class Drawn(Producer):
 
         causes, logs = _merged(self.causes(settings), log_plan)
         model = replace(model_of(settings), pipeline=pipeline, retire=retire)
-        counts = (("undiagnosed",) if model.diagnosis < 1 else ()) + (("retired",) if retire is not None else ())
+        counts = (("undiagnosed",) if model.diagnosis < 1 else ()) + (("wrong_node",) if model.wrong_node > 0 else ()) \
+            + (("retired",) if retire is not None else ())
         return CapacityPlan(causes, failing_vcs(model, seed, layout, homes, causes, logs, jobs),
                             repairs=pipeline is not None, busy=settings.clock == "busy", counts=counts)
 
@@ -312,7 +320,7 @@ def model_of(settings: ModelSettings) -> FailureModel:
                         sigma=settings.sigma if settings.distribution == "lognormal" else 1.0,
                         bad_fraction=settings.bad_fraction,
                         bad_multiplier=1.0 if settings.bad_multiplier is None else settings.bad_multiplier,
-                        clock=settings.clock, diagnosis=settings.diagnosis)
+                        clock=settings.clock, diagnosis=settings.diagnosis, wrong_node=settings.wrong_node)
 
 
 def failure_model(cfg: DictConfig) -> FailureModel:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raysim.sim.capacity import DOWN, RESTART
+from raysim.sim.capacity import DOWN
 
 #: The last word of a job's lifetime seed ([run seed, 0, job's trace sequence number, JOB_LIVES])
 JOB_LIVES = 5
@@ -42,16 +42,39 @@ class BusyFailures:
         self.failures = failures
         self.work: dict[int, int] = {}
         self.since = 0
-        self.pending = None  # (time, category index, cause index) of the failure the engine holds, or None
+        #: (time, category index, cause index, kind) of the failure the engine holds, or None; its kind
+        #: (what it does: raysim.sim.failures.NodeFailures.outcome) is drawn as it is armed
+        self.pending = None
 
     @property
     def armed(self) -> tuple[int, int, int, int] | None:
         """The pending failure as an event (time s, rank, kind, cause index), or None."""
         if self.pending is None:
             return None
-        t, k, cause = self.pending
+        t, _, cause, kind = self.pending
+        return t, self.failures.rank, kind, cause
+
+    def arm(self, t: int, since: int) -> None:
+        """Arm the failure at `t` of the stretch that began at `since`: its category, cause and
+        outcome drawn now."""
         f = self.failures
-        return t, f.rank, RESTART if f.model.categories[k].kind == "restart" else DOWN, cause
+        k = f.category()
+        cause = f.cause_of(k)
+        self.since = since
+        self.pending = (t, k, cause, f.outcome(k))
+
+    def blame_own(self) -> None:
+        """The pending failure blames another node, but its jobs run on no other: it is this node's own
+        (its outcome becomes DOWN)."""
+        t, k, cause, _ = self.pending
+        self.pending = (t, k, cause, DOWN)
+
+    def blamed(self, t: int, k: int, cause: int) -> tuple[int, int, int, int]:
+        """Another node's failure (category `k`, `cause`) is blamed on this one at `t`: its pending
+        failure, if any, is dropped, its jobs stop, and it goes to repair (its DOWN; `next()` then
+        gives the repair's end)."""
+        self.pending, self.work = None, {}
+        return self.failures.blamed(t, k, cause)
 
     def next(self) -> tuple[int, int, int, int] | None:
         """The event after the one the engine applies now: after a failure, the repair's end (a
@@ -59,9 +82,9 @@ class BusyFailures:
         idle until work starts on it)."""
         f = self.failures
         if self.pending is not None:  # the failure happens: the jobs on the node stop
-            t, k, cause = self.pending
+            t, k, cause, kind = self.pending
             self.pending, self.work = None, {}
-            f.fail(t, k, life=t - self.since, cause=cause)
+            f.fail(t, k, life=t - self.since, cause=cause, kind=kind)
         return f.next() if f.repair_due is not None else None
 
     def carry(self, job: int, begins: int, now: int) -> bool:
@@ -92,10 +115,8 @@ class BusyFailures:
         if begins is None:
             return changed
         f = self.failures
-        self.since = begins
         t = begins + f.life(f.rng)
-        k = f.category()
-        self.pending = (max(int(t), now + 1), k, f.cause_of(k))
+        self.arm(max(int(t), now + 1), begins)
         return True
 
 
@@ -150,11 +171,7 @@ class JobClocks:
         if not np.isfinite(lives[i]):
             return None
         node = int(nodes[i])
-        stream = self.streams[node]
-        f = stream.failures
-        k = f.category()
-        stream.since = begins
-        stream.pending = (max(int(begins + lives[i]), now + 1), k, f.cause_of(k))
+        self.streams[node].arm(max(int(begins + lives[i]), now + 1), begins)
         self.armed[seq] = node
         return node
 

@@ -56,8 +56,10 @@ STOP_CAUSES = ("preemptions", "reclaims", "preemptions_and_reclaims", "evictions
 
 #: Kinds of capacity event: the node goes out of service (its jobs are interrupted), comes back, or
 #: stays up while the jobs on it restart (a software fault). A node log's ``join`` is an ``UP`` of a
-#: node absent at the start, ``leave`` a ``DOWN`` with nothing after it.
-DOWN, UP, RESTART = 0, 1, 2
+#: node absent at the start, ``leave`` a ``DOWN`` with nothing after it. BLAME (drawn failures under
+#: `failures.wrong_node`, raysim.sim.failures) is a failure whose diagnosis blames another node of the
+#: node's jobs: that one goes to repair in its place, and this one stays up while its jobs restart.
+DOWN, UP, RESTART, BLAME = 0, 1, 2, 3
 
 
 class LogStream:

@@ -28,7 +28,7 @@ import numpy as np
 
 from raysim.cluster.catalog import TypeCatalog
 from raysim.sim.busy import JobClocks
-from raysim.sim.capacity import DOWN, UP
+from raysim.sim.capacity import BLAME, DOWN, UP
 from raysim.sim.checkpoint import Checkpointing, charge, completed
 from raysim.sim.jobs import CAPACITY, RETRY, UNSET, JobTable
 from raysim.sim.params import SimParams
@@ -562,7 +562,8 @@ class VCSimulator(PolicyView):
     def _apply_capacity(self, t: int) -> None:
         """The capacity events due at t: a node going down stops its jobs (each counted for the
         event's cause) and leaves the scan order; a node coming up returns to its place; a restart
-        stops its jobs and leaves the node up. A node away (lent to another VC) changes state only:
+        stops its jobs and leaves the node up; a failure that blames another node of its jobs sends
+        that one to repair in its place (`_blame`). A node away (lent to another VC) changes state only:
         its jobs are the borrower's, who follows the same events. The policy hears of the change once
         (`Policy.on_capacity`), and may read what changed (`capacity_changes`)."""
         heap, streams, vc = self._cap_heap, self._streams, self.vc
@@ -573,6 +574,12 @@ class VCSimulator(PolicyView):
             if not self._live(heap[0]):
                 heapq.heappop(heap)
                 continue  # stale: the node left this VC, or its failure was dropped
+            blamed = None
+            if kind == BLAME:
+                blamed = self._blamed_node(node, stream)
+                if blamed is None:  # (its jobs run on no other node: the failure is its own)
+                    stream.blame_own()
+                    kind = DOWN
             after = stream.next()
             if self.advanced is not None:
                 self.advanced.append((node, stream))
@@ -583,6 +590,9 @@ class VCSimulator(PolicyView):
                 heapq.heapreplace(heap, (after[0] * ticks, after[1], node, self._serial, after[2], after[3], stream))
             if self._job_clocks is not None:
                 self._job_clocks.rescale(node)
+            if blamed is not None:
+                self._blame(node, blamed, stream.failures.blame, t, cause, changes)
+                continue
             if kind == UP:
                 changes.append((node, True))
                 if vc.state[node] == ABSENT:
@@ -599,6 +609,36 @@ class VCSimulator(PolicyView):
         if self.standbys is not None:
             self.standbys.came_up(changes)
         self.policy.on_capacity(self, t)
+
+    def _blamed_node(self, node: int, stream) -> int | None:
+        """The node a failure of `node` (following busy `stream`) is blamed on: one of the other nodes
+        of the jobs on it, drawn by the node's own diagnosis generator; None when they have none."""
+        others = list(dict.fromkeys(n for j in self.jobs_on([node]) for n, _ in self.vc.placement[j]
+                                    if n != node and n in self._streams))
+        return others[stream.failures.pick(len(others))] if others else None
+
+    def _blame(self, node: int, other: int, blame: tuple, t: int, cause: int, changes: list) -> None:
+        """Node `node` failed at `t`, but its diagnosis blamed node `other` (of the same jobs) for it
+        (`blame`: the failure's category and cause): `other` goes to repair in its place (its own
+        stream draws the repair; its pending failure is dropped) and `node` stays up. The jobs on
+        `other` stop for the failure's cause (a warm standby swapped in for `other`), and so do the
+        jobs on `node` alone (they restart on their own nodes)."""
+        vc, stream = self.vc, self._streams[other]
+        self._dropped[other] = self._serial
+        stream.blamed(t, *blame)
+        self._push(other, stream, stream.next())  # (the repair's end)
+        if self.advanced is not None:
+            self.advanced.append((other, stream))
+        if self._job_clocks is not None:
+            self._job_clocks.rescale(other)
+        on_other = self.jobs_on([other])
+        on_node = [j for j in self.jobs_on([node]) if j not in on_other]
+        if self.standbys is not None:
+            on_other = self.standbys.fail(self, other, True, on_other, t, CAPACITY + cause) if on_other else []
+            on_node = self.standbys.fail(self, node, False, on_node, t, CAPACITY + cause) if on_node else []
+        self.stop_jobs(sorted(on_other + on_node, key=self.jobs.run_order.__getitem__), t, CAPACITY + cause)
+        changes.append((other, False))
+        vc.change(other, "down", self.capacity_plan.causes[cause])
 
     def stop_jobs(self, on: list[int], t: int, cause: int) -> None:
         """Stop running jobs `on` (in this order) for `cause` (raysim.sim.jobs: RECLAIM, CAPACITY + k,

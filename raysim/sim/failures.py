@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from raysim.sim.busy import BusyFailures
-from raysim.sim.capacity import DOWN, RESTART, UP
+from raysim.sim.capacity import BLAME, DOWN, RESTART, UP
 from raysim.sim.repairs import REPAIR
 
 #: What a failure category does to its node.
@@ -97,6 +97,7 @@ class FailureModel:
     pipeline: object = None  # a raysim.sim.repairs.Pipeline (repair=pipeline), or None: repair_s
     clock: str = "up"
     diagnosis: float = 1.0  # the probability that a down failure sends its node to repair
+    wrong_node: float = 0.0  # the probability that a diagnosed failure blames another node of its jobs
     retire: object = None  # a raysim.sim.retirement policy (retire=threshold | scored), or None: never
 
     def mtbf_s(self, gpus: int) -> float:
@@ -168,7 +169,8 @@ class NodeFailures:
         self.good_mtbf_s = good_mtbf_s
         self._generators: dict = {}
         self.auto_repairs = self.manual_repairs = self.false_successes = 0
-        self.undiagnosed = self.retired = 0
+        self.undiagnosed = self.retired = self.wrong_node = 0
+        self.blame = None  # (category, cause) of the latest failure blamed on another node
         self.record = None if model.retire is None else model.retire.record()
         #: the categories' cumulative shares (a tuple: bisected as numpy's searchsorted, side="right", but faster)
         self.shares = cumulative_shares(model.categories)
@@ -204,24 +206,61 @@ class NodeFailures:
         life = self.life(self.rng)
         return self.fail(self.up_at + life, life=life)
 
-    def fail(self, t: float, k: int | None = None, *, life: float, cause: int | None = None
-             ) -> tuple[int, int, int, int]:
+    def outcome(self, k: int) -> int:
+        """What a failure of category `k` does, its diagnosis drawn from the node's own diagnosis
+        generator: RESTART (a ``restart`` category, or a ``down`` failure not diagnosed), DOWN (the
+        node goes to repair) or BLAME (the diagnosis blames another node of its jobs, with
+        probability `wrong_node`)."""
+        model = self.model
+        if model.categories[k].kind != "down":
+            return RESTART
+        if model.diagnosis < 1 and self.generator(DIAGNOSIS).random() >= model.diagnosis:
+            return RESTART
+        if model.wrong_node > 0 and self.generator(DIAGNOSIS).random() < model.wrong_node:
+            return BLAME
+        return DOWN
+
+    def fail(self, t: float, k: int | None = None, *, life: float, cause: int | None = None,
+             kind: int | None = None) -> tuple[int, int, int, int]:
         """The node fails at `t` (real seconds), `life` seconds into its lifetime (the retirement
-        policy's record counts it), for its category `k` and under `cause` (None: drawn now, by
-        share and by `cause_of`): its RESTART, or its DOWN with the repair that follows it drawn."""
-        model, rng = self.model, self.rng
+        policy's record counts it), for its category `k`, under `cause` and with the `outcome`
+        `kind` (None: drawn now, by share, by `cause_of` and by `outcome`): its RESTART, its BLAME
+        (it stays up: `blame` keeps the category and cause for the node blamed in its place), or its
+        DOWN with the repair that follows it drawn."""
         if k is None:
             k = self.category()
         if cause is None:
             cause = self.cause_of(k)
-        category = model.categories[k]
-        diagnosed = category.kind == "down" and (model.diagnosis >= 1 or self.generator(DIAGNOSIS).random() < model.diagnosis)
+        if kind is None:
+            kind = self.outcome(k)
         if self.record is not None:
-            self.record.failed(t, life, diagnosed)
-        if not diagnosed:
-            self.undiagnosed += category.kind == "down"
+            self.record.failed(t, life, kind == DOWN)
+        if kind != DOWN:
+            self.undiagnosed += kind == RESTART and self.model.categories[k].kind == "down"
+            self.blame = (k, cause) if kind == BLAME else None
             self.up_at = t
-            return int(t), self.rank, RESTART, cause
+            return int(t), self.rank, kind, cause
+        return self.go_down(t, k, cause)
+
+    def blamed(self, t: float, k: int, cause: int) -> tuple[int, int, int, int]:
+        """A failure of another node (category `k`, `cause`) is blamed on this one at `t`: it goes to
+        repair in its place (its DOWN, the repair that follows drawn; the retirement policy's record
+        counts it as its own), counted in `wrong_node`."""
+        self.wrong_node += 1
+        if self.record is not None:
+            self.record.failed(t, t - self.up_at, True)
+        return self.go_down(t, k, cause)
+
+    def pick(self, n: int) -> int:
+        """Which of `n` other nodes a failure of this node is blamed on, drawn from its own diagnosis
+        generator."""
+        return int(self.generator(DIAGNOSIS).integers(n))
+
+    def go_down(self, t: float, k: int, cause: int) -> tuple[int, int, int, int]:
+        """The node goes to repair at `t` for a failure of category `k`: its DOWN, with the repair
+        that follows drawn (the pipeline's, or the model's fixed or exponential time)."""
+        model, rng = self.model, self.rng
+        category = model.categories[k]
         drawn = None if model.pipeline is None else self.pipeline_repair()
         if drawn is not None:
             repair = drawn.time_s

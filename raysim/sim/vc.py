@@ -422,7 +422,7 @@ class VCState:
         if (frm, event) not in BUSY_MOVES and frm in COUNTED and not self.idle(node):
             raise AssertionError(f"node {node} is not idle: it cannot take the event {event!r}")
         if frm == UP:
-            self.order.remove(node)
+            self._remove(node)
         elif to == UP:
             self._insert(node)
         if (frm in COUNTED) != (to in COUNTED):
@@ -479,6 +479,19 @@ class VCState:
         self.borrowed.discard(node)
         self.change(node, "lend", "profiler", tag="profiler")
         return True
+
+    def _remove(self, node: int) -> None:
+        """Take node `node` out of the scan order: found by bisection where `_insert` keeps it in
+        place (or last, where it was the latest to come back), else by a scan."""
+        order = self.order
+        if order[-1] == node:
+            order.pop()
+            return
+        i = bisect.bisect_left(order, node)
+        if i < len(order) and order[i] == node:
+            del order[i]
+        else:
+            order.remove(node)
 
     def _insert(self, node: int) -> None:
         """Put node `node` back in the scan order: an own node in its place (own nodes come first, in
