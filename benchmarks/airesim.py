@@ -64,6 +64,7 @@ SCENARIOS = {
     "bad_30": ("30 % bad servers", {"systematic_failure_fraction": 0.30}, {}),
     "escalation_50": ("automated repair escalates with probability 0.5", {"prob_auto_to_manual": 0.5}, {}),
     "auto_false_10": ("automated repair's false success 0.1", {"auto_repair_fail_prob": 0.1}, {}),
+    "regen_30d": ("bad servers regenerated every 30 days", {"bad_server_regeneration": True}, {}),
     "wrong_node_20": ("a diagnosed failure blames a wrong server with probability 0.2",
                       {"diagnosis_uncertainty": 0.2}, {}),
     # (not a shape < 1: AIReSim draws every server's time afresh after each failure, so the job's next failure
@@ -167,7 +168,7 @@ TABLE_I = {"random_failure_rate": 0.01 / DAY_MIN, "systematic_failure_rate_multi
            "manual_repair_time": 2 * DAY_MIN, "prob_auto_to_manual": 0.8, "auto_repair_fail_prob": 0.4,
            "manual_repair_fail_prob": 0.2, "failure_distribution": "exponential", "weibull_shape": 1.0,
            "lognormal_sigma": 1.0, "diagnosis_probability": 1.0, "diagnosis_uncertainty": 0.0,
-           "bad_server_regeneration": False}
+           "bad_server_regeneration": False, "bad_server_regen_interval": 30 * DAY_MIN}
 GPUS_PER_NODE = 8
 
 
@@ -182,7 +183,7 @@ def unmatched(scenario: str) -> str | None:
     lacks = [what for what, missing in [
         ("host-selection policies", chosen.get("selection") is not None),
         ("scored retirement with AIReSim's parameters", (chosen.get("removal") or ("never",))[0] == "scored"),
-        ("bad-node regeneration", p["bad_server_regeneration"])] if missing]
+    ] if missing]
     return "needs " + " and ".join(lacks) if lacks else None
 
 
@@ -210,6 +211,8 @@ def raysim_overrides(scenario: str, trace: Path, seed: int) -> list[str]:
     if p["systematic_failure_fraction"] > 0:
         out += [f"failures.bad_fraction={p['systematic_failure_fraction']!r}",
                 f"failures.bad_multiplier={1 + p['systematic_failure_rate_multiplier']!r}"]
+    if p["bad_server_regeneration"]:  # (AIReSim turns int(good x fraction x 0.1) good servers bad each interval)
+        out.append(f"failures.bad_regen_h={p['bad_server_regen_interval'] / 60!r}")
     out += ["repair=pipeline", f"repair.auto_h={p['auto_repair_time'] / 60!r}",
             f"repair.manual_h={p['manual_repair_time'] / 60!r}", f"repair.escalate={p['prob_auto_to_manual']!r}",
             f"repair.auto_false={p['auto_repair_fail_prob']!r}", f"repair.manual_false={p['manual_repair_fail_prob']!r}",

@@ -137,3 +137,81 @@ def test_under_busy_clocks_a_bad_nodes_failures_are_split_as_they_are_armed():
         up = stream.next()  # (the failure happens; its repair's end follows)
         now = up[0]
     assert abs(sum(c == 1 for c in named) / len(named) - 5 / 6) < 0.025 and set(named) == {0, 1}
+
+
+def test_a_good_node_turns_bad_at_the_regeneration_its_own_draw_says():
+    """Bad-node regeneration (failures.bad_regen_h): at every regeneration a good node turns bad with
+    probability bad_fraction x bad_regen_share, drawn as a geometric count of regenerations from its
+    own generator ([seed, VC, node, REGENERATION]); its lifetimes are a bad node's from the first one
+    that begins at or after it, and it is counted once."""
+    from raysim.sim.failures import REGENERATION, stable_hash
+
+    day = 86_400
+    model = FailureModel((HW,), node_mtbf_s=10 * day, repair_s=60, bad_fraction=0.5, bad_multiplier=4.0,
+                         regen_s=day, regen_share=0.2)
+    node = next(n for n in range(100) if not model.is_bad(7, "vc", n))
+    f = model.stream(7, "vc", node, 8, causes=(*CAUSES, BAD_NODE), rank=0)
+    count = np.random.default_rng([7, stable_hash("vc"), node, REGENERATION]).geometric(0.5 * 0.2)
+    assert f.bad_at == count * day and not f.bad and f.bad_cause == 1
+    f.refresh(f.bad_at - 1)
+    assert not f.bad and f.scale == 10 * day
+    f.refresh(f.bad_at + 5)
+    assert f.bad and f.scale == 10 * day / 4 and f.turned_bad == 1 and f.bad_at == math.inf
+    f.refresh(100 * day)
+    assert f.turned_bad == 1  # (counted once)
+
+
+def test_without_regeneration_nothing_turns_bad_and_bad_nodes_draw_as_before():
+    model = FailureModel((HW,), node_mtbf_s=1000, repair_s=60, bad_fraction=0.5, bad_multiplier=4.0)
+    for node in range(20):
+        f = model.stream(7, "vc", node, 8, causes=(*CAUSES, BAD_NODE), rank=0)
+        assert f.bad_at == math.inf and (f.bad_cause is None) == (not f.bad)
+
+
+def test_a_run_with_bad_node_regeneration_counts_the_nodes_turned_bad(tmp_path):
+    """Under busy clocks, with bad nodes regenerated every day, jobs on whole nodes too (their own
+    clocks turn a node bad as a run begins): the summary counts the nodes turned bad, more bad-node
+    failures than without, and every job finishes."""
+    from test_failures_busy import compose
+
+    from raysim.report.summary import summarize
+    from raysim.run.config import load_from_config, spec_from_config
+    from raysim.run.simulate import simulate_to
+
+    def run(*extra):
+        out = tmp_path / str(len(extra))
+        cfg = compose("policy=fifo", "failures=exponential", "failures.node_mtbf_h=300", "failures.clock=busy",
+                      "failures.bad_fraction=0.2", "failures.bad_multiplier=5", "repair=pipeline",
+                      "checkpoint.interval_s=1800", *extra)
+        trace = load_from_config(cfg)
+        spec, job_extra = spec_from_config(cfg, trace)
+        simulate_to(out, trace, spec, None, runtime="local", job_extra=job_extra)
+        import pyarrow.parquet as pq
+
+        jobs = pq.read_table(out / "jobs.parquet")
+        assert jobs.column("finished").to_numpy().all()
+        return jobs, summarize(jobs, out / "timeseries.parquet").set_index("vc")
+
+    jobs, s = run("failures.bad_regen_h=24", "failures.bad_regen_share=0.5")
+    assert s.loc["all", "nodes_turned_bad"] > 0
+    before, _ = run()
+    bad = jobs.column(f"interruptions_{BAD_NODE}").to_numpy().sum()
+    assert bad > before.column(f"interruptions_{BAD_NODE}").to_numpy().sum()
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["failures.bad_regen_h=24"], r"^failures\.bad_regen_h: only with failures\.bad_fraction > 0"),
+    (["failures.bad_fraction=0.1", "failures.bad_multiplier=3", "failures.bad_regen_share=0.3"],
+     r"^failures\.bad_regen_share: only with failures\.bad_regen_h"),
+    (["failures.bad_fraction=0.1", "failures.bad_multiplier=3", "failures.bad_regen_h=0"], r"^failures\.bad_regen_h: "),
+    (["failures.bad_fraction=0.1", "failures.bad_multiplier=3", "failures.bad_regen_h=24",
+      "failures.bad_regen_share=2"], r"^failures\.bad_regen_share: "),
+])
+def test_regeneration_settings_out_of_place_are_one_line_naming_them(overrides, message):
+    from test_failures_busy import compose
+
+    from raysim.errors import ConfigError
+    from raysim.run.config import check_cluster_config
+
+    with pytest.raises(ConfigError, match=message):
+        check_cluster_config(compose("failures=exponential", *overrides))

@@ -93,6 +93,11 @@ class ModelSettings:
                                   "bad_multiplier times as often as the others", minimum=0, maximum=1)
     bad_multiplier: float | None = setting(None, "a bad node's failure rate over a good one's, only with "
                                            "bad_fraction > 0", minimum=1, maximum=MAX_MULTIPLIER)
+    bad_regen_h: float | None = setting(None, "bad nodes regenerated every this many hours: at each, every good node "
+                                        "turns bad with probability bad_fraction x bad_regen_share (null: never; "
+                                        "AIReSim's bad_server_regeneration)", above=0, maximum=MAX_HOURS)
+    bad_regen_share: float = setting(0.1, "with bad_regen_h: the share of bad_fraction a good node turns bad with at "
+                                     "each regeneration (AIReSim's 0.1)", minimum=0, maximum=1)
     clock: str = setting("up", "up: a node ages while it is up | busy: only while a job on it progresses (not idle, "
                          "not restoring, not down; AIReSim's)", choices=CLOCKS)
     diagnosis: float = setting(1.0, "probability that a down failure sends its node to repair (else its jobs "
@@ -121,6 +126,12 @@ def model_relations(s: ModelSettings) -> None:
                           "failure rate over a good one's, >= 1)")
     if s.bad_fraction == 0 and s.bad_multiplier is not None:
         raise ConfigError("failures.bad_multiplier", "only with failures.bad_fraction > 0", s.bad_multiplier)
+    if s.bad_regen_h is not None and s.bad_fraction == 0:
+        raise ConfigError("failures.bad_regen_h", "only with failures.bad_fraction > 0 (the share it regenerates "
+                          "from, with failures.bad_multiplier)", s.bad_regen_h)
+    if s.bad_regen_h is None and s.bad_regen_share != 0.1:
+        raise ConfigError("failures.bad_regen_share", "only with failures.bad_regen_h (the regeneration's interval)",
+                          s.bad_regen_share)
     if s.wrong_node > 0 and s.clock != "busy":
         raise ConfigError("failures.wrong_node", "only with failures.clock=busy: under clock=up a node's next "
                           "failure is drawn ahead, and a node blamed in another's place goes to repair before it",
@@ -215,7 +226,7 @@ class Drawn(Producer):
         causes, logs = _merged(self.causes(settings), log_plan)
         model = replace(model_of(settings), pipeline=pipeline, retire=retire)
         counts = (("undiagnosed",) if model.diagnosis < 1 else ()) + (("wrong_node",) if model.wrong_node > 0 else ()) \
-            + (("retired",) if retire is not None else ())
+            + (("turned_bad",) if model.regen_s is not None else ()) + (("retired",) if retire is not None else ())
         return CapacityPlan(causes, failing_vcs(model, seed, layout, homes, causes, logs, jobs),
                             repairs=pipeline is not None, busy=settings.clock == "busy", counts=counts)
 
@@ -320,7 +331,9 @@ def model_of(settings: ModelSettings) -> FailureModel:
                         sigma=settings.sigma if settings.distribution == "lognormal" else 1.0,
                         bad_fraction=settings.bad_fraction,
                         bad_multiplier=1.0 if settings.bad_multiplier is None else settings.bad_multiplier,
-                        clock=settings.clock, diagnosis=settings.diagnosis, wrong_node=settings.wrong_node)
+                        clock=settings.clock, diagnosis=settings.diagnosis, wrong_node=settings.wrong_node,
+                        regen_s=None if settings.bad_regen_h is None else settings.bad_regen_h * HOUR,
+                        regen_share=settings.bad_regen_share)
 
 
 def failure_model(cfg: DictConfig) -> FailureModel:

@@ -115,6 +115,7 @@ class BusyFailures:
         if begins is None:
             return changed
         f = self.failures
+        f.refresh(begins)
         t = begins + f.life(f.rng)
         self.arm(max(int(t), now + 1), begins)
         return True
@@ -131,8 +132,11 @@ class JobClocks:
         self.seed = seed
         failures = next((s.failures for s in self.streams if s is not None), None)
         self.model = None if failures is None else failures.model
-        #: per node, the scale of its lifetimes (a bad node's until a repair truly fixes it: `rescale`)
+        #: per node, the scale of its lifetimes (a bad node's until a repair truly fixes it: `rescale`),
+        #: and when a good one turns bad (bad-node regeneration; inf: never)
         self.scales = np.array([s.failures.scale if s is not None else np.inf for s in self.streams])
+        self.bad_at = np.array([s.failures.bad_at if s is not None else np.inf for s in self.streams])
+        self.regenerates = self.model is not None and self.model.regen_s is not None
         self.nodes: dict[int, np.ndarray] = {}  # job (trace sequence number) -> its nodes
         self.rngs: dict[int, np.random.Generator] = {}
         self.armed: dict[int, int] = {}  # job -> the node its pending failure is on
@@ -160,6 +164,10 @@ class JobClocks:
             rng = self.rngs[seq] = np.random.default_rng([self.seed, 0, seq, JOB_LIVES])
         nodes = self.nodes[seq]
         model, n = self.model, len(nodes)
+        if self.regenerates:  # (good nodes whose regeneration fell before this run turn bad now)
+            for node in nodes[self.bad_at[nodes] <= begins].tolist():
+                self.streams[node].failures.refresh(begins)
+                self.rescale(node)
         if model.distribution == "exponential":
             lives = rng.standard_exponential(n)
         elif model.distribution == "weibull":
@@ -203,3 +211,4 @@ class JobClocks:
         stream = self.streams[node]
         if stream is not None:
             self.scales[node] = stream.failures.scale
+            self.bad_at[node] = stream.failures.bad_at

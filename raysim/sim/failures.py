@@ -59,6 +59,8 @@ DIAGNOSIS = 3
 #: The last word of a bad node's cause seed ([seed, VC, node, SYSTEMATIC]): which of its failures are
 #: counted under BAD_NODE.
 SYSTEMATIC = 4
+#: The last word of a node's regeneration seed ([seed, VC, node, REGENERATION]): when a good node turns bad.
+REGENERATION = 6
 #: The cause a bad node's failures beyond a good node's rate are counted under (with bad_fraction > 0).
 BAD_NODE = "bad_node"
 
@@ -97,6 +99,8 @@ class FailureModel:
     pipeline: object = None  # a raysim.sim.repairs.Pipeline (repair=pipeline), or None: repair_s
     clock: str = "up"
     diagnosis: float = 1.0  # the probability that a down failure sends its node to repair
+    regen_s: float | None = None  # bad nodes regenerated every regen_s seconds (None: never)
+    regen_share: float = 0.1  # ... each good node turning bad at each with probability bad_fraction x this
     wrong_node: float = 0.0  # the probability that a diagnosed failure blames another node of its jobs
     retire: object = None  # a raysim.sim.retirement policy (retire=threshold | scored), or None: never
 
@@ -109,7 +113,7 @@ class FailureModel:
         in `causes` and ordered among same-second events of other nodes by `rank`; a bad node's
         failures are split under BAD_NODE only where `causes` names it."""
         bad = self.is_bad(seed, vc, node)
-        split = bad and BAD_NODE in causes
+        split = (bad or self.regen_s is not None) and BAD_NODE in causes
         failures = NodeFailures(self, (seed, stable_hash(vc), node),
                                 self.mtbf_s(gpus) / (self.bad_multiplier if bad else 1.0),
                                 tuple(causes.index(c.name) for c in self.categories), rank, bad,
@@ -169,7 +173,10 @@ class NodeFailures:
         self.good_mtbf_s = good_mtbf_s
         self._generators: dict = {}
         self.auto_repairs = self.manual_repairs = self.false_successes = 0
-        self.undiagnosed = self.retired = self.wrong_node = 0
+        self.undiagnosed = self.retired = self.wrong_node = self.turned_bad = 0
+        #: under the model's regeneration, when this good node turns bad (inf: never; it stays bad until
+        #: a repair truly fixes it); its lifetimes drawn from then on are a bad node's (`refresh`)
+        self.bad_at = math.inf if bad or model.regen_s is None else self.next_bad_at(0.0)
         self.blame = None  # (category, cause) of the latest failure blamed on another node
         self.record = None if model.retire is None else model.retire.record()
         #: the categories' cumulative shares (a tuple: bisected as numpy's searchsorted, side="right", but faster)
@@ -177,6 +184,25 @@ class NodeFailures:
         self.up_at = 0.0  # when the node's current lifetime began (real seconds)
         self.repair_due = None  # (time, cause, pipeline repair or None) of the UP that follows the
         # DOWN handed out last
+
+    def next_bad_at(self, t: float) -> float:
+        """When this good node next turns bad after `t`: the regeneration after `t` (every `regen_s`)
+        at which its draw (a geometric count of them, drawn from its own regeneration generator, of
+        probability bad_fraction x regen_share each) first says so."""
+        model = self.model
+        p = model.bad_fraction * model.regen_share
+        if p <= 0:
+            return math.inf
+        first = math.floor(t / model.regen_s) + 1
+        return (first + int(self.generator(REGENERATION).geometric(p)) - 1) * model.regen_s
+
+    def refresh(self, t: float) -> None:
+        """A lifetime begins at `t`: a good node whose regeneration fell at or before it is bad from
+        this lifetime on (counted in `turned_bad`)."""
+        if t >= self.bad_at:
+            self.bad, self.bad_at = True, math.inf
+            self.scale = scale(self.model, self.good_mtbf_s / self.model.bad_multiplier)
+            self.turned_bad += 1
 
     def generator(self, word: int | None = None) -> np.random.Generator:
         """The node's generator of seed `key` (and `word`, when given), made when first asked for."""
@@ -203,6 +229,7 @@ class NodeFailures:
                 self.retired = 1  # (the stream's last event: a restart at the repair's end, on a node down for good)
                 return int(t), self.rank, RESTART, cause
             return int(t), self.rank, UP, cause
+        self.refresh(self.up_at)
         life = self.life(self.rng)
         return self.fail(self.up_at + life, life=life)
 
@@ -261,7 +288,7 @@ class NodeFailures:
         that follows drawn (the pipeline's, or the model's fixed or exponential time)."""
         model, rng = self.model, self.rng
         category = model.categories[k]
-        drawn = None if model.pipeline is None else self.pipeline_repair()
+        drawn = None if model.pipeline is None else self.pipeline_repair(t)
         if drawn is not None:
             repair = drawn.time_s
         else:
@@ -271,12 +298,15 @@ class NodeFailures:
         self.repair_due = (self.up_at, cause, drawn)
         return int(t), self.rank, DOWN, cause
 
-    def pipeline_repair(self):
-        """A repair drawn from the model's pipeline (a raysim.sim.repairs.Repair); a bad node truly
-        fixed is good from its next lifetime on."""
+    def pipeline_repair(self, t: float):
+        """A repair drawn from the model's pipeline (a raysim.sim.repairs.Repair) for a failure at `t`;
+        a bad node truly fixed is good from its next lifetime on (and, under regeneration, may turn
+        bad again at a regeneration after `t`)."""
         repair = self.model.pipeline.draw(self.generator(REPAIR))
         if self.bad and not repair.false:
             self.bad, self.scale = False, scale(self.model, self.good_mtbf_s)
+            if self.model.regen_s is not None:
+                self.bad_at = self.next_bad_at(t)
         return repair
 
     def cause_of(self, k: int) -> int:

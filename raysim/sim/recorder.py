@@ -33,10 +33,12 @@ CAPACITY_COLUMNS = ("down_gpu_num",)
 #: With repair=pipeline (raysim.sim.repairs): automated repairs, manual repairs and false successes
 #: begun so far on the VC's own nodes (cumulative counts).
 REPAIR_COLUMNS = ("auto_repairs", "manual_repairs", "false_successes")
-#: With failures.diagnosis < 1, failures.wrong_node > 0 or a retirement policy (retire=threshold |
-#: scored): a failure stream's count -> its column, the failures not diagnosed, the nodes sent to repair
-#: for another node's failure and the nodes retired so far on the VC's own nodes (cumulative counts).
-COUNT_COLUMNS = {"undiagnosed": "undiagnosed", "wrong_node": "wrong_node_blamed", "retired": "retired_nodes"}
+#: With failures.diagnosis < 1, failures.wrong_node > 0, failures.bad_regen_h or a retirement policy
+#: (retire=threshold | scored): a failure stream's count -> its column, the failures not diagnosed, the
+#: nodes sent to repair for another node's failure, the good nodes turned bad and the nodes retired so
+#: far on the VC's own nodes (cumulative counts).
+COUNT_COLUMNS = {"undiagnosed": "undiagnosed", "wrong_node": "wrong_node_blamed", "turned_bad": "nodes_turned_bad",
+                 "retired": "retired_nodes"}
 #: With a spare pool (spares.nodes > 0, raysim.sim.spares): spares pulled into service so far (cumulative).
 SPARE_COLUMNS = ("spares_pulled",)
 #: With warm standbys (spares.standbys > 0, raysim.sim.standbys): standbys swapped in for failed nodes, host
