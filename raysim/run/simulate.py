@@ -18,7 +18,6 @@ from raysim.policy import policy_class
 from raysim.quota import GLOBAL_VC
 from raysim.quota.cohorts import decided_by_coordinator
 from raysim.quota.exchange import EpochExchange
-from raysim.quota.settings import QuotaSettings
 from raysim.report.results import merge_profiling, merge_series, write_jobs
 from raysim.runtime.codec import jobs_batch
 from raysim.runtime.coordinator import Coordinator, check_resumable
