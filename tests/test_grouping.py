@@ -89,17 +89,28 @@ def test_the_run_and_its_speedup_bound_use_the_cost_groups(tmp_path, monkeypatch
     assert assumed[2] == [["a", "d", "e"], ["b", "c"]]
 
 
-def test_resume_with_other_groups_is_refused(tmp_path):
+@pytest.mark.parametrize("kept", [True, False])
+def test_resume_with_other_groups_is_refused(tmp_path, kept):
+    """Same number of groups, other VCs in them: refused, whether the checkpoint kept its groups or,
+    written before it did (`kept` False), they are read from the groups' states."""
+    import pickle
+
     trace = skewed_trace()
     spec = spec_for(trace, "tiresias")
     ckpt = tmp_path / "ckpt"
     with pytest.raises(Interrupt):
         simulate(trace, spec, None, executor=StopAfter(spec, vc_groups(spec.vcs, 3), windows=3), vcs_per_actor=3,
                  checkpoint_dir=ckpt, window_s=3_600)
+    if not kept:
+        state = pickle.loads((ckpt / "checkpoint.pkl").read_bytes())
+        del state.groups
+        (ckpt / "checkpoint.pkl").write_bytes(pickle.dumps(state))
     with pytest.raises(ValueError) as err:
         simulate(trace, spec, None, vcs_per_actor=3, packing="cost", checkpoint_dir=ckpt, resume=True, window_s=3_600)
     assert str(err.value) == (f"{ckpt / 'checkpoint.pkl'} holds other VC groups than this run's: resume with the "
                               "same ray.vcs_per_actor and ray.packing")
+    with pytest.raises(ValueError, match="holds 2 VC groups, this run has 5: resume with the same"):
+        simulate(trace, spec, None, vcs_per_actor=1, checkpoint_dir=ckpt, resume=True, window_s=3_600)
     whole, _ = simulate(trace, spec, None, runtime="local")
     resumed, _ = simulate(trace, spec, None, vcs_per_actor=3, checkpoint_dir=ckpt, resume=True, window_s=3_600)
     assert resumed.equals(whole)

@@ -36,6 +36,7 @@ from raysim.errors import UserError
 from raysim.quota.reports import reports_of
 from raysim.runtime.sink import ResultSink, SinkPosition
 from raysim.runtime.timing import RunTiming
+from raysim.runtime.vcgroup import VCGroup
 
 log = logging.getLogger("raysim")
 
@@ -362,11 +363,14 @@ class Coordinator:
         if self.resume and ckpt is not None and ckpt.exists():
             state = pickle.loads(ckpt.read_bytes())  # noqa: S301 - written by this coordinator
             check_resumable(ckpt, getattr(state, "fingerprint", None), self.fingerprint)
-            held = getattr(state, "groups", None) or None  # (None: a checkpoint written before groups were kept)
-            if len(state.group_states) != len(self.groups) or held not in (None, self.groups):
-                differ = (f"{len(state.group_states)} VC groups, this run has {len(self.groups)}"
-                          if len(state.group_states) != len(self.groups) else "other VC groups than this run's")
+            held = getattr(state, "groups", None)
+            if held is None:  # written before checkpoints kept their groups: read them from the groups' states
+                held = [VCGroup.vcs_in(blob) for blob in state.group_states]
+            if held != self.groups:
+                differ = (f"{len(held)} VC groups, this run has {len(self.groups)}" if len(held) != len(self.groups)
+                          else "other VC groups than this run's")
                 raise ValueError(f"{ckpt} holds {differ}: resume with the same ray.vcs_per_actor and ray.packing")
+            state.groups = self.groups
             for g, blob in enumerate(state.group_states):
                 self.executor.restore(g, blob)
             self.sink.reopen(state.sink)
