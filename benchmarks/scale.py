@@ -2,16 +2,19 @@
 Helios-like datacenter) under FIFO and Tiresias, in-process and on Ray.
 
     python benchmarks/scale.py [--months 1 3 6] [--policies fifo tiresias] [--runtimes local ray]
-                               [--helios] [--json]
+                               [--helios] [--packing cost|count] [--json]
 
 Each configuration runs in a fresh process, so peak memory (max RSS) is its own. Each trace is
 generated once per length by raysim's generator (timed from scratch: `generate_s`) and cached as Parquet.
 `peak_rss_mib` is the driver's; `peak_all_mib` is the largest sum of RSS over the driver and every
 process it started (on Ray: the GCS, raylet, dashboard and actor processes), sampled every 0.2 s;
 shared pages (Ray's object store) count once per process that maps them, so it is an upper bound.
+`groups` is the VCs per group (`--vcs-per-actor`, packed by `--packing` as ray.packing packs them).
 `speedup_bound` is the run's predicted bound for k CPUs (raysim.runtime.timing: VCs packed as
 ray.vcs_per_actor=auto packs them for k), `serial_work_s` what one process would do, from its records,
 `split_s` where the simulation's time went (trace_report.json's `timing` totals, docs/results.md).
+`load_avg` is the machine's load average (1, 5, 15 minutes) when the run ended: on a shared machine,
+how much other work its wall time competed with.
 """
 
 from __future__ import annotations
@@ -73,7 +76,8 @@ def tree_rss(root: int) -> int:
     return total
 
 
-def one(preset: str, months: float, policy: str, runtime: str, vcs_per_actor: int, window_s: int) -> dict:
+def one(preset: str, months: float, policy: str, runtime: str, vcs_per_actor: int, window_s: int,
+        packing: str) -> dict:
     import pyarrow.parquet as pq
 
     from raysim.cluster.layout import layout_from_vc_nodes
@@ -97,17 +101,19 @@ def one(preset: str, months: float, policy: str, runtime: str, vcs_per_actor: in
         startup_s = time.perf_counter() - t
     t = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="raysim-scale-") as out:
-        stats = simulate_to(out, trace, spec, None, runtime=runtime, vcs_per_actor=vcs_per_actor, window_s=window_s)
+        stats = simulate_to(out, trace, spec, None, runtime=runtime, vcs_per_actor=vcs_per_actor, packing=packing,
+                            window_s=window_s)
         wall = time.perf_counter() - t
         jobs = pq.read_table(f"{out}/jobs.parquet", columns=["jct"])
     return {"trace": preset, "months": months, "jobs": trace.table.num_rows, "policy": policy, "runtime": runtime,
             "wall_s": round(wall, 2), "events_per_s": round(stats["events"] / wall), "events": stats["events"],
             "load_s": round(load_s, 2), "ray_startup_s": round(startup_s, 2),
             "avg_jct": round(float(jobs.column("jct").to_numpy().mean()), 1),
-            "window_s": window_s, "speedup_bound": stats["timing"]["speedup_bound"],
+            "window_s": window_s, "packing": packing, "groups": [len(g) for g in stats["timing"]["groups"]["vcs"]],
+            "speedup_bound": stats["timing"]["speedup_bound"],
             "serial_work_s": stats["timing"]["serial_work_s"],
             "split_s": {**stats["timing"]["totals"], "outside_s": stats["timing"]["outside_s"]}, "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-            "peak_all_mib": memory.stop()}
+            "peak_all_mib": memory.stop(), "load_avg": [round(v, 2) for v in os.getloadavg()]}
 
 
 def generate(preset: str, months: float) -> float:
@@ -128,6 +134,8 @@ def main() -> None:
     ap.add_argument("--policies", nargs="+", default=["fifo", "tiresias"])
     ap.add_argument("--runtimes", nargs="+", default=["local", "ray"])
     ap.add_argument("--vcs-per-actor", type=int, default=8)
+    ap.add_argument("--packing", choices=("cost", "count"), default="cost",
+                    help="how VCs are packed into groups (ray.packing; count: layout order, as before issue 52)")
     ap.add_argument("--window-s", type=int, default=604_800, help="coordinator window (simulated seconds)")
     ap.add_argument("--helios", action="store_true", help="also the whole Helios-like datacenter (6 months)")
     ap.add_argument("--json", action="store_true")
@@ -135,7 +143,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.one:
         preset, months, policy, runtime = args.one
-        print(json.dumps(one(preset, float(months), policy, runtime, args.vcs_per_actor, args.window_s)))
+        print(json.dumps(one(preset, float(months), policy, runtime, args.vcs_per_actor, args.window_s, args.packing)))
         return
     runs = [("saturn", m) for m in args.months] + ([("helios", 6)] if args.helios else [])
     for preset, months in runs:
@@ -145,7 +153,7 @@ def main() -> None:
         for runtime in args.runtimes:
             for policy in args.policies:
                 res = subprocess.run([sys.executable, __file__, "--vcs-per-actor", str(args.vcs_per_actor),
-                                      "--window-s", str(args.window_s),
+                                      "--window-s", str(args.window_s), "--packing", args.packing,
                                       "--one", preset, str(months), policy, runtime],
                                      capture_output=True, text=True)
                 if res.returncode != 0:

@@ -1051,6 +1051,7 @@ def test_a_result_csv_with_a_column_given_twice_is_refused(tmp_path, name, text)
     (["runtime=ray", "ray.num_cpus=-2"], ["ray.num_cpus:"]),
     (["ray.vcs_per_actor=some"], ["ray.vcs_per_actor:", "or auto"]),
     (["ray.vcs_per_actor=2.5"], ["ray.vcs_per_actor: must be an integer (value 2.5)"]),
+    (["ray.packing=size"], ["ray.packing:", "cost, count", "(value 'size')"]),
     # (1e300 s is positive: the message says the bound it breaks, not "must be a positive number")
     (["sim.stall_s=1e300"], ["sim.stall_s: must be at most 1,000,000,000,000 (value 1e+300)"]),
     (["sim.stall_s=nan"], ["sim.stall_s: must be a finite integer (value nan)"]),

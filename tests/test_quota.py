@@ -347,6 +347,9 @@ def test_auto_packing_keeps_every_cohort_in_one_group():
     assert cohort_groups(settings, list("abcdef"), 2) == [["a", "b", "c"], ["d", "e", "f"]]
     assert cohort_groups(settings, list("abcdef"), 8) == [["a", "c"], ["b"], ["d", "e", "f"]]
     assert cohort_groups(settings, list("abcdef"), 1) == [list("abcdef")]
+    # by cost: b (9) alone, then y (3) and x (2) onto the other group; by count b would join x
+    costs = dict(zip("abcdef", [1.0, 9.0, 1.0, 1.0, 1.0, 1.0]))
+    assert cohort_groups(settings, list("abcdef"), 2, costs) == [["a", "c", "d", "e", "f"], ["b"]]
     assert decided_in_group(settings, list("abcdef"), ["a", "b", "c"]) == ["a", "c"]
     assert decided_in_group(settings, list("abcdef"), ["b", "d", "e"]) == []
 

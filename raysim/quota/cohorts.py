@@ -10,6 +10,7 @@ decided never changes a result. A cohort of one VC has no partner and takes no p
 
 from __future__ import annotations
 
+from raysim.packing import lpt
 from raysim.quota.settings import QuotaSettings
 
 
@@ -39,16 +40,19 @@ def decided_by_coordinator(settings: QuotaSettings, vcs: list[str], groups: list
     return [vc for vc in vcs if vc in split]
 
 
-def cohort_groups(settings: QuotaSettings, vcs: list[str], n_groups: int) -> list[list[str]]:
+def cohort_groups(settings: QuotaSettings, vcs: list[str], n_groups: int,
+                  costs: dict[str, float] | None = None) -> list[list[str]]:
     """At most `n_groups` groups of VCs that keep every cohort whole: cohorts (and VCs alone in
-    theirs) go, largest first, to the group holding fewest VCs so far (ties: the earlier group).
-    Each group lists its VCs in layout order; groups are ordered by their first VC."""
+    theirs) are packed longest first onto the least loaded group (raysim.packing.lpt), a cohort
+    weighing its VCs' summed `costs` (VC -> estimated cost, positive; None: its number of VCs;
+    ties: the earlier cohort, the earlier group). Each group lists its VCs in layout order; groups
+    are ordered by their first VC."""
     units: dict[str, list[str]] = {}
     for vc in vcs:
         units.setdefault(settings.of(vc).cohort, []).append(vc)
-    ordered = sorted(units.values(), key=lambda members: -len(members))  # stable: layout order on ties
-    groups: list[list[str]] = [[] for _ in range(max(1, min(n_groups, len(ordered))))]
-    for members in ordered:
-        min(groups, key=len).extend(members)
+    members = list(units.values())
+    weights = [sum(costs[vc] for vc in m) if costs is not None else len(m) for m in members]
+    packed = lpt(weights, max(1, min(n_groups, len(members))))
     rank = {vc: i for i, vc in enumerate(vcs)}
-    return sorted((sorted(g, key=rank.__getitem__) for g in groups if g), key=lambda g: rank[g[0]])
+    groups = [sorted((vc for u in b for vc in members[u]), key=rank.__getitem__) for b in packed]
+    return sorted((g for g in groups if g), key=lambda g: rank[g[0]])

@@ -24,7 +24,8 @@ from raysim.run.cluster_settings import ClusterMode
 from raysim.run.config import (check_cluster_config, estimates_from_config, load_from_config, policy_constants_of,
                                spec_from_config)
 from raysim.run.outputs import record_capacity_inputs, record_wall, write_outputs, write_plots
-from raysim.run.simulate import simulate_to, vc_groups
+from raysim.run.grouping import vc_groups
+from raysim.run.simulate import simulate_to
 from raysim.runtime.timing import bound_line
 from raysim.run.overrides import in_multirun
 
@@ -61,7 +62,7 @@ def run_cluster(cfg: DictConfig, run_dir: Path, checked: ClusterMode | None = No
     sim_start = time.perf_counter()
     rt = cfg.runtime
     counts = simulate_to(run_dir, trace, spec, estimates, runtime=rt.name, window_s=int(rt.window_s),
-                vcs_per_actor=cfg.ray.vcs_per_actor, ray_options=dict(cfg.ray),
+                vcs_per_actor=cfg.ray.vcs_per_actor, packing=cfg.ray.packing, ray_options=dict(cfg.ray),
                 checkpoint_dir=rt.checkpoint_dir, checkpoint_every=int(rt.checkpoint_every),
                 resume=bool(rt.resume), progress=True, job_extra=job_extra, estimator=online,
                 stall_s=None if cfg.sim.stall_s == "off" else cfg.sim.stall_s)
@@ -198,7 +199,9 @@ def check_local_ray_fits(cfg: DictConfig, spec) -> None:
     import ray
 
     cpus = float(ray.cluster_resources().get("CPU", 0))
-    groups = len(vc_groups(spec.vcs, cfg.ray.vcs_per_actor, spec.quota))
+    # (by cost, how many groups there are does not depend on the costs: any positive ones count them)
+    costs = dict.fromkeys(spec.vcs, 1.0) if cfg.ray.packing == "cost" else None
+    groups = len(vc_groups(spec.vcs, cfg.ray.vcs_per_actor, spec.quota, costs=costs))
     actors = groups + (1 if spec.profiler else 0)
     need = actors * float(cfg.ray.actor_cpus)
     if need > cpus + 1e-9:

@@ -22,6 +22,7 @@ from raysim.models.estimates import SOURCES as ESTIMATE_SOURCES
 from raysim.report.settings import ReportSettings
 from raysim.rounds.settings import RoundsSettings
 from raysim.run.data_names import DataSettings
+from raysim.run.grouping import PACKINGS
 from raysim.run.spares import SpareSettings
 from raysim.run.spot import SpotSettings
 from raysim.run.values import plain
@@ -171,6 +172,10 @@ class RaySettings:
                                         "`ray job submit`)")
     vcs_per_actor: object = setting("auto", "VCs simulated by one actor: auto (one actor per CPU) or a number",
                                     check=_auto_or_count, what="a positive integer or auto")
+    packing: str = setting("cost", "how VCs are packed into actors: cost (estimated from each VC's jobs and GPUs, "
+                                   "the costliest first to the least loaded actor; auto: one actor per CPU) or count "
+                                   "(layout order)",
+                           choices=PACKINGS)
     num_cpus: float | None = setting(None, "CPUs of a locally started Ray (null: all)", above=0)
     actor_cpus: float = setting(0.1, "CPU reservation of each actor (fractional: actors mostly wait)", minimum=0)
     slow_factor: float = setting(10, "a window slower than this x the slowest so far (and than slow_min_s) logs a "

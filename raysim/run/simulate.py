@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -17,15 +16,15 @@ import pyarrow.parquet as pq
 from raysim.errors import UserError
 from raysim.policy import policy_class
 from raysim.quota import GLOBAL_VC
-from raysim.quota.cohorts import cohort_groups, decided_by_coordinator
+from raysim.quota.cohorts import decided_by_coordinator
 from raysim.quota.exchange import EpochExchange
-from raysim.quota.settings import QuotaSettings
 from raysim.report.results import merge_profiling, merge_series, write_jobs
 from raysim.runtime.codec import jobs_batch
 from raysim.runtime.coordinator import Coordinator, check_resumable
 from raysim.runtime.fingerprint import run_fingerprint
 from raysim.runtime.sink import ResultSink, read_records
 from raysim.runtime.spec import RunSpec
+from raysim.run.grouping import vc_costs, vc_groups
 from raysim.runtime.timing import BOUND_CPUS
 from raysim.trace.load import Trace
 from raysim.trace.schema import arrival_seconds
@@ -42,28 +41,9 @@ FINISHED = "finished"
 RESULT_FILES = ("jobs.parquet", "timeseries.parquet")
 
 
-def vc_groups(vcs: list[str], vcs_per_actor: int | str, quota: QuotaSettings | None = None,
-              cpus: int | None = None) -> list[list[str]]:
-    """VCs in layout order, packed `vcs_per_actor` to a group (one process/actor per group).
-
-    "auto" packs them into as many groups as `cpus`, by default the Ray cluster's CPUs (one group
-    without Ray, which is not imported for this); with quota lending (`quota` mode borrow) it keeps every cohort
-    in one group, so that its loans are decided there rather than by a coordinator window per epoch
-    (raysim.quota.cohorts). Packing never changes results, only how the work is spread over processes."""
-    names = list(vcs)
-    if vcs_per_actor == "auto":
-        if cpus is None:
-            ray = sys.modules.get("ray")  # (not imported: Ray is not running)
-            cpus = int(ray.cluster_resources().get("CPU", 1)) if ray is not None and ray.is_initialized() else 1
-        if quota is not None and quota.borrow:
-            return cohort_groups(quota, names, max(1, cpus))
-        vcs_per_actor = -(-len(names) // max(1, cpus))
-    k = max(1, int(vcs_per_actor))
-    return [names[i:i + k] for i in range(0, len(names), k)]
-
-
 def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime: str = "local",
-                window_s: int = 604_800, vcs_per_actor: int | str = 1, ray_options: dict | None = None,
+                window_s: int = 604_800, vcs_per_actor: int | str = 1, packing: str = "count",
+                ray_options: dict | None = None,
                 checkpoint_dir=None, checkpoint_every: int = 1, resume: bool = False, progress: bool = False,
                 executor=None, job_extra: dict | None = None, estimator=None, stall_s: int | str | None = None) -> dict:
     """Simulate every VC of `trace`, writing `out_dir`/jobs.parquet and timeseries.parquet.
@@ -73,6 +53,10 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     (GPU-type ids, workload ids, share scores) to the job batches; `estimator` (e.g. a
     PeriodicDurationEstimator) fills in duration estimates while the run goes on. Returns the
     run's event and window counts and how many lost actors were rebuilt.
+
+    The VCs are packed into groups (one process or actor each) by `vcs_per_actor` and `packing`:
+    "count" in layout order, "cost" by their estimated cost (raysim.run.grouping); an `executor`
+    given must hold the same groups.
 
     With quota lending (`spec.quota`, mode borrow) each VC group decides the loans of the cohorts
     it holds whole; when a cohort is split over groups the coordinator decides its loans, and its
@@ -86,7 +70,7 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
 
     The counts include `timing` (raysim.runtime.timing.RunTiming.report): where the simulation's
     time went per window and VC group, and the speedup bound for k CPUs with the VCs packed as
-    `vcs_per_actor=auto` would pack them for k.
+    `vcs_per_actor=auto` would pack them for k (by `packing`).
 
     `stall_s` (seconds, "auto": `stall_bounds`; None: no guard): a run in which some VC has unfinished
     jobs and none of them has finished or kept more work for longer stops there, writes its result
@@ -107,7 +91,8 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
         from raysim.runtime.ray_backend import ensure_ray
 
         ensure_ray((ray_options or {}).get("address"), (ray_options or {}).get("num_cpus"))  # to count its CPUs
-    groups = vc_groups(spec.vcs, vcs_per_actor, spec.quota)
+    costs = _packing_costs(packing, trace, spec)
+    groups = vc_groups(spec.vcs, vcs_per_actor, spec.quota, costs=costs)
     exchange = None
     split = decided_by_coordinator(spec.quota, spec.vcs, groups)
     if split:  # the coordinator decides the cohorts split over groups: windows end at epochs
@@ -136,7 +121,8 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
                               origin=trace.origin, ticks_per_s=ticks, estimator=estimator, fingerprint=fingerprint,
                               dispatch_s=dispatch_span(window_s, spec, estimator), exchange=exchange,
                               stall_ticks=stall,
-                              packings={k: vc_groups(spec.vcs, "auto", spec.quota, cpus=k) for k in BOUND_CPUS})
+                              packings={k: vc_groups(spec.vcs, "auto", spec.quota, cpus=k, costs=costs)
+                                        for k in BOUND_CPUS})
     end, stage = coordinator.run()
     if coordinator.stalled is not None and checkpoint_dir:  # (its spool stays as the checkpoint left it)
         raise RunStalled(f"{coordinator.stalled}; the checkpoint in {checkpoint_dir} holds the run up to there: to "
@@ -162,6 +148,15 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
         shutil.rmtree(spool, ignore_errors=True)
     counts["timing"] = coordinator.timing.report(time.perf_counter() - started)
     return counts
+
+
+def _packing_costs(packing: str, trace: Trace, spec: RunSpec) -> dict | None:
+    """Per VC, its estimated cost under `packing` "cost"; None under "count" (raysim.run.grouping)."""
+    if packing == "count":
+        return None
+    if packing == "cost":
+        return vc_costs(trace.table, spec.layout)
+    raise ValueError(f"packing must be 'cost' or 'count', not {packing!r}")
 
 
 def retired_note(series: Path) -> str:

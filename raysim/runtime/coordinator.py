@@ -36,6 +36,7 @@ from raysim.errors import UserError
 from raysim.quota.reports import reports_of
 from raysim.runtime.sink import ResultSink, SinkPosition
 from raysim.runtime.timing import RunTiming
+from raysim.runtime.vcgroup import VCGroup
 
 log = logging.getLogger("raysim")
 
@@ -84,6 +85,7 @@ class RunState:
     fingerprint: dict = field(default_factory=dict)  # digests of the run's inputs (raysim.runtime.fingerprint)
     loans: dict | None = None  # quota lending: pending operations and the due epoch (raysim.quota.exchange)
     shipped_at: int = 0  # end of the last window whose results left the VC groups
+    groups: list = field(default_factory=list)  # the VC groups (VC names) the group states belong to
 
 
 class Coordinator:
@@ -361,9 +363,14 @@ class Coordinator:
         if self.resume and ckpt is not None and ckpt.exists():
             state = pickle.loads(ckpt.read_bytes())  # noqa: S301 - written by this coordinator
             check_resumable(ckpt, getattr(state, "fingerprint", None), self.fingerprint)
-            if len(state.group_states) != len(self.groups):
-                raise ValueError(f"{ckpt} holds {len(state.group_states)} VC groups, this run has "
-                                 f"{len(self.groups)}: resume with the same ray.vcs_per_actor")
+            held = getattr(state, "groups", None)
+            if held is None:  # written before checkpoints kept their groups: read them from the groups' states
+                held = [VCGroup.vcs_in(blob) for blob in state.group_states]
+            if held != self.groups:
+                differ = (f"{len(held)} VC groups, this run has {len(self.groups)}" if len(held) != len(self.groups)
+                          else "other VC groups than this run's")
+                raise ValueError(f"{ckpt} holds {differ}: resume with the same ray.vcs_per_actor and ray.packing")
+            state.groups = self.groups
             for g, blob in enumerate(state.group_states):
                 self.executor.restore(g, blob)
             self.sink.reopen(state.sink)
@@ -378,6 +385,7 @@ class Coordinator:
                        "running": 0, "pending": 0, "events": 0} for grp in self.groups for vc in grp}
         self.sink.reopen(SinkPosition())  # a fresh run: no result file of an earlier one may remain
         return RunState(t=self.t0, pos=0, status=status, group_states=[None] * len(self.groups), shipped_at=self.t0,
+                        groups=self.groups,
                         fingerprint=self.fingerprint, loans=self.exchange.initial() if self.exchange else None)
 
     def _write_checkpoint(self, state: RunState) -> None:

@@ -14,23 +14,20 @@ other work only lengthen a window.
 
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
+
+from raysim.packing import lpt
 
 
 def critical_path(costs, k: int) -> float:
     """The most loaded of `k` CPUs after packing `costs` (one per group) onto them longest first,
-    each onto the least loaded CPU so far (LPT)."""
+    each onto the least loaded CPU so far (LPT: raysim.packing.lpt)."""
     if k < 1:
         raise ValueError(f"k must be at least 1, not {k}")
     costs = np.asarray(costs, dtype=float)
     if len(costs) <= k:
         return float(costs.max()) if len(costs) else 0.0
-    loads = [0.0] * k
-    for c in sorted(costs.tolist(), reverse=True):
-        heapq.heappush(loads, heapq.heappop(loads) + c)
-    return max(loads)
+    return max(float(costs[b].sum()) for b in lpt(costs, k))
 
 
 def spread(group_cpu: float, measured: np.ndarray) -> np.ndarray:

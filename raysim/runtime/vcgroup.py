@@ -176,6 +176,12 @@ class VCGroup:
         """The whole group's state, to rebuild it after a crash or resume an interrupted run."""
         return pickle.dumps((self.sims, self.epochs, self.reporting, self._told), protocol=pickle.HIGHEST_PROTOCOL)
 
+    @staticmethod
+    def vcs_in(state: bytes) -> list[str]:
+        """The VCs of the group whose `checkpoint()` output is `state`, in the group's order."""
+        loaded = pickle.loads(state)  # noqa: S301 - produced by checkpoint() of this run
+        return list(loaded if isinstance(loaded, dict) else loaded[0])
+
     @classmethod
     def restore(cls, state: bytes) -> "VCGroup":
         """Rebuild a group from `checkpoint()` output (raysim's own bytes, never user input)."""
