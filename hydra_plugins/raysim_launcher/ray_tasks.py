@@ -74,9 +74,9 @@ class RayTasksLauncher(SweepLauncher):
         configs, labels = self.job_configs(job_overrides, initial_job_idx, sweep_dir=str(sweep_dir))
         for label in labels:
             log.info(f"\t{label}")
-        refs = [remote.remote(self.hydra_context, self.task_function, cfg) for cfg in configs]
-        results: list[Any] = [None] * len(refs)
-        pending = {ref: i for i, ref in enumerate(refs)}
+        # (a finished job's ref is dropped once its files are written: Ray then frees them)
+        pending = {remote.remote(self.hydra_context, self.task_function, cfg): i for i, cfg in enumerate(configs)}
+        results: list[Any] = [None] * len(configs)
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
