@@ -92,14 +92,20 @@ def cluster(tmp_path_factory):
         wait_for(two_nodes, 120, "the worker node to join")
         yield {"address": address, "gcs": f"127.0.0.1:{gcs}", "env": env, "tmp": tmp}
     finally:
+        # The worker first, then the head, each by its `ray start`, which drains its node through the
+        # head's GCS and stops its processes in seconds (signalling a node's whole process group
+        # stops the GCS too, and each node then waits 30 s for it); what is left of a group is killed.
         for p in reversed(procs):
             if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-        for p in reversed(procs):
+                p.send_signal(signal.SIGTERM)
             try:
                 p.wait(timeout=60)
             except subprocess.TimeoutExpired:
+                pass
+            try:
                 os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         for f in logs:
             f.close()
         for folder in (ray_tmp, worker_tmp):
