@@ -193,6 +193,17 @@ def check_pending_lines(path: Path, vcs: list[str], chart: dict) -> None:
     np.testing.assert_allclose(drawn[0], sum(every.values()), rtol=1e-3, atol=1e-2)  # the cluster: every VC's
 
 
+def test_the_run_page_names_the_ray_nodes_of_the_vc_groups():
+    from raysim.report.run_page import nodes_html
+
+    nodes = {"driver": "a" * 56, "groups": ["a" * 56, "b" * 56, "b" * 56],
+             "nodes": {"a" * 56: {"host": "head", "address": "10.0.0.1"}, "b" * 56: {"host": "w<1>", "address": "10.0.0.2"}}}
+    html = nodes_html(nodes)
+    assert "On 2 Ray nodes" in html and "head (10.0.0.1, node <code>aaaaaaaaaaaa</code>): 1 VC group and the driver" in html
+    assert "w&lt;1&gt; (10.0.0.2, node <code>bbbbbbbbbbbb</code>): 2 VC groups</li>" in html
+    assert nodes_html(None) == ""
+
+
 def test_peaks_and_others_keeps_the_highest_queues_and_sums_the_rest():
     from raysim.report.page_data import peaks_and_others
 

@@ -7,6 +7,12 @@ driver, whole, as each job finishes: Ray's streaming of worker output would pref
 fold identical lines of parallel jobs together. A job that stops on a user error returns a
 `raysim.errors.Failure`; the driver records it, and `raysim` exits with status 2 after the sweep.
 
+On a cluster (`hydra.launcher.address`) each task takes `num_cpus` of whichever node has them free,
+so a sweep runs one job per free CPU of every node. A task runs its job in a scratch folder of its
+node and returns the run folder's files, which the driver writes into the sweep folder (gather.py):
+the sweep folder need not be shared with the worker nodes. Each run's trace_report.json records
+the node it ran on (`ran_on`), and the driver logs it.
+
 No `from __future__ import annotations` here: Hydra's plugin scan executes this module without
 registering it in sys.modules, and dataclasses cannot resolve string annotations then."""
 
@@ -20,7 +26,8 @@ from hydra.core.utils import JobReturn, configure_log, setup_globals
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
-from hydra_plugins.raysim_launcher.jobs import SweepLauncher, run_captured
+from hydra_plugins.raysim_launcher.gather import run_in_scratch
+from hydra_plugins.raysim_launcher.jobs import SweepLauncher
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +44,12 @@ ConfigStore.instance().store(group="hydra/launcher", name="raysim_ray", node=Ray
 
 
 def _run(hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig):
-    """(the job's JobReturn, what it printed): its output goes back to the driver in one piece."""
+    """(the job's JobReturn, what it printed, its run folder's files: gather.RunFiles): its output
+    goes back to the driver in one piece."""
     from raysim.resolvers import register_resolvers
 
     register_resolvers()  # raysim's config resolvers, in this worker
-    return run_captured(hydra_context, task_function, config)
+    return run_in_scratch(hydra_context, task_function, config)
 
 
 class RayTasksLauncher(SweepLauncher):
@@ -66,14 +74,18 @@ class RayTasksLauncher(SweepLauncher):
         configs, labels = self.job_configs(job_overrides, initial_job_idx, sweep_dir=str(sweep_dir))
         for label in labels:
             log.info(f"\t{label}")
-        refs = [remote.remote(self.hydra_context, self.task_function, cfg) for cfg in configs]
-        results: list[Any] = [None] * len(refs)
-        pending = {ref: i for i, ref in enumerate(refs)}
+        # (a finished job's ref is dropped once its files are written: Ray then frees them)
+        pending = {remote.remote(self.hydra_context, self.task_function, cfg): i for i, cfg in enumerate(configs)}
+        results: list[Any] = [None] * len(configs)
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
                 i = pending.pop(ref)
-                ret, printed = ray.get(ref)
+                ret, printed, files = ray.get(ref)
+                run_dir = files.write_into(sweep_dir)
+                log.info(f"#{configs[i].hydra.job.num} ran on Ray node {files.ran_on['ray_node']} "
+                         f"({files.ran_on['host']}, {files.ran_on['address']}): {len(files.files)} files "
+                         f"gathered into {run_dir}")
                 results[i] = ret
                 self.report(labels[i], ret, printed)
         return results

@@ -68,7 +68,8 @@ def run_page(run_dir: Path) -> Page:
         page.section("causes", "Lost work per cause", causes_html(page, causes))
     page.section("run", "What was run", run_html(run_dir, report, config))
     page.section("data", "Data", data_html(report) + capacity_inputs_html(report))
-    page.section("time", "Wall time", wall_html(report.get("wall_s") or {}) + timing_html(report.get("timing")))
+    page.section("time", "Wall time", wall_html(report.get("wall_s") or {}) + timing_html(report.get("timing"))
+                 + nodes_html(report.get("ray_nodes")))
     page.section("files", "Files", files_html(run_dir))
     return page
 
@@ -393,6 +394,19 @@ def timing_html(timing: dict | None) -> str:
             f"<table><thead><tr><th>VC group (costliest {len(top)})</th><th>CPU s</th><th>wall s</th>"
             "<th>waiting for the others, s</th></tr></thead>"
             f"<tbody>{group_rows}</tbody></table>")
+
+
+def nodes_html(nodes: dict | None) -> str:
+    """The Ray nodes a run ran on (trace_report.json's `ray_nodes`): per node its host, address, id,
+    how many VC groups it ran and whether the driver ran there; '' for a run not on Ray."""
+    if not nodes:
+        return ""
+    items = []
+    for node, where in nodes["nodes"].items():
+        what = [plural(nodes["groups"].count(node), "VC group")] + (["the driver"] if node == nodes["driver"] else [])
+        items.append(f"<li>{esc(where['host'])} ({esc(where['address'])}, node <code>{esc(node[:12])}</code>): "
+                     f"{esc(' and '.join(what))}</li>")
+    return f"<h3>On {plural(len(items), 'Ray node')}</h3><ul>{''.join(items)}</ul>"
 
 
 def files_html(run_dir: Path) -> str:

@@ -116,7 +116,8 @@ def run_cluster(cfg: DictConfig, run_dir: Path, checked: ClusterMode | None = No
         record_capacity_inputs(run_dir, key, value(cfg, key), plain(cfg, "failures"))
     write_job_views(run_dir, settings, spec)
     record_wall(run_dir, {"read_s": read_s, "ray_start_s": ray_s, "simulate_s": sim_wall,
-                          "write_s": time.perf_counter() - sim_start - sim_wall}, counts.get("timing"))
+                          "write_s": time.perf_counter() - sim_start - sim_wall}, counts.get("timing"),
+                counts.get("ray_nodes"))
     overall = summary[summary.vc == "all"].iloc[0].to_dict()
     print(to_markdown(summary, title=f"raysim: {spec.policy}, {cfg.sim.compat} semantics"))
     ray_text = f"; Ray start-up {ray_s:.2f} s" if ray_s is not None else ""

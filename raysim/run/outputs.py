@@ -40,16 +40,19 @@ def write_outputs(run_dir: Path, summary, trace, spec, title: str) -> None:
          **trace.report.to_dict()}, indent=2))
 
 
-def record_wall(run_dir: Path, wall_s: dict, timing: dict | None = None) -> None:
+def record_wall(run_dir: Path, wall_s: dict, timing: dict | None = None, ray_nodes: dict | None = None) -> None:
     """Add to trace_report.json the seconds each stage of the run took (`wall_s`: read_s,
     ray_start_s (None under runtime=local), simulate_s, write_s) and where the simulation's went
     (`timing`: raysim.runtime.timing.RunTiming.report; None: nothing was simulated, a resumed run
-    had finished), which report.html shows."""
+    had finished), which report.html shows; on Ray the node of the driver and of each VC group
+    (`ray_nodes`: raysim.runtime.ray_backend.RayExecutor.placement)."""
     path = run_dir / "trace_report.json"
     report = json.loads(path.read_text())
     report["wall_s"] = wall_s
     if timing is not None:
         report["timing"] = timing
+    if ray_nodes is not None:
+        report["ray_nodes"] = ray_nodes
     path.write_text(json.dumps(report, indent=2))
 
 

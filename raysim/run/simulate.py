@@ -70,7 +70,8 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
 
     The counts include `timing` (raysim.runtime.timing.RunTiming.report): where the simulation's
     time went per window and VC group, and the speedup bound for k CPUs with the VCs packed as
-    `vcs_per_actor=auto` would pack them for k (by `packing`).
+    `vcs_per_actor=auto` would pack them for k (by `packing`); on Ray also `ray_nodes`
+    (raysim.runtime.ray_backend.RayExecutor.placement): the Ray node of the driver and of each group.
 
     `stall_s` (seconds, "auto": `stall_bounds`; None: no guard): a run in which some VC has unfinished
     jobs and none of them has finished or kept more work for longer stops there, writes its result
@@ -147,6 +148,9 @@ def simulate_to(out_dir, trace: Trace, spec: RunSpec, estimates=None, *, runtime
     else:
         shutil.rmtree(spool, ignore_errors=True)
     counts["timing"] = coordinator.timing.report(time.perf_counter() - started)
+    placement = executor.placement()
+    if placement is not None:
+        counts["ray_nodes"] = placement
     return counts
 
 

@@ -61,3 +61,7 @@ class LocalExecutor:
 
     def finish(self, g, end):
         return self.vcgroups[g].finish(end)
+
+    def placement(self) -> None:
+        """Where the groups ran: in this process, on no Ray node (see RayExecutor.placement)."""
+        return None

@@ -4,6 +4,8 @@ runs (the pass-through stage of every other policy only routes jobs: the driver 
 Jobs travel as Arrow tables by object reference: the profiler stage's per-group outputs are passed
 to the VC actors as refs; the driver never fetches those of a profiler actor. Actors are kept in a
 pool and reset between runs in the same driver, so a Hydra sweep pays for their start-up once.
+On a cluster the VC group actors are spread over its nodes (Ray's SPREAD scheduling; on one node
+they all run there), and the run records which node ran each group (`RayExecutor.placement`).
 """
 
 from __future__ import annotations
@@ -198,11 +200,13 @@ class RayExecutor:
         #: about; one still running after lost_after_s (None: never) counts as a lost actor
         self.slow_factor, self.slow_min_s, self.lost_after_s = slow_factor, slow_min_s, lost_after_s
         self._slowest = 0.0  # the slowest window result any group has delivered
-        self.group_cls = ray.remote(num_cpus=actor_cpus, max_restarts=0)(_GroupActor)
+        # (SPREAD: actors of fractional CPUs would otherwise all fit on the driver's node)
+        self.group_cls = ray.remote(num_cpus=actor_cpus, max_restarts=0, scheduling_strategy="SPREAD")(_GroupActor)
         self.prof_cls = ray.remote(num_cpus=actor_cpus, max_restarts=0)(_ProfilerActor)
         self.actors: list = []
         self.pids: list[int] = []
         self.local: list[bool] = []
+        self.nodes: list[str] = []  # per group: the Ray node id of its actor
         self.profiler = None  # the profiler actor (Lucid's profiling pool)
         #: the pass-through stage, run in the driver: an actor of its own would only add a process
         #: to start and a round trip per window
@@ -234,7 +238,16 @@ class RayExecutor:
         here = ray.get_runtime_context().get_node_id()
         found = ray.get([a.pid.remote() for a in self.actors])
         self.pids = [pid for pid, _ in found]
-        self.local = [node == here for _, node in found]
+        self.nodes = [node for _, node in found]
+        self.local = [node == here for node in self.nodes]
+
+    def placement(self) -> dict:
+        """Where the run ran, for trace_report.json's `ray_nodes`: the driver's Ray node id, each
+        group's (in group order, as its last actor ran it) and each such node's host name and address."""
+        here = ray.get_runtime_context().get_node_id()
+        hosts = {n["NodeID"]: {"host": n["NodeManagerHostname"], "address": n["NodeManagerAddress"]}
+                 for n in ray.nodes() if n["NodeID"] in {here, *self.nodes}}
+        return {"driver": here, "groups": list(self.nodes), "nodes": hosts}
 
     def _routing(self) -> dict[str, int]:
         """VC -> index of the group simulating it."""
@@ -363,8 +376,8 @@ class RayExecutor:
             ray.get(actor.restore.remote(state))
         self.actors[g] = actor
         _pool()["groups"][g] = actor
-        self.pids[g], node = ray.get(actor.pid.remote())
-        self.local[g] = node == ray.get_runtime_context().get_node_id()
+        self.pids[g], self.nodes[g] = ray.get(actor.pid.remote())
+        self.local[g] = self.nodes[g] == ray.get_runtime_context().get_node_id()
 
     def finish(self, g, end):
         return ray.get(self.actors[g].finish.remote(end))
