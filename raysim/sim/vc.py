@@ -50,8 +50,8 @@ class VCState:
     pods only while it is up (`res.present`).
     """
 
-    #: whether a node back in service joins the end of the scan order (raysim.sim.spares.ReturnsLast)
-    returns_last = False
+    #: the rule that keeps the scan order (raysim.sim.host_selection.HostOrder); None: nodes in their place
+    host_order = None
 
     def __init__(self, pools, resources: bool = False):
         self.pools = tuple(pools)
@@ -462,14 +462,27 @@ class VCState:
         return True
 
     def _insert(self, node: int) -> None:
-        """Put node `node` back in the scan order: an own node in its place (own nodes come first, in
-        index order, and every other node has a larger index, so bisection finds that place although
-        the order's tail need not be sorted), a held or borrowed node at the end, as every node does
-        where `returns_last` (raysim.sim.spares.ReturnsLast)."""
-        if self.returns_last or node in self.held or node in self.borrowed:
+        """Put node `node` back in the scan order, where the VC's host order says (`host_order`,
+        raysim.sim.host_selection), by default in its own place (`insert_in_place`)."""
+        if self.host_order is not None:
+            self.host_order.insert(self, node)
+        else:
+            self.insert_in_place(node)
+
+    def insert_in_place(self, node: int) -> None:
+        """Put node `node` in the scan order in its place: an own node among own nodes (they come first,
+        in index order, and every other node has a larger index, so bisection finds that place although
+        the order's tail need not be sorted), a held or borrowed node at the end."""
+        if node in self.held or node in self.borrowed:
             self.order.append(node)
         else:
             self.order.insert(bisect.bisect_left(self.order, node), node)
+
+    def failed(self, node: int) -> None:
+        """Node `node` takes a failure event now (it goes down, or its jobs restart): while it is up (a
+        retired node's last event finds it down) the host order hears of it, which may move it."""
+        if self.host_order is not None and self.state[node] == UP:
+            self.host_order.failed(self, node)
 
     def add_held(self, gpu_type: str, per: int, tag, cpu_milli: int | None = None,
                  memory_mib: int | None = None) -> int:
