@@ -3,8 +3,9 @@
 Placers that scan (first fit, consolidate's ties, workers) and warm standbys (raysim.sim.standbys)
 take nodes in the VC's scan order (raysim.sim.vc.VCState.order). A host selection is the one rule
 that keeps that order: where a node joins it when it comes back in service (from down, repair, the
-spare pool, a standby given back: `insert`), and, for a rule that counts failures, where a failure
-moves a node that stays up (`failed`). So a job placed anew after a failure, a job taking its
+spare pool, a standby given back: `place`), and, for a rule that counts failures, whether a failure
+moves a node that stays up (`failed`); the VC itself moves its nodes (raysim.sim.vc.VCState._insert,
+the one place besides its lifecycle's `change`). So a job placed anew after a failure, a job taking its
 standbys and a standby chosen all follow it, with no copy of the order per placer:
 
 - `in_place` (the default): a node rejoins in its own place (own nodes by index, a node on loan at
@@ -48,18 +49,23 @@ class HostOrder(Extension):
     def attach(self, sim) -> None:
         sim.vc.host_order = self
 
-    def insert(self, vc, node: int) -> None:
-        """Node `node` comes back in service: put it in `vc.order` (here: in its own place)."""
-        vc.insert_in_place(node)
+    def place(self, vc, node: int) -> int:
+        """Where in `vc.order` node `node`, back in service, goes (an index)."""
+        raise NotImplementedError
 
-    def failed(self, vc, node: int) -> None:
-        """Node `node`, up, failed now (it may go down at once: raysim.sim.vc.VCState.failed)."""
+    def failed(self, node: int) -> bool:
+        """Node `node`, up, failed now (it may go down at once: raysim.sim.vc.VCState.failed); returns
+        whether it moves in the order (to where `place` then says)."""
+        return False
 
 
 class InPlace(HostOrder):
     """A node back in service rejoins the scan order in its own place (own nodes by index, one on loan
     at the end): the default, as every run before host selection was a choice. A run attaches none
-    (raysim.run.host_selection): the VC does the same without it."""
+    (raysim.run.host_selection): the VC places its nodes so without a host order."""
+
+    def attach(self, sim) -> None:
+        """Nothing to keep: the VC's own placing is this rule."""
 
 
 class ReturnsLast(HostOrder):
@@ -67,8 +73,8 @@ class ReturnsLast(HostOrder):
     the scan order, as a repaired server joins the end of AIReSim's working pool (its default host
     selection takes the first idle servers in pool order): placers prefer nodes that were not out lately."""
 
-    def insert(self, vc, node: int) -> None:
-        vc.order.append(node)
+    def place(self, vc, node: int) -> int:
+        return len(vc.order)
 
 
 class FewestFailures(HostOrder):
@@ -90,13 +96,12 @@ class FewestFailures(HostOrder):
     def _key(self, node: int) -> tuple[int, int]:
         return self.failures.get(node, 0), node
 
-    def insert(self, vc, node: int) -> None:
-        bisect.insort(vc.order, node, key=self._key)
+    def place(self, vc, node: int) -> int:
+        return bisect.bisect_left(vc.order, self._key(node), key=self._key)
 
-    def failed(self, vc, node: int) -> None:
-        vc.order.remove(node)
+    def failed(self, node: int) -> bool:
         self.failures[node] = self.failures.get(node, 0) + 1
-        self.insert(vc, node)
+        return True
 
 
 class RandomOrder(HostOrder):
@@ -109,10 +114,10 @@ class RandomOrder(HostOrder):
         super().attach(sim)
         self.rng = np.random.default_rng([self.seed, stable_hash(sim.name), HOST_ORDER])
         order = sim.vc.order
-        order[:] = [order[i] for i in self.rng.permutation(len(order))]
+        sim.vc.reorder([order[i] for i in self.rng.permutation(len(order))])
 
-    def insert(self, vc, node: int) -> None:
-        vc.order.insert(int(self.rng.integers(len(vc.order) + 1)), node)
+    def place(self, vc, node: int) -> int:
+        return int(self.rng.integers(len(vc.order) + 1))
 
 
 #: host_selection=NAME -> its rule (conf/host_selection/NAME.yaml's `name`).

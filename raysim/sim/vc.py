@@ -26,7 +26,8 @@ class VCState:
     raysim.cluster.layout.Pool); a GPU holds one job, or two when they share it (colocation).
 
     Nodes are identified by an index; `order` lists the VC's current nodes in the order placers scan
-    them (pools in layout order, a node added on loan at the end). `size[n]` is node n's GPU count
+    them (pools in layout order, a node added on loan at the end; or as the run's host selection,
+    `host_order`, keeps it). `size[n]` is node n's GPU count
     and `type_of[n]` the index of its GPU type in `types` (the VC's GPU types in layout order).
     `name` is the reference's node name, used only by the Lucid-compatible rule for which node to
     give away. Allocation takes a node's lowest free GPUs. Free and total GPUs are also counted per
@@ -462,27 +463,31 @@ class VCState:
         return True
 
     def _insert(self, node: int) -> None:
-        """Put node `node` back in the scan order, where the VC's host order says (`host_order`,
-        raysim.sim.host_selection), by default in its own place (`insert_in_place`)."""
+        """Put node `node` back in the scan order where the VC's host order places it (`host_order`,
+        raysim.sim.host_selection), by default in its own place: an own node among own nodes (they come
+        first, in index order, and every other node has a larger index, so bisection finds that place
+        although the order's tail need not be sorted), a held or borrowed node at the end."""
         if self.host_order is not None:
-            self.host_order.insert(self, node)
+            at = self.host_order.place(self, node)
+        elif node in self.held or node in self.borrowed:
+            at = len(self.order)
         else:
-            self.insert_in_place(node)
-
-    def insert_in_place(self, node: int) -> None:
-        """Put node `node` in the scan order in its place: an own node among own nodes (they come first,
-        in index order, and every other node has a larger index, so bisection finds that place although
-        the order's tail need not be sorted), a held or borrowed node at the end."""
-        if node in self.held or node in self.borrowed:
-            self.order.append(node)
-        else:
-            self.order.insert(bisect.bisect_left(self.order, node), node)
+            at = bisect.bisect_left(self.order, node)
+        self.order.insert(at, node)
 
     def failed(self, node: int) -> None:
         """Node `node` takes a failure event now (it goes down, or its jobs restart): while it is up (a
-        retired node's last event finds it down) the host order hears of it, which may move it."""
-        if self.host_order is not None and self.state[node] == UP:
-            self.host_order.failed(self, node)
+        retired node's last event finds it down) the host order hears of it, and one that orders nodes
+        by their failures moves it to its new place."""
+        if self.host_order is not None and self.state[node] == UP and self.host_order.failed(node):
+            self.order.remove(node)
+            self._insert(node)
+
+    def reorder(self, order: list[int]) -> None:
+        """The scan order becomes `order`, of the same nodes (a host order's start: raysim.sim.host_selection)."""
+        if sorted(order) != sorted(self.order):
+            raise AssertionError("a new scan order must hold the same nodes")
+        self.order[:] = order
 
     def add_held(self, gpu_type: str, per: int, tag, cpu_milli: int | None = None,
                  memory_mib: int | None = None) -> int:
