@@ -81,14 +81,18 @@ SCENARIOS = {
     "retire_2_in_7d": ("retire a server at its 2nd failure within 7 days", {},
                        {"removal": ("threshold", {"max_failures": 2, "window_minutes": 7 * DAY_MIN})}),
     "fewest_failures": ("host selection: fewest failures first", {}, {"selection": ("fewest_failures", {})}),
+    "fewest_failures_512": ("standbys_0_512 with host selection fewest failures first",
+                            {"job_size": 512, "warm_standbys": 0}, {"selection": ("fewest_failures", {})}),
 }
 
 #: Retirement and host-selection policies by name -> AIReSim's class (airesim.policies).
 REMOVALS = {"never": "NeverRemove", "threshold": "ThresholdRemoval", "scored": "ScoredRemoval"}
 SELECTIONS = {"random": "DefaultHostSelection", "fewest_failures": "FewestFailuresFirst"}
-#: AIReSim's host-selection policy by name -> raysim's (host_selection=): AIReSim's default takes the first idle
-#: servers of its working pool, where repaired ones join at the end.
-HOST_SELECTIONS = {"random": "returns_last", "fewest_failures": "fewest_failures"}
+#: AIReSim's host-selection policy by name -> raysim's overrides (host_selection=): AIReSim's default takes the
+#: first idle servers of its working pool, where repaired ones join at the end; its FewestFailuresFirst breaks
+#: ties by a draw at every host selection.
+HOST_SELECTIONS = {"random": ("host_selection=returns_last",),
+                   "fewest_failures": ("host_selection=fewest_failures", "host_selection.ties=random")}
 
 #: metric -> (AIReSim StatsCollector attribute, scale to our unit). Minutes become hours.
 METRICS = {
@@ -203,7 +207,7 @@ def raysim_overrides(scenario: str, trace: Path, seed: int) -> list[str]:
     out = [f"trace.path={trace}", "trace.cache=false", "runtime=local", "policy=fifo", f"seed={seed}",
            f"failures={dist}", f"failures.node_mtbf_h={1 / (p['random_failure_rate'] * 60)!r}",
            "failures.clock=busy", f"failures.diagnosis={p['diagnosis_probability']!r}",
-           f"host_selection={HOST_SELECTIONS[(chosen.get('selection') or ('random',))[0]]}"]
+           *HOST_SELECTIONS[(chosen.get("selection") or ("random",))[0]]]
     if dist == "weibull":
         out.append(f"failures.shape={p['weibull_shape']!r}")
     elif dist == "lognormal":

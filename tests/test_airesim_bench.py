@@ -48,10 +48,11 @@ def test_scenarios_with_warm_standbys_map_onto_standbys_and_the_host_selection(t
 
 def test_host_selection_policies_map_onto_the_host_selection_group(tmp_path):
     # AIReSim's default (first idle servers in pool order, repaired ones last) is returns_last; its
-    # FewestFailuresFirst is fewest_failures
+    # FewestFailuresFirst is fewest_failures with ties drawn
     b = bench()
     overrides = b.raysim_overrides("fewest_failures", b.raysim_trace("fewest_failures", tmp_path), 42)
-    assert "host_selection=fewest_failures" in overrides and "host_selection=returns_last" not in overrides
+    assert {"host_selection=fewest_failures", "host_selection.ties=random"} <= set(overrides)
+    assert "host_selection=returns_last" not in overrides
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         check_cluster_config(compose(config_name="config", overrides=overrides))
 

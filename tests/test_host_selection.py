@@ -18,11 +18,11 @@ from raysim.sim import SimParams, VCSimulator
 from raysim.sim.capacity import DOWN, RESTART, UP, CapacityPlan, VCCapacity
 from raysim.sim.extensions import Capacity
 from raysim.sim.failures import stable_hash
-from raysim.sim.host_selection import HOST_ORDER, HOST_SELECTIONS, HostSelection
+from raysim.sim.host_selection import HOST_ORDER, HOST_SELECTIONS, FewestFailuresSettings, HostSelection
 from raysim.sim.standbys import Standbys
 
 
-def simulated(jobs, events, rule=None, *, nodes=4, until=None, standbys=0, seed=0):
+def simulated(jobs, events, rule=None, *, nodes=4, until=None, standbys=0, seed=0, settings=None):
     """One VC "vc" of `nodes` 8-GPU nodes under FIFO and first fit, host selection `rule` (None: in
     place), `standbys` warm standbys per multi-node job; `events`: (time, node, kind) capacity events.
     Runs through time `until` (None: to the end) and returns the simulator."""
@@ -30,7 +30,7 @@ def simulated(jobs, events, rule=None, *, nodes=4, until=None, standbys=0, seed=
     extensions = [Capacity(CapacityPlan(("fail",), {"vc": VCCapacity(
         tuple((t, node, kind, 0) for t, node, kind in events), (), len(jobs))}))]
     if rule is not None:
-        extensions.append(HostSelection(rule, seed).extension())
+        extensions.append(HostSelection(rule, seed, settings).extension())
     if standbys:
         extensions.append(Standbys(standbys))
     sim = VCSimulator("vc", pools(nodes), make_policy("fifo", params=params), make_placer("first_fit", params=params),
@@ -93,6 +93,27 @@ def test_standbys_are_chosen_by_fewest_failures():
     assert nodes_of(sim) == [2, 3] and sim.standbys.held[0] == [0]
 
 
+def test_fewest_failures_with_random_ties_draws_them_afresh_at_every_failure():
+    # ties=random: at the start every node draws a tie (in node order, from the VC's generator) and the
+    # order is by (failures, tie); node order[0] fails at 10 (down) under a one-node job: the nodes in the
+    # order draw anew (the failed one leaves it after); back at 20 it draws its own tie and goes behind the
+    # three without failures
+    seed, random_ties = 5, FewestFailuresSettings(ties="random")
+    rng = np.random.default_rng([seed, stable_hash("vc"), HOST_ORDER])
+    start = sorted(range(4), key=dict(zip(range(4), rng.random(4).tolist())).__getitem__)
+    first = start[0]
+    def through(t):
+        return simulated([(0, 10**6, 8)], [(10, first, DOWN), (20, first, UP)], "fewest_failures", seed=seed,
+                         settings=random_ties, until=t).vc.order
+
+    assert through(5) == start
+    ties = dict(zip(start, rng.random(4).tolist()))  # (drawn while the failed node was still in the order)
+    rest = sorted(start[1:], key=ties.__getitem__)
+    assert through(15) == rest
+    rng.random()  # (the failed node's draw when it is back: it goes last all the same, with one failure)
+    assert through(20) == rest + [first]
+
+
 def expected_random(seed: int, nodes: int = 4):
     """The documented draws of host_selection=random for VC "vc": the start order and its generator."""
     rng = np.random.default_rng([seed, stable_hash("vc"), HOST_ORDER])
@@ -138,6 +159,9 @@ def test_fewest_failures_runs_from_the_command_line(tmp_path):
     (["host_selection=fewest_failures"], "host_selection"),  # (no failures to count)
     (["host_selection=fewest_failures", "failures=exponential", "quota=borrow"], "host_selection"),
     (["host_selection.name=nearest"], "host_selection.name"),
+    (["host_selection=fewest_failures", "failures=exponential", "host_selection.ties=sometimes"],
+     "host_selection.ties"),
+    (["host_selection=returns_last", "+host_selection.ties=random"], "host_selection.ties"),
     (["+host_selection.seed=3"], "host_selection.seed"),
     (["+spares.returns=last"], "spares.returns"),  # (moved here: host_selection=returns_last)
 ])

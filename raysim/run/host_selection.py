@@ -2,8 +2,9 @@
 raysim.sim.host_selection.HOST_SELECTIONS per preset of conf/host_selection/). `in_place` (the
 default): nodes back in service rejoin in their place, as every run before the group existed;
 `returns_last`: at the end (AIReSim's pool order); `fewest_failures`: fewest failures so far first;
-`random`: a seeded order per VC. A preset declares no settings; what a rule cannot run with is
-declared on it and refused with the other extensions' refusals (raysim.run.config.refuse_together)."""
+`random`: a seeded order per VC. A rule's settings (`host_selection.ties` of fewest_failures) are
+declared on it and checked once; what a rule cannot run with is declared on it too and refused with
+the other extensions' refusals (raysim.run.config.refuse_together)."""
 
 from __future__ import annotations
 
@@ -25,4 +26,6 @@ def host_selection_name(cfg: DictConfig) -> str:
 def host_selection(cfg: DictConfig) -> HostSelection | None:
     """The run's host selection with its seed (None under in_place: nodes rejoin in their place)."""
     name = host_selection_name(cfg)
-    return None if name == DEFAULT else HostSelection(name, int(cfg.seed))
+    if name == DEFAULT:
+        return None
+    return HostSelection(name, int(cfg.seed), chosen_settings(cfg, "host_selection", HOST_SELECTIONS, DEFAULT))

@@ -14,7 +14,10 @@ standbys and a standby chosen all follow it, with no copy of the order per place
   AIReSim's working pool, whose default host selection takes the first idle servers in pool order;
 - `fewest_failures` (AIReSim's FewestFailuresFirst): the order is kept sorted by each node's
   failures so far (every failure event of the node while it was up: down, restart or undiagnosed),
-  ties in node order; a node that fails and stays up moves behind the nodes with fewer failures;
+  ties in node order (`ties=order`), or in an order drawn afresh at every failure and for each node
+  back in service (`ties=random`: AIReSim's, which draws its ties at every host selection, so that a
+  job placed anew meets fresh nodes); a node that fails and stays up moves behind the nodes with
+  fewer failures;
 - `random`: the order is a seeded shuffle of the VC's nodes, and a node back in service joins at a
   uniformly drawn place, from one generator per VC (run seed, VC name), so its draws depend only on
   the VC's own events, never on the runtime.
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from raysim.registry import Registry
-from raysim.settings import NoSettings
+from raysim.settings import NoSettings, setting
 from raysim.sim.extensions import Extension
 from raysim.sim.failures import stable_hash
 
@@ -43,8 +46,9 @@ class HostOrder(Extension):
     name = "host_selection"
     Settings = NoSettings
 
-    def __init__(self, seed: int = 0):
+    def __init__(self, seed: int = 0, settings=None):
         self.seed = int(seed)
+        self.options = settings  # (the rule's checked Settings; None: their defaults)
 
     def attach(self, sim) -> None:
         sim.vc.host_order = self
@@ -53,10 +57,14 @@ class HostOrder(Extension):
         """Where in `vc.order` node `node`, back in service, goes (an index)."""
         raise NotImplementedError
 
-    def failed(self, node: int) -> bool:
-        """Node `node`, up, failed now (it may go down at once: raysim.sim.vc.VCState.failed); returns
-        whether it moves in the order (to where `place` then says)."""
+    def failed(self, vc, node: int) -> bool:
+        """Node `node` of `vc`, up, failed now (it may go down at once: raysim.sim.vc.VCState.failed);
+        returns whether it moves in the order (to where `place` then says)."""
         return False
+
+    def generator(self, vc_name: str) -> np.random.Generator:
+        """The VC's own generator of draws (run seed, VC name)."""
+        return np.random.default_rng([self.seed, stable_hash(vc_name), HOST_ORDER])
 
 
 class InPlace(HostOrder):
@@ -77,10 +85,20 @@ class ReturnsLast(HostOrder):
         return len(vc.order)
 
 
+@dataclass(frozen=True)
+class FewestFailuresSettings:
+    """`host_selection=fewest_failures`'s settings."""
+
+    ties: str = setting("order", "nodes with as many failures: in node order (order), or in an order drawn afresh at "
+                                 "every failure (random: AIReSim's, drawn at every host selection)",
+                        choices=("order", "random"))
+
+
 class FewestFailures(HostOrder):
     """AIReSim's FewestFailuresFirst: idle nodes with fewer failures so far are taken first (a job placed
-    anew, its standbys, a standby refilled), ties in node order. Needs failures drawn or replayed."""
+    anew, its standbys, a standby refilled), ties in node order or drawn. Needs failures drawn or replayed."""
 
+    Settings = FewestFailuresSettings
     settings = ("host_selection=fewest_failures",)
     requires = {"failures": "fewest_failures orders nodes by their failures: set failures=exponential, weibull, "
                             "lognormal, llama3 or trace"}
@@ -89,19 +107,37 @@ class FewestFailures(HostOrder):
                "quota=borrow": "a node lent on takes its place in another VC's order, with failures this VC "
                                "counts: use quota=none or quota=global"}
 
-    def __init__(self, seed: int = 0):
-        super().__init__(seed)
+    def __init__(self, seed: int = 0, settings: FewestFailuresSettings | None = None):
+        super().__init__(seed, settings or FewestFailuresSettings())
         self.failures: dict[int, int] = {}  # node -> its failures so far (none: 0)
+        self.rng = None  # ties=random: the VC's generator
+        self.tie: dict[int, float] = {}  # ties=random: node -> its latest draw
 
-    def _key(self, node: int) -> tuple[int, int]:
-        return self.failures.get(node, 0), node
+    def attach(self, sim) -> None:
+        super().attach(sim)
+        if self.options.ties == "random":
+            self.rng = self.generator(sim.name)
+            self._draw(sim.vc)
+
+    def _key(self, node: int) -> tuple:
+        return self.failures.get(node, 0), (node if self.rng is None else self.tie[node])
+
+    def _draw(self, vc) -> None:
+        """Fresh ties for every node in the order, which is sorted again."""
+        self.tie.update(zip(vc.order, self.rng.random(len(vc.order)).tolist()))
+        vc.reorder(sorted(vc.order, key=self._key))
 
     def place(self, vc, node: int) -> int:
+        if self.rng is not None:
+            self.tie[node] = float(self.rng.random())
         return bisect.bisect_left(vc.order, self._key(node), key=self._key)
 
-    def failed(self, node: int) -> bool:
+    def failed(self, vc, node: int) -> bool:
         self.failures[node] = self.failures.get(node, 0) + 1
-        return True
+        if self.rng is None:
+            return True
+        self._draw(vc)
+        return False
 
 
 class RandomOrder(HostOrder):
@@ -112,7 +148,7 @@ class RandomOrder(HostOrder):
 
     def attach(self, sim) -> None:
         super().attach(sim)
-        self.rng = np.random.default_rng([self.seed, stable_hash(sim.name), HOST_ORDER])
+        self.rng = self.generator(sim.name)
         order = sim.vc.order
         sim.vc.reorder([order[i] for i in self.rng.permutation(len(order))])
 
@@ -127,12 +163,14 @@ HOST_SELECTIONS = Registry({"in_place": InPlace, "returns_last": ReturnsLast, "f
 
 @dataclass(frozen=True)
 class HostSelection:
-    """A run's host selection other than in_place (a name of HOST_SELECTIONS) and the run's seed; carried
-    by raysim.sim.spares.SpareRules, which attaches one rule per VC."""
+    """A run's host selection other than in_place (a name of HOST_SELECTIONS), the run's seed and the
+    rule's checked settings (None: their defaults); carried by raysim.sim.spares.SpareRules, which
+    attaches one rule per VC."""
 
     name: str
     seed: int = 0
+    settings: object = None
 
     def extension(self) -> HostOrder:
         """A fresh rule for one VC."""
-        return HOST_SELECTIONS[self.name](self.seed)
+        return HOST_SELECTIONS[self.name](self.seed, self.settings)

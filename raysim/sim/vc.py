@@ -478,8 +478,8 @@ class VCState:
     def failed(self, node: int) -> None:
         """Node `node` takes a failure event now (it goes down, or its jobs restart): while it is up (a
         retired node's last event finds it down) the host order hears of it, and one that orders nodes
-        by their failures moves it to its new place."""
-        if self.host_order is not None and self.state[node] == UP and self.host_order.failed(node):
+        by their failures moves it to its new place (or orders them all anew: `reorder`)."""
+        if self.host_order is not None and self.state[node] == UP and self.host_order.failed(self, node):
             self.order.remove(node)
             self._insert(node)
 
