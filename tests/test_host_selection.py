@@ -172,9 +172,11 @@ def test_bad_host_selection_settings_are_one_line_naming_the_key(tmp_path, overr
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rule", ["fewest_failures", "random"])
+@pytest.mark.parametrize("rule", [["host_selection=fewest_failures"],
+                                  ["host_selection=fewest_failures", "host_selection.ties=random"],
+                                  ["host_selection=random"]], ids=["fewest_failures", "ties_random", "random"])
 def test_ray_gives_the_local_results(ray_local, tmp_path, rule):  # noqa: F811
-    local = same_on_ray_with_busy_failures(tmp_path, 4, f"host_selection={rule}", "spares.nodes=1",
+    local = same_on_ray_with_busy_failures(tmp_path, 4, *rule, "spares.nodes=1",
                                            "spares.wait_s=1200", "spares.standbys=1", "spares.host_selection_s=180",
                                            "checkpoint.interval_s=600", "checkpoint.restart_s=300")
     series = pd.read_parquet(local / "timeseries.parquet")
