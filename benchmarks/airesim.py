@@ -84,11 +84,18 @@ SCENARIOS = {
     "retire_2_in_7d": ("retire a server at its 2nd failure within 7 days", {},
                        {"removal": ("threshold", {"max_failures": 2, "window_minutes": 7 * DAY_MIN})}),
     "fewest_failures": ("host selection: fewest failures first", {}, {"selection": ("fewest_failures", {})}),
+    "fewest_failures_512": ("standbys_0_512 with host selection fewest failures first",
+                            {"job_size": 512, "warm_standbys": 0}, {"selection": ("fewest_failures", {})}),
 }
 
 #: Retirement and host-selection policies by name -> AIReSim's class (airesim.policies).
 REMOVALS = {"never": "NeverRemove", "threshold": "ThresholdRemoval", "scored": "ScoredRemoval"}
 SELECTIONS = {"random": "DefaultHostSelection", "fewest_failures": "FewestFailuresFirst"}
+#: AIReSim's host-selection policy by name -> raysim's overrides (host_selection=): AIReSim's default takes the
+#: first idle servers of its working pool, where repaired ones join at the end; its FewestFailuresFirst breaks
+#: ties by a draw at every host selection.
+HOST_SELECTIONS = {"random": ("host_selection=returns_last",),
+                   "fewest_failures": ("host_selection=fewest_failures", "host_selection.ties=random")}
 
 #: metric -> (AIReSim StatsCollector attribute, scale to our unit). Minutes become hours.
 METRICS = {
@@ -181,7 +188,6 @@ def unmatched(scenario: str) -> str | None:
     _, params, chosen = SCENARIOS[scenario]
     p = {**TABLE_I, **params}
     lacks = [what for what, missing in [
-        ("host-selection policies", chosen.get("selection") is not None),
         ("scored retirement with AIReSim's parameters", (chosen.get("removal") or ("never",))[0] == "scored"),
     ] if missing]
     return "needs " + " and ".join(lacks) if lacks else None
@@ -191,19 +197,20 @@ def raysim_overrides(scenario: str, trace: Path, seed: int) -> list[str]:
     """raysim's command-line overrides that run `scenario` in AIReSim's semantics (docs/airesim.md): one
     FIFO job on a VC of working pool + spares nodes (`trace`, from raysim_trace), failing only while it
     computes (failures.clock=busy), at the node rate 1 / random_failure_rate, bad nodes failing 1 + AIReSim's
-    multiplier times as often, AIReSim's repair pipeline and spare pool, nodes back from repair joining the
-    end of the placers' scan order (spares.returns=last: AIReSim's host selection takes the first idle
-    servers in pool order, repaired ones last), and checkpoints every second with no write, so that a
-    failure costs only its restart: the recovery, and the host selection where no warm standby is left
-    (spares.standbys, spares.host_selection_s; with no warm standbys every failure needs one, priced
-    as part of the restart)."""
+    multiplier times as often, AIReSim's repair pipeline and spare pool, its host selection (HOST_SELECTIONS:
+    by default host_selection=returns_last, nodes back from repair joining the end of the placers' scan
+    order, as AIReSim's default takes the first idle servers in pool order, repaired ones last), and
+    checkpoints every second with no write, so that a failure costs only its restart: the recovery, and
+    the host selection where no warm standby is left (spares.standbys, spares.host_selection_s; with no
+    warm standbys every failure needs one, priced as part of the restart)."""
     _, params, chosen = SCENARIOS[scenario]
     p = {**TABLE_I, **params}
     dist = p["failure_distribution"]
     out = [f"trace.path={trace}", "trace.cache=false", "runtime=local", "policy=fifo", f"seed={seed}",
            f"failures={dist}", f"failures.node_mtbf_h={1 / (p['random_failure_rate'] * 60)!r}",
            "failures.clock=busy", f"failures.diagnosis={p['diagnosis_probability']!r}",
-           f"failures.wrong_node={p['diagnosis_uncertainty']!r}", "spares.returns=last"]
+           f"failures.wrong_node={p['diagnosis_uncertainty']!r}",
+           *HOST_SELECTIONS[(chosen.get("selection") or ("random",))[0]]]
     if dist == "weibull":
         out.append(f"failures.shape={p['weibull_shape']!r}")
     elif dist == "lognormal":

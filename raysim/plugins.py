@@ -83,6 +83,8 @@ GROUPS = (
     Group("failures", "raysim.run.failures:FAILURES", prefix="failures", noun="preset"),
     Group("repair", "raysim.run.repair:REPAIRS", prefix="repair", noun="repair preset"),
     Group("retire", "raysim.run.retire:RETIRES", prefix="retire", noun="retirement policy"),
+    Group("host_selection", "raysim.sim.host_selection:HOST_SELECTIONS", prefix="host_selection",
+          noun="host selection"),
     Group("quota", "raysim.quota.settings:QUOTAS", prefix="quota"),
     Group("spot.victims", "raysim.sim.spot:VICTIMS", noun="victim chooser"),
 )

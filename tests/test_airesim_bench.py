@@ -39,11 +39,26 @@ def test_scenarios_with_warm_standbys_map_onto_standbys_and_the_host_selection(t
     b = bench()
     assert b.unmatched("defaults") is None and b.unmatched("standbys_0_512") is None
     overrides = b.raysim_overrides("defaults", b.raysim_trace("defaults", tmp_path), 42)
-    for wanted in ("checkpoint.restart_s=1200.0", "spares.standbys=16", "spares.host_selection_s=180.0"):
+    for wanted in ("checkpoint.restart_s=1200.0", "spares.standbys=16", "spares.host_selection_s=180.0",
+                   "host_selection=returns_last"):
         assert wanted in overrides
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         check_cluster_config(compose(config_name="config", overrides=overrides))
 
 
+def test_host_selection_policies_map_onto_the_host_selection_group(tmp_path):
+    # AIReSim's default (first idle servers in pool order, repaired ones last) is returns_last; its
+    # FewestFailuresFirst is fewest_failures with ties drawn
+    b = bench()
+    overrides = b.raysim_overrides("fewest_failures", b.raysim_trace("fewest_failures", tmp_path), 42)
+    assert {"host_selection=fewest_failures", "host_selection.ties=random"} <= set(overrides)
+    assert "host_selection=returns_last" not in overrides
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        check_cluster_config(compose(config_name="config", overrides=overrides))
+
+
 def test_scenarios_raysim_cannot_match_are_skipped():
-    assert bench().unmatched("fewest_failures") == "needs host-selection policies"
+    b = bench()  # (a fresh module: the scenario added here is its own)
+    b.SCENARIOS["wrong_node"] = ("blame the wrong server", {"diagnosis_uncertainty": 0.1}, {})
+    assert b.unmatched("wrong_node") == "needs wrong-node diagnosis"
+    assert all(b.unmatched(name) is None for name in b.SCENARIOS if name != "wrong_node")

@@ -54,8 +54,9 @@ def test_a_held_node_drains_while_busy_and_its_slot_is_reused():
 
 
 def test_only_the_lifecycle_changes_membership():
-    """Outside VCState.change (and VCState's construction), no code adds to or takes from the scan
-    order or the lifecycle's indexes."""
+    """Outside VCState.change (and VCState's construction, and VCState.failed, which moves an up node
+    to where its host order places it), no code adds to or takes from the scan order or the
+    lifecycle's indexes."""
     offenders = []
     for path in PACKAGE.rglob("*.py"):
         tree = ast.parse(path.read_text())
@@ -68,4 +69,5 @@ def test_only_the_lifecycle_changes_membership():
                         and isinstance(node.func.value, ast.Attribute)
                         and node.func.value.attr in ("order", "down", "lent", "draining")):
                     offenders.append(f"{path.relative_to(PACKAGE)}:{fn.name}")
-    assert offenders == ["sim/vc.py:_insert"] * 2  # (change's helper: own nodes in place, others at the end)
+    # (change's helper, where the host order places a node; a failure that moves a node in the host order)
+    assert offenders == ["sim/vc.py:_insert", "sim/vc.py:failed"]

@@ -224,6 +224,8 @@ PROMISES = [
             "a few, as Gavel does)", lambda runs, work: cluster(runs[-1])["jobs"] == 6_412),
     Promise(r"\+experiment=spot_alibaba", "high-priority jobs evict spot jobs",
             lambda runs, work: cluster(runs[-1])["evictions"] > 0),
+    Promise(r"\+experiment=airesim", "failures of the job, its warm standbys swapped in",
+            lambda runs, work: cluster(runs[-1])["interruptions"] > 0 and cluster(runs[-1])["standby_swaps"] > 0),
     Promise(r"\+experiment=(gavel_|harvest_summit)|trace\.path=",
             "every job of the run finished",
             lambda runs, work: 0 < cluster(runs[-1])["finished"] == cluster(runs[-1])["jobs"]),

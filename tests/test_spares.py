@@ -14,7 +14,8 @@ from raysim.policy import make_policy
 from raysim.sim import SimParams, VCSimulator
 from raysim.sim.capacity import DOWN, UP, CapacityPlan, VCCapacity
 from raysim.sim.extensions import Capacity
-from raysim.sim.spares import ReturnsLast, Spares
+from raysim.sim.host_selection import ReturnsLast
+from raysim.sim.spares import Spares
 
 
 def simulated(jobs, events, *, nodes=3, spares=1, wait=100, returns_last=False):
@@ -108,7 +109,7 @@ def test_a_run_with_busy_failures_counts_the_spares_it_pulled(tmp_path):
     (["spares.nodes=1", "spares.wait_s=-5"], "spares.wait_s"),
     (["spares.nodes=1", "failures=exponential"], "spares.nodes"),  # (failures.clock=up would age a spare)
     (["spares.nodes=1", "policy=max_min_fairness"], "spares.nodes"),
-    (["spares.returns=random"], "spares.returns"),
+    (["+spares.returns=last"], "spares.returns"),  # (moved to host_selection=returns_last)
 ])
 def test_bad_spare_settings_are_one_line_naming_the_key(tmp_path, overrides, key):
     with pytest.raises(ConfigError) as err:
@@ -141,6 +142,6 @@ def same_on_ray_with_busy_failures(tmp_path, nodes: int, *overrides):
 
 @pytest.mark.slow
 def test_ray_gives_the_local_results(ray_local, tmp_path):  # noqa: F811
-    local = same_on_ray_with_busy_failures(tmp_path, 4, "spares.nodes=2", "spares.wait_s=1200", "spares.returns=last",
-                                           "checkpoint.interval_s=600")
+    local = same_on_ray_with_busy_failures(tmp_path, 4, "spares.nodes=2", "spares.wait_s=1200",
+                                           "host_selection=returns_last", "checkpoint.interval_s=600")
     assert pd.read_parquet(local / "timeseries.parquet")["spares_pulled"].max() > 0

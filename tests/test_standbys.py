@@ -152,8 +152,9 @@ def test_bad_standby_settings_are_one_line_naming_the_key(tmp_path, overrides, k
 def test_ray_gives_the_local_results(ray_local, tmp_path):  # noqa: F811
     from test_spares import same_on_ray_with_busy_failures
 
-    local = same_on_ray_with_busy_failures(tmp_path, 5, "spares.nodes=1", "spares.wait_s=1200", "spares.returns=last",
-                                           "spares.standbys=1", "spares.host_selection_s=180",
-                                           "checkpoint.interval_s=600", "checkpoint.restart_s=300")
+    local = same_on_ray_with_busy_failures(tmp_path, 5, "spares.nodes=1", "spares.wait_s=1200",
+                                           "host_selection=returns_last", "spares.standbys=1",
+                                           "spares.host_selection_s=180", "checkpoint.interval_s=600",
+                                           "checkpoint.restart_s=300")
     series = pd.read_parquet(local / "timeseries.parquet")
     assert series["standby_swaps"].max() > 0 and series["host_selections"].max() > 1

@@ -25,6 +25,7 @@ from raysim.quota.ledger import QuotaLending
 from raysim.quota.settings import declared_quota, quota_settings
 from raysim.run.cluster_settings import ClusterMode, cluster_mode
 from raysim.run.failures import BusyClock, check_failures_config, failure_plan, failures_name
+from raysim.run.host_selection import host_selection, host_selection_name
 from raysim.run.requests import counts_resources, request_inputs
 from raysim.run.spares import refuse_standbys, spare_rules, standby_rules
 from raysim.run.spot import class_traits, spot_rules
@@ -36,6 +37,7 @@ from raysim.sim import SimParams
 from raysim.sim.attempts import Attempts
 from raysim.sim.checkpoint import Checkpointing
 from raysim.sim.extensions import Capacity, Checkpoints, Network, Replays
+from raysim.sim.host_selection import FewestFailures, RandomOrder
 from raysim.sim.spares import Spares
 from raysim.sim.standbys import Standbys
 from raysim.sim.spot import Spot
@@ -96,7 +98,8 @@ def check_cluster_config(cfg: DictConfig) -> ClusterMode:
 
 #: The engine's extensions whose settings the run checks against what they cannot run with or without
 #: (raysim.sim.extensions), in the order it checks them.
-DECLARED = (QuotaLending, Network, Capacity, BusyClock, Checkpoints, Replays, Spot, Spares, Standbys)
+DECLARED = (QuotaLending, Network, Capacity, BusyClock, Checkpoints, Replays, Spot, Spares, Standbys, FewestFailures,
+            RandomOrder)
 #: The values of a setting that leave its feature off.
 OFF = (None, "none", "off", "keep", "clean")
 
@@ -116,7 +119,8 @@ def switches(cfg: DictConfig, m: ClusterMode, quota: str) -> dict[str, tuple[str
             "trace.failed": ("trace.failed", m.trace.failed),
             "spot.overhead_s": ("spot.overhead_s", m.spot.overhead_s or None),
             "spares.nodes": ("spares.nodes", m.spares.nodes or None),
-            "spares.standbys": ("spares.standbys", m.spares.standbys or None)}
+            "spares.standbys": ("spares.standbys", m.spares.standbys or None),
+            "host_selection": ("host_selection", host_selection_name(cfg))}
 
 
 def refuse_together(policy: str, on: dict[str, tuple[str, object]], fields: dict) -> None:
@@ -442,7 +446,7 @@ def spec_from_config(cfg: DictConfig, trace: Trace, m: ClusterMode | None = None
                    quota=quota, pool_homes=homes, resources=resources, shapes=shapes,
                    capacity=capacity_plan(cfg, trace, layout, homes), checkpoint=checkpoint,
                    checkpoint_kinds=kinds, attempts=replayed_attempts(cfg, m, trace), spot=spot,
-                   spares=spare_rules(m.spares, layout), standbys=standby_rules(m.spares, layout))
+                   spares=spare_rules(m.spares, layout, host_selection(cfg)), standbys=standby_rules(m.spares, layout))
     if spec.capacity is not None and quota.borrow:  # a node on loan keeps its identity
         spec = replace(spec, quota=replace(quota, named_nodes=True))
     extra = {"constraint": types.constraint, "speed_profile": types.speed_profile, **requests}

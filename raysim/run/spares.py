@@ -1,6 +1,7 @@
 """The `spares:` settings of a trace replay (a spare pool per VC: raysim.sim.spares; warm standbys per
 job and the host-selection time: raysim.sim.standbys; docs/failures.md), declared here, and the run's
-spare and standby rules, checked against its layout (every VC keeps a working node)."""
+spare and standby rules, checked against its layout (every VC keeps a working node). Where nodes back
+in service go is the `host_selection` group's (raysim.run.host_selection)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from dataclasses import dataclass
 
 from raysim.errors import ConfigError
 from raysim.settings import setting
-from raysim.sim.spares import RETURNS, SpareRules
+from raysim.sim.host_selection import HostSelection
+from raysim.sim.spares import SpareRules
 from raysim.sim.standbys import StandbyRules
 from raysim.trace.schema import LARGEST
 
@@ -21,9 +23,6 @@ class SpareSettings:
                             "pulled (0: none)", minimum=0, maximum=LARGEST)
     wait_s: int = setting(0, "seconds from a pull to the spare being up (AIReSim's preemption wait: its background "
                              "work is stopped)", minimum=0, maximum=LARGEST)
-    returns: str = setting("in_place", "where a node back in service (from down, repair, the spare pool) rejoins the "
-                                       "placers' scan order: in_place | last (AIReSim's working pool order)",
-                           choices=RETURNS)
     standbys: int = setting(0, "warm standbys per job on two nodes or more: idle nodes it holds, swapped in for a "
                                "failed node at the restart's cost only (0: none)", minimum=0, maximum=LARGEST)
     host_selection_s: int = setting(0, "seconds a job whose node failed with no standby left is away before it "
@@ -31,21 +30,20 @@ class SpareSettings:
                                     minimum=0, maximum=LARGEST)
 
 
-def spare_rules(settings: SpareSettings, layout: dict) -> SpareRules | None:
-    """The run's spare pool per VC and where nodes back in service go (None without spares, nodes
-    returning in place); a pool that would leave a VC of `layout` (VC -> its node pools) no working
-    node is one line naming `spares.nodes`."""
-    last = settings.returns == "last"
+def spare_rules(settings: SpareSettings, layout: dict, host: HostSelection | None = None) -> SpareRules | None:
+    """The run's spare pool per VC and where nodes back in service go (`host`: the run's host selection,
+    raysim.run.host_selection; None without spares and with nodes rejoining in their place); a pool that
+    would leave a VC of `layout` (VC -> its node pools) no working node is one line naming `spares.nodes`."""
     if not settings.nodes:
         if settings.wait_s:
             raise ConfigError("spares.wait_s", "only with spares.nodes > 0", settings.wait_s)
-        return SpareRules(returns_last=True) if last else None
+        return SpareRules(host_selection=host) if host is not None else None
     for vc, pools in layout.items():
         nodes = sum(p.nodes for p in pools)
         if settings.nodes >= nodes:
             raise ConfigError("spares.nodes", f"must leave every VC a working node: VC {vc!r} has {nodes}",
                               settings.nodes)
-    return SpareRules(settings.nodes, settings.wait_s, last)
+    return SpareRules(settings.nodes, settings.wait_s, host)
 
 
 def standby_rules(settings: SpareSettings, layout: dict) -> StandbyRules | None:

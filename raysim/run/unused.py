@@ -35,7 +35,7 @@ SHARED = ("mode", "data", "hydra", "replicate")  # (replicate: read by the sweep
 #: The config keys and groups each mode reads; the others must keep their root defaults.
 CLUSTER_KEYS = ("seed", "trace", "sim", "network", "estimator", "ray", "policies",
                 "rounds", "harvest", "cluster", "policy", "placer", "runtime", "quota", "checkpoint",
-                "failures", "repair", "retire", "report", "spot", "spares")
+                "failures", "repair", "retire", "host_selection", "report", "spot", "spares")
 MODES = {"cluster": CLUSTER_KEYS, "fgd": ("fgd", "seed")}
 #: Why a mode refuses what it does not use (per key where it helps; "*": any other key).
 WHY = {
@@ -46,7 +46,7 @@ WHY = {
 }
 #: Config groups chosen by name (`policy=tiresias`): a different choice is refused as the group.
 CHOICE_KEYS = {"policy": "name", "placer": "name", "runtime": "name", "quota": "mode", "failures": "name",
-               "repair": "name", "retire": "name"}
+               "repair": "name", "retire": "name", "host_selection": "name"}
 #: The round mechanism's settings, once rounds.*, now every round-based policy's own (policy.*);
 #: rounds.generate, rate_jobs_per_hour and reference_type make Gavel's jobs for any policy.
 ROUND_MOVED = ("round_s", "reset_min_s", "type_order", "lp_method", "window", "job_type_column", "job_type_map")
@@ -56,6 +56,8 @@ ROUND_MOVED = ("round_s", "reset_min_s", "type_order", "lp_method", "window", "j
 #: adds a key it does not know from an experiment file, or from `+key=value` on the command line,
 #: without a word, and the run would silently go on without it.
 RETIRED = {
+    "spares.returns": "moved to the host_selection group: host_selection=returns_last (was spares.returns=last), "
+                      "in_place, fewest_failures or random",
     "rounds.throughputs": "renamed to cluster.throughput (the throughput table of every policy)",
     "rounds.plots": "renamed to report.plots (run, sweep, none or auto)",
     "policy.round": "the constants of round-based policies are policy.<constant> now (e.g. policy.type_choice, "

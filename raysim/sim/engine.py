@@ -600,6 +600,7 @@ class VCSimulator(PolicyView):
                 vc.change(node, "up", names[cause])
                 continue
             on = self.jobs_on([node])
+            vc.failed(node)  # (a host order may count it: raysim.sim.host_selection)
             if self.standbys is not None and on:  # (jobs holding standbys restart themselves)
                 on = self.standbys.fail(self, node, kind == DOWN, on, t, CAPACITY + cause)
             self.stop_jobs(on, t, CAPACITY + cause)

@@ -43,7 +43,7 @@ from raysim.sim.recorder import CAPACITY_COLUMNS, COUNT_COLUMNS, REPAIR_COLUMNS,
 
 #: The order of extensions in a spec's list (results and time-series columns come out in it).
 ORDER = ("network", "quota", "shared_queue", "resources", "capacity", "checkpoints", "replays", "spot", "spares",
-         "returns_last", "standbys")
+         "host_selection", "standbys")
 
 
 class Extension:

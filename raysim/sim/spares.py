@@ -4,7 +4,8 @@ GPU totals; they run background work that raysim does not model, and, idle, they
 `failures.clock=busy`). A spare is pulled into service while the VC's waiting jobs ask for more GPUs
 than it has free: one at a time, each up `wait` ticks after it is pulled (AIReSim's preemption wait:
 its background work is stopped), the next pull decided once it is up. A spare that joins stays, as
-in AIReSim; nodes back from repair return to their place. Pulls are counted per VC
+in AIReSim; nodes back from repair rejoin the scan order where the run's host selection puts them
+(raysim.sim.host_selection; by default in their place). Pulls are counted per VC
 (`spares_pulled`, a cumulative time-series column, and the summary).
 """
 
@@ -14,11 +15,10 @@ import math
 from dataclasses import dataclass
 
 from raysim.sim.extensions import Extension
+from raysim.sim.host_selection import HostSelection
 from raysim.sim.recorder import SPARE_COLUMNS
 
 NEVER = math.inf
-#: Where a node back in service rejoins the scan order (`spares.returns`).
-RETURNS = ("in_place", "last")
 
 
 class Spares(Extension):
@@ -84,26 +84,16 @@ class Spares(Extension):
 
 @dataclass(frozen=True)
 class SpareRules:
-    """A run's spare pool per VC (`spares.*`, raysim.run.spares), in seconds, and whether nodes back in
-    service join the end of the scan order."""
+    """A run's spare pool per VC (`spares.*`, raysim.run.spares), in seconds, and where nodes back in
+    service join the scan order (`host_selection`: raysim.sim.host_selection's rule and the run seed;
+    None: in their place)."""
 
     nodes: int = 0
     wait_s: int = 0
-    returns_last: bool = False
+    host_selection: HostSelection | None = None
 
     def extensions(self, ticks_per_s: int = 1) -> list:
         """The VC engine's extensions of these rules, on a clock of `ticks_per_s` ticks per second."""
         return ([Spares(self.nodes, self.wait_s * ticks_per_s)] if self.nodes else []) + \
-            ([ReturnsLast()] if self.returns_last else [])
+            ([self.host_selection.extension()] if self.host_selection is not None else [])
 
-
-class ReturnsLast(Extension):
-    """A node back in service (from down, repair or the spare pool) joins the end of the placers' scan
-    order, as a repaired server joins the end of AIReSim's working pool, whose host selection takes
-    the first idle servers in pool order: placers then prefer nodes that have not been out lately
-    (`spares.returns=last`; the default, `in_place`, puts it back in its place)."""
-
-    name = "returns_last"
-
-    def attach(self, sim) -> None:
-        sim.vc.returns_last = True

@@ -287,7 +287,7 @@ class Spot(Extension):
         allowed = sim._allowed[c] if c >= 0 else None
         nodes = [node for node, held in self.on_node.items() if state[node] == UP and not free_to_take.isdisjoint(held)
                  and (allowed is None or vc.type_of[node] in allowed)]
-        if vc.held or vc.borrowed or vc.returns_last:  # (nodes on loan, or back in service, come last)
+        if vc.held or vc.borrowed or vc.host_order is not None:  # (nodes on loan come last; a host order has its own)
             chosen = set(nodes)
             nodes = [node for node in vc.order if node in chosen]
         else:  # (the scan order is the up nodes by index)

@@ -26,7 +26,8 @@ class VCState:
     raysim.cluster.layout.Pool); a GPU holds one job, or two when they share it (colocation).
 
     Nodes are identified by an index; `order` lists the VC's current nodes in the order placers scan
-    them (pools in layout order, a node added on loan at the end). `size[n]` is node n's GPU count
+    them (pools in layout order, a node added on loan at the end; or as the run's host selection,
+    `host_order`, keeps it). `size[n]` is node n's GPU count
     and `type_of[n]` the index of its GPU type in `types` (the VC's GPU types in layout order).
     `name` is the reference's node name, used only by the Lucid-compatible rule for which node to
     give away. Allocation takes a node's lowest free GPUs. Free and total GPUs are also counted per
@@ -50,8 +51,8 @@ class VCState:
     pods only while it is up (`res.present`).
     """
 
-    #: whether a node back in service joins the end of the scan order (raysim.sim.spares.ReturnsLast)
-    returns_last = False
+    #: the rule that keeps the scan order (raysim.sim.host_selection.HostOrder); None: nodes in their place
+    host_order = None
 
     def __init__(self, pools, resources: bool = False):
         self.pools = tuple(pools)
@@ -494,14 +495,31 @@ class VCState:
             order.remove(node)
 
     def _insert(self, node: int) -> None:
-        """Put node `node` back in the scan order: an own node in its place (own nodes come first, in
-        index order, and every other node has a larger index, so bisection finds that place although
-        the order's tail need not be sorted), a held or borrowed node at the end, as every node does
-        where `returns_last` (raysim.sim.spares.ReturnsLast)."""
-        if self.returns_last or node in self.held or node in self.borrowed:
-            self.order.append(node)
+        """Put node `node` back in the scan order where the VC's host order places it (`host_order`,
+        raysim.sim.host_selection), by default in its own place: an own node among own nodes (they come
+        first, in index order, and every other node has a larger index, so bisection finds that place
+        although the order's tail need not be sorted), a held or borrowed node at the end."""
+        if self.host_order is not None:
+            at = self.host_order.place(self, node)
+        elif node in self.held or node in self.borrowed:
+            at = len(self.order)
         else:
-            self.order.insert(bisect.bisect_left(self.order, node), node)
+            at = bisect.bisect_left(self.order, node)
+        self.order.insert(at, node)
+
+    def failed(self, node: int) -> None:
+        """Node `node` takes a failure event now (it goes down, or its jobs restart): while it is up (a
+        retired node's last event finds it down) the host order hears of it, and one that orders nodes
+        by their failures moves it to its new place (or orders them all anew: `reorder`)."""
+        if self.host_order is not None and self.state[node] == UP and self.host_order.failed(self, node):
+            self.order.remove(node)
+            self._insert(node)
+
+    def reorder(self, order: list[int]) -> None:
+        """The scan order becomes `order`, of the same nodes (a host order's start: raysim.sim.host_selection)."""
+        if sorted(order) != sorted(self.order):
+            raise AssertionError("a new scan order must hold the same nodes")
+        self.order[:] = order
 
     def add_held(self, gpu_type: str, per: int, tag, cpu_milli: int | None = None,
                  memory_mib: int | None = None) -> int:
