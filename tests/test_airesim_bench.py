@@ -59,6 +59,14 @@ def test_host_selection_policies_map_onto_the_host_selection_group(tmp_path):
 
 def test_scenarios_raysim_cannot_match_are_skipped():
     b = bench()  # (a fresh module: the scenario added here is its own)
-    b.SCENARIOS["wrong_node"] = ("blame the wrong server", {"diagnosis_uncertainty": 0.1}, {})
-    assert b.unmatched("wrong_node") == "needs wrong-node diagnosis"
-    assert all(b.unmatched(name) is None for name in b.SCENARIOS if name != "wrong_node")
+    b.SCENARIOS["scored"] = ("retire by score", {}, {"removal": ("scored", {})})
+    assert b.unmatched("scored") == "needs scored retirement with AIReSim's parameters"
+    assert all(b.unmatched(name) is None for name in b.SCENARIOS if name != "scored")
+
+
+def test_wrong_node_diagnosis_and_bad_node_regeneration_map_onto_raysims_settings():
+    b = bench()
+    wrong = b.raysim_overrides("wrong_node_20", Path("t.csv"), 42)
+    assert "failures.wrong_node=0.2" in wrong and not any(o.startswith("failures.bad_regen_h") for o in wrong)
+    assert "failures.bad_regen_h=720.0" in b.raysim_overrides("regen_30d", Path("t.csv"), 42)
+    assert "failures.wrong_node=0.0" in b.raysim_overrides("defaults", Path("t.csv"), 42)

@@ -634,6 +634,7 @@ class VCSimulator(PolicyView):
             self._job_clocks.rescale(other)
         on_other = self.jobs_on([other])
         on_node = [j for j in self.jobs_on([node]) if j not in on_other]
+        vc.failed(node)  # (a host order counts the failure where it happened, as AIReSim does)
         if self.standbys is not None:
             on_other = self.standbys.fail(self, other, True, on_other, t, CAPACITY + cause) if on_other else []
             on_node = self.standbys.fail(self, node, False, on_node, t, CAPACITY + cause) if on_node else []
