@@ -283,13 +283,19 @@ def test_a_vc_with_busy_clocks_pickled_midway_continues_identically():
 
 
 @pytest.mark.slow
-def test_a_run_with_busy_clocks_is_the_same_on_ray(tmp_path, ray_local):  # noqa: F811
+@pytest.mark.parametrize("model", [
+    ("failures=llama3", "failures.gpu_mtbf_h=2000"),
+    # (jobs' own clocks, a failure blamed on another node, bad nodes regenerated and AIReSim's repairs)
+    ("failures=exponential", "failures.node_mtbf_h=500", "failures.wrong_node=0.3", "failures.bad_fraction=0.2",
+     "failures.bad_multiplier=5", "failures.bad_regen_h=24", "repair=pipeline"),
+])
+def test_a_run_with_busy_clocks_is_the_same_on_ray(tmp_path, ray_local, model):  # noqa: F811
     from simutil import assert_same_on_ray
 
     from raysim.run.config import load_from_config, spec_from_config
 
-    cfg = compose("policy=srtf", "failures=llama3", "failures.gpu_mtbf_h=2000", "failures.clock=busy",
-                  "checkpoint.interval_s=1800", "checkpoint.restart_s=600")
+    cfg = compose("policy=srtf", *model, "failures.clock=busy", "checkpoint.interval_s=1800",
+                  "checkpoint.restart_s=600")
     trace = load_from_config(cfg)
     spec, extra = spec_from_config(cfg, trace)
     assert_same_on_ray(tmp_path, trace, spec, extra, runs=[{"vcs_per_actor": 4, "window_s": 86_400}])
