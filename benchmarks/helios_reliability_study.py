@@ -2,7 +2,7 @@
 
     python benchmarks/helios_reliability_study.py [--arms baseline spares standbys retire]
         [--policies fifo srtf tiresias] [--seeds 3] [--days 10] [--mtbf-h 500] [--spares 32]
-        [--standbys 1] [--out /tmp/helios_reliability] [--json]
+        [--standbys 1] [--quota global] [--out /tmp/helios_reliability] [--report-only] [--json]
 
 Each arm is one multirun as a user runs it, a `python -m raysim -m` subprocess over the policies and
 seeds 0 .. seeds-1 (one run at a time, in-process: `hydra.launcher.processes=1 runtime=local`), on the
@@ -13,7 +13,8 @@ failing 6 times as often, AIReSim's repair pipeline, checkpoints every 30 minute
 preemption wait), warm standbys (`--standbys` per multi-node job, a 3-minute host selection otherwise),
 or retirement (2 failures in 7 days). Every arm runs under `quota=global` (one queue for the whole
 cluster): a spare pool is per VC, and the Helios-like layout has VCs of one node, which a pool of even
-one spare would leave with no working node (refused).
+one spare would leave with no working node (refused). `--quota none` runs the per-VC queues instead,
+where only the baseline and retirement can run.
 
 The sweep's own sweep_replicas.csv gives each metric's mean and 95 % Student-t interval over the seeds;
 the script prints them per arm and policy (markdown, or JSON lines with --json).
@@ -31,12 +32,12 @@ from pathlib import Path
 import pandas as pd
 
 #: What every arm runs with (docs/reliability_study.md says why each number).
-COMMON = ("+experiment=helios_synth", "runtime=local", "hydra.launcher.processes=1", "quota=global",
+COMMON = ("+experiment=helios_synth", "runtime=local", "hydra.launcher.processes=1",
           "failures=exponential", "failures.clock=busy", "failures.bad_fraction=0.15", "failures.bad_multiplier=6",
           "repair=pipeline", "checkpoint.interval_s=1800", "checkpoint.restart_s=600",
           "report.html=false", "report.plots=none", "report.out_jobs=false")
 #: The table's columns: summary metric -> heading (and the scale it is shown at).
-COLUMNS = {"avg_jct": ("JCT (h)", 1 / 3600), "avg_queue": ("queue (h)", 1 / 3600), "ettr": ("ETTR", 1),
+COLUMNS = {"avg_jct": ("JCT (s)", 1), "avg_queue": ("queue (s)", 1), "ettr": ("ETTR", 1),
            "interruptions": ("interruptions", 1), "auto_repairs": ("repairs", 1),
            "lost_gpu_h": ("lost GPU-h", 1), "down_gpu_h": ("down GPU-h", 1), "spares_pulled": ("spares pulled", 1),
            "standby_swaps": ("standby swaps", 1), "host_selections": ("host selections", 1),
@@ -51,9 +52,9 @@ def arms(spares: int, standbys: int) -> dict[str, tuple[str, ...]]:
             "retire": ("retire=threshold", "retire.max_failures=2", "retire.window_h=168")}
 
 
-def overrides(arm: tuple[str, ...], days: float, mtbf_h: float) -> list[str]:
+def overrides(arm: tuple[str, ...], days: float, mtbf_h: float, quota: str = "global") -> list[str]:
     """One arm's overrides, the policies and seeds aside."""
-    return [*COMMON, f"trace.synth.days={days:g}", f"failures.node_mtbf_h={mtbf_h:g}", *arm]
+    return [*COMMON, f"quota={quota}", f"trace.synth.days={days:g}", f"failures.node_mtbf_h={mtbf_h:g}", *arm]
 
 
 def run_arm(name: str, arm_overrides: list[str], policies: list[str], seeds: int, out: Path) -> float:
@@ -86,7 +87,7 @@ def cell(row: dict, metric: str) -> str:
     if metric not in row:
         return "-"
     mean, hw = row[metric], row[f"{metric}_ci95"]
-    digits = 4 if metric == "ettr" else 2 if metric in ("avg_jct", "avg_queue") else 0
+    digits = 4 if metric == "ettr" else 1 if metric == "avg_queue" else 0
     return f"{mean:,.{digits}f} ± {hw:,.{digits}f}" if hw == hw else f"{mean:,.{digits}f}"
 
 
@@ -109,6 +110,8 @@ def main(argv=None) -> None:
     p.add_argument("--mtbf-h", type=float, default=500)
     p.add_argument("--spares", type=int, default=32)
     p.add_argument("--standbys", type=int, default=1)
+    p.add_argument("--quota", default="global", choices=["global", "none"],
+                   help="none: per-VC queues (only baseline and retire run: spares and standbys are refused there)")
     p.add_argument("--out", type=Path, default=Path("/tmp/helios_reliability"))
     p.add_argument("--json", action="store_true")
     p.add_argument("--report-only", action="store_true", help="read the arms' folders under --out, run nothing")
@@ -117,7 +120,7 @@ def main(argv=None) -> None:
     rows = []
     for name in a.arms:
         if not a.report_only:
-            wall = run_arm(name, overrides(every[name], a.days, a.mtbf_h), a.policies, a.seeds, a.out)
+            wall = run_arm(name, overrides(every[name], a.days, a.mtbf_h, a.quota), a.policies, a.seeds, a.out)
             print(f"{name}: {wall:.0f} s", file=sys.stderr, flush=True)
         rows += arm_rows(name, a.out / name)
     if a.json:
