@@ -1,7 +1,7 @@
 """Spares, warm standbys and retirement on the Helios-like cluster, the study of docs/reliability_study.md.
 
     python benchmarks/helios_reliability_study.py [--arms baseline spares standbys retire]
-        [--policies fifo srtf tiresias] [--seeds 3] [--days 10] [--mtbf-h 500] [--spares 32]
+        [--policies fifo srtf tiresias] [--seeds 3] [--days 3] [--mtbf-h 500] [--spares 32]
         [--standbys 1] [--quota global] [--out /tmp/helios_reliability] [--report-only] [--json]
 
 Each arm is one multirun as a user runs it, a `python -m raysim -m` subprocess over the policies and
@@ -106,7 +106,7 @@ def main(argv=None) -> None:
     p.add_argument("--arms", nargs="+", default=["baseline", "spares", "standbys", "retire"])
     p.add_argument("--policies", nargs="+", default=["fifo", "srtf", "tiresias"])
     p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--days", type=float, default=10)
+    p.add_argument("--days", type=float, default=3)
     p.add_argument("--mtbf-h", type=float, default=500)
     p.add_argument("--spares", type=int, default=32)
     p.add_argument("--standbys", type=int, default=1)
