@@ -25,6 +25,7 @@ SHIPPED = {
     "gavel_hetero_demo": (["policy=max_min_fairness", "trace.path=${oc.env:HETERO_300}"], ["gpu_types"]),  # (see hetero_300)
     "helios_synth": (["trace.synth.days=0.2"], []),
     "saturn_synth": (["trace.synth.days=0.5"], []),
+    "airesim": (["trace.path=${raysim_path:traces/airesim/jobs_1d.csv}"], ["capacity", "checkpoint"]),
 }
 ON_DATA = {
     "venus_real": (["policy=srtf"], []),
